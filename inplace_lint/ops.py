@@ -1,0 +1,77 @@
+"""Op tables the engine reads: what writes in place, what makes a view, what is a model output.
+
+The in-place tables are generated from torch (see ``generate_ops.py`` beside this
+file); the view tables follow the PyTorch docs page "Tensor Views"
+(https://pytorch.org/docs/stable/tensor_view.html) and the runtime truth table in
+``shared/research/pytorch-inplace-facts.md``. Nothing here imports torch.
+"""
+from __future__ import annotations
+
+from ._ops_generated import (  # noqa: F401  (re-exported)
+    FUNCTIONAL_INPLACE_FUNCTIONS,
+    INPLACE_KWARG_FUNCTIONS,
+    INPLACE_KWARG_MODULES,
+    METADATA_INPLACE_METHODS,
+    NON_DATA_INPLACE_METHODS,
+    OUT_OF_PLACE_TWINS,
+    TENSOR_INPLACE_METHODS,
+    TORCH_INPLACE_FUNCTIONS,
+)
+
+#: Tensor methods (and ``torch.<name>(x, ...)`` functions) whose result is always a view of the input.
+VIEW_METHODS = frozenset(
+    {
+        "view", "view_as", "squeeze", "unsqueeze", "transpose", "t", "permute", "narrow",
+        "select", "diagonal", "unfold", "as_strided", "detach", "unflatten", "movedim",
+        "moveaxis", "swapaxes", "swapdims", "adjoint", "view_as_real", "view_as_complex",
+        "indices", "values", "crow_indices", "col_indices",
+        "conj", "resolve_conj", "resolve_neg", "alias",
+    }
+)
+#: Attributes that are views: ``x.T``, ``x.mT``, ``x.real`` ...; ``x.data`` shares storage and bypasses autograd.
+VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
+#: May return the input itself or a view of it (when no copy is needed): they keep the origin.
+MAY_ALIAS_METHODS = frozenset(
+    {
+        "reshape", "reshape_as", "flatten", "contiguous", "to", "type_as", "type", "float",
+        "half", "bfloat16", "double", "cpu", "cuda", "requires_grad_",
+    }
+)
+#: Multi-output view ops: each element is a view, and in-place on one raises when the base needs grad.
+MULTI_VIEW_METHODS = frozenset(
+    {"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "split_with_sizes"}
+)
+#: Views whose elements overlap in memory: in-place on them raises with or without grad.
+EXPAND_METHODS = frozenset({"expand", "expand_as", "broadcast_to"})
+#: Methods that return a DTensor's local tensor through a custom autograd Function
+#: (``_ToTorchTensor`` in torch.distributed.tensor): in-place on the result raises under grad.
+DTENSOR_LOCAL_METHODS = frozenset({"to_local", "full_tensor"})
+#: ``torch.<name>(...)`` factories: a fresh tensor that needs no grad unless ``requires_grad=True``.
+FACTORY_FUNCTIONS = frozenset(
+    {
+        "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "rand", "randn",
+        "randint", "randperm", "eye", "tensor", "as_tensor", "zeros_like", "ones_like",
+        "empty_like", "full_like", "rand_like", "randn_like", "randint_like", "empty_strided",
+    }
+)
+#: Context managers and decorators that turn grad mode off (``torch.no_grad()``, ...).
+NO_GRAD_CONTEXTS = frozenset({"no_grad", "inference_mode"})
+#: ``set_grad_enabled(False)`` turns grad off; ``enable_grad()`` turns it back on.
+SET_GRAD_CONTEXT = "set_grad_enabled"
+ENABLE_GRAD_CONTEXT = "enable_grad"
+
+# Defaults for the configurable model-output heuristics.
+DEFAULT_MODEL_OUTPUT_FIELDS = (
+    "logits", "last_hidden_state", "hidden_states", "loss", "log_probs", "logprobs",
+    "entropy", "attentions", "pooler_output", "prediction_logits", "start_logits",
+    "end_logits", "vpreds", "value_preds",
+)
+#: Names whose attributes in ``DEFAULT_MODEL_OUTPUT_FIELDS`` are model outputs, and
+#: parameter names that hold a model's output object.
+DEFAULT_MODEL_OUTPUT_NAMES = ("output", "outputs", "model_output", "model_outputs", "model_out", "out", "outs")
+DEFAULT_MODEL_OUTPUT_PARAMS = ("output", "outputs", "model_output", "model_outputs")
+#: fnmatch patterns for the last name of a callee whose call result is a model output.
+DEFAULT_MODEL_CALL_PATTERNS = (
+    "model", "*_model", "module", "*_module", "policy", "actor", "critic", "lm_head",
+    "*_head", "backbone", "transformer", "net", "*_net", "engine_model",
+)
