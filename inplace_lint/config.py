@@ -1,0 +1,137 @@
+"""Settings: one table of options, read from flake8's config by the plugin and from
+``[inplace_lint]`` (setup.cfg, tox.ini, .flake8) or ``[tool.inplace-lint]`` (pyproject.toml) by the CLI.
+
+Keys (the flake8 options are the same with an ``ipv-`` prefix, e.g. ``ipv-model-output-fields``):
+
+- ``model-output-fields``: attribute/item names of a model output that are tensors (``logits``, ...).
+- ``model-output-names``: variable names whose fields are model outputs (``output``, ``outputs``, ...).
+- ``model-output-params``: parameter names that hold a model's output object.
+- ``model-call-patterns``: fnmatch patterns for the callee name of a model call (``model``, ``*_module``, ...).
+- ``extend-model-output-fields`` / ``extend-model-output-names`` / ``extend-model-call-patterns``: added to the defaults.
+- ``report-in-no-grad``: also report writes inside ``torch.no_grad()`` / ``inference_mode()`` (default false).
+- ``select``, ``ignore``, ``exclude``: CLI only (flake8 has its own).
+"""
+from __future__ import annotations
+
+import configparser
+import dataclasses
+import pathlib
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from .engine import DEFAULT_SETTINGS, Settings
+
+
+class ConfigError(ValueError):
+    """A bad key or value in a configuration file; the message names the file and the key."""
+
+
+#: key -> (Settings field or None for CLI-only keys, kind, help)
+OPTIONS: Dict[str, Tuple[Optional[str], str, str]] = {
+    "model-output-fields": ("model_output_fields", "list", "model output fields that are tensors (replaces the defaults)"),
+    "extend-model-output-fields": ("model_output_fields", "extend", "model output fields added to the defaults"),
+    "model-output-names": ("model_output_names", "list", "names whose fields are model outputs (replaces the defaults)"),
+    "extend-model-output-names": ("model_output_names", "extend", "names added to the defaults"),
+    "model-output-params": ("model_output_params", "list", "parameter names that hold a model output object"),
+    "model-call-patterns": ("model_call_patterns", "list", "fnmatch patterns of callee names whose result is a model output"),
+    "extend-model-call-patterns": ("model_call_patterns", "extend", "patterns added to the defaults"),
+    "report-in-no-grad": ("report_in_no_grad", "bool", "also report writes inside torch.no_grad()/inference_mode()"),
+    "select": (None, "list", "codes (or prefixes) to report"),
+    "ignore": (None, "list", "codes (or prefixes) not to report"),
+    "exclude": (None, "list", "glob patterns of paths to skip"),
+}
+
+
+def split_list(value) -> List[str]:
+    if isinstance(value, (list, tuple)):
+        items: Iterable[str] = [str(v) for v in value]
+    else:
+        items = str(value).replace("\n", ",").split(",")
+    return [i.strip() for i in items if i.strip()]
+
+
+def parse_bool(value, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{where}: expected true or false, got {value!r}")
+
+
+def apply(values: Dict[str, object], where: str, base: Settings = DEFAULT_SETTINGS) -> Tuple[Settings, Dict[str, List[str]]]:
+    """Apply raw ``key -> value`` pairs (file or flake8 options) to ``base``; return settings and CLI-only lists."""
+    changes: Dict[str, object] = {}
+    cli: Dict[str, List[str]] = {}
+    for raw_key, value in values.items():
+        key = raw_key.replace("_", "-")
+        if key not in OPTIONS:
+            raise ConfigError(f"{where}: unknown key {raw_key!r} (known: {', '.join(sorted(OPTIONS))})")
+        field, kind, _ = OPTIONS[key]
+        if field is None:
+            cli[key] = split_list(value)
+        elif kind == "bool":
+            changes[field] = parse_bool(value, f"{where}: {raw_key}")
+        else:
+            items = split_list(value)
+            current = changes.get(field, getattr(base, field))
+            merged = list(current) + items if kind == "extend" else items
+            changes[field] = tuple(merged) if field == "model_call_patterns" else frozenset(merged)
+    return dataclasses.replace(base, **changes), cli
+
+
+def find_config(start: pathlib.Path) -> Optional[Tuple[pathlib.Path, Dict[str, object]]]:
+    """The nearest file, from ``start`` upward, with an ``[inplace_lint]`` / ``[tool.inplace-lint]`` section."""
+    start = start.resolve()
+    for folder in [start, *start.parents] if start.is_dir() else [start.parent, *start.parent.parents]:
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            table = _pyproject_table(pyproject)
+            if table is not None:
+                return pyproject, table
+        for name in ("setup.cfg", "tox.ini", ".flake8"):
+            path = folder / name
+            if path.is_file():
+                parser = configparser.RawConfigParser()
+                try:
+                    parser.read(path, encoding="utf-8")
+                except configparser.Error as exc:
+                    raise ConfigError(f"{path}: {exc}") from exc
+                if parser.has_section("inplace_lint"):
+                    return path, dict(parser.items("inplace_lint"))
+    return None
+
+
+def _pyproject_table(path: pathlib.Path):
+    try:
+        import tomllib  # Python 3.11+
+    except ModuleNotFoundError:  # pragma: no cover
+        try:
+            import tomli as tomllib  # type: ignore
+        except ModuleNotFoundError:
+            return None
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    return data.get("tool", {}).get("inplace-lint")
+
+
+def load(start: pathlib.Path) -> Tuple[Settings, Dict[str, List[str]], Optional[pathlib.Path]]:
+    """Settings for files under ``start`` (defaults when no config file has our section)."""
+    found = find_config(start)
+    if found is None:
+        return DEFAULT_SETTINGS, {}, None
+    path, values = found
+    settings, cli = apply(values, str(path))
+    return settings, cli, path
+
+
+def selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
+    """flake8-style selection by code prefix: the longer matching prefix wins; a tie goes to ignore."""
+    sel = max((len(s) for s in select if code.startswith(s)), default=-1) if select else 0
+    if sel < 0:
+        return False
+    ign = max((len(i) for i in ignore if code.startswith(i)), default=-1)
+    return ign < 0 or sel > ign

@@ -1,0 +1,56 @@
+"""``# noqa`` handling identical to flake8's, so the CLI and the plugin suppress the same findings.
+
+It reuses flake8's own regular expressions (``flake8.defaults``) and mirrors its
+line mapping (``flake8.processor.FileProcessor._noqa_line_mapping``): a comment
+anywhere in a multi-line logical line (a call spread over lines, a triple-quoted
+string) applies to every line of it. Codes match by prefix (``# noqa: IPV``
+covers every IPV code). Text after the codes is a free-form reason:
+``x.div_(t)  # noqa: IPV001 -- keep in place, a copy costs 20 GB``.
+"""
+from __future__ import annotations
+
+import io
+import tokenize
+from typing import Dict, Optional, Sequence
+
+from flake8 import defaults, utils
+
+
+def line_mapping(lines: Sequence[str]) -> Dict[int, str]:
+    """Map each 1-based line number to the text searched for ``# noqa`` (its whole logical line)."""
+    mapping: Dict[int, str] = {}
+    min_line, max_line = len(lines) + 2, -1
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO("".join(lines)).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return mapping
+    for tp, _, (s_line, _), (e_line, _), _ in tokens:
+        if tp in (tokenize.ENDMARKER, tokenize.DEDENT):
+            continue
+        min_line, max_line = min(min_line, s_line), max(max_line, e_line)
+        if tp in (tokenize.NL, tokenize.NEWLINE):
+            joined = "".join(lines[min_line - 1:max_line])
+            for n in range(min_line, max_line + 1):
+                mapping[n] = joined
+            min_line, max_line = len(lines) + 2, -1
+    return mapping
+
+
+def file_is_exempt(lines: Sequence[str]) -> bool:
+    """``# flake8: noqa`` on a line of its own exempts the whole file (flake8's rule)."""
+    return any(defaults.NOQA_FILE.match(line) for line in lines)
+
+
+def suppressed(code: str, line: int, mapping: Dict[int, str], lines: Sequence[str]) -> bool:
+    """True when a ``# noqa`` comment covering ``line`` names ``code`` (or a prefix of it) or no code."""
+    text: Optional[str] = mapping.get(line)
+    if text is None:
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+    match = defaults.NOQA_INLINE_REGEXP.search(text)
+    if match is None:
+        return False
+    codes_str = match.groupdict()["codes"]
+    if codes_str is None:
+        return True
+    codes = set(utils.parse_comma_separated_list(codes_str))
+    return code in codes or code.startswith(tuple(codes))
