@@ -320,7 +320,7 @@ class _Scope:
         grad = None
         for item in node.items:
             self.eval(item.context_expr)
-            mode = _grad_mode_of(item.context_expr)
+            mode = self.grad_mode_of(item.context_expr)
             grad = mode if mode is not None else grad
             if item.optional_vars is not None:
                 self.assign(item.optional_vars, None, EMPTY)
@@ -359,7 +359,7 @@ class _Scope:
             return
         no_grad = self.no_grad
         for dec in node.decorator_list:
-            mode = _grad_mode_of(dec)
+            mode = self.grad_mode_of(dec)
             if mode is not None:
                 no_grad = not mode
         self.child_scope(node.args, no_grad).run_body(node.body)
@@ -387,6 +387,10 @@ class _Scope:
             self.bind_name((alias.asname or alias.name).split(".")[0], EMPTY)
 
     stmt_ImportFrom = stmt_Import
+
+    def grad_mode_of(self, node: ast.expr) -> Optional[bool]:
+        """The grad mode a context/decorator sets; ``report-in-no-grad`` treats all code as grad-enabled."""
+        return None if self.settings.report_in_no_grad else _grad_mode_of(node)
 
     # ---- scopes
 
@@ -464,6 +468,13 @@ class _Scope:
             if fname in ("reversed", "list", "tuple") and len(iterable.args) == 1:
                 self.bind_iter(target, iterable.args[0])
                 return
+        if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
+            # for s in [a, b]: s is a or b itself
+            elements: Set[Origin] = set()
+            for elt in iterable.elts:
+                elements |= self.eval(elt)
+            self.assign(target, None, _cap(elements))
+            return
         origins = self.eval(iterable)
         self.assign(target, None, self.element_of(origins, "for ... in", getattr(target, "lineno", 0)))
 
@@ -531,9 +542,11 @@ class _Scope:
             return self.env[key]
         recv = self.eval(node.value)
         self.eval(node.slice)
-        if not recv:
-            return EMPTY
         index = node.slice
+        if not recv:
+            if self.no_grad and _is_basic_index(index):
+                return self.view_of(node.value, recv, StepKind.VIEW, _index_text(index), node.lineno)
+            return EMPTY
         out = []
         text = _index_text(index)
         for o in recv:

@@ -4,7 +4,9 @@ from ..rule import Rule
 
 
 def applies(origin: Origin) -> bool:
-    return origin.root in (RootKind.MODEL_OUTPUT, RootKind.MODEL_OUTPUT_OBJECT) and origin.is_tensor
+    # a model output made with grad off needs no grad: writing it later cannot raise (facts l1)
+    return origin.root in (RootKind.MODEL_OUTPUT, RootKind.MODEL_OUTPUT_OBJECT) and origin.is_tensor \
+        and not origin.root_no_grad
 
 
 RULE = Rule(

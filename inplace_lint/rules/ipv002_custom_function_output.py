@@ -4,7 +4,7 @@ from ..rule import Rule
 
 
 def applies(origin: Origin) -> bool:
-    return origin.root is RootKind.CUSTOM_FUNCTION and origin.is_tensor
+    return origin.root is RootKind.CUSTOM_FUNCTION and origin.is_tensor and not origin.root_no_grad
 
 
 RULE = Rule(

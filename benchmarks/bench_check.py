@@ -1,0 +1,89 @@
+"""Speed of the linter, as ratios measured in one run on the same files (verl 0.9.1 by default).
+
+Prints:
+  1. flake8's default checks alone vs flake8 with this plugin installed (target <= 1.10):
+     flake8 runs every installed plugin on every file, so this is the cost every user pays.
+  2. ``inplace-lint check`` (engine + noqa, one process) vs ``ast.parse`` of every file (target <= 3).
+
+Usage: python benchmarks/bench_check.py [PATH] [--repeat N]
+Each figure is the median of N runs (default 3); flake8 runs with -j1 so the
+ratio is not blurred by process-pool start-up.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+
+def _median_time(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _flake8(paths, with_plugin: bool):
+    from flake8.main.cli import main as flake8_main
+    from flake8.plugins import finder
+
+    original = finder._find_importlib_plugins
+
+    def without_us():
+        return (p for p in original() if p.package != "inplace-lint")
+
+    finder._find_importlib_plugins = original if with_plugin else without_us
+    try:
+        try:
+            flake8_main(["--isolated", "-j1", "--exit-zero", f"--output-file={os.devnull}", *paths])
+        except SystemExit:
+            pass
+    finally:
+        finder._find_importlib_plugins = original
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("path", nargs="?")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    if args.path:
+        root = pathlib.Path(args.path)
+        label = str(root)
+    else:
+        from tests.realcode import fetch
+
+        root = fetch("verl", "0.9.1")
+        if root is None:
+            sys.exit("verl==0.9.1 could not be downloaded; pass a PATH")
+        label = "verl 0.9.1"
+    from inplace_lint.cli import check_file, iter_python_files
+    from inplace_lint.engine import DEFAULT_SETTINGS
+
+    files = list(iter_python_files([str(root)], []))
+    sources = [pathlib.Path(f).read_text(encoding="utf-8") for f in files]
+    lines = sum(s.count("\n") for s in sources)
+    print(f"{label}: {len(files)} files, {lines} lines, median of {args.repeat} runs, python {sys.version.split()[0]}")
+
+    flake8_alone = _median_time(lambda: _flake8([str(root)], False), args.repeat)
+    flake8_plugin = _median_time(lambda: _flake8([str(root)], True), args.repeat)
+    parse = _median_time(lambda: [ast.parse(s) for s in sources], args.repeat)
+    check = _median_time(lambda: [check_file(f, DEFAULT_SETTINGS, [], []) for f in files], args.repeat)
+    findings = sum(len(check_file(f, DEFAULT_SETTINGS, [], []).findings) for f in files)
+
+    print(f"flake8 default checks alone      {flake8_alone:8.3f} s")
+    print(f"flake8 + inplace-lint plugin     {flake8_plugin:8.3f} s   ratio {flake8_plugin / flake8_alone:.3f}  (target <= 1.10)")
+    print(f"ast.parse of every file          {parse:8.3f} s")
+    print(f"inplace-lint check ({findings} findings)  {check:8.3f} s   ratio {check / parse:.3f}  (target <= 3)")
+
+
+if __name__ == "__main__":
+    main()

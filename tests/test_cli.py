@@ -1,0 +1,112 @@
+"""The ``inplace-lint check`` command: output formats, exit codes, bad input, configuration."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from inplace_lint.cli import main
+
+BAD = "def f(output, t):\n    x = output.logits.squeeze(0)\n    x.div_(t)\n"
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "bad.py").write_text(BAD)
+    (tmp_path / "pkg" / "good.py").write_text("def f(x, t):\n    return x / t\n")
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "skipped.py").write_text(BAD)
+    return tmp_path
+
+
+def test_text_output_and_exit_code(project, capsys):
+    assert main(["check", str(project)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1  # .venv is skipped
+    assert out[0].startswith(f"{project / 'pkg' / 'bad.py'}:3:5: IPV001 `div_` writes in place to `x`")
+
+
+def test_clean_exit_zero(project, capsys):
+    assert main(["check", str(project / "pkg" / "good.py")]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_json_is_ruff_schema(project, capsys):
+    assert main(["check", "--format", "json", str(project / "pkg")]) == 1
+    [item] = json.loads(capsys.readouterr().out)
+    assert set(item) == {"cell", "code", "end_location", "filename", "fix", "location", "message", "noqa_row", "url"}
+    assert item["code"] == "IPV001"
+    assert item["location"] == {"row": 3, "column": 5}
+    assert item["end_location"] == {"row": 3, "column": 14}
+    assert item["noqa_row"] == 3 and item["fix"] is None
+    assert item["filename"] == str((project / "pkg" / "bad.py").resolve())
+
+
+def test_unparsable_file_is_reported_and_others_checked(project, capsys):
+    (project / "pkg" / "broken.py").write_text("def f(:\n")
+    assert main(["check", str(project / "pkg")]) == 1
+    captured = capsys.readouterr()
+    assert f"{project / 'pkg' / 'broken.py'}: cannot parse: " in captured.err
+    assert "bad.py:3:5: IPV001" in captured.out
+
+
+def test_usage_errors_exit_two(project, capsys):
+    assert main(["check", str(project / "missing")]) == 2
+    assert main(["check", "--select", "XYZ1", str(project)]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["check"])
+    assert exc.value.code == 2
+
+
+def test_select_ignore_exclude(project, capsys):
+    assert main(["check", "--ignore", "IPV001", str(project)]) == 0
+    assert main(["check", "--select", "IPV004", str(project)]) == 0
+    assert main(["check", "--exclude", "bad.py", str(project)]) == 0
+    assert main(["check", "--select", "IPV", str(project)]) == 1
+
+
+def test_config_file_section(project, capsys):
+    (project / "setup.cfg").write_text("[inplace_lint]\nextend-model-output-names = res\nignore = IPV004\n")
+    (project / "pkg" / "custom.py").write_text("def f(res, t):\n    res.logits.mul_(t)\n    res.logits.expand(3).mul_(t)\n")
+    assert main(["check", "-q", str(project / "pkg" / "custom.py")]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(": ")[1].split()[0] for line in out] == ["IPV001"]
+
+
+def test_config_unknown_key_is_a_usage_error(project, capsys):
+    (project / "pyproject.toml").write_text('[tool.inplace-lint]\nmodel-outputs = ["x"]\n')
+    assert main(["check", str(project / "pkg")]) == 2
+    assert "unknown key 'model-outputs'" in capsys.readouterr().err
+
+
+def test_noqa_same_as_flake8(tmp_path, capsys):
+    path = tmp_path / "s.py"
+    path.write_text(textwrap.dedent("""\
+        def f(output, t):
+            output.logits.div_(t)  # noqa: IPV001 -- 20 GB copy otherwise
+            output.logits.div_(t)  # noqa:IPV002
+        """))
+    assert main(["check", "-q", str(path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[1] for line in out] == ["3"]
+    flake8 = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=IPV", str(path)],
+                            capture_output=True, text=True)
+    assert [line.split(":")[1] for line in flake8.stdout.splitlines()] == ["3"]
+
+
+def test_console_script_runs(project):
+    proc = subprocess.run([sys.executable, "-m", "inplace_lint", "check", str(project / "pkg")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "IPV001" in proc.stdout
+
+
+def test_flake8_reads_options_from_config(tmp_path):
+    (tmp_path / "setup.cfg").write_text("[flake8]\nipv-extend-model-output-names = res\n")
+    (tmp_path / "m.py").write_text("def f(res, t):\n    res.logits.mul_(t)\n")
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--select=IPV", "m.py"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert proc.stdout.startswith("m.py:2:5: IPV001"), proc.stdout + proc.stderr

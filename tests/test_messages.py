@@ -1,0 +1,59 @@
+"""Exact messages, origins and positions for representative findings."""
+import textwrap
+
+from inplace_lint.engine import Settings, analyze_source
+from inplace_lint.findings import RootKind, StepKind, WriteKind
+from inplace_lint.rules import RULES
+
+SEED = textwrap.dedent(
+    """\
+    def prepare_model_outputs(self, output, output_args):
+        temperature_rmpad = output_args["temperature_rmpad"]
+        logits_rmpad = output.logits.squeeze(0)  # (total_nnz, vocab_size)
+        logits_rmpad.div_(temperature_rmpad.clamp(min=1e-8).unsqueeze(-1).to(logits_rmpad.dtype))
+    """
+)
+
+
+def test_seed_message_names_op_target_view_and_model_output():
+    [f] = analyze_source(SEED)
+    assert (f.code, f.line, f.col, f.end_line) == ("IPV001", 4, 4, 4)
+    assert f.message == (
+        "`div_` writes in place to `logits_rmpad`, a view (`.squeeze(0)`, line 3) of model output "
+        "`output.logits`; " + RULES["IPV001"].advice
+    )
+    assert f.write_kind is WriteKind.METHOD
+    assert f.origin.root is RootKind.MODEL_OUTPUT
+    assert [s.kind for s in f.origin.steps] == [StepKind.VIEW]
+
+
+def test_augmented_assignment_message():
+    [f] = analyze_source("def f(model, x, t):\n    y = model(x).logits.float()\n    y /= t\n")
+    assert f.message.startswith("`/=` writes in place to `y`, a possible alias (`.float()`, line 2) of model output")
+
+
+def test_expand_message_and_code():
+    [f] = analyze_source("def f(t, n):\n    e = t.expand(n)\n    e.clamp_(min=1e-8)\n")
+    assert f.code == "IPV004"
+    assert f.message == ("`clamp_` writes in place to `e`, an expanded view (`.expand(n)`, line 2) of `t`; "
+                         + RULES["IPV004"].advice)
+
+
+def test_settings_add_model_output_names_and_fields():
+    src = "def f(net_out, t):\n    net_out.scores.div_(t)\n"
+    assert analyze_source(src) == []
+    settings = Settings(model_output_fields=frozenset({"scores"}), model_output_names=frozenset({"net_out"}))
+    [f] = analyze_source(src, settings)
+    assert (f.code, f.line, f.col) == ("IPV001", 2, 4)
+
+
+def test_report_in_no_grad_setting():
+    src = "import torch\ndef f(model, x, t):\n    with torch.no_grad():\n        model(x).logits.div_(t)\n"
+    assert analyze_source(src) == []
+    [f] = analyze_source(src, Settings(report_in_no_grad=True))
+    assert (f.code, f.line) == ("IPV001", 4)
+
+
+def test_module_level_code_is_analyzed():
+    [f] = analyze_source("out = model(x)\nout.logits.mul_(2)\n")
+    assert (f.code, f.line, f.col) == ("IPV001", 2, 0)
