@@ -65,7 +65,8 @@ def main():
         if root is None:
             sys.exit("verl==0.9.1 could not be downloaded; pass a PATH")
         label = "verl 0.9.1"
-    from inplace_lint.cli import check_file, iter_python_files
+    from inplace_lint.checker import check_file
+    from inplace_lint.files import iter_python_files
     from inplace_lint.engine import DEFAULT_SETTINGS
 
     files = list(iter_python_files([str(root)], []))

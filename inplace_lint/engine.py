@@ -631,7 +631,7 @@ class _Scope:
             return self.method_call(node, func.attr, func.value, recv)
 
         if isinstance(func, ast.Call):
-            callee = self.eval(func)
+            self.eval(func)
             module = _inplace_module(func)
             if module and node.args:
                 self.report(node, WriteKind.INPLACE_KWARG, f"`{module}(inplace=True)`", node.args[0], args[0])

@@ -14,7 +14,7 @@ from collections import defaultdict
 
 import pytest
 
-from inplace_lint.cli import check_file
+from inplace_lint.checker import check_file
 from inplace_lint.engine import DEFAULT_SETTINGS
 
 FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "detect"

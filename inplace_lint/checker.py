@@ -1,0 +1,56 @@
+"""Check one file or source text: engine findings, filtered by selection and ``# noqa`` as flake8 does."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence
+
+from . import config, noqa
+from .engine import Settings, analyze
+from .files import read_source
+from .findings import Finding
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: List[Finding] = field(default_factory=list)
+    #: why the file could not be checked (it is then skipped, never rewritten)
+    error: Optional[str] = None
+
+
+def check_source(source: str, path: str, settings: Settings, select: Sequence[str] = (),
+                 ignore: Sequence[str] = (), disable_noqa: bool = False) -> FileResult:
+    """Analyze ``source``; a file that does not parse gets ``error`` set and no findings."""
+    result = FileResult(path)
+    try:
+        tree = ast.parse(source, filename=path)
+    except (SyntaxError, ValueError) as exc:
+        result.error = describe_error(exc)
+        return result
+    lines = source.splitlines(keepends=True)
+    if not disable_noqa and noqa.file_is_exempt(lines):
+        return result
+    mapping = noqa.line_mapping(lines) if not disable_noqa else {}
+    for finding in analyze(tree, settings):
+        if not config.selected(finding.code, select, ignore):
+            continue
+        if not disable_noqa and noqa.suppressed(finding.code, finding.line, mapping, lines):
+            continue
+        result.findings.append(finding)
+    return result
+
+
+def check_file(path: str, settings: Settings, select: Sequence[str] = (), ignore: Sequence[str] = (),
+               disable_noqa: bool = False) -> FileResult:
+    try:
+        source = read_source(path)
+    except (SyntaxError, UnicodeDecodeError, OSError) as exc:
+        return FileResult(path, error=describe_error(exc))
+    return check_source(source, path, settings, select, ignore, disable_noqa)
+
+
+def describe_error(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        return f"cannot parse: {exc.msg} (line {exc.lineno}, column {exc.offset})"
+    return f"cannot read: {exc}"
