@@ -54,7 +54,9 @@ def fix_kind(kind: WriteKind, node: ast.AST, op_name: Optional[str], stmt: Optio
     if kind is WriteKind.OUT_KWARG or not isinstance(stmt, _HOIST_STATEMENTS):
         return None
     # used as a value: hoist only when nothing else in the statement could observe the order
-    if _count_name(stmt, target_name) != 1 or _under(stmt, node, _NO_HOIST_PARENTS):
+    # the call's own arguments run before the write; any other read of the name in the statement could
+    # see a different value once the rebinding is moved before the statement
+    if _count_name(stmt, target_name) != _count_name(node, target_name) or _under(stmt, node, _NO_HOIST_PARENTS):
         return None
     return FixKind.HOIST
 
