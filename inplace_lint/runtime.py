@@ -69,6 +69,7 @@ OUT_OF_PLACE_TWINS = frozenset(
     negative nextafter not_equal polygamma pow put rad2deg reciprocal relu
     remainder renorm round rsqrt scatter scatter_add scatter_reduce sgn
     sigmoid sign sin sinc sinh sqrt square sub subtract tan tanh tril triu
+    conj_physical
     true_divide trunc xlogy
     """.split()
 )
@@ -101,7 +102,8 @@ NOT_DATA_MUTATING_OPS = frozenset(
     """
     requires_grad_ share_memory_ set_ detach_ resize_ resize_as_ as_strided_
     squeeze_ unsqueeze_ t_ transpose_ swapdims_ swapaxes_ rename_ retain_grad_
-    sparse_resize_ sparse_resize_and_clear_ _coalesced_ module_load_
+    sparse_resize_ sparse_resize_and_clear_ resize_as_sparse_ _coalesced_
+    module_load_
     """.split()
 )
 
@@ -524,8 +526,10 @@ def setitem(target: torch.Tensor, index: Any, value: Any, *,
 
     Out of place by default: ``out = target.clone(); out[index] = value``
     (clone-first; ``clone()`` breaks the alias, facts b2).  The result keeps
-    ``target.dtype`` and shape (``value`` is cast as subscript assignment
-    casts it).  ``inplace=True`` assigns into ``target`` and returns it;
+    ``target.dtype`` and shape: a tensor ``value`` of another dtype is cast to
+    ``target.dtype`` first (subscript assignment casts for basic indexing but
+    raises "Index put requires the source and destination dtypes match" for
+    advanced indexing; here both cast).  ``inplace=True`` assigns into ``target`` and returns it;
     ``inplace="auto"`` does so only when :func:`inplace_hazard` finds
     nothing.  DTensor target with a plain tensor index or value of ndim > 0:
     gathered with ``full_tensor()`` (plain result) by default, or the plain
@@ -542,6 +546,10 @@ def setitem(target: torch.Tensor, index: Any, value: Any, *,
         inplace = inplace_hazard(target, index, value) is None
     target, (index, value) = _guard(target, (index, value), keep_sharded=keep_sharded,
                                     mutate_target=bool(inplace))
+    if isinstance(value, torch.Tensor) and value.dtype != target.dtype:
+        # copy_ (basic indexing) casts, index_put_ (advanced indexing) refuses
+        # a different dtype: cast first so both keep target.dtype.
+        value = value.to(target.dtype)
     out = target if inplace else target.clone()
     out[index] = value
     return out
