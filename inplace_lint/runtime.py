@@ -529,7 +529,9 @@ def setitem(target: torch.Tensor, index: Any, value: Any, *,
     ``target.dtype`` and shape: a tensor ``value`` of another dtype is cast to
     ``target.dtype`` first (subscript assignment casts for basic indexing but
     raises "Index put requires the source and destination dtypes match" for
-    advanced indexing; here both cast).  ``inplace=True`` assigns into ``target`` and returns it;
+    advanced indexing; here both cast).  A full-shape bool mask with a scalar
+    (or 0-d) value is computed as ``target.masked_fill(mask, value)`` (same
+    values, no clone).  ``inplace=True`` assigns into ``target`` and returns it;
     ``inplace="auto"`` does so only when :func:`inplace_hazard` finds
     nothing.  DTensor target with a plain tensor index or value of ndim > 0:
     gathered with ``full_tensor()`` (plain result) by default, or the plain
@@ -550,6 +552,16 @@ def setitem(target: torch.Tensor, index: Any, value: Any, *,
         # copy_ (basic indexing) casts, index_put_ (advanced indexing) refuses
         # a different dtype: cast first so both keep target.dtype.
         value = value.to(target.dtype)
+    if (isinstance(index, torch.Tensor) and index.dtype == torch.bool
+            and tuple(index.shape) == tuple(target.shape)
+            and (isinstance(value, numbers.Number)
+                 or (isinstance(value, torch.Tensor) and value.ndim == 0))):
+        # x[mask] = v with a full-shape bool mask is masked_fill: same values,
+        # no clone, and elementwise, so it also works on a sharded DTensor
+        # (where index_put with a mask on the sharded dim does not).
+        if inplace:
+            return target.masked_fill_(index, value)
+        return target.masked_fill(index, value)
     out = target if inplace else target.clone()
     out[index] = value
     return out
