@@ -7,7 +7,8 @@ Logits (8192, 32000) in fp32 and bf16, per-token (8192,) temperature.
 - extra peak memory: each variant runs once in a fresh subprocess; we report
   peak RSS (``VmHWM`` from /proc/self/status, else ``ru_maxrss``) after the
   call minus the same after the inputs were created and touched (CPU:
-  resident set size, which is what torch's CPU allocator costs; on CUDA use torch.cuda.max_memory_allocated instead, which
+  resident set size, which is what torch's CPU allocator costs; on CUDA use
+  torch.cuda.max_memory_allocated instead, which
   this script does when CUDA is available).  Target: 0 for in-place div_ and
   for inplace="auto" on a plain tensor, one logits copy otherwise.
 

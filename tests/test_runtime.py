@@ -163,7 +163,7 @@ def test_scale_logits_makes_no_full_size_fp32_copy(dtype):
 def test_scale_logits_never_uses_clamp_inplace_on_broadcast_temperature():
     t = torch.tensor([0.0]).expand(5)
     with pytest.raises(RuntimeError, match="single memory location"):
-        torch.tensor([0.0]).expand(5).clamp_(min=1e-8)  # what clamp_ would do (g2)
+        torch.tensor([0.0]).expand(5).clamp_(min=1e-8)  # noqa: IPV004 (the bug, g2)
     out = scale_logits(torch.ones(5, 3), t, eps=0.25)
     assert torch.equal(out, torch.full((5, 3), 4.0))
 
@@ -243,7 +243,7 @@ def test_passthrough_custom_function_crash_cured():
     x = torch.randn(1, 3, 4, requires_grad=True)
     logits = PassThroughFn.apply(x * 2)
     with pytest.raises(RuntimeError, match=CF_MSG):
-        logits.squeeze(0).div_(0.5)
+        logits.squeeze(0).div_(0.5)  # noqa: IPV002 (reproduces the crash)
     out = scale_logits(logits.squeeze(0), 0.5)
     out.sum().backward()
     assert torch.equal(x.grad, torch.full_like(x, 4.0))

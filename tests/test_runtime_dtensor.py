@@ -129,7 +129,8 @@ def _check_dtensor_ops(mesh):
         assert isinstance(got, DTensor) and got.placements == (Shard(1),)
         assert got.dtype == dtype and torch.equal(got.full_tensor(), ref)
         # 0-d and Python temperatures mix fine (m2, m3); T == 1 is the input
-        assert torch.equal(_as_plain(scale_logits(dt, torch.tensor(0.7))), fl / torch.tensor(0.7).to(dtype))
+        t0 = torch.tensor(0.7)
+        assert torch.equal(_as_plain(scale_logits(dt, t0)), fl / t0.to(dtype))
         assert scale_logits(dt, 1) is dt
 
         cases = [
