@@ -31,6 +31,8 @@ from typing import Any, Callable, Optional, Tuple, Union
 
 import torch
 
+from . import ops as _ops
+
 __all__ = [
     "scale_logits",
     "out_of_place",
@@ -54,25 +56,7 @@ InplaceMode = Union[bool, str]
 #: ``target.dtype`` and requires the broadcast shape to equal ``target.shape``,
 #: which :func:`out_of_place` reproduces).  Anything not listed here or in
 #: :data:`RENAMED_TWINS` uses clone-first, which is always correct.
-OUT_OF_PLACE_TWINS = frozenset(
-    """
-    abs absolute acos acosh add addbmm addcdiv addcmul addmm addmv addr arccos
-    arccosh arcsin arcsinh arctan arctan2 arctanh asin asinh atan atan2 atanh
-    baddbmm bitwise_and bitwise_left_shift bitwise_not bitwise_or
-    bitwise_right_shift bitwise_xor ceil clamp clamp_max clamp_min clip
-    copysign cos cosh cumprod cumsum deg2rad digamma div divide eq erf erfc
-    erfinv exp exp2 expm1 fix floor floor_divide fmod frac gcd ge greater
-    greater_equal gt heaviside hypot i0 igamma igammac index_add index_copy
-    index_fill index_put lcm ldexp le lerp less less_equal lgamma log log10
-    log1p log2 logical_and logical_not logical_or logical_xor logit lt
-    masked_fill masked_scatter mul multiply mvlgamma nan_to_num ne neg
-    negative nextafter not_equal polygamma pow put rad2deg reciprocal relu
-    remainder renorm round rsqrt scatter scatter_add scatter_reduce sgn
-    sigmoid sign sin sinc sinh sqrt square sub subtract tan tanh tril triu
-    conj_physical
-    true_divide trunc xlogy
-    """.split()
-)
+OUT_OF_PLACE_TWINS = frozenset(_ops.OUT_OF_PLACE_TWINS.values())  # one table, generated from torch
 
 #: In-place ops whose out-of-place twin has a different name.
 #: In torch 2.13 every twin above is spelled ``op[:-1]``; augmented
@@ -98,13 +82,9 @@ CLONE_FIRST_OPS = frozenset(
 #: ``set_`` rebinds storage (an "out-of-place set_" is just the source
 #: tensor); ``resize_``/``resize_as_`` change shape and may leave
 #: uninitialised memory; the view-like ones change shape/strides only.
-NOT_DATA_MUTATING_OPS = frozenset(
-    """
-    requires_grad_ share_memory_ set_ detach_ resize_ resize_as_ as_strided_
-    squeeze_ unsqueeze_ t_ transpose_ swapdims_ swapaxes_ rename_ retain_grad_
-    sparse_resize_ sparse_resize_and_clear_ resize_as_sparse_ _coalesced_
-    module_load_
-    """.split()
+NOT_DATA_MUTATING_OPS = (
+    _ops.METADATA_INPLACE_METHODS | _ops.NON_DATA_INPLACE_METHODS
+    | frozenset({"rename_", "retain_grad_", "module_load_", "_coalesced_"})
 )
 
 #: Augmented-assignment dunders accepted as ``op`` and the in-place method
