@@ -64,7 +64,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
 
     settings, select, ignore, exclude = _common(args)
     results = [fix_file(p, settings=settings, style=args.style, unsafe_fixes=args.unsafe_fixes,
-                        select=select, ignore=ignore, write=not args.diff)
+                        select=select, ignore=ignore, write=not args.diff, memory_aware=args.memory_aware)
                for p in iter_python_files(args.paths, exclude)]
     changed = [r for r in results if r.new_source is not None]
     for r in results:
@@ -113,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="runtime: call inplace_lint.runtime (default); inline: plain torch, no dependency")
     fix.add_argument("--unsafe-fixes", action="store_true",
                      help="also apply fixes that another reader of the tensor could notice")
+    fix.add_argument("--memory-aware", action="store_true",
+                     help='runtime style: emit inplace="auto", which stays in place wherever PyTorch allows it')
     fix.add_argument("--diff", action="store_true", help="print a unified diff and write nothing")
     for flag in ("--select", "--ignore", "--exclude"):
         fix.add_argument(flag, type=config.split_list, default=None)
