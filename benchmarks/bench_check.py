@@ -4,6 +4,7 @@ Prints:
   1. flake8's default checks alone vs flake8 with this plugin installed (target <= 1.10):
      flake8 runs every installed plugin on every file, so this is the cost every user pays.
   2. ``inplace-lint check`` (engine + noqa, one process) vs ``ast.parse`` of every file (target <= 3).
+  3. ``inplace-lint fix --diff`` (nothing written) vs ``inplace-lint check`` (target <= 1.5).
 
 Usage: python benchmarks/bench_check.py [PATH] [--repeat N]
 Each figure is the median of N runs (default 3); flake8 runs with -j1 so the
@@ -79,11 +80,15 @@ def main():
     parse = _median_time(lambda: [ast.parse(s) for s in sources], args.repeat)
     check = _median_time(lambda: [check_file(f, DEFAULT_SETTINGS, [], []) for f in files], args.repeat)
     findings = sum(len(check_file(f, DEFAULT_SETTINGS, [], []).findings) for f in files)
+    from inplace_lint.codemod import fix_file
+
+    fix = _median_time(lambda: [fix_file(f, write=False) for f in files], args.repeat)
 
     print(f"flake8 default checks alone      {flake8_alone:8.3f} s")
     print(f"flake8 + inplace-lint plugin     {flake8_plugin:8.3f} s   ratio {flake8_plugin / flake8_alone:.3f}  (target <= 1.10)")
     print(f"ast.parse of every file          {parse:8.3f} s")
     print(f"inplace-lint check ({findings} findings)  {check:8.3f} s   ratio {check / parse:.3f}  (target <= 3)")
+    print(f"inplace-lint fix --diff          {fix:8.3f} s   ratio {fix / check:.3f}  vs check (target <= 1.5)")
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from libcst.metadata import PositionProvider
 from . import config, ops
 from .checker import check_source
 from .engine import DEFAULT_SETTINGS, Settings
+from .files import decode
 from .findings import Applicability, Finding, FixKind, WriteKind
 
 STYLES = ("runtime", "inline")
@@ -125,12 +126,10 @@ class InplaceToOutOfPlace(VisitorBasedCodemodCommand):
             raise SyntaxError(checked.error)
         todo: List[Finding] = []
         for finding in checked.findings:
-            if finding.fix is None:
-                self.result.unfixed.append(finding)
-            elif finding.fix.applicability is Applicability.UNSAFE and not self.unsafe_fixes:
-                self.result.unsafe_skipped.append(finding)
-            else:
+            if _applicable(finding, self.unsafe_fixes):
                 todo.append(finding)
+            else:
+                (self.result.unfixed if finding.fix is None else self.result.unsafe_skipped).append(finding)
         if not todo:
             return tree
         rewriter = _Rewriter(tree, code, todo, self.style, self.memory_aware)
@@ -352,14 +351,25 @@ def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = "
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
-        module = cst.parse_module(raw)
-        result.old_source = module.code
-    except (OSError, UnicodeDecodeError, LookupError) as exc:
+        source = decode(raw)
+    except (OSError, UnicodeDecodeError, LookupError, SyntaxError) as exc:
         result.error = f"cannot read: {exc}"
         return result
+    # Decide with the engine (stdlib ast) first: files without an applicable fix never pay for libcst.
+    checked = check_source(source, path, settings, select, ignore)
+    if checked.error:
+        result.error = checked.error
+        return result
+    if not any(_applicable(f, unsafe_fixes) for f in checked.findings):
+        for finding in checked.findings:
+            (result.unfixed if finding.fix is None else result.unsafe_skipped).append(finding)
+        return result
+    try:
+        module = cst.parse_module(raw)
     except cst.ParserSyntaxError as exc:
         result.error = f"cannot parse: {exc.message} (line {exc.raw_line}, column {exc.raw_column})"
         return result
+    result.old_source = module.code
     new = _run(module, result, settings, style, unsafe_fixes, select, ignore, memory_aware)
     if new is None:
         return result
@@ -368,6 +378,10 @@ def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = "
         _atomic_write(path, new.bytes)
         result.written = True
     return result
+
+
+def _applicable(finding: Finding, unsafe_fixes: bool) -> bool:
+    return finding.fix is not None and (unsafe_fixes or finding.fix.applicability is Applicability.SAFE)
 
 
 def _atomic_write(path: str, data: bytes) -> None:

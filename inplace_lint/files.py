@@ -33,9 +33,15 @@ def iter_python_files(paths: Sequence[str], exclude: Sequence[str]) -> Iterator[
             yield path
 
 
+def decode(raw: bytes) -> str:
+    """Source bytes to text as Python reads them (BOM, encoding cookie), newlines untranslated."""
+    import io
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    return raw.decode(encoding)
+
+
 def read_source(path: str) -> str:
     """Read a file as Python does: honouring a BOM and an encoding cookie (newlines untranslated)."""
     with open(path, "rb") as fh:
-        encoding, _ = tokenize.detect_encoding(fh.readline)
-    with open(path, encoding=encoding, newline="") as fh:
-        return fh.read()
+        return decode(fh.read())

@@ -39,3 +39,35 @@ def test_verl_091_fixed_statements_not_flagged(capsys):
     tree = _verl("0.9.1")
     assert main(["check", "-q", str(tree / ENGINE)]) == 0
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("style", ["runtime", "inline"])
+def test_verl_080_fix_rewrites_the_seed_only(style, tmp_path, capsys):
+    import ast
+    import filecmp
+    import shutil
+
+    tree = _verl("0.8.0")
+    work = tmp_path / "verl"
+    shutil.copytree(tree / "verl", work)
+    assert main(["fix", "-q", "--style", style, str(work)]) == 1  # the third-party copy_ has no fix
+    changed = sorted(str(p.relative_to(work)) for p in work.rglob("*.py")
+                     if not filecmp.cmp(p, tree / "verl" / p.relative_to(work), shallow=False))
+    assert changed == ["workers/engine/fsdp/transformer_impl.py"]
+    text = (work / "workers/engine/fsdp/transformer_impl.py").read_text()
+    ast.parse(text)
+    if style == "inline":
+        # the upstream fix: gather a DTensor, divide out of place, divisor in the logits dtype
+        assert ("                if isinstance(logits_rmpad, DTensor):\n"
+                "                    logits_rmpad = logits_rmpad.full_tensor()\n"
+                "                logits_rmpad = (logits_rmpad / temperature_rmpad.clamp(min=1e-8).unsqueeze(-1)"
+                ".to(logits_rmpad.dtype)).to(logits_rmpad.dtype)\n") in text
+        assert "from torch.distributed.tensor import DTensor\n" in text
+    else:
+        assert ('                logits = out_of_place(logits, "div_", temperature.clamp(min=1e-8)'
+                '.to(logits.dtype))\n') in text
+        assert "from inplace_lint.runtime import out_of_place\n" in text
+    capsys.readouterr()
+    before = {p: p.read_bytes() for p in work.rglob("*.py")}
+    main(["fix", "-q", "--style", style, str(work)])
+    assert {p: p.read_bytes() for p in work.rglob("*.py")} == before
