@@ -73,7 +73,7 @@ async def test_diagnostics_on_open_change_close(client: LanguageClient, tmp_path
     client.text_document_did_close(types.DidCloseTextDocumentParams(
         text_document=types.TextDocumentIdentifier(uri=uri)))
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    assert client.diagnostics[uri] == []
+    assert list(client.diagnostics[uri]) == []
 
 
 @pytest.mark.asyncio
