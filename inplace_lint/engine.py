@@ -21,7 +21,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
-from . import ops
+from . import fixplan, ops
 from .findings import Finding, Origin, RootKind, Step, StepKind, WriteKind
 from .rules import PRIORITY
 
@@ -64,7 +64,7 @@ def analyze(tree: ast.Module, settings: Settings = DEFAULT_SETTINGS) -> List[Fin
     Positions are ``ast``'s: 1-based lines, 0-based columns.
     """
     sink: Dict[Tuple[int, int], Finding] = {}
-    _Scope(settings, sink, params=()).run_body(tree.body)
+    _Scope(settings, sink, params=(), func=tree).run_body(tree.body)
     return sorted(sink.values(), key=lambda f: (f.line, f.col, f.code))
 
 
@@ -229,11 +229,15 @@ class _Scope:
     settings: Settings
     sink: Dict[Tuple[int, int], Finding]
     params: Sequence[str]
+    #: the function (or module) whose body this scope walks; fix safety scans it for later reads
+    func: Optional[ast.AST] = None
     env: Dict[str, OriginSet] = field(default_factory=dict)
     no_grad: bool = False
     #: names bound while grad was off, in the current no-grad region
     nograd_bound: Set[str] = field(default_factory=set)
     inplace_modules: Dict[str, str] = field(default_factory=dict)
+    stmt_stack: List[ast.stmt] = field(default_factory=list)
+    loop_stack: List[ast.AST] = field(default_factory=list)
 
     # ---- statements
 
@@ -242,13 +246,17 @@ class _Scope:
             self.stmt(stmt)
 
     def stmt(self, node: ast.stmt) -> None:
-        handler = getattr(self, "stmt_" + type(node).__name__, None)
-        if handler is not None:
-            handler(node)
-            return
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.expr):
-                self.eval(child)
+        self.stmt_stack.append(node)
+        try:
+            handler = getattr(self, "stmt_" + type(node).__name__, None)
+            if handler is not None:
+                handler(node)
+                return
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.eval(child)
+        finally:
+            self.stmt_stack.pop()
 
     def stmt_Assign(self, node: ast.Assign) -> None:
         value = self.eval(node.value)
@@ -272,7 +280,8 @@ class _Scope:
             self.report(node, WriteKind.SUBSCRIPT, f"`{op}` on an item", target.value, base)
         elif isinstance(target, (ast.Name, ast.Attribute)):
             origins = self.eval(target)
-            self.report(node, WriteKind.AUGMENTED, f"`{op}`", target, origins)
+            self.report(node, WriteKind.AUGMENTED, f"`{op}`", target, origins,
+                        fixplan.AUGMENTED_METHODS.get(type(node.op)))
         del value_origins
 
     def stmt_For(self, node: ast.For) -> None:
@@ -285,10 +294,14 @@ class _Scope:
 
     def _loop(self, node, head) -> None:
         before = dict(self.env)
-        for _ in range(2):  # a second pass sees values carried around the loop
-            head()
-            self.run_body(node.body)
-            self.env = _merge([before, self.env])
+        self.loop_stack.append(node)
+        try:
+            for _ in range(2):  # a second pass sees values carried around the loop
+                head()
+                self.run_body(node.body)
+                self.env = _merge([before, self.env])
+        finally:
+            self.loop_stack.pop()
         self.run_body(node.orelse)
 
     def stmt_If(self, node: ast.If) -> None:
@@ -362,14 +375,14 @@ class _Scope:
             mode = self.grad_mode_of(dec)
             if mode is not None:
                 no_grad = not mode
-        self.child_scope(node.args, no_grad).run_body(node.body)
+        self.child_scope(node.args, no_grad, node).run_body(node.body)
 
     stmt_AsyncFunctionDef = stmt_FunctionDef
 
     def stmt_ClassDef(self, node: ast.ClassDef) -> None:
         for expr in node.decorator_list + node.bases + [k.value for k in node.keywords]:
             self.eval(expr)
-        scope = _Scope(self.settings, self.sink, params=(), env=dict(self.env), no_grad=self.no_grad,
+        scope = _Scope(self.settings, self.sink, params=(), func=None, env=dict(self.env), no_grad=self.no_grad,
                        inplace_modules={**self.inplace_modules, **_class_inplace_modules(node)})
         scope.run_body(node.body)
         self.bind_name(node.name, EMPTY)
@@ -394,7 +407,7 @@ class _Scope:
 
     # ---- scopes
 
-    def child_scope(self, args: ast.arguments, no_grad: bool) -> "_Scope":
+    def child_scope(self, args: ast.arguments, no_grad: bool, func: Optional[ast.AST]) -> "_Scope":
         """A nested function: it reads the enclosing names (closures); its parameters shadow them."""
         names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
         names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
@@ -403,7 +416,7 @@ class _Scope:
             env.pop(name, None)
             if name in self.settings.model_output_params:
                 env[name] = frozenset({Origin(RootKind.MODEL_OUTPUT_OBJECT, name, _arg_line(args, name))})
-        return _Scope(self.settings, self.sink, params=tuple(names), env=env, no_grad=no_grad,
+        return _Scope(self.settings, self.sink, params=tuple(names), func=func, env=env, no_grad=no_grad,
                       inplace_modules=dict(self.inplace_modules))
 
     # ---- binding
@@ -583,7 +596,7 @@ class _Scope:
         return self.eval(node.value)
 
     def eval_Lambda(self, node: ast.Lambda) -> OriginSet:
-        scope = self.child_scope(node.args, self.no_grad)
+        scope = self.child_scope(node.args, self.no_grad, None)
         scope.eval(node.body)
         return EMPTY
 
@@ -662,7 +675,7 @@ class _Scope:
         if first is None:
             return EMPTY
         if name in ops.TORCH_INPLACE_FUNCTIONS or name in ops.FUNCTIONAL_INPLACE_FUNCTIONS:
-            self.report(node, WriteKind.FUNCTION, f"`{qual}`", first, first_origins)
+            self.report(node, WriteKind.FUNCTION, f"`{qual}`", first, first_origins, name)
             return first_origins
         if name in ops.INPLACE_KWARG_FUNCTIONS and _is_true(_kw(node, "inplace")):
             if name.startswith(("dropout", "alpha_dropout", "feature_alpha_dropout")) and _is_false(_kw(node, "training")):
@@ -681,7 +694,7 @@ class _Scope:
     def method_call(self, node: ast.Call, name: str, recv_node: ast.expr, recv: OriginSet) -> OriginSet:
         line = node.lineno
         if name in ops.TENSOR_INPLACE_METHODS:
-            self.report(node, WriteKind.METHOD, f"`{name}`", recv_node, recv)
+            self.report(node, WriteKind.METHOD, f"`{name}`", recv_node, recv, name)
             return _cap(o.extend(Step(StepKind.ALIAS, f".{name}()", line)) for o in recv if o.is_tensor)
         if name in ops.VIEW_METHODS:
             return self.view_of(recv_node, recv, StepKind.VIEW, _call_text(node, name), line)
@@ -724,7 +737,10 @@ class _Scope:
 
     # ---- reporting
 
-    def report(self, node: ast.AST, kind: WriteKind, op: str, target: ast.expr, origins: OriginSet) -> None:
+    def report(self, node: ast.AST, kind: WriteKind, op: str, target: ast.expr, origins: OriginSet,
+               op_name: Optional[str] = None) -> None:
+        """Report the write at ``node`` if ``target``'s origins match a rule; ``op_name`` is the in-place
+        method it amounts to (``div_`` for ``x.div_(t)`` and ``x /= t``), for fix planning."""
         tensors = [o for o in origins if o.is_tensor]
         if kind in (WriteKind.AUGMENTED, WriteKind.SUBSCRIPT):
             tensors = [o for o in tensors if o.certain_tensor]
@@ -744,9 +760,16 @@ class _Scope:
                     code=rule.code, line=node.lineno, col=node.col_offset,
                     end_line=node.end_lineno or node.lineno, end_col=node.end_col_offset or node.col_offset,
                     message=rule.message(op, target_text, origin), op=op, write_kind=kind,
-                    target=target_text, origin=origin,
+                    target=target_text, origin=origin, fix=self.plan_fix(node, kind, target, op_name, origin),
                 )
             return
+
+    def plan_fix(self, node: ast.AST, kind: WriteKind, target: ast.expr, op_name: Optional[str], origin: Origin):
+        if self.func is None:
+            return None  # class bodies
+        stmt = self.stmt_stack[-1] if self.stmt_stack else None
+        return fixplan.plan(self.func, self.params, kind, node, target, op_name, origin, self.env, stmt,
+                            self.loop_stack)
 
 
 def _arg_line(args: ast.arguments, name: str) -> int:

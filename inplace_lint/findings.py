@@ -102,12 +102,25 @@ class Applicability(enum.Enum):
     DISPLAY_ONLY = "display-only"
 
 
+class FixKind(enum.Enum):
+    #: the write is a statement of its own: replace it by a rebinding (``x = x / t``)
+    STATEMENT = "statement"
+    #: the write is used as a value inside a simple statement: rebind first, then use the name
+    HOIST = "hoist"
+
+
 @dataclass(frozen=True)
 class Fix:
-    """A planned rewrite of one finding (the codemod carries it out)."""
+    """A planned rewrite of one finding; the engine decides it, the codemod only writes the syntax.
+
+    ``applicability`` is SAFE when nothing that could observe the mutation (the view's base,
+    another alias, a caller) is read afterwards; ``reason`` says why it is UNSAFE.
+    """
 
     applicability: Applicability
+    kind: FixKind
     message: str
+    reason: str = ""
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,13 @@ METADATA_INPLACE = frozenset(
 )
 
 
+# In-place methods whose same-named out-of-place method is NOT their twin: ``bernoulli_(p)`` fills
+# with draws of probability ``p`` while ``bernoulli()`` reads probabilities from self;
+# ``float_power_`` raises unless self is double while ``float_power`` returns double;
+# ``index_reduce_`` has ``include_self`` semantics its functional form does not share.
+NOT_TWINS = frozenset({"bernoulli_", "float_power_", "index_reduce_"})
+
+
 def _public_inplace(names):
     return sorted(
         n for n in names
@@ -50,7 +57,8 @@ def generate() -> str:
 
     methods = _public_inplace(dir(torch.Tensor))
     data = [m for m in methods if m not in NON_DATA_INPLACE]
-    twins = {m: m[:-1] for m in data if hasattr(torch.Tensor, m[:-1]) and m not in METADATA_INPLACE}
+    twins = {m: m[:-1] for m in data
+             if hasattr(torch.Tensor, m[:-1]) and m not in METADATA_INPLACE and m not in NOT_TWINS}
     torch_fns = [n for n in _public_inplace(dir(torch)) if callable(getattr(torch, n)) and n not in NON_DATA_INPLACE]
     f_fns = [n for n in _public_inplace(dir(F)) if callable(getattr(F, n))]
     f_kw = sorted(n for n in dir(F) if not n.startswith("_") and inspect.isfunction(getattr(F, n)) and _has_inplace_param(getattr(F, n)))

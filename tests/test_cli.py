@@ -42,7 +42,9 @@ def test_json_is_ruff_schema(project, capsys):
     assert item["code"] == "IPV001"
     assert item["location"] == {"row": 3, "column": 5}
     assert item["end_location"] == {"row": 3, "column": 14}
-    assert item["noqa_row"] == 3 and item["fix"] is None
+    assert item["noqa_row"] == 3
+    assert item["fix"]["applicability"] == "safe"
+    assert item["fix"]["message"] == "rebind `x` to the out-of-place result"
     assert item["filename"] == str((project / "pkg" / "bad.py").resolve())
 
 

@@ -1,0 +1,377 @@
+"""The codemod: rewrite in-place writes found by the engine to out-of-place form (libcst).
+
+The engine decides which findings have a fix and whether it is safe
+(:mod:`inplace_lint.fixplan`); this module only writes the syntax, keeping every
+other byte of the file (comments, blank lines, quotes, CRLF, a BOM, an encoding
+cookie) as it was. Only files with findings are parsed with libcst.
+
+Two styles (``--style``):
+
+- ``runtime`` (default): one readable line that calls :func:`inplace_lint.runtime.out_of_place`,
+  which keeps the in-place op's dtype and gathers a ``DTensor`` operand mix:
+  ``x = out_of_place(x, "div_", t)``. Needs this package (and torch) where the code runs.
+- ``inline``: plain torch, no dependency, like the upstream verl fix (PR 6935)::
+
+      if isinstance(x, DTensor):
+          x = x.full_tensor()
+      x = (x / t).to(x.dtype)
+
+  ``.to(x.dtype)`` keeps the in-place op's dtype (``x / t`` promotes bf16 by fp32 to fp32);
+  the guard and the out-of-place op go together, since a guard followed by the original
+  in-place op still raises (``full_tensor()`` returns a view made in a custom Function).
+
+Ops with no out-of-place twin (``copy_``, ``zero_``, ``fill_``, random fills) and item
+assignment get ``x = x.clone()`` first: correct, at the cost of one copy.
+
+Also runnable as ``python -m libcst.tool codemod -x inplace_lint.codemod.InplaceToOutOfPlace PATH``.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst.codemod.visitors import AddImportsVisitor
+from libcst.metadata import PositionProvider
+
+from . import config, ops
+from .checker import check_source
+from .engine import DEFAULT_SETTINGS, Settings
+from .findings import Applicability, Finding, FixKind, WriteKind
+
+STYLES = ("runtime", "inline")
+RUNTIME_MODULE = "inplace_lint.runtime"
+DTENSOR_MODULE = "torch.distributed.tensor"
+
+#: in-place method -> binary operator of its out-of-place twin (one positional argument, no keywords)
+_OPERATORS = {
+    "add_": "+", "sub_": "-", "mul_": "*", "div_": "/", "true_divide_": "/", "floor_divide_": "//",
+    "remainder_": "%", "pow_": "**", "bitwise_and_": "&", "bitwise_or_": "|", "bitwise_xor_": "^",
+    "bitwise_left_shift_": "<<", "bitwise_right_shift_": ">>",
+}
+_AUG_TO_METHOD = {
+    "+=": "add_", "-=": "sub_", "*=": "mul_", "/=": "div_", "//=": "floor_divide_", "%=": "remainder_",
+    "**=": "pow_", "&=": "bitwise_and_", "|=": "bitwise_or_", "^=": "bitwise_xor_",
+    "<<=": "bitwise_left_shift_", ">>=": "bitwise_right_shift_",
+}
+
+
+@dataclass
+class FixResult:
+    """What ``fix`` did to one file. ``new_source`` is None when nothing changed."""
+
+    path: str
+    applied: List[Finding] = field(default_factory=list)
+    unsafe_skipped: List[Finding] = field(default_factory=list)
+    #: findings with no correct out-of-place form (or one this file's layout does not allow)
+    unfixed: List[Finding] = field(default_factory=list)
+    new_source: Optional[str] = None
+    old_source: Optional[str] = None
+    error: Optional[str] = None
+    written: bool = False
+
+    @property
+    def remaining(self) -> List[Finding]:
+        return self.unsafe_skipped + self.unfixed
+
+
+# --------------------------------------------------------------------------- the libcst command
+
+
+class InplaceToOutOfPlace(VisitorBasedCodemodCommand):
+    """Rewrite in-place writes on views and model outputs to out-of-place form (inplace-lint)."""
+
+    DESCRIPTION = "Rewrite in-place PyTorch ops on views and model outputs to out-of-place form."
+
+    def __init__(self, context: CodemodContext, style: str = "runtime", unsafe_fixes: bool = False,
+                 settings: Optional[Settings] = None, select: Sequence[str] = (),
+                 ignore: Sequence[str] = ()) -> None:
+        super().__init__(context)
+        if style not in STYLES:
+            raise ValueError(f"style must be one of {STYLES}, got {style!r}")
+        self.style = style
+        self.unsafe_fixes = unsafe_fixes
+        self.settings = settings
+        self.select, self.ignore = list(select), list(ignore)
+        self.result = FixResult(context.filename or "<string>")
+
+    @staticmethod
+    def add_args(arg_parser: argparse.ArgumentParser) -> None:
+        arg_parser.add_argument("--style", choices=STYLES, default="runtime",
+                                help="runtime: call inplace_lint.runtime; inline: plain torch")
+        arg_parser.add_argument("--unsafe-fixes", action="store_true", default=False,
+                                help="also apply fixes that other readers of the tensor could notice")
+
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        settings = self.settings
+        if settings is None:  # run by libcst.tool: read the project's configuration
+            start = os.path.dirname(os.path.abspath(self.context.filename or ".")) or "."
+            import pathlib
+
+            settings, file_cfg, _ = config.load(pathlib.Path(start))
+            self.select = self.select or file_cfg.get("select", [])
+            self.ignore = self.ignore or file_cfg.get("ignore", [])
+        code = tree.code
+        checked = check_source(code, self.result.path, settings, self.select, self.ignore)
+        if checked.error:
+            raise SyntaxError(checked.error)
+        todo: List[Finding] = []
+        for finding in checked.findings:
+            if finding.fix is None:
+                self.result.unfixed.append(finding)
+            elif finding.fix.applicability is Applicability.UNSAFE and not self.unsafe_fixes:
+                self.result.unsafe_skipped.append(finding)
+            else:
+                todo.append(finding)
+        if not todo:
+            return tree
+        rewriter = _Rewriter(tree, code, todo, self.style)
+        new_tree = cst.MetadataWrapper(tree, unsafe_skip_copy=True).visit(rewriter)
+        self.result.applied.extend(f for f in todo if id(f) in rewriter.done)
+        self.result.unfixed.extend(f for f in todo if id(f) not in rewriter.done)
+        for module, obj in sorted(rewriter.imports):
+            AddImportsVisitor.add_needed_import(self.context, module, obj)
+        return new_tree
+
+
+# --------------------------------------------------------------------------- syntax
+
+
+def _char_col(lines: List[str], line: int, byte_col: int) -> int:
+    """ast columns are UTF-8 byte offsets; libcst columns are characters."""
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+
+class _Rewriter(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, module: cst.Module, code: str, findings: Sequence[Finding], style: str) -> None:
+        super().__init__()
+        self.module = module
+        self.style = style
+        lines = code.splitlines()
+        self.by_pos: Dict[Tuple[int, int, int, int], Finding] = {
+            (f.line, _char_col(lines, f.line, f.col), f.end_line, _char_col(lines, f.end_line, f.end_col)): f
+            for f in findings
+        }
+        self.done: set = set()
+        self.imports: set = set()
+        self._hoisted: List[List[cst.BaseStatement]] = []
+
+    # ---- helpers
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def pos(self, node: cst.CSTNode) -> Tuple[int, int, int, int]:
+        span = self.get_metadata(PositionProvider, node)
+        return span.start.line, span.start.column, span.end.line, span.end.column
+
+    def finding_at(self, node: cst.CSTNode) -> Optional[Finding]:
+        return self.by_pos.get(self.pos(node))
+
+    def args_text(self, args: Sequence[cst.Arg]) -> str:
+        text = "".join(self.code(a) for a in args).rstrip()
+        return text[:-1].rstrip() if text.endswith(",") else text
+
+    def guard(self, name: str) -> List[str]:
+        """The DTensor guard (inline style only): gather a sharded tensor before a mixed op."""
+        if self.style != "inline":
+            return []
+        self.imports.add((DTENSOR_MODULE, "DTensor"))
+        return [f"if isinstance({name}, DTensor):\n    {name} = {name}.full_tensor()\n"]
+
+    def method_statements(self, name: str, method: str, args: Sequence[cst.Arg], original: str) -> List[str]:
+        """Statements equivalent to ``name.<method>(args)`` that rebind ``name`` instead of writing it."""
+        args_text = self.args_text(args)
+        operands = [a for a in args if not isinstance(a.value, (cst.Integer, cst.Float, cst.Name))
+                    or (isinstance(a.value, cst.Name) and a.value.value not in ("True", "False", "None"))]
+        if self.style == "runtime":
+            self.imports.add((RUNTIME_MODULE, "out_of_place"))
+            sep = ", " if args_text else ""
+            return [f'{name} = out_of_place({name}, "{method}"{sep}{args_text})\n']
+        guard = self.guard(name) if operands else []
+        twin = ops.OUT_OF_PLACE_TWINS.get(method)
+        if twin is None:  # no out-of-place twin: write a copy
+            return guard + [f"{name} = {name}.clone()\n", original]
+        positional = [a for a in args if a.keyword is None and a.star == ""]
+        if method in _OPERATORS and len(args) == 1 and len(positional) == 1:
+            value = self.code(positional[0].value)
+            return guard + [f"{name} = ({name} {_OPERATORS[method]} {value}).to({name}.dtype)\n"]
+        return guard + [f"{name} = {name}.{twin}({args_text}).to({name}.dtype)\n"]
+
+    def statements_for(self, finding: Finding, node: cst.CSTNode, original_line: str) -> Optional[List[str]]:
+        """Source of the statements replacing the write (``node`` is the Call, AugAssign or Assign)."""
+        name = finding.target
+        kind = finding.write_kind
+        if kind is WriteKind.METHOD and isinstance(node, cst.Call):
+            method = node.func.attr.value if isinstance(node.func, cst.Attribute) else ""
+            args = list(node.args)
+            if self._is_unbound_method(node):  # torch.Tensor.div_(x, t)
+                args = args[1:]
+            return self.method_statements(name, method, args, original_line)
+        if kind is WriteKind.AUGMENTED and isinstance(node, cst.AugAssign):
+            method = _AUG_TO_METHOD[self.code(node.operator).strip()]
+            value = cst.Arg(value=node.value)
+            return self.method_statements(name, method, [value], original_line)
+        if kind is WriteKind.SUBSCRIPT:
+            return self.guard(name) + [f"{name} = {name}.clone()\n", original_line]
+        if kind is WriteKind.FUNCTION and isinstance(node, cst.Call):
+            func = self.code(node.func)
+            return [f"{name} = {func[:-1]}({self.args_text(node.args)})\n"] if func.endswith("_") else None
+        if kind in (WriteKind.INPLACE_KWARG, WriteKind.OUT_KWARG) and isinstance(node, cst.Call):
+            drop = "inplace" if kind is WriteKind.INPLACE_KWARG else "out"
+            args = [a for a in node.args if not (a.keyword is not None and a.keyword.value == drop)]
+            call = f"{self.code(node.func)}({self.args_text(args)})"
+            if kind is WriteKind.OUT_KWARG:
+                call = f"{call}.to({name}.dtype)"
+            return [f"{name} = {call}\n"]
+        return None
+
+    @staticmethod
+    def _is_unbound_method(call: cst.Call) -> bool:
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        value = func.value
+        if isinstance(value, cst.Name):
+            return value.value == "Tensor"
+        return isinstance(value, cst.Attribute) and value.attr.value == "Tensor" and \
+            isinstance(value.value, cst.Name) and value.value.value == "torch"
+
+    # ---- hoisting (a write used as a value)
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._hoisted.append([])
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        finding = self.finding_at(original)
+        if finding is None or finding.fix.kind is not FixKind.HOIST or not self._hoisted:
+            return updated
+        statements = self.statements_for(finding, original, "")
+        if not statements or any(s == "" for s in statements):
+            return updated
+        self._hoisted[-1].extend(cst.parse_statement(s) for s in statements)
+        self.done.add(id(finding))
+        return cst.Name(finding.target)
+
+    # ---- whole-statement writes
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+        hoisted = self._hoisted.pop() if self._hoisted else []
+        replacement: Optional[List[cst.BaseStatement]] = None
+        if len(original.body) == 1:
+            small = original.body[0]
+            node: Optional[cst.CSTNode] = None
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                node = small.value
+            elif isinstance(small, cst.AugAssign):
+                node = small
+            elif isinstance(small, cst.Assign) and len(small.targets) == 1:
+                node = small.targets[0].target
+            finding = self.finding_at(node) if node is not None else None
+            if finding is not None and finding.fix.kind is FixKind.STATEMENT:
+                bare = original.with_changes(leading_lines=(), trailing_whitespace=cst.TrailingWhitespace())
+                texts = self.statements_for(finding, small if isinstance(small, cst.AugAssign) else node,
+                                            self.code(bare))
+                if texts:
+                    replacement = [cst.parse_statement(t) for t in texts]
+                    self.done.add(id(finding))
+        if replacement is None:
+            if not hoisted:
+                return updated
+            replacement = [updated.with_changes(leading_lines=())]
+        replacement = hoisted + replacement
+        replacement[0] = replacement[0].with_changes(leading_lines=original.leading_lines)
+        if isinstance(replacement[-1], cst.SimpleStatementLine):
+            replacement[-1] = replacement[-1].with_changes(trailing_whitespace=original.trailing_whitespace)
+        return cst.FlattenSentinel(replacement)
+
+
+# --------------------------------------------------------------------------- files
+
+
+def fix_code(source: str, path: str = "<string>", *, settings: Settings = DEFAULT_SETTINGS, style: str = "runtime",
+             unsafe_fixes: bool = False, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> FixResult:
+    """Fix ``source`` (text); ``result.new_source`` is the rewritten text, or None when unchanged."""
+    result = FixResult(path, old_source=source)
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        result.error = f"cannot parse: {exc.message} (line {exc.raw_line}, column {exc.raw_column})"
+        return result
+    new = _run(module, result, settings, style, unsafe_fixes, select, ignore)
+    if new is not None and result.error is None:
+        result.new_source = new.code
+    return result
+
+
+def _run(module: cst.Module, result: FixResult, settings, style, unsafe_fixes, select, ignore) -> Optional[cst.Module]:
+    command = InplaceToOutOfPlace(CodemodContext(filename=result.path), style=style, unsafe_fixes=unsafe_fixes,
+                                  settings=settings, select=select, ignore=ignore)
+    command.result = result
+    try:
+        new = command.transform_module(module)
+    except SyntaxError as exc:
+        result.error = str(exc)
+        return None
+    if not result.applied or new.code == module.code:
+        return None
+    try:  # a rewrite is re-parsed before anyone sees it
+        ast.parse(new.code)
+        cst.parse_module(new.bytes)
+    except (SyntaxError, cst.ParserSyntaxError) as exc:  # pragma: no cover - a bug in the codemod
+        result.error = f"internal error: the rewrite does not parse ({exc}); file left unchanged"
+        return None
+    return new
+
+
+def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = "runtime", unsafe_fixes: bool = False,
+             select: Sequence[str] = (), ignore: Sequence[str] = (), write: bool = True) -> FixResult:
+    """Fix one file in place (atomically: temp file + rename); encoding, BOM and newlines are kept.
+
+    A file that cannot be read or parsed is reported in ``result.error`` and left untouched.
+    """
+    result = FixResult(path)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        module = cst.parse_module(raw)
+        result.old_source = module.code
+    except (OSError, UnicodeDecodeError, LookupError) as exc:
+        result.error = f"cannot read: {exc}"
+        return result
+    except cst.ParserSyntaxError as exc:
+        result.error = f"cannot parse: {exc.message} (line {exc.raw_line}, column {exc.raw_column})"
+        return result
+    new = _run(module, result, settings, style, unsafe_fixes, select, ignore)
+    if new is None:
+        return result
+    result.new_source = new.code
+    if write:
+        _atomic_write(path, new.bytes)
+        result.written = True
+    return result
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".inplace-lint-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        try:
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        except OSError:
+            pass
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
