@@ -25,9 +25,23 @@ def test_hooks_file(root):
     assert hooks["inplace-lint"]["entry"] == "inplace-lint check"
     assert hooks["inplace-lint"]["language"] == "python"
     assert hooks["inplace-lint"]["types"] == ["python"]
+    assert hooks["inplace-lint-fix"]["entry"] == "inplace-lint fix --style inline"
+    assert hooks["inplace-lint-fix"]["language"] == "python"
 
 
-def test_try_repo_check_hook_fails_on_a_finding(root, tmp_path):
+def test_try_repo_fix_hook_rewrites_inline(root, tmp_path):
+    repo, rc, output = try_repo(root, tmp_path, "inplace-lint-fix")
+    assert rc == 1, output  # pre-commit fails a hook that modified files
+    assert "- hook id: inplace-lint-fix\n- files were modified by this hook\n" in output
+    assert (repo / "bad.py").read_text() == (
+        "from torch.distributed.tensor import DTensor\n\n"
+        "def f(output, t):\n    x = output.logits.squeeze(0)\n    if isinstance(x, DTensor):\n"
+        "        x = x.full_tensor()\n    x = (x / t).to(x.dtype)\n")
+    assert (repo / "good.py").read_text() == "def f(x, t):\n    return x / t\n"
+
+
+def try_repo(root, tmp_path, hook: str):
+    """``pre-commit try-repo <root> <hook> --files bad.py good.py`` in a fresh user repository."""
     if subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True).returncode:
         pytest.skip(f"{root} is not a git checkout")
     repo = tmp_path / "user-repo"
@@ -36,16 +50,20 @@ def test_try_repo_check_hook_fails_on_a_finding(root, tmp_path):
     (repo / "bad.py").write_text(BAD)
     (repo / "good.py").write_text("def f(x, t):\n    return x / t\n")
     subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
-    home = tmp_path / "pre-commit-home"
     proc = subprocess.run(
-        ["pre-commit", "try-repo", str(root), "inplace-lint", "--files", "bad.py", "good.py"],
+        ["pre-commit", "try-repo", str(root), hook, "--files", "bad.py", "good.py"],
         cwd=repo, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "PRE_COMMIT_HOME": str(home)},
+        env={**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")},
     )
     output = proc.stdout + proc.stderr
     if proc.returncode == 3 and any(s in output for s in INSTALL_FAILURES):
         pytest.skip("the package registry is unreachable: cannot build the hook environment")
-    assert proc.returncode == 1, output
+    return repo, proc.returncode, output
+
+
+def test_try_repo_check_hook_fails_on_a_finding(root, tmp_path):
+    _, rc, output = try_repo(root, tmp_path, "inplace-lint")
+    assert rc == 1, output
     assert "inplace-lint............" in output and "Failed" in output
     assert "- hook id: inplace-lint\n- exit code: 1\n" in output
     findings = [line for line in output.splitlines() if ": IPV" in line]
