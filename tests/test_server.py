@@ -64,12 +64,6 @@ async def test_diagnostics_on_open_change_close(client: LanguageClient, tmp_path
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     assert ranges(client.diagnostics[uri]) == [("IPV004", 4, 11, 4, 20, error, "inplace-lint")]
 
-    actions = await client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri),
-        range=types.Range(start=types.Position(line=4, character=0), end=types.Position(line=4, character=20)),
-        context=types.CodeActionContext(diagnostics=list(client.diagnostics[uri]))))
-    assert list(actions or []) == []  # quick fixes arrive with the codemod (server.quick_fixes)
-
     client.text_document_did_close(types.DidCloseTextDocumentParams(
         text_document=types.TextDocumentIdentifier(uri=uri)))
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
@@ -84,3 +78,40 @@ async def test_configuration_of_the_document_folder(client: LanguageClient, tmp_
         text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=SOURCE)))
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     assert [d.code for d in client.diagnostics[uri]] == ["IPV001"]
+
+
+FIXABLE = (
+    "def f(output, t):\n    x = output.logits.squeeze(0)\n    x.div_(t)\n    return x\n\n"
+    "def g(output, t):\n    y = output.logits.squeeze(0)\n    y.mul_(t)\n    return output.logits\n"
+)
+IMPORT = "from inplace_lint.runtime import out_of_place\n\n"
+F_FIXED = FIXABLE.replace("    x.div_(t)\n", '    x = out_of_place(x, "div_", t)\n')
+G_FIXED = FIXABLE.replace("    y.mul_(t)\n", '    y = out_of_place(y, "mul_", t)\n')
+
+
+@pytest.mark.asyncio
+async def test_quick_fixes_from_the_codemod(client: LanguageClient, tmp_path):
+    uri = (tmp_path / "fixable.py").as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=FIXABLE)))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    diagnostics = list(client.diagnostics[uri])
+    assert [(d.code, d.range.start.line, d.range.start.character) for d in diagnostics] == [
+        ("IPV001", 2, 4), ("IPV001", 7, 4)]
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=9, character=0)),
+        context=types.CodeActionContext(diagnostics=diagnostics)))
+    summary = [(a.title, a.kind, a.is_preferred, [d.range.start.line for d in a.diagnostics]) for a in actions]
+    assert summary == [
+        ("IPV001: rebind `x` to the out-of-place result", types.CodeActionKind.QuickFix, True, [2]),
+        ("IPV001: rebind `y` to the out-of-place result (unsafe)", types.CodeActionKind.QuickFix, False, [7]),
+        ("Fix all inplace-lint findings in file (safe fixes)", types.CodeActionKind.SourceFixAll, False, [2, 7]),
+    ]
+    texts = []
+    for action in actions:
+        [edit] = action.edit.changes[uri]
+        assert (edit.range.start.line, edit.range.start.character, edit.range.end.line,
+                edit.range.end.character) == (0, 0, 9, 0)  # the whole document (9 lines)
+        texts.append(edit.new_text)
+    assert texts == [IMPORT + F_FIXED, IMPORT + G_FIXED, IMPORT + F_FIXED]
