@@ -115,6 +115,7 @@ class FixJob:
     style: str
     unsafe_fixes: bool
     write: bool
+    memory_aware: bool = False
 
     def __call__(self, path: str):
         from .codemod import fix_file
@@ -122,7 +123,7 @@ class FixJob:
         ignore = list(self.opts.ignore) + config.per_file_ignored(
             path, list(self.opts.per_file_ignores), self.opts.config_dir)
         return fix_file(path, settings=self.opts.settings, style=self.style, unsafe_fixes=self.unsafe_fixes,
-                        select=self.opts.select, ignore=ignore, write=self.write)
+                        select=self.opts.select, ignore=ignore, write=self.write, memory_aware=self.memory_aware)
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
@@ -130,7 +131,8 @@ def cmd_fix(args: argparse.Namespace) -> int:
     import difflib
 
     opts = _common(args)
-    job = FixJob(opts, args.style or opts.fix_style, args.unsafe_fixes, write=not args.diff)
+    job = FixJob(opts, args.style or opts.fix_style, args.unsafe_fixes, write=not args.diff,
+                 memory_aware=args.memory_aware)
     outcomes = run_files(list(iter_python_files(args.paths, opts.exclude)), job, args.jobs, progress=_progress(args))
     results = [o.value for o in outcomes if o.value is not None]
     changed = [r for r in results if r.new_source is not None]
@@ -212,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "(default: fix-style from the config file, else runtime)")
     fix.add_argument("--unsafe-fixes", action="store_true",
                      help="also apply fixes that another reader of the tensor could notice")
+    fix.add_argument("--memory-aware", action="store_true",
+                     help='runtime style: emit inplace="auto", which stays in place wherever PyTorch allows it')
     fix.add_argument("--diff", action="store_true", help="print a unified diff and write nothing")
     for flag in ("--select", "--ignore", "--exclude"):
         fix.add_argument(flag, type=config.split_list, default=None)

@@ -90,8 +90,9 @@ class InplaceToOutOfPlace(VisitorBasedCodemodCommand):
 
     def __init__(self, context: CodemodContext, style: str = "runtime", unsafe_fixes: bool = False,
                  settings: Optional[Settings] = None, select: Sequence[str] = (),
-                 ignore: Sequence[str] = ()) -> None:
+                 ignore: Sequence[str] = (), memory_aware: bool = False) -> None:
         super().__init__(context)
+        self.memory_aware = memory_aware
         if style not in STYLES:
             raise ValueError(f"style must be one of {STYLES}, got {style!r}")
         self.style = style
@@ -106,6 +107,8 @@ class InplaceToOutOfPlace(VisitorBasedCodemodCommand):
                                 help="runtime: call inplace_lint.runtime; inline: plain torch")
         arg_parser.add_argument("--unsafe-fixes", action="store_true", default=False,
                                 help="also apply fixes that other readers of the tensor could notice")
+        arg_parser.add_argument("--memory-aware", action="store_true", default=False,
+                                help='runtime style: pass inplace="auto" (in place wherever PyTorch allows it)')
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         settings = self.settings
@@ -130,7 +133,7 @@ class InplaceToOutOfPlace(VisitorBasedCodemodCommand):
                 todo.append(finding)
         if not todo:
             return tree
-        rewriter = _Rewriter(tree, code, todo, self.style)
+        rewriter = _Rewriter(tree, code, todo, self.style, self.memory_aware)
         new_tree = cst.MetadataWrapper(tree, unsafe_skip_copy=True).visit(rewriter)
         self.result.applied.extend(f for f in todo if id(f) in rewriter.done)
         self.result.unfixed.extend(f for f in todo if id(f) not in rewriter.done)
@@ -151,10 +154,12 @@ def _char_col(lines: List[str], line: int, byte_col: int) -> int:
 class _Rewriter(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, module: cst.Module, code: str, findings: Sequence[Finding], style: str) -> None:
+    def __init__(self, module: cst.Module, code: str, findings: Sequence[Finding], style: str,
+                 memory_aware: bool = False) -> None:
         super().__init__()
         self.module = module
         self.style = style
+        self.memory_aware = memory_aware
         lines = code.splitlines()
         self.by_pos: Dict[Tuple[int, int, int, int], Finding] = {
             (f.line, _char_col(lines, f.line, f.col), f.end_line, _char_col(lines, f.end_line, f.end_col)): f
@@ -180,9 +185,10 @@ class _Rewriter(cst.CSTTransformer):
         text = "".join(self.code(a) for a in args).rstrip()
         return text[:-1].rstrip() if text.endswith(",") else text
 
-    def guard(self, name: str) -> List[str]:
-        """The DTensor guard (inline style only): gather a sharded tensor before a mixed op."""
-        if self.style != "inline":
+    def guard(self, name: str, any_style: bool = False) -> List[str]:
+        """The DTensor guard: gather a sharded tensor before a mixed op. Runtime-style calls guard
+        inside the runtime, so there it is written out only for item assignment (``any_style``)."""
+        if self.style != "inline" and not any_style:
             return []
         self.imports.add((DTENSOR_MODULE, "DTensor"))
         return [f"if isinstance({name}, DTensor):\n    {name} = {name}.full_tensor()\n"]
@@ -195,7 +201,8 @@ class _Rewriter(cst.CSTTransformer):
         if self.style == "runtime":
             self.imports.add((RUNTIME_MODULE, "out_of_place"))
             sep = ", " if args_text else ""
-            return [f'{name} = out_of_place({name}, "{method}"{sep}{args_text})\n']
+            auto = ', inplace="auto"' if self.memory_aware else ""
+            return [f'{name} = out_of_place({name}, "{method}"{sep}{args_text}{auto})\n']
         guard = self.guard(name) if operands else []
         twin = ops.OUT_OF_PLACE_TWINS.get(method)
         if twin is None:  # no out-of-place twin: write a copy
@@ -221,7 +228,7 @@ class _Rewriter(cst.CSTTransformer):
             value = cst.Arg(value=node.value)
             return self.method_statements(name, method, [value], original_line)
         if kind is WriteKind.SUBSCRIPT:
-            return self.guard(name) + [f"{name} = {name}.clone()\n", original_line]
+            return self.guard(name, any_style=True) + [f"{name} = {name}.clone()\n", original_line]
         if kind is WriteKind.FUNCTION and isinstance(node, cst.Call):
             func = self.code(node.func)
             return [f"{name} = {func[:-1]}({self.args_text(node.args)})\n"] if func.endswith("_") else None
@@ -298,7 +305,8 @@ class _Rewriter(cst.CSTTransformer):
 
 
 def fix_code(source: str, path: str = "<string>", *, settings: Settings = DEFAULT_SETTINGS, style: str = "runtime",
-             unsafe_fixes: bool = False, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> FixResult:
+             unsafe_fixes: bool = False, select: Sequence[str] = (), ignore: Sequence[str] = (),
+             memory_aware: bool = False) -> FixResult:
     """Fix ``source`` (text); ``result.new_source`` is the rewritten text, or None when unchanged."""
     result = FixResult(path, old_source=source)
     try:
@@ -306,15 +314,16 @@ def fix_code(source: str, path: str = "<string>", *, settings: Settings = DEFAUL
     except cst.ParserSyntaxError as exc:
         result.error = f"cannot parse: {exc.message} (line {exc.raw_line}, column {exc.raw_column})"
         return result
-    new = _run(module, result, settings, style, unsafe_fixes, select, ignore)
+    new = _run(module, result, settings, style, unsafe_fixes, select, ignore, memory_aware)
     if new is not None and result.error is None:
         result.new_source = new.code
     return result
 
 
-def _run(module: cst.Module, result: FixResult, settings, style, unsafe_fixes, select, ignore) -> Optional[cst.Module]:
+def _run(module: cst.Module, result: FixResult, settings, style, unsafe_fixes, select, ignore,
+         memory_aware=False) -> Optional[cst.Module]:
     command = InplaceToOutOfPlace(CodemodContext(filename=result.path), style=style, unsafe_fixes=unsafe_fixes,
-                                  settings=settings, select=select, ignore=ignore)
+                                  settings=settings, select=select, ignore=ignore, memory_aware=memory_aware)
     command.result = result
     try:
         new = command.transform_module(module)
@@ -333,7 +342,8 @@ def _run(module: cst.Module, result: FixResult, settings, style, unsafe_fixes, s
 
 
 def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = "runtime", unsafe_fixes: bool = False,
-             select: Sequence[str] = (), ignore: Sequence[str] = (), write: bool = True) -> FixResult:
+             select: Sequence[str] = (), ignore: Sequence[str] = (), write: bool = True,
+             memory_aware: bool = False) -> FixResult:
     """Fix one file in place (atomically: temp file + rename); encoding, BOM and newlines are kept.
 
     A file that cannot be read or parsed is reported in ``result.error`` and left untouched.
@@ -350,7 +360,7 @@ def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = "
     except cst.ParserSyntaxError as exc:
         result.error = f"cannot parse: {exc.message} (line {exc.raw_line}, column {exc.raw_column})"
         return result
-    new = _run(module, result, settings, style, unsafe_fixes, select, ignore)
+    new = _run(module, result, settings, style, unsafe_fixes, select, ignore, memory_aware)
     if new is None:
         return result
     result.new_source = new.code
