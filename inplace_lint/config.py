@@ -141,7 +141,8 @@ def per_file_ignored(path: str, per_file: PerFileIgnores, base: Optional[pathlib
     return codes
 
 
-def apply(values: Dict[str, object], where: str, base: Settings = DEFAULT_SETTINGS) -> Tuple[Settings, Dict[str, object]]:
+def apply(values: Dict[str, object], where: str,
+          base: Settings = DEFAULT_SETTINGS) -> Tuple[Settings, Dict[str, object]]:
     """Apply raw ``key -> value`` pairs (file or flake8 options) to ``base``; return settings and the
     CLI-only values (``select``/``ignore``/``exclude``: lists; ``per-file-ignores``: ``(glob, codes)``
     pairs; ``fix-style``: a string)."""

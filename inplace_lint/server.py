@@ -161,7 +161,8 @@ def make_server() -> LanguageServer:
         try:
             diagnostics = diagnostics_for(document.source, path)
         except config.ConfigError as exc:
-            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"inplace-lint: {exc}"))
+            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
+                                                           message=f"inplace-lint: {exc}"))
             diagnostics = diagnostics_for(document.source, None)
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=diagnostics))
@@ -180,13 +181,17 @@ def make_server() -> LanguageServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: LanguageServer, params: types.DidCloseTextDocumentParams) -> None:
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix,
                                                                types.CodeActionKind.SourceFixAll]))
     def code_action(ls: LanguageServer, params: types.CodeActionParams) -> List[types.CodeAction]:
-        return quick_fixes(ls.workspace.get_text_document(params.text_document.uri), params)
+        try:
+            return quick_fixes(ls.workspace.get_text_document(params.text_document.uri), params)
+        except config.ConfigError:  # already shown when the diagnostics were published
+            return []
 
     return server
 

@@ -78,6 +78,11 @@ async def test_configuration_of_the_document_folder(client: LanguageClient, tmp_
         text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=SOURCE)))
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     assert [d.code for d in client.diagnostics[uri]] == ["IPV001"]
+    # saving re-checks, and re-reads the configuration
+    (tmp_path / "setup.cfg").write_text("[inplace_lint]\nignore = IPV001\n")
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert [d.code for d in client.diagnostics[uri]] == ["IPV004"]
 
 
 FIXABLE = (
