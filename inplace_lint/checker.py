@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import ast
+import pathlib
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from . import config, noqa
 from .engine import Settings, analyze
@@ -48,6 +49,23 @@ def check_file(path: str, settings: Settings, select: Sequence[str] = (), ignore
     except (SyntaxError, UnicodeDecodeError, OSError) as exc:
         return FileResult(path, error=describe_error(exc))
     return check_source(source, path, settings, select, ignore, disable_noqa)
+
+
+@dataclass(frozen=True)
+class CheckJob:
+    """``check_file`` with fixed options, as one picklable callable for :func:`inplace_lint.runner.run_files`."""
+
+    settings: Settings
+    select: Tuple[str, ...] = ()
+    ignore: Tuple[str, ...] = ()
+    disable_noqa: bool = False
+    per_file_ignores: config.PerFileIgnores = ()  # type: ignore[assignment]
+    #: the folder ``per_file_ignores`` globs are relative to (the config file's)
+    config_dir: Optional[pathlib.Path] = None
+
+    def __call__(self, path: str) -> FileResult:
+        ignore = list(self.ignore) + config.per_file_ignored(path, list(self.per_file_ignores), self.config_dir)
+        return check_file(path, self.settings, self.select, ignore, self.disable_noqa)
 
 
 def describe_error(exc: BaseException) -> str:

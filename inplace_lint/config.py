@@ -10,12 +10,21 @@ Keys (the flake8 options are the same with an ``ipv-`` prefix, e.g. ``ipv-model-
 - ``extend-model-output-fields`` / ``extend-model-output-names`` / ``extend-model-call-patterns``: added to the defaults.
 - ``report-in-no-grad``: also report writes inside ``torch.no_grad()`` / ``inference_mode()`` (default false).
 - ``select``, ``ignore``, ``exclude``: CLI only (flake8 has its own).
+- ``per-file-ignores``: CLI only (flake8 has its own): flake8's syntax, ``glob:CODES`` entries
+  (``tests/*:IPV001,IPV005``), or in pyproject.toml a table ``{"tests/*" = ["IPV001"]}``; globs
+  match the checked file's path relative to the folder of the config file (a glob without ``/``
+  also matches the file name alone).
+- ``fix-style``: ``runtime`` (default: rewrites call ``inplace_lint.runtime``) or ``inline``
+  (plain torch with an inline DTensor guard, no dependency); read by ``inplace-lint fix``.
 """
 from __future__ import annotations
 
 import configparser
 import dataclasses
+import fnmatch
+import os
 import pathlib
+import re
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .engine import DEFAULT_SETTINGS, Settings
@@ -38,7 +47,15 @@ OPTIONS: Dict[str, Tuple[Optional[str], str, str]] = {
     "select": (None, "list", "codes (or prefixes) to report"),
     "ignore": (None, "list", "codes (or prefixes) not to report"),
     "exclude": (None, "list", "glob patterns of paths to skip"),
+    "per-file-ignores": (None, "per-file", "glob:CODES entries: codes not reported in files matching the glob"),
+    "fix-style": (None, "fix-style", "runtime (call inplace_lint.runtime) or inline (plain torch)"),
 }
+
+#: values of ``fix-style``; the first is the default
+FIX_STYLES = ("runtime", "inline")
+_CODE = re.compile(r"[A-Z]+[0-9]*")
+
+PerFileIgnores = List[Tuple[str, Tuple[str, ...]]]
 
 
 def split_list(value) -> List[str]:
@@ -60,17 +77,93 @@ def parse_bool(value, where: str) -> bool:
     raise ConfigError(f"{where}: expected true or false, got {value!r}")
 
 
-def apply(values: Dict[str, object], where: str, base: Settings = DEFAULT_SETTINGS) -> Tuple[Settings, Dict[str, List[str]]]:
-    """Apply raw ``key -> value`` pairs (file or flake8 options) to ``base``; return settings and CLI-only lists."""
+def check_codes(codes: Sequence[str], where: str) -> List[str]:
+    """``codes`` unchanged when each is a known code or a prefix of one, else a ``ConfigError``."""
+    from .rules import RULES
+
+    for code in codes:
+        if not any(c.startswith(code) for c in RULES):
+            raise ConfigError(f"{where}: unknown code {code!r} (known: {', '.join(RULES)})")
+    return list(codes)
+
+
+def parse_per_file_ignores(value, where: str) -> PerFileIgnores:
+    """flake8's ``per-file-ignores`` syntax (``glob[,glob...]:CODE[,CODE...]`` entries separated by
+    whitespace or newlines), a list of such strings, or a TOML table ``{glob = [codes] | "codes"}``."""
+    pairs: PerFileIgnores = []
+    if isinstance(value, dict):
+        for glob, codes in value.items():
+            listed = split_list(codes)
+            if not listed:
+                raise ConfigError(f"{where}: no codes given for {glob!r}")
+            pairs.append((str(glob), tuple(check_codes(listed, where))))
+        return pairs
+    text = "\n".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
+    globs: List[str] = []
+    codes: List[str] = []
+    after_colon = False
+
+    def close() -> None:
+        if not codes:
+            raise ConfigError(f"{where}: expected glob:CODES, found no codes after {', '.join(globs)!r}:")
+        pairs.extend((g, tuple(check_codes(codes, where))) for g in globs)
+
+    for token in re.findall(r"[^\s,:]+|:", text):
+        if token == ":":
+            if not globs or after_colon:
+                raise ConfigError(f"{where}: expected glob:CODES, found a misplaced ':' in {text.strip()!r}")
+            after_colon = True
+        elif after_colon and _CODE.fullmatch(token):
+            codes.append(token)
+        else:
+            if after_colon:
+                close()
+                globs, codes, after_colon = [], [], False
+            globs.append(token)
+    if globs and not after_colon:
+        raise ConfigError(f"{where}: expected glob:CODES, found {' '.join(globs)!r} without ':CODES'")
+    if globs:
+        close()
+    return pairs
+
+
+def per_file_ignored(path: str, per_file: PerFileIgnores, base: Optional[pathlib.Path]) -> List[str]:
+    """The codes that ``per_file`` ignores in ``path`` (globs relative to ``base``, the config's folder)."""
+    if not per_file:
+        return []
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(base or os.curdir)).replace(os.sep, "/")
+    name = rel.rsplit("/", 1)[-1]
+    codes: List[str] = []
+    for glob, listed in per_file:
+        pat = glob[2:] if glob.startswith("./") else glob
+        if fnmatch.fnmatchcase(rel, pat) or ("/" not in pat and fnmatch.fnmatchcase(name, pat)):
+            codes.extend(listed)
+    return codes
+
+
+def apply(values: Dict[str, object], where: str,
+          base: Settings = DEFAULT_SETTINGS) -> Tuple[Settings, Dict[str, object]]:
+    """Apply raw ``key -> value`` pairs (file or flake8 options) to ``base``; return settings and the
+    CLI-only values (``select``/``ignore``/``exclude``: lists; ``per-file-ignores``: ``(glob, codes)``
+    pairs; ``fix-style``: a string)."""
     changes: Dict[str, object] = {}
-    cli: Dict[str, List[str]] = {}
+    cli: Dict[str, object] = {}
     for raw_key, value in values.items():
         key = raw_key.replace("_", "-")
         if key not in OPTIONS:
             raise ConfigError(f"{where}: unknown key {raw_key!r} (known: {', '.join(sorted(OPTIONS))})")
         field, kind, _ = OPTIONS[key]
-        if field is None:
+        if kind == "per-file":
+            cli[key] = parse_per_file_ignores(value, f"{where}: {raw_key}")
+        elif kind == "fix-style":
+            style = str(value).strip()
+            if style not in FIX_STYLES:
+                raise ConfigError(f"{where}: {raw_key}: expected one of {', '.join(FIX_STYLES)}, got {value!r}")
+            cli[key] = style
+        elif field is None:
             cli[key] = split_list(value)
+            if key in ("select", "ignore"):
+                check_codes(cli[key], f"{where}: {raw_key}")  # type: ignore[arg-type]
         elif kind == "bool":
             changes[field] = parse_bool(value, f"{where}: {raw_key}")
         else:
@@ -118,8 +211,9 @@ def _pyproject_table(path: pathlib.Path):
     return data.get("tool", {}).get("inplace-lint")
 
 
-def load(start: pathlib.Path) -> Tuple[Settings, Dict[str, List[str]], Optional[pathlib.Path]]:
-    """Settings for files under ``start`` (defaults when no config file has our section)."""
+def load(start: pathlib.Path) -> Tuple[Settings, Dict[str, object], Optional[pathlib.Path]]:
+    """Settings for files under ``start`` (defaults when no config file has our section), the
+    CLI-only values (see :func:`apply`) and the config file's path."""
     found = find_config(start)
     if found is None:
         return DEFAULT_SETTINGS, {}, None

@@ -1,15 +1,40 @@
-"""Output formats for findings: text and ruff-compatible JSON."""
+"""Output formats for findings: text, ruff-compatible JSON, SARIF 2.1.0, GitHub workflow annotations,
+and ``--statistics`` counts.
+
+``text`` and ``json`` give 1-based columns counted in UTF-8 bytes, like flake8 (``ast`` offsets);
+``sarif`` and ``github`` count characters (SARIF ``columnKind: unicodeCodePoints``), read back from
+the file when a line is not ASCII.
+"""
 from __future__ import annotations
 
+import collections
 import json
+import linecache
 import os
-from typing import List, Sequence, TextIO, Tuple
+import pathlib
+import urllib.parse
+from typing import Dict, List, Sequence, TextIO, Tuple
 
+from . import __version__
 from .checker import FileResult
 from .findings import Finding
-from .rules import url
+from .rules import DOCS_URL, RULES, url
 
 Item = Tuple[FileResult, Finding]
+
+#: The one place that decides a finding's severity in CI outputs (SARIF ``level``, GitHub ``::error``).
+#: IPV002 and IPV004 always raise when the op runs (a view of a custom Function's output; an expanded
+#: tensor), so they are errors; the others raise only under some conditions or silently change data.
+LEVELS: Dict[str, str] = {"IPV002": "error", "IPV004": "error"}
+DEFAULT_LEVEL = "warning"
+#: the project page, for SARIF ``informationUri``
+PROJECT_URL = DOCS_URL.split("/blob/")[0]
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+
+
+def level(code: str) -> str:
+    """``error`` or ``warning`` for a finding's code."""
+    return LEVELS.get(code, DEFAULT_LEVEL)
 
 
 def ruff_json_item(result: FileResult, finding: Finding) -> dict:
@@ -29,6 +54,26 @@ def ruff_json_item(result: FileResult, finding: Finding) -> dict:
     }
 
 
+def char_column(path: str, line: int, byte_col: int) -> int:
+    """0-based character column of ``ast``'s 0-based UTF-8 byte column on ``line`` of ``path``."""
+    text = linecache.getline(path, line)
+    if not text or text.isascii():
+        return byte_col
+    return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+
+def relative_path(path: str) -> str:
+    """``path`` relative to the working directory, with ``/`` separators (absolute when outside it)."""
+    absolute = os.path.abspath(path)
+    try:
+        rel = os.path.relpath(absolute)
+    except ValueError:  # another drive (Windows)
+        return absolute.replace(os.sep, "/")
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return absolute.replace(os.sep, "/")
+    return rel.replace(os.sep, "/")
+
+
 def write_text(items: Sequence[Item], out: TextIO) -> None:
     for result, f in items:
         out.write(f"{result.path}:{f.line}:{f.col + 1}: {f.code} {f.message}\n")
@@ -39,4 +84,117 @@ def write_json(items: Sequence[Item], out: TextIO) -> None:
     out.write("\n")
 
 
-FORMATS = {"text": write_text, "json": write_json}
+def sarif_log(items: Sequence[Item]) -> dict:
+    """A SARIF 2.1.0 log with one run: every rule in ``tool.driver.rules``, one result per finding."""
+    index = {code: i for i, code in enumerate(RULES)}
+    rules = [{
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.what},
+        "help": {"text": rule.why, "markdown": rule.document()},
+        "helpUri": url(rule.code),
+        "defaultConfiguration": {"level": level(rule.code)},
+    } for rule in RULES.values()]
+    results = []
+    for result, f in items:
+        rel = relative_path(result.path)
+        if os.path.isabs(rel) or rel.startswith("/"):
+            artifact = {"uri": pathlib.Path(os.path.abspath(result.path)).as_uri()}
+        else:
+            artifact = {"uri": urllib.parse.quote(rel), "uriBaseId": "%SRCROOT%"}
+        results.append({
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "level": level(f.code),
+            "message": {"text": f.message},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": artifact,
+                "region": {
+                    "startLine": f.line,
+                    "startColumn": char_column(result.path, f.line, f.col) + 1,
+                    "endLine": f.end_line,
+                    "endColumn": char_column(result.path, f.end_line, f.end_col) + 1,
+                },
+            }}],
+        })
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "inplace-lint",
+                "version": __version__,
+                "informationUri": PROJECT_URL,
+                "rules": rules,
+            }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": pathlib.Path(os.getcwd()).as_uri() + "/"}},
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    }
+
+
+def write_sarif(items: Sequence[Item], out: TextIO) -> None:
+    json.dump(sarif_log(items), out, indent=2)
+    out.write("\n")
+
+
+def escape_data(text: str) -> str:
+    """GitHub workflow command escaping for the message (after ``::``)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """GitHub workflow command escaping for a property value (``file=``, ``title=``)."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_annotation(result: FileResult, f: Finding) -> str:
+    props = {
+        "file": relative_path(result.path),
+        "line": f.line,
+        "col": char_column(result.path, f.line, f.col) + 1,
+        "endLine": f.end_line,
+        "endColumn": char_column(result.path, f.end_line, f.end_col) + 1,
+        "title": f.code,
+    }
+    joined = ",".join(f"{k}={escape_property(str(v))}" for k, v in props.items())
+    return f"::{level(f.code)} {joined}::{escape_data(f.message)}"
+
+
+def write_github(items: Sequence[Item], out: TextIO) -> None:
+    for result, f in items:
+        out.write(github_annotation(result, f) + "\n")
+
+
+def counts_by_code(items: Sequence[Item]) -> List[Tuple[str, int]]:
+    """``(code, count)`` by code, most frequent first (ties by code)."""
+    counts = collections.Counter(f.code for _, f in items)
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def write_statistics(items: Sequence[Item], out: TextIO) -> None:
+    """One line per code, like ``ruff check --statistics``: count, code, rule name."""
+    for code, count in counts_by_code(items):
+        out.write(f"{count:>5}  {code}  {RULES[code].name}\n")
+
+
+def summary(files: int, items: Sequence[Item], unparsed: int, crashed: int) -> str:
+    """The closing line of ``check`` (on stderr unless ``--quiet``)."""
+    n = len(items)
+    text = f"Scanned {files} file{'s' if files != 1 else ''}: "
+    if n:
+        by_code = ", ".join(f"{code}: {count}" for code, count in sorted(counts_by_code(items)))
+        in_files = len({r.path for r, _ in items})
+        text += f"{n} finding{'s' if n != 1 else ''} in {in_files} file{'s' if in_files != 1 else ''} ({by_code})"
+    else:
+        text += "no findings"
+    if unparsed:
+        text += f"; {unparsed} file{'s' if unparsed != 1 else ''} could not be read or parsed"
+    if crashed:
+        text += f"; the analysis crashed on {crashed} file{'s' if crashed != 1 else ''}"
+    return text + "."
+
+
+FORMATS = {"text": write_text, "json": write_json, "sarif": write_sarif, "github": write_github}

@@ -1,0 +1,200 @@
+"""``inplace-lint server``: a language server over stdio (pygls 2.x, the ``[server]`` extra).
+
+It publishes diagnostics for Python documents on open, change and save, from the same
+:func:`inplace_lint.checker.check_source` the CLI uses (``# noqa`` honoured, configuration read from
+the document's folder upward, as ``inplace-lint check`` does), and clears them on close.
+
+Quick fixes come from the codemod (:func:`inplace_lint.codemod.fix_code`, in the config's
+``fix-style``) through one hook, :func:`quick_fixes`: one action per diagnostic that has a fix, plus
+"Fix all inplace-lint findings in file" (safe fixes). Unsafe fixes are offered too, with the title
+suffix " (unsafe)" and ``isPreferred=False``. Each action replaces the whole document text.
+"""
+from __future__ import annotations
+
+import difflib
+import pathlib
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.workspace import TextDocument
+
+from . import __version__, config
+from .checker import check_source
+from .engine import DEFAULT_SETTINGS
+from .findings import Applicability, Finding
+from .reporters import level
+from .rules import url
+
+SOURCE = "inplace-lint"
+SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning}
+
+
+def utf16_column(line_text: str, byte_col: int) -> int:
+    """LSP's default position encoding (UTF-16 code units) for ``ast``'s UTF-8 byte column."""
+    prefix = line_text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore")
+    return len(prefix.encode("utf-16-le")) // 2
+
+
+def to_diagnostic(finding: Finding, lines: Sequence[str]) -> types.Diagnostic:
+    def position(line: int, byte_col: int) -> types.Position:
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        return types.Position(line=line - 1, character=utf16_column(text, byte_col))
+
+    return types.Diagnostic(
+        range=types.Range(start=position(finding.line, finding.col), end=position(finding.end_line, finding.end_col)),
+        message=finding.message,
+        severity=SEVERITY[level(finding.code)],
+        code=finding.code,
+        code_description=types.CodeDescription(href=url(finding.code)),
+        source=SOURCE,
+    )
+
+
+def _document_options(path: Optional[str]) -> Tuple[config.Settings, List[str], List[str], str]:
+    """Settings, select, ignore (per-file-ignores included) and fix-style for a document."""
+    if not path:
+        return DEFAULT_SETTINGS, [], [], config.FIX_STYLES[0]
+    settings, cli, cfg_path = config.load(pathlib.Path(path).parent)
+    ignore = list(cli.get("ignore", [])) + config.per_file_ignored(
+        path, list(cli.get("per-file-ignores", [])), cfg_path.parent if cfg_path else None)
+    return settings, list(cli.get("select", [])), ignore, str(cli.get("fix-style", config.FIX_STYLES[0]))
+
+
+def findings_for(source: str, path: Optional[str]) -> List[Finding]:
+    settings, select, ignore, _ = _document_options(path)
+    return check_source(source, path or "<document>", settings, select, ignore).findings
+
+
+def diagnostics_for(source: str, path: Optional[str]) -> List[types.Diagnostic]:
+    """The diagnostics of one document; configuration found from ``path`` upward (defaults without a path)."""
+    lines = re.split(r"\r\n|\r|\n", source)
+    return [to_diagnostic(f, lines) for f in findings_for(source, path)]
+
+
+def _whole_document_edit(uri: str, old: str, new: str) -> types.WorkspaceEdit:
+    lines = re.split(r"\r\n|\r|\n", old)
+    end = types.Position(line=len(lines) - 1, character=len(lines[-1].encode("utf-16-le")) // 2)
+    edit = types.TextEdit(range=types.Range(start=types.Position(line=0, character=0), end=end), new_text=new)
+    return types.WorkspaceEdit(changes={uri: [edit]})
+
+
+def _only_near(old: str, new: str, line: int) -> str:
+    """``new`` with only the changes that touch 1-based ``line`` (and added import lines) kept."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    out: List[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        imports = tag == "insert" and all(
+            not text.strip() or text.startswith(("from ", "import ")) for text in b[j1:j2])
+        touches = i1 <= line - 1 < max(i2, i1 + 1)
+        out.extend(b[j1:j2] if tag != "equal" and (imports or touches) else a[i1:i2])
+    return "".join(out)
+
+
+def quick_fixes(document: TextDocument, params: types.CodeActionParams) -> List[types.CodeAction]:
+    """THE HOOK for codemod quick fixes: code actions for the inplace-lint diagnostics in ``params``.
+
+    One ``quickfix`` action per diagnostic with a planned fix (its title is the fix's message; an
+    unsafe fix gets " (unsafe)" and ``is_preferred=False``), then "Fix all inplace-lint findings in
+    file" (safe fixes only) when any applies.
+    """
+    from .codemod import fix_code
+
+    uri = document.uri
+    path = document.path if uri.startswith("file:") else None
+    source = document.source
+    settings, select, ignore, style = _document_options(path)
+    wanted = [d for d in params.context.diagnostics if d.source == SOURCE]
+    if not wanted:
+        return []
+    lines = re.split(r"\r\n|\r|\n", source)
+    by_range: Dict[Tuple[str, int, int], Finding] = {}
+    for f in findings_for(source, path):
+        d = to_diagnostic(f, lines)
+        by_range[(f.code, d.range.start.line, d.range.start.character)] = f
+    actions: List[types.CodeAction] = []
+    fixed: Dict[bool, Optional[str]] = {}
+
+    def fixed_source(unsafe: bool) -> Optional[str]:
+        if unsafe not in fixed:
+            fixed[unsafe] = fix_code(source, path or "<document>", settings=settings, style=style,
+                                     unsafe_fixes=unsafe, select=select, ignore=ignore).new_source
+        return fixed[unsafe]
+
+    for diagnostic in wanted:
+        finding = by_range.get((str(diagnostic.code), diagnostic.range.start.line, diagnostic.range.start.character))
+        if finding is None or finding.fix is None:
+            continue
+        unsafe = finding.fix.applicability is not Applicability.SAFE
+        new = fixed_source(unsafe)
+        if new is None:
+            continue
+        only = _only_near(source, new, finding.line)
+        if only == source:
+            continue
+        actions.append(types.CodeAction(
+            title=f"{finding.code}: {finding.fix.message}" + (" (unsafe)" if unsafe else ""),
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[diagnostic],
+            is_preferred=not unsafe,
+            edit=_whole_document_edit(uri, source, only),
+        ))
+    new = fixed_source(False)
+    if new is not None:
+        actions.append(types.CodeAction(
+            title="Fix all inplace-lint findings in file (safe fixes)",
+            kind=types.CodeActionKind.SourceFixAll,
+            diagnostics=wanted,
+            is_preferred=False,
+            edit=_whole_document_edit(uri, source, new),
+        ))
+    return actions
+
+
+def make_server() -> LanguageServer:
+    server = LanguageServer("inplace-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+
+    def publish(ls: LanguageServer, uri: str) -> None:
+        document = ls.workspace.get_text_document(uri)
+        path = document.path if uri.startswith("file:") else None
+        try:
+            diagnostics = diagnostics_for(document.source, path)
+        except config.ConfigError as exc:
+            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
+                                                           message=f"inplace-lint: {exc}"))
+            diagnostics = diagnostics_for(document.source, None)
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=diagnostics))
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: LanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+        publish(ls, params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: LanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+        publish(ls, params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: LanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+        publish(ls, params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: LanguageServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix,
+                                                               types.CodeActionKind.SourceFixAll]))
+    def code_action(ls: LanguageServer, params: types.CodeActionParams) -> List[types.CodeAction]:
+        try:
+            return quick_fixes(ls.workspace.get_text_document(params.text_document.uri), params)
+        except config.ConfigError:  # already shown when the diagnostics were published
+            return []
+
+    return server
+
+
+def serve() -> None:
+    make_server().start_io()

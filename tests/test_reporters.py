@@ -1,0 +1,135 @@
+"""CI outputs of ``inplace-lint check``: SARIF 2.1.0 (validated against the official schema), GitHub
+workflow annotations with GitHub's escaping, ``--statistics`` and the closing summary."""
+from __future__ import annotations
+
+import json
+import pathlib
+
+import jsonschema
+import pytest
+
+from inplace_lint.checker import FileResult
+from inplace_lint.cli import main
+from inplace_lint.reporters import LEVELS, escape_data, escape_property, github_annotation, level
+from inplace_lint.rules import RULES
+
+SCHEMA = pathlib.Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
+# line 3: IPV001 (warning); line 5: IPV004 (error) after a two-byte character, so byte and character
+# columns differ (ast: byte 12, SARIF/GitHub: character 11)
+SOURCE = (
+    "def f(output, t):\n"
+    "    x = output.logits.squeeze(0)\n"
+    "    x.div_(t)\n"
+    "    y = output.logits.expand(3)\n"
+    "    \u00e9 = 1; y.mul_(t)\n"
+)
+
+
+@pytest.fixture
+def bad(tmp_path, monkeypatch):
+    (tmp_path / "src dir").mkdir()
+    path = tmp_path / "src dir" / "bad.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return path
+
+
+def test_levels_decided_in_one_table():
+    assert LEVELS == {"IPV002": "error", "IPV004": "error"}
+    assert [level(code) for code in RULES] == ["warning", "error", "warning", "error", "warning"]
+
+
+def test_sarif_validates_against_official_schema(bad, capsys):
+    assert main(["check", "-q", "--format", "sarif", "src dir"]) == 1
+    log = json.loads(capsys.readouterr().out)
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    jsonschema.validate(log, schema, cls=jsonschema.Draft4Validator)
+    [run] = log["runs"]
+    driver = run["tool"]["driver"]
+    assert (driver["name"], driver["version"], driver["informationUri"]) == (
+        "inplace-lint", "0.1.0", "https://github.com/inplace-lint/inplace-lint")
+    assert [r["id"] for r in driver["rules"]] == list(RULES)
+    rule1 = driver["rules"][0]
+    assert rule1["name"] == "inplace-on-model-output"
+    assert rule1["shortDescription"]["text"] == RULES["IPV001"].summary
+    assert rule1["fullDescription"]["text"] == RULES["IPV001"].what
+    assert rule1["helpUri"] == "https://github.com/inplace-lint/inplace-lint/blob/main/docs/rules.md#ipv001"
+    assert [(r["ruleId"], r["ruleIndex"], r["level"]) for r in run["results"]] == [
+        ("IPV001", 0, "warning"), ("IPV004", 3, "error")]
+    assert run["results"][0]["message"]["text"].startswith("`div_` writes in place to `x`, a view (`.squeeze(0)`")
+    locs = [r["locations"][0]["physicalLocation"] for r in run["results"]]
+    assert locs[0]["artifactLocation"] == {"uri": "src%20dir/bad.py", "uriBaseId": "%SRCROOT%"}
+    assert [loc["region"] for loc in locs] == [
+        {"startLine": 3, "startColumn": 5, "endLine": 3, "endColumn": 14},
+        {"startLine": 5, "startColumn": 12, "endLine": 5, "endColumn": 21},
+    ]
+    assert run["columnKind"] == "unicodeCodePoints"
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == pathlib.Path.cwd().as_uri() + "/"
+
+
+def test_sarif_clean_run_is_valid_and_empty(bad, capsys):
+    (bad.parent / "bad.py").write_text("def f(x, t):\n    return x / t\n")
+    assert main(["check", "-q", "--format", "sarif", "src dir"]) == 0
+    log = json.loads(capsys.readouterr().out)
+    jsonschema.validate(log, json.loads(SCHEMA.read_text(encoding="utf-8")), cls=jsonschema.Draft4Validator)
+    assert log["runs"][0]["results"] == []
+
+
+def test_sarif_path_outside_cwd_is_an_absolute_file_uri(bad, capsys, monkeypatch):
+    monkeypatch.chdir(bad.parent / "..")
+    (bad.parent.parent / "elsewhere").mkdir()
+    monkeypatch.chdir(bad.parent.parent / "elsewhere")
+    assert main(["check", "-q", "--format", "sarif", str(bad)]) == 1
+    loc = json.loads(capsys.readouterr().out)["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"] == {"uri": bad.as_uri()}
+
+
+def test_github_annotations(bad, capsys):
+    assert main(["check", "-q", "--format", "github", "src dir"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith(
+        "::warning file=src dir/bad.py,line=3,col=5,endLine=3,endColumn=14,title=IPV001::"
+        "`div_` writes in place to `x`, a view (`.squeeze(0)`, line 2) of model output `output.logits`; ")
+    assert lines[1].startswith(
+        "::error file=src dir/bad.py,line=5,col=12,endLine=5,endColumn=21,title=IPV004::`mul_` writes")
+
+
+def test_github_escaping():
+    assert escape_data("50% a\r\nb: c, d") == "50%25 a%0D%0Ab: c, d"
+    assert escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
+    from inplace_lint.checker import check_source
+    from inplace_lint.engine import DEFAULT_SETTINGS
+
+    [finding] = check_source(SOURCE.splitlines(keepends=True)[0] + "    output.logits.div_(t)\n", "x",
+                             DEFAULT_SETTINGS).findings
+    line = github_annotation(FileResult("dir,1/a:b.py", [finding]), finding)
+    assert line.startswith("::warning file=dir%2C1/a%3Ab.py,line=2,col=5,endLine=2,endColumn=26,title=IPV001::")
+
+
+def test_statistics(bad, capsys):
+    (bad.parent / "more.py").write_text("def g(outputs, t):\n    outputs[0].mul_(t)\n    outputs[1].add_(t)\n")
+    assert main(["check", "--statistics", "src dir"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ("    3  IPV001  inplace-on-model-output\n"
+                            "    1  IPV004  inplace-on-expanded-tensor\n")
+    assert captured.err == "Scanned 2 files: 4 findings in 2 files (IPV001: 3, IPV004: 1).\n"
+
+
+def test_statistics_only_with_text_format(bad, capsys):
+    assert main(["check", "--statistics", "--format", "json", "src dir"]) == 2
+    assert "--statistics prints a text table" in capsys.readouterr().err
+
+
+def test_summary_on_stderr_unless_quiet(bad, capsys):
+    (bad.parent / "ok.py").write_text("x = 1\n")
+    (bad.parent / "broken.py").write_text("def f(:\n")
+    assert main(["check", "--format", "json", "src dir"]) == 1
+    captured = capsys.readouterr()
+    assert len(json.loads(captured.out)) == 2
+    assert captured.err.splitlines()[-1] == (
+        "Scanned 3 files: 2 findings in 1 file (IPV001: 1, IPV004: 1); 1 file could not be read or parsed.")
+    assert main(["check", "-q", "src dir/ok.py"]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["check", "src dir/ok.py"]) == 0
+    assert capsys.readouterr().err == "Scanned 1 file: no findings.\n"

@@ -1,0 +1,122 @@
+"""``inplace-lint server`` driven by a real LSP client (pytest-lsp) over stdio in a subprocess."""
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+
+import pytest
+
+pytest.importorskip("pygls")
+pytest_lsp = pytest.importorskip("pytest_lsp")
+from lsprotocol import types  # noqa: E402
+from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+# line 3: IPV001 at byte col 4; line 5: IPV004 after a 2-byte, 1-UTF-16-unit character (LSP col 11, ast col 12);
+# line 6: suppressed by noqa
+SOURCE = (
+    "def f(output, t):\n"
+    "    x = output.logits.squeeze(0)\n"
+    "    x.div_(t)\n"
+    "    y = output.logits.expand(3)\n"
+    "    \u00e9 = 1; y.mul_(t)\n"
+    "    output.logits.add_(1)  # noqa: IPV001\n"
+)
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(
+    server_command=[sys.executable, "-m", "inplace_lint", "server"],
+    server_env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
+))
+async def client(lsp_client: LanguageClient):
+    await lsp_client.initialize_session(types.InitializeParams(capabilities=types.ClientCapabilities()))
+    yield
+    await lsp_client.shutdown_session()
+
+
+def ranges(diagnostics):
+    return [(d.code, d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character,
+             d.severity, d.source) for d in diagnostics]
+
+
+@pytest.mark.asyncio
+async def test_diagnostics_on_open_change_close(client: LanguageClient, tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    uri = path.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=SOURCE)))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    warning, error = types.DiagnosticSeverity.Warning, types.DiagnosticSeverity.Error
+    assert ranges(client.diagnostics[uri]) == [
+        ("IPV001", 2, 4, 2, 13, warning, "inplace-lint"),
+        ("IPV004", 4, 11, 4, 20, error, "inplace-lint"),
+    ]
+    first = client.diagnostics[uri][0]
+    assert first.message.startswith("`div_` writes in place to `x`, a view (`.squeeze(0)`, line 2)")
+    assert first.code_description.href.endswith("/docs/rules.md#ipv001")
+
+    fixed = SOURCE.replace("    x.div_(t)\n", "    x = x / t\n")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=fixed)]))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert ranges(client.diagnostics[uri]) == [("IPV004", 4, 11, 4, 20, error, "inplace-lint")]
+
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert list(client.diagnostics[uri]) == []
+
+
+@pytest.mark.asyncio
+async def test_configuration_of_the_document_folder(client: LanguageClient, tmp_path):
+    (tmp_path / "setup.cfg").write_text("[inplace_lint]\nper-file-ignores = model.py:IPV004\n")
+    uri = (tmp_path / "model.py").as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=SOURCE)))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert [d.code for d in client.diagnostics[uri]] == ["IPV001"]
+    # saving re-checks, and re-reads the configuration
+    (tmp_path / "setup.cfg").write_text("[inplace_lint]\nignore = IPV001\n")
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert [d.code for d in client.diagnostics[uri]] == ["IPV004"]
+
+
+FIXABLE = (
+    "def f(output, t):\n    x = output.logits.squeeze(0)\n    x.div_(t)\n    return x\n\n"
+    "def g(output, t):\n    y = output.logits.squeeze(0)\n    y.mul_(t)\n    return output.logits\n"
+)
+IMPORT = "from inplace_lint.runtime import out_of_place\n\n"
+F_FIXED = FIXABLE.replace("    x.div_(t)\n", '    x = out_of_place(x, "div_", t)\n')
+G_FIXED = FIXABLE.replace("    y.mul_(t)\n", '    y = out_of_place(y, "mul_", t)\n')
+
+
+@pytest.mark.asyncio
+async def test_quick_fixes_from_the_codemod(client: LanguageClient, tmp_path):
+    uri = (tmp_path / "fixable.py").as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=FIXABLE)))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    diagnostics = list(client.diagnostics[uri])
+    assert [(d.code, d.range.start.line, d.range.start.character) for d in diagnostics] == [
+        ("IPV001", 2, 4), ("IPV001", 7, 4)]
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=9, character=0)),
+        context=types.CodeActionContext(diagnostics=diagnostics)))
+    summary = [(a.title, a.kind, a.is_preferred, [d.range.start.line for d in a.diagnostics]) for a in actions]
+    assert summary == [
+        ("IPV001: rebind `x` to the out-of-place result", types.CodeActionKind.QuickFix, True, [2]),
+        ("IPV001: rebind `y` to the out-of-place result (unsafe)", types.CodeActionKind.QuickFix, False, [7]),
+        ("Fix all inplace-lint findings in file (safe fixes)", types.CodeActionKind.SourceFixAll, False, [2, 7]),
+    ]
+    texts = []
+    for action in actions:
+        [edit] = action.edit.changes[uri]
+        assert (edit.range.start.line, edit.range.start.character, edit.range.end.line,
+                edit.range.end.character) == (0, 0, 9, 0)  # the whole document (9 lines)
+        texts.append(edit.new_text)
+    assert texts == [IMPORT + F_FIXED, IMPORT + G_FIXED, IMPORT + F_FIXED]
