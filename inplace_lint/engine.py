@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -51,10 +52,15 @@ class Settings:
     report_in_no_grad: bool = False
 
     def is_model_call_name(self, name: str) -> bool:
-        return any(fnmatch.fnmatchcase(name, p) for p in self.model_call_patterns)
+        return _matches_any(self.model_call_patterns, name)
 
 
 DEFAULT_SETTINGS = Settings()
+
+
+@functools.lru_cache(maxsize=8192)
+def _matches_any(patterns: Tuple[str, ...], name: str) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
 def analyze(tree: ast.Module, settings: Settings = DEFAULT_SETTINGS) -> List[Finding]:
@@ -206,16 +212,23 @@ def _inplace_module(call: ast.AST) -> Optional[str]:
 
 
 def _class_inplace_modules(cls: ast.ClassDef) -> Dict[str, str]:
-    """``self.act = nn.ReLU(inplace=True)`` anywhere in the class -> {"self.act": "nn.ReLU"}."""
+    """``self.act = nn.ReLU(inplace=True)`` in a method body of the class -> {"self.act": "nn.ReLU"}.
+
+    Only statements directly in a method's body are scanned (where ``__init__`` builds its modules):
+    a full walk of every class would cost more than the rest of the analysis.
+    """
     found = {}
-    for node in ast.walk(cls):
-        if isinstance(node, ast.Assign):
-            module = _inplace_module(node.value)
-            if module:
-                for t in node.targets:
-                    key = dotted_name(t)
-                    if key and key.startswith("self."):
-                        found[key] = module
+    for item in cls.body:
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in item.body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                module = _inplace_module(node.value)
+                if module:
+                    for t in node.targets:
+                        key = dotted_name(t)
+                        if key and key.startswith("self."):
+                            found[key] = module
     return found
 
 
@@ -248,15 +261,26 @@ class _Scope:
     def stmt(self, node: ast.stmt) -> None:
         self.stmt_stack.append(node)
         try:
-            handler = getattr(self, "stmt_" + type(node).__name__, None)
+            handler = _handler(type(self), "stmt_", type(node))
             if handler is not None:
-                handler(node)
+                handler(self, node)
                 return
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr):
                     self.eval(child)
         finally:
             self.stmt_stack.pop()
+
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        self.eval(node.value)
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        self.eval(node.value)
+
+    def stmt_Pass(self, node) -> None:
+        pass
+
+    stmt_Break = stmt_Continue = stmt_Global = stmt_Nonlocal = stmt_Pass
 
     def stmt_Assign(self, node: ast.Assign) -> None:
         value = self.eval(node.value)
@@ -516,14 +540,45 @@ class _Scope:
     def eval(self, node: Optional[ast.AST]) -> OriginSet:
         if node is None:
             return EMPTY
-        handler = getattr(self, "eval_" + type(node).__name__, None)
+        handler = _handler(type(self), "eval_", type(node))
         if handler is not None:
-            return handler(node)
+            return handler(self, node)
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
                 self.eval(child)
             elif isinstance(child, ast.keyword):
                 self.eval(child.value)
+        return EMPTY
+
+    def eval_Constant(self, node: ast.Constant) -> OriginSet:
+        return EMPTY
+
+    def eval_BinOp(self, node: ast.BinOp) -> OriginSet:
+        self.eval(node.left)
+        self.eval(node.right)
+        return EMPTY  # an out-of-place result: a fresh tensor
+
+    def eval_UnaryOp(self, node: ast.UnaryOp) -> OriginSet:
+        self.eval(node.operand)
+        return EMPTY
+
+    def eval_Compare(self, node: ast.Compare) -> OriginSet:
+        self.eval(node.left)
+        for comparator in node.comparators:
+            self.eval(comparator)
+        return EMPTY
+
+    def eval_Tuple(self, node) -> OriginSet:
+        for elt in node.elts:
+            self.eval(elt)
+        return EMPTY
+
+    eval_List = eval_Set = eval_Tuple
+
+    def eval_Dict(self, node: ast.Dict) -> OriginSet:
+        for part in node.keys + node.values:
+            if part is not None:
+                self.eval(part)
         return EMPTY
 
     def eval_Name(self, node: ast.Name) -> OriginSet:
@@ -770,6 +825,12 @@ class _Scope:
         stmt = self.stmt_stack[-1] if self.stmt_stack else None
         return fixplan.plan(self.func, self.params, kind, node, target, op_name, origin, self.env, stmt,
                             self.loop_stack)
+
+
+@functools.lru_cache(maxsize=None)
+def _handler(cls: type, prefix: str, node_type: type):
+    """The ``eval_X``/``stmt_X`` method for a node type (cached: dispatch is the hot path)."""
+    return getattr(cls, prefix + node_type.__name__, None)
 
 
 def _arg_line(args: ast.arguments, name: str) -> int:
