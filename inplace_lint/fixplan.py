@@ -75,6 +75,14 @@ def applicability(func: ast.AST, params: Sequence[str], target_name: str, origin
     base = root_base_name(origin)
     if base is not None and base != target_name:
         observers.add(base)
+    for name in sorted(observers):
+        # the base came from outside the function: whoever passed it in can read it afterwards
+        if name in params:
+            return Applicability.UNSAFE, (
+                f"`{name}` is a parameter: the caller would no longer see the change to `{origin.root_text}`")
+        if name in declared or (name not in assigned and not isinstance(func, ast.Module)):
+            return Applicability.UNSAFE, (
+                f"`{name}` comes from outside the function: other code would no longer see the change")
     end = (getattr(write, "end_lineno", write.lineno), getattr(write, "end_col_offset", 0))
     loop_spans = [(loop.lineno, loop.end_lineno or loop.lineno) for loop in loops]
     exclusive = _exclusive_spans(func, write)
@@ -119,10 +127,10 @@ def _path_to(root: ast.AST, node: ast.AST) -> List[ast.AST]:
 def root_base_name(origin: Origin) -> Optional[str]:
     """``output`` for ``output.logits`` / ``output['logits']`` / ``outputs[0]``; None for temporaries."""
     text = origin.root_text
+    if "(" in text:  # a call's result is a temporary nobody else holds
+        return None
     head = text.split(".", 1)[0].split("[", 1)[0]
-    if head.isidentifier() and not text[len(head):].startswith("("):
-        return head
-    return None
+    return head if head.isidentifier() else None
 
 
 def _count_name(stmt: ast.AST, name: str) -> int:

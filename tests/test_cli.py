@@ -10,7 +10,7 @@ import pytest
 
 from inplace_lint.cli import main
 
-BAD = "def f(output, t):\n    x = output.logits.squeeze(0)\n    x.div_(t)\n"
+BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)\n"
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def test_config_unknown_key_is_a_usage_error(project, capsys):
 def test_noqa_same_as_flake8(tmp_path, capsys):
     path = tmp_path / "s.py"
     path.write_text(textwrap.dedent("""\
-        def f(output, t):
+        def f(model, h, t):
             output.logits.div_(t)  # noqa: IPV001 -- 20 GB copy otherwise
             output.logits.div_(t)  # noqa:IPV002
         """))

@@ -3,7 +3,7 @@ rewrite runs under torch where the original raises, with the same values, dtypes
 
 Fixtures: ``fixtures/fix/<case>.in.py`` and its expected ``<case>.<style>.out.py``
 (``python scripts/regen_fix_fixtures.py`` rewrites them; review the diff). Each ``in`` file
-defines ``run(output, temperature)`` (code under test) and ``reference(logits, temperature)``
+defines ``run(model, hidden, temperature)`` (code under test, calling the model itself) and ``reference(logits, temperature)``
 (the out-of-place result computed by hand), and ``CASE`` (input shape, dtype, DTensor check).
 """
 from __future__ import annotations
@@ -46,8 +46,8 @@ def test_unsafe_fix_not_applied_by_default():
     result = fix_code(source, "unsafe.py")
     assert result.new_source is None
     [finding] = result.unsafe_skipped
-    assert finding.line == 7
-    assert finding.fix.reason == "`output` is read after the write (line 8) and would no longer see the change"
+    assert finding.line == 8
+    assert finding.fix.reason == "`output` is read after the write (line 9) and would no longer see the change"
 
 
 # --------------------------------------------------------------------------- execution harness
@@ -107,14 +107,15 @@ def _inputs(case: dict):
 def _run_with_grads(fn, model, h, temperature, **forward):
     model.zero_grad()
     h = h.clone().requires_grad_()
-    out = fn(model(h, **forward), temperature)
+    out = fn(lambda hidden: model(hidden, **forward), h, temperature)
     weights = torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(out.dtype)
     (out * weights).sum().backward()
     return out.detach(), h.grad.clone(), model.head.weight.grad.clone()
 
 
 def _reference(module, model, h, temperature):
-    return _run_with_grads(lambda output, t: module.reference(output.logits, t), model, h, temperature, plain=True)
+    return _run_with_grads(lambda forward, hidden, t: module.reference(forward(hidden).logits, t),
+                           model, h, temperature, plain=True)
 
 
 def _assert_same(got, ref):
@@ -131,7 +132,7 @@ def test_rewrite_runs_where_original_raises(case, style):
     dtype, h, temperature = _inputs(original.CASE)
     model = TinyLM(dtype)
     with pytest.raises(RuntimeError, match=CF_MSG):
-        original.run(model(h.clone().requires_grad_()), temperature)
+        original.run(model, h.clone().requires_grad_(), temperature)
     got = _run_with_grads(rewritten.run, model, h, temperature)
     assert got[0].dtype == dtype
     _assert_same(got, _reference(original, model, h, temperature))
@@ -162,6 +163,6 @@ def test_rewrite_gathers_vocab_sharded_dtensor(case, style, mesh):
     dtype, h, temperature = _inputs(original.CASE)
     model = TinyLM(dtype)
     with pytest.raises((RuntimeError, NotImplementedError)):
-        original.run(model(h.clone().requires_grad_(), mesh=mesh), temperature)
+        original.run(lambda hidden: model(hidden, mesh=mesh), h.clone().requires_grad_(), temperature)
     got = _run_with_grads(rewritten.run, model, h, temperature, mesh=mesh)
     _assert_same(got, _reference(original, model, h, temperature))

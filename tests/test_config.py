@@ -9,7 +9,7 @@ import pytest
 from inplace_lint import config
 from inplace_lint.cli import main
 
-BAD = "def f(output, t):\n    x = output.logits.squeeze(0)\n    x.div_(t)\n    x.expand(2, 3).mul_(t)\n"
+BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)\n    x.expand(2, 3).mul_(t)\n"
 
 
 @pytest.fixture

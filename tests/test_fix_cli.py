@@ -7,11 +7,11 @@ import pytest
 from inplace_lint import cli
 from inplace_lint.cli import main
 
-BAD = "def f(output, t):\n    x = output.logits.squeeze(0)\n    x.div_(t)\n    return x\n"
+BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)\n    return x\n"
 RUNTIME = ("from inplace_lint.runtime import out_of_place\n\n"
-           "def f(output, t):\n    x = output.logits.squeeze(0)\n    x = out_of_place(x, \"div_\", t)\n    return x\n")
+           "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x = out_of_place(x, \"div_\", t)\n    return x\n")
 INLINE = ("from torch.distributed.tensor import DTensor\n\n"
-          "def f(output, t):\n    x = output.logits.squeeze(0)\n    if isinstance(x, DTensor):\n"
+          "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    if isinstance(x, DTensor):\n"
           "        x = x.full_tensor()\n    x = (x / t).to(x.dtype)\n    return x\n")
 
 

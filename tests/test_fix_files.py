@@ -10,9 +10,9 @@ import pytest
 from inplace_lint.cli import main
 from inplace_lint.codemod import fix_file
 
-BAD = "def f(output, t):\n    x = output.logits.squeeze(0)\n    x.div_(t)  # scale\n    return x\n"
+BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)  # scale\n    return x\n"
 FIXED = ("from inplace_lint.runtime import out_of_place\n\n"
-         "def f(output, t):\n    x = output.logits.squeeze(0)\n"
+         "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n"
          "    x = out_of_place(x, \"div_\", t)  # scale\n    return x\n")
 
 
@@ -77,17 +77,28 @@ def test_noqa_lines_are_never_rewritten(tmp_path):
     assert path.read_text() == source
 
 
-def test_unsafe_needs_flag_and_is_reported(tmp_path, capsys):
+def test_base_from_a_parameter_makes_the_fix_unsafe(tmp_path, capsys):
+    """The caller passed `output` in and can read `output.logits` after the call (verl's prepare_model_outputs)."""
     path = tmp_path / "m.py"
-    source = BAD.replace("    return x\n", "    return x, output.logits\n")
+    source = "def f(output, t):\n    x = output.logits.squeeze(0)\n    x.div_(t)  # scale\n    return x\n"
     path.write_text(source)
     assert main(["fix", str(path)]) == 1
     assert path.read_text() == source
-    out = capsys.readouterr().out
-    assert "[unsafe fix not applied: `output` is read after the write (line 4) and would no longer see the " \
-           "change; use --unsafe-fixes]" in out
+    assert ("[unsafe fix not applied: `output` is a parameter: the caller would no longer see the change to "
+            "`output.logits`; use --unsafe-fixes]") in capsys.readouterr().out
     assert main(["fix", "--unsafe-fixes", "--style", "inline", str(path)]) == 0
     assert "    x = (x / t).to(x.dtype)  # scale\n" in path.read_text()
+
+
+def test_base_read_after_the_write_makes_the_fix_unsafe(tmp_path, capsys):
+    path = tmp_path / "m.py"
+    source = ("def f(model, h, t):\n    out = model(h)\n    x = out.logits.squeeze(0)\n    x.div_(t)\n"
+              "    return x, out.logits\n")
+    path.write_text(source)
+    assert main(["fix", str(path)]) == 1
+    assert path.read_text() == source
+    assert ("[unsafe fix not applied: `out` is read after the write (line 5) and would no longer see the change; "
+            "use --unsafe-fixes]") in capsys.readouterr().out
 
 
 def test_libcst_tool_runs_the_same_codemod(tmp_path):

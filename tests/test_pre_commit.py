@@ -16,7 +16,7 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("pre-commit") is None, reason="pre-commit is not installed"),
     pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
 ]
-BAD = "def f(output, t):\n    x = output.logits.squeeze(0)\n    x.div_(t)\n"
+BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)\n"
 INSTALL_FAILURES = ("Could not find a version", "Failed to establish a new connection", "No matching distribution")
 
 
@@ -35,7 +35,7 @@ def test_try_repo_fix_hook_rewrites_inline(root, tmp_path):
     assert "- hook id: inplace-lint-fix\n- files were modified by this hook\n" in output
     assert (repo / "bad.py").read_text() == (
         "from torch.distributed.tensor import DTensor\n\n"
-        "def f(output, t):\n    x = output.logits.squeeze(0)\n    if isinstance(x, DTensor):\n"
+        "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    if isinstance(x, DTensor):\n"
         "        x = x.full_tensor()\n    x = (x / t).to(x.dtype)\n")
     assert (repo / "good.py").read_text() == "def f(x, t):\n    return x / t\n"
 

@@ -50,7 +50,13 @@ def test_verl_080_fix_rewrites_the_seed_only(style, tmp_path, capsys):
     tree = _verl("0.8.0")
     work = tmp_path / "verl"
     shutil.copytree(tree / "verl", work)
-    assert main(["fix", "-q", "--style", style, str(work)]) == 1  # the third-party copy_ has no fix
+    # `output` is a parameter of prepare_model_outputs: its caller could read output.logits afterwards,
+    # so the fixes are unsafe and need the flag
+    assert main(["fix", "-q", "--style", style, str(work)]) == 1
+    assert "`output` is a parameter: the caller would no longer see the change" in capsys.readouterr().out
+    assert not any(not filecmp.cmp(p, tree / "verl" / p.relative_to(work), shallow=False)
+                   for p in work.rglob("*.py"))
+    assert main(["fix", "-q", "--unsafe-fixes", "--style", style, str(work)]) == 1  # third-party copy_: no fix
     changed = sorted(str(p.relative_to(work)) for p in work.rglob("*.py")
                      if not filecmp.cmp(p, tree / "verl" / p.relative_to(work), shallow=False))
     assert changed == ["workers/engine/fsdp/transformer_impl.py"]
@@ -69,5 +75,5 @@ def test_verl_080_fix_rewrites_the_seed_only(style, tmp_path, capsys):
         assert "from inplace_lint.runtime import out_of_place\n" in text
     capsys.readouterr()
     before = {p: p.read_bytes() for p in work.rglob("*.py")}
-    main(["fix", "-q", "--style", style, str(work)])
+    main(["fix", "-q", "--unsafe-fixes", "--style", style, str(work)])
     assert {p: p.read_bytes() for p in work.rglob("*.py")} == before

@@ -17,8 +17,8 @@ SCHEMA = pathlib.Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.
 # line 3: IPV001 (warning); line 5: IPV004 (error) after a two-byte character, so byte and character
 # columns differ (ast: byte 12, SARIF/GitHub: character 11)
 SOURCE = (
-    "def f(output, t):\n"
-    "    x = output.logits.squeeze(0)\n"
+    "def f(model, h, t):\n"
+    "    x = model(h).logits.squeeze(0)\n"
     "    x.div_(t)\n"
     "    y = output.logits.expand(3)\n"
     "    \u00e9 = 1; y.mul_(t)\n"
@@ -90,7 +90,7 @@ def test_github_annotations(bad, capsys):
     assert len(lines) == 2
     assert lines[0].startswith(
         "::warning file=src dir/bad.py,line=3,col=5,endLine=3,endColumn=14,title=IPV001::"
-        "`div_` writes in place to `x`, a view (`.squeeze(0)`, line 2) of model output `output.logits`; ")
+        "`div_` writes in place to `x`, a view (`.squeeze(0)`, line 2) of model output `model(h).logits`; ")
     assert lines[1].startswith(
         "::error file=src dir/bad.py,line=5,col=12,endLine=5,endColumn=21,title=IPV004::`mul_` writes")
 

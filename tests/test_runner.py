@@ -13,7 +13,7 @@ from inplace_lint.cli import main
 from inplace_lint.files import iter_python_files
 from inplace_lint.runner import Outcome, run_files
 
-BAD = "def f(output, t):\n    x = output.logits.squeeze(0)\n    x.div_(t)\n"
+BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)\n"
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 

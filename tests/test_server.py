@@ -16,8 +16,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 # line 3: IPV001 at byte col 4; line 5: IPV004 after a 2-byte, 1-UTF-16-unit character (LSP col 11, ast col 12);
 # line 6: suppressed by noqa
 SOURCE = (
-    "def f(output, t):\n"
-    "    x = output.logits.squeeze(0)\n"
+    "def f(model, h, t):\n"
+    "    x = model(h).logits.squeeze(0)\n"
     "    x.div_(t)\n"
     "    y = output.logits.expand(3)\n"
     "    \u00e9 = 1; y.mul_(t)\n"
@@ -86,7 +86,7 @@ async def test_configuration_of_the_document_folder(client: LanguageClient, tmp_
 
 
 FIXABLE = (
-    "def f(output, t):\n    x = output.logits.squeeze(0)\n    x.div_(t)\n    return x\n\n"
+    "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)\n    return x\n\n"
     "def g(output, t):\n    y = output.logits.squeeze(0)\n    y.mul_(t)\n    return output.logits\n"
 )
 IMPORT = "from inplace_lint.runtime import out_of_place\n\n"
