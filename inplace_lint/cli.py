@@ -156,7 +156,8 @@ def cmd_fix(args: argparse.Namespace) -> int:
         print(f"{applied} fix{'es' if applied != 1 else ''} {verb} in {len(changed)} file"
               f"{'s' if len(changed) != 1 else ''}; {remaining} finding{'s' if remaining != 1 else ''} remain"
               f"{'s' if remaining == 1 else ''}; {len(errors) + len(crashes)} file"
-              f"{'s' if len(errors) + len(crashes) != 1 else ''} skipped.", file=sys.stderr)
+              f"{'s' if len(errors) + len(crashes) != 1 else ''} skipped. Scanned {len(outcomes)} file"
+              f"{'s' if len(outcomes) != 1 else ''}.", file=sys.stderr)
     if remaining or errors or crashes or (args.diff and changed):
         return 1
     return 0

@@ -91,9 +91,12 @@ class InplaceToOutOfPlace(VisitorBasedCodemodCommand):
 
     def __init__(self, context: CodemodContext, style: str = "runtime", unsafe_fixes: bool = False,
                  settings: Optional[Settings] = None, select: Sequence[str] = (),
-                 ignore: Sequence[str] = (), memory_aware: bool = False) -> None:
+                 ignore: Sequence[str] = (), memory_aware: bool = False,
+                 only: Optional[Tuple[int, int]] = None) -> None:
         super().__init__(context)
         self.memory_aware = memory_aware
+        #: fix only the finding at this (line, col): one quick fix, one JSON ``fix.edits``
+        self.only = only
         if style not in STYLES:
             raise ValueError(f"style must be one of {STYLES}, got {style!r}")
         self.style = style
@@ -126,6 +129,8 @@ class InplaceToOutOfPlace(VisitorBasedCodemodCommand):
             raise SyntaxError(checked.error)
         todo: List[Finding] = []
         for finding in checked.findings:
+            if self.only is not None and (finding.line, finding.col) != self.only:
+                continue
             if _applicable(finding, self.unsafe_fixes):
                 todo.append(finding)
             else:
@@ -320,9 +325,10 @@ def fix_code(source: str, path: str = "<string>", *, settings: Settings = DEFAUL
 
 
 def _run(module: cst.Module, result: FixResult, settings, style, unsafe_fixes, select, ignore,
-         memory_aware=False) -> Optional[cst.Module]:
+         memory_aware=False, only=None) -> Optional[cst.Module]:
     command = InplaceToOutOfPlace(CodemodContext(filename=result.path), style=style, unsafe_fixes=unsafe_fixes,
-                                  settings=settings, select=select, ignore=ignore, memory_aware=memory_aware)
+                                  settings=settings, select=select, ignore=ignore, memory_aware=memory_aware,
+                                  only=only)
     command.result = result
     try:
         new = command.transform_module(module)
@@ -378,6 +384,30 @@ def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = "
         _atomic_write(path, new.bytes)
         result.written = True
     return result
+
+
+def fix_edits(source: str, path: str, finding: Finding, *, settings: Settings = DEFAULT_SETTINGS,
+              style: str = "runtime") -> List[dict]:
+    """The edits that fix ``finding`` alone, as ruff's JSON ``fix.edits``: whole-line replacements
+    ``{"content", "location": {"row", "column"}, "end_location": {...}}`` (1-based, end exclusive)."""
+    import difflib
+
+    result = FixResult(path, old_source=source)
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return []
+    new = _run(module, result, settings, style, True, (), (), only=(finding.line, finding.col))
+    if new is None:
+        return []
+    old_lines, new_lines = source.splitlines(keepends=True), new.code.splitlines(keepends=True)
+    edits = []
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            edits.append({"content": "".join(new_lines[j1:j2]), "location": {"row": i1 + 1, "column": 1},
+                          "end_location": {"row": i2 + 1, "column": 1}})
+    return edits
 
 
 def _applicable(finding: Finding, unsafe_fixes: bool) -> bool:

@@ -45,13 +45,26 @@ def ruff_json_item(result: FileResult, finding: Finding) -> dict:
         "end_location": {"column": finding.end_col + 1, "row": finding.end_line},
         "filename": os.path.abspath(result.path),
         "fix": None if finding.fix is None else {
-            "applicability": finding.fix.applicability.value, "message": finding.fix.message, "edits": [],
+            "applicability": finding.fix.applicability.value,
+            "message": finding.fix.message + (f" (unsafe: {finding.fix.reason})" if finding.fix.reason else ""),
+            "edits": _edits(result.path, finding),
         },
         "location": {"column": finding.col + 1, "row": finding.line},
         "message": finding.message,
         "noqa_row": finding.line,
         "url": url(finding.code),
     }
+
+
+def _edits(path: str, finding: Finding) -> List[dict]:
+    """The codemod's edits for this finding alone (libcst runs only here, for findings with a fix)."""
+    from .codemod import fix_edits
+    from .files import read_source
+
+    try:
+        return fix_edits(read_source(path), path, finding)
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return []
 
 
 def char_column(path: str, line: int, byte_col: int) -> int:

@@ -112,3 +112,30 @@ def test_flake8_reads_options_from_config(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "flake8", "--select=IPV", "m.py"], cwd=tmp_path,
                           capture_output=True, text=True)
     assert proc.stdout.startswith("m.py:2:5: IPV001"), proc.stdout + proc.stderr
+
+
+def test_json_fix_edits_reproduce_the_codemod(tmp_path, capsys):
+    """Applying a finding's JSON edits (ruff's format) gives exactly what `fix` writes."""
+    from inplace_lint.codemod import fix_code
+
+    path = tmp_path / "m.py"
+    source = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)  # c\n    return x\n"
+    path.write_text(source)
+    assert main(["check", "--format", "json", str(path)]) == 1
+    [item] = json.loads(capsys.readouterr().out)
+    lines = source.splitlines(keepends=True)
+    for edit in sorted(item["fix"]["edits"], key=lambda e: e["location"]["row"], reverse=True):
+        start, end = edit["location"]["row"] - 1, edit["end_location"]["row"] - 1
+        assert edit["location"]["column"] == edit["end_location"]["column"] == 1
+        lines[start:end] = [edit["content"]]
+    assert "".join(lines) == fix_code(source).new_source
+
+
+def test_json_unsafe_fix_message_gives_the_reason(tmp_path, capsys):
+    path = tmp_path / "m.py"
+    path.write_text("def f(output, t):\n    x = output.logits\n    x.div_(t)\n")
+    main(["check", "--format", "json", str(path)])
+    [item] = json.loads(capsys.readouterr().out)
+    assert item["fix"]["applicability"] == "unsafe"
+    assert item["fix"]["message"] == ("rebind `x` to the out-of-place result (unsafe: `output` is a parameter: "
+                                      "the caller would no longer see the change to `output.logits`)")

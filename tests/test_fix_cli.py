@@ -26,7 +26,7 @@ def project(tmp_path):
 def test_fix_all_files_whatever_jobs(project, capsys, jobs):
     assert main(["fix", "-j", jobs, str(project)]) == 0
     assert [(project / n).read_text() for n in ("a.py", "b.py", "c.py")] == [RUNTIME] * 3
-    assert capsys.readouterr().err == "3 fixes applied in 3 files; 0 findings remain; 0 files skipped.\n"
+    assert capsys.readouterr().err == "3 fixes applied in 3 files; 0 findings remain; 0 files skipped. Scanned 3 files.\n"
 
 
 def test_fix_style_and_per_file_ignores_from_config(project, capsys):
@@ -49,5 +49,5 @@ def test_fix_crash_is_reported_and_run_goes_on(project, capsys, monkeypatch):
     assert main(["fix", "-j", "1", str(project)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith(f"{project / 'b.py'}: internal error, the analysis crashed: KeyError: 'boom' (at ")
-    assert err[1] == "2 fixes applied in 2 files; 0 findings remain; 1 file skipped."
+    assert err[1] == "2 fixes applied in 2 files; 0 findings remain; 1 file skipped. Scanned 3 files."
     assert (project / "b.py").read_text() == BAD and (project / "c.py").read_text() == RUNTIME
