@@ -21,7 +21,6 @@ FIX = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "fix"
 CASES = sorted(p.name[: -len(".in.py")] for p in FIX.glob("*.in.py"))
 RUNNABLE = [c for c in CASES if not c.startswith("unsafe")]
 STYLES = ("runtime", "inline")
-CF_MSG = "is a view and is being modified inplace"
 
 
 @pytest.mark.parametrize("style", STYLES)
@@ -53,18 +52,7 @@ def test_unsafe_fix_not_applied_by_default():
 # --------------------------------------------------------------------------- execution harness
 
 torch = pytest.importorskip("torch")
-
-
-class ViewOfInput(torch.autograd.Function):
-    """Returns a view of its input, as a tensor-parallel head's ``to_local()`` does."""
-
-    @staticmethod
-    def forward(ctx, x):
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
+from tests.torch_models import CF_MSG, ViewFn  # noqa: E402
 
 
 class TinyLM(torch.nn.Module):
@@ -84,7 +72,7 @@ class TinyLM(torch.nn.Module):
             from torch.distributed.tensor import DTensor, Shard
 
             return SimpleNamespace(logits=DTensor.from_local(logits, mesh, [Shard(-1)]))
-        return SimpleNamespace(logits=logits if plain else ViewOfInput.apply(logits))
+        return SimpleNamespace(logits=logits if plain else ViewFn.apply(logits))
 
 
 def _load(path: pathlib.Path):

@@ -5,7 +5,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 from inplace_lint.cli import main
 from inplace_lint.codemod import fix_file

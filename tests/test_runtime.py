@@ -20,19 +20,7 @@ from inplace_lint.runtime import (  # noqa: E402
     setitem,
 )
 
-CF_MSG = "is a view and is being modified inplace"
-
-
-class ViewFn(torch.autograd.Function):
-    """Custom Function whose forward returns a view (fused kernels, TP)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g
+from tests.torch_models import CF_MSG, ViewFn  # noqa: E402
 
 
 class PassThroughFn(torch.autograd.Function):
