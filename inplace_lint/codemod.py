@@ -386,28 +386,36 @@ def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = "
     return result
 
 
-def fix_edits(source: str, path: str, finding: Finding, *, settings: Settings = DEFAULT_SETTINGS,
-              style: str = "runtime") -> List[dict]:
-    """The edits that fix ``finding`` alone, as ruff's JSON ``fix.edits``: whole-line replacements
-    ``{"content", "location": {"row", "column"}, "end_location": {...}}`` (1-based, end exclusive)."""
-    import difflib
-
+def fix_one(source: str, path: str, finding: Finding, *, settings: Settings = DEFAULT_SETTINGS,
+            style: str = "runtime", select: Sequence[str] = (), ignore: Sequence[str] = ()) -> Optional[str]:
+    """``source`` with ``finding`` alone fixed (safe or not: the caller asked for this one), or None."""
     result = FixResult(path, old_source=source)
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
-        return []
-    new = _run(module, result, settings, style, True, (), (), only=(finding.line, finding.col))
+        return None
+    new = _run(module, result, settings, style, True, select, ignore, only=(finding.line, finding.col))
+    return None if new is None else new.code
+
+
+def line_edits(old: str, new: str) -> List[Tuple[int, int, str]]:
+    """Whole-line edits turning ``old`` into ``new``: (first line, end line, replacement), 0-based, end exclusive."""
+    import difflib
+
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    return [(i1, i2, "".join(b[j1:j2])) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+
+
+def fix_edits(source: str, path: str, finding: Finding, *, settings: Settings = DEFAULT_SETTINGS,
+              style: str = "runtime") -> List[dict]:
+    """The edits that fix ``finding`` alone, as ruff's JSON ``fix.edits``: whole-line replacements
+    ``{"content", "location": {"row", "column"}, "end_location": {...}}`` (1-based, end exclusive)."""
+    new = fix_one(source, path, finding, settings=settings, style=style)
     if new is None:
         return []
-    old_lines, new_lines = source.splitlines(keepends=True), new.code.splitlines(keepends=True)
-    edits = []
-    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal":
-            edits.append({"content": "".join(new_lines[j1:j2]), "location": {"row": i1 + 1, "column": 1},
-                          "end_location": {"row": i2 + 1, "column": 1}})
-    return edits
+    return [{"content": text, "location": {"row": start + 1, "column": 1}, "end_location": {"row": end + 1, "column": 1}}
+            for start, end, text in line_edits(source, new)]
 
 
 def _applicable(finding: Finding, unsafe_fixes: bool) -> bool:

@@ -4,14 +4,14 @@ It publishes diagnostics for Python documents on open, change and save, from the
 :func:`inplace_lint.checker.check_source` the CLI uses (``# noqa`` honoured, configuration read from
 the document's folder upward, as ``inplace-lint check`` does), and clears them on close.
 
-Quick fixes come from the codemod (:func:`inplace_lint.codemod.fix_code`, in the config's
-``fix-style``) through one hook, :func:`quick_fixes`: one action per diagnostic that has a fix, plus
-"Fix all inplace-lint findings in file" (safe fixes). Unsafe fixes are offered too, with the title
-suffix " (unsafe)" and ``isPreferred=False``. Each action replaces the whole document text.
+Quick fixes come from the codemod in the config's ``fix-style`` through one hook, :func:`quick_fixes`:
+one action per diagnostic that has a fix (:func:`inplace_lint.codemod.fix_one`: that finding alone),
+plus "Fix all inplace-lint findings in file" (:func:`inplace_lint.codemod.fix_code`, safe fixes).
+Unsafe fixes are offered too, with the title suffix " (unsafe)" and ``isPreferred=False``. Each
+action edits only the changed lines (whole-line TextEdits), so cursors and folds elsewhere survive.
 """
 from __future__ import annotations
 
-import difflib
 import pathlib
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -73,23 +73,14 @@ def diagnostics_for(source: str, path: Optional[str]) -> List[types.Diagnostic]:
     return [to_diagnostic(f, lines) for f in findings_for(source, path)]
 
 
-def _whole_document_edit(uri: str, old: str, new: str) -> types.WorkspaceEdit:
-    lines = re.split(r"\r\n|\r|\n", old)
-    end = types.Position(line=len(lines) - 1, character=len(lines[-1].encode("utf-16-le")) // 2)
-    edit = types.TextEdit(range=types.Range(start=types.Position(line=0, character=0), end=end), new_text=new)
-    return types.WorkspaceEdit(changes={uri: [edit]})
+def _line_edits(uri: str, old: str, new: str) -> types.WorkspaceEdit:
+    """The codemod's change as whole-line TextEdits (not a whole-document replacement)."""
+    from .codemod import line_edits
 
-
-def _only_near(old: str, new: str, line: int) -> str:
-    """``new`` with only the changes that touch 1-based ``line`` (and added import lines) kept."""
-    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    out: List[str] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        imports = tag == "insert" and all(
-            not text.strip() or text.startswith(("from ", "import ")) for text in b[j1:j2])
-        touches = i1 <= line - 1 < max(i2, i1 + 1)
-        out.extend(b[j1:j2] if tag != "equal" and (imports or touches) else a[i1:i2])
-    return "".join(out)
+    edits = [types.TextEdit(range=types.Range(start=types.Position(line=start, character=0),
+                                              end=types.Position(line=end, character=0)), new_text=text)
+             for start, end, text in line_edits(old, new)]
+    return types.WorkspaceEdit(changes={uri: edits})
 
 
 def quick_fixes(document: TextDocument, params: types.CodeActionParams) -> List[types.CodeAction]:
@@ -99,7 +90,7 @@ def quick_fixes(document: TextDocument, params: types.CodeActionParams) -> List[
     unsafe fix gets " (unsafe)" and ``is_preferred=False``), then "Fix all inplace-lint findings in
     file" (safe fixes only) when any applies.
     """
-    from .codemod import fix_code
+    from .codemod import fix_code, fix_one
 
     uri = document.uri
     path = document.path if uri.startswith("file:") else None
@@ -114,40 +105,32 @@ def quick_fixes(document: TextDocument, params: types.CodeActionParams) -> List[
         d = to_diagnostic(f, lines)
         by_range[(f.code, d.range.start.line, d.range.start.character)] = f
     actions: List[types.CodeAction] = []
-    fixed: Dict[bool, Optional[str]] = {}
-
-    def fixed_source(unsafe: bool) -> Optional[str]:
-        if unsafe not in fixed:
-            fixed[unsafe] = fix_code(source, path or "<document>", settings=settings, style=style,
-                                     unsafe_fixes=unsafe, select=select, ignore=ignore).new_source
-        return fixed[unsafe]
 
     for diagnostic in wanted:
         finding = by_range.get((str(diagnostic.code), diagnostic.range.start.line, diagnostic.range.start.character))
         if finding is None or finding.fix is None:
             continue
         unsafe = finding.fix.applicability is not Applicability.SAFE
-        new = fixed_source(unsafe)
+        new = fix_one(source, path or "<document>", finding, settings=settings, style=style, select=select,
+                      ignore=ignore)
         if new is None:
-            continue
-        only = _only_near(source, new, finding.line)
-        if only == source:
             continue
         actions.append(types.CodeAction(
             title=f"{finding.code}: {finding.fix.message}" + (" (unsafe)" if unsafe else ""),
             kind=types.CodeActionKind.QuickFix,
             diagnostics=[diagnostic],
             is_preferred=not unsafe,
-            edit=_whole_document_edit(uri, source, only),
+            edit=_line_edits(uri, source, new),
         ))
-    new = fixed_source(False)
+    new = fix_code(source, path or "<document>", settings=settings, style=style, select=select,
+                   ignore=ignore).new_source
     if new is not None:
         actions.append(types.CodeAction(
             title="Fix all inplace-lint findings in file (safe fixes)",
             kind=types.CodeActionKind.SourceFixAll,
             diagnostics=wanted,
             is_preferred=False,
-            edit=_whole_document_edit(uri, source, new),
+            edit=_line_edits(uri, source, new),
         ))
     return actions
 

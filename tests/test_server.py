@@ -113,10 +113,15 @@ async def test_quick_fixes_from_the_codemod(client: LanguageClient, tmp_path):
         ("IPV001: rebind `y` to the out-of-place result (unsafe)", types.CodeActionKind.QuickFix, False, [7]),
         ("Fix all inplace-lint findings in file (safe fixes)", types.CodeActionKind.SourceFixAll, False, [2, 7]),
     ]
-    texts = []
-    for action in actions:
-        [edit] = action.edit.changes[uri]
-        assert (edit.range.start.line, edit.range.start.character, edit.range.end.line,
-                edit.range.end.character) == (0, 0, 9, 0)  # the whole document (9 lines)
-        texts.append(edit.new_text)
+    def apply(text, edits):
+        lines = text.splitlines(keepends=True)
+        for e in sorted(edits, key=lambda e: e.range.start.line, reverse=True):
+            assert e.range.start.character == e.range.end.character == 0  # whole lines
+            lines[e.range.start.line:e.range.end.line] = [e.new_text]
+        return "".join(lines)
+
+    # only the changed lines are edited: the import, and the one rewritten statement
+    spans = [sorted((e.range.start.line, e.range.end.line) for e in a.edit.changes[uri]) for a in actions]
+    assert spans == [[(0, 0), (2, 3)], [(0, 0), (7, 8)], [(0, 0), (2, 3)]]
+    texts = [apply(FIXABLE, a.edit.changes[uri]) for a in actions]
     assert texts == [IMPORT + F_FIXED, IMPORT + G_FIXED, IMPORT + F_FIXED]
