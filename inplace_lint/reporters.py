@@ -87,9 +87,14 @@ def relative_path(path: str) -> str:
     return rel.replace(os.sep, "/")
 
 
+def fix_note(finding: Finding) -> str:
+    """`` [fix: safe]`` / `` [fix: unsafe]`` after a finding that ``inplace-lint fix`` can rewrite."""
+    return "" if finding.fix is None else f" [fix: {finding.fix.applicability.value}]"
+
+
 def write_text(items: Sequence[Item], out: TextIO) -> None:
     for result, f in items:
-        out.write(f"{result.path}:{f.line}:{f.col + 1}: {f.code} {f.message}\n")
+        out.write(f"{result.path}:{f.line}:{f.col + 1}: {f.code} {f.message}{fix_note(f)}\n")
 
 
 def write_json(items: Sequence[Item], out: TextIO) -> None:
