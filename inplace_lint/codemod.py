@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -149,13 +150,59 @@ class InplaceToOutOfPlace(VisitorBasedCodemodCommand):
 # --------------------------------------------------------------------------- syntax
 
 
+def _split_lines(code: str) -> List[str]:
+    """Lines as ``ast`` numbers them (``\n``, ``\r\n``, ``\r``; not form feeds, unlike ``str.splitlines``)."""
+    return re.split(r"\r\n|\r|\n", code)
+
+
 def _char_col(lines: List[str], line: int, byte_col: int) -> int:
     """ast columns are UTF-8 byte offsets; libcst columns are characters."""
     text = lines[line - 1] if 0 < line <= len(lines) else ""
     return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
 
 
+_CST_OPERATORS = {
+    "+": cst.Add, "-": cst.Subtract, "*": cst.Multiply, "/": cst.Divide, "//": cst.FloorDivide,
+    "%": cst.Modulo, "**": cst.Power, "&": cst.BitAnd, "|": cst.BitOr, "^": cst.BitXor,
+    "<<": cst.LeftShift, ">>": cst.RightShift,
+}
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.Imaginary,
+          cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List, cst.Tuple, cst.Dict, cst.Set)
+
+
+def _comma() -> cst.Comma:
+    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def _atom(value: cst.BaseExpression) -> cst.BaseExpression:
+    """``value``, parenthesized unless it binds tighter than any binary operator."""
+    if isinstance(value, _ATOMS) or value.lpar:
+        return value
+    return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _cast_back(name: str, value: cst.BaseExpression) -> cst.Call:
+    """``value.to(name.dtype)``: the in-place op's dtype (``x.div_(y)`` keeps ``x.dtype``)."""
+    return cst.Call(func=cst.Attribute(value=_atom(value), attr=cst.Name("to")),
+                    args=[cst.Arg(cst.Attribute(value=cst.Name(name), attr=cst.Name("dtype")))])
+
+
+def _without(args: Sequence[cst.Arg], index: int) -> List[cst.Arg]:
+    """``args`` minus the one at ``index``; the new last argument takes over the removed one's comma."""
+    kept = [a for i, a in enumerate(args) if i != index]
+    if kept and index == len(args) - 1:
+        kept[-1] = kept[-1].with_changes(comma=args[index].comma)
+    return kept
+
+
+def _assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=value)])
+
+
 class _Rewriter(cst.CSTTransformer):
+    """Replaces each planned write by statements that rebind the name; the original argument nodes
+    (with their comments and line breaks) are reused, never re-typed."""
+
     METADATA_DEPENDENCIES = (PositionProvider,)
 
     def __init__(self, module: cst.Module, code: str, findings: Sequence[Finding], style: str,
@@ -164,85 +211,103 @@ class _Rewriter(cst.CSTTransformer):
         self.module = module
         self.style = style
         self.memory_aware = memory_aware
-        lines = code.splitlines()
+        lines = _split_lines(code)
         self.by_pos: Dict[Tuple[int, int, int, int], Finding] = {
             (f.line, _char_col(lines, f.line, f.col), f.end_line, _char_col(lines, f.end_line, f.end_col)): f
             for f in findings
         }
         self.done: set = set()
         self.imports: set = set()
-        self._hoisted: List[List[cst.BaseStatement]] = []
+        self._hoisted: List[Tuple[bool, List[cst.BaseStatement]]] = []
 
     # ---- helpers
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
 
-    def pos(self, node: cst.CSTNode) -> Tuple[int, int, int, int]:
-        span = self.get_metadata(PositionProvider, node)
-        return span.start.line, span.start.column, span.end.line, span.end.column
-
     def finding_at(self, node: cst.CSTNode) -> Optional[Finding]:
-        return self.by_pos.get(self.pos(node))
+        span = self.get_metadata(PositionProvider, node)
+        return self.by_pos.get((span.start.line, span.start.column, span.end.line, span.end.column))
 
-    def args_text(self, args: Sequence[cst.Arg]) -> str:
-        text = "".join(self.code(a) for a in args).rstrip()
-        return text[:-1].rstrip() if text.endswith(",") else text
-
-    def guard(self, name: str, any_style: bool = False) -> List[str]:
+    def guard(self, name: str, any_style: bool = False) -> List[cst.BaseStatement]:
         """The DTensor guard: gather a sharded tensor before a mixed op. Runtime-style calls guard
         inside the runtime, so there it is written out only for item assignment (``any_style``)."""
         if self.style != "inline" and not any_style:
             return []
         self.imports.add((DTENSOR_MODULE, "DTensor"))
-        return [f"if isinstance({name}, DTensor):\n    {name} = {name}.full_tensor()\n"]
+        return [cst.parse_statement(f"if isinstance({name}, DTensor):\n    {name} = {name}.full_tensor()\n")]
 
-    def method_statements(self, name: str, method: str, args: Sequence[cst.Arg], original: str) -> List[str]:
+    def method_statements(self, name: str, method: str, call: Optional[cst.Call], args: Sequence[cst.Arg],
+                          original: Optional[cst.BaseStatement]) -> Optional[List[cst.BaseStatement]]:
         """Statements equivalent to ``name.<method>(args)`` that rebind ``name`` instead of writing it."""
-        args_text = self.args_text(args)
-        operands = [a for a in args if not isinstance(a.value, (cst.Integer, cst.Float, cst.Name))
-                    or (isinstance(a.value, cst.Name) and a.value.value not in ("True", "False", "None"))]
+        ws_before_args = call.whitespace_before_args if call is not None else cst.SimpleWhitespace("")
         if self.style == "runtime":
             self.imports.add((RUNTIME_MODULE, "out_of_place"))
-            sep = ", " if args_text else ""
-            auto = ', inplace="auto"' if self.memory_aware else ""
-            return [f'{name} = out_of_place({name}, "{method}"{sep}{args_text}{auto})\n']
+            head = [cst.Arg(cst.Name(name), comma=_comma()),
+                    cst.Arg(cst.SimpleString(f'"{method}"'), comma=_comma() if args else cst.MaybeSentinel.DEFAULT)]
+            rest = list(args)
+            if self.memory_aware:
+                if rest and rest[-1].comma == cst.MaybeSentinel.DEFAULT:
+                    rest[-1] = rest[-1].with_changes(comma=_comma())
+                elif not rest:
+                    head[-1] = head[-1].with_changes(comma=_comma())
+                no_space = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                           whitespace_after=cst.SimpleWhitespace(""))
+                rest.append(cst.Arg(cst.SimpleString('"auto"'), keyword=cst.Name("inplace"), equal=no_space))
+            value = cst.Call(func=cst.Name("out_of_place"), args=head + rest, whitespace_before_args=ws_before_args)
+            return [_assign(name, value)]
+        operands = [a for a in args if not (isinstance(a.value, (cst.Integer, cst.Float)) or
+                                            (isinstance(a.value, cst.Name) and a.value.value in ("True", "False", "None")))]
         guard = self.guard(name) if operands else []
         twin = ops.OUT_OF_PLACE_TWINS.get(method)
         if twin is None:  # no out-of-place twin: write a copy
-            return guard + [f"{name} = {name}.clone()\n", original]
-        positional = [a for a in args if a.keyword is None and a.star == ""]
-        if method in _OPERATORS and len(args) == 1 and len(positional) == 1:
-            value = self.code(positional[0].value)
-            return guard + [f"{name} = ({name} {_OPERATORS[method]} {value}).to({name}.dtype)\n"]
-        return guard + [f"{name} = {name}.{twin}({args_text}).to({name}.dtype)\n"]
+            if original is None:
+                return None
+            return guard + [cst.parse_statement(f"{name} = {name}.clone()\n"), original]
+        plain = len(args) == 1 and args[0].keyword is None and args[0].star == "" and \
+            (call is None or "#" not in self.code(call))
+        if method in _OPERATORS and plain:
+            op = _CST_OPERATORS[_OPERATORS[method]]()
+            value = cst.BinaryOperation(left=cst.Name(name), operator=op, right=_atom(args[0].value))
+        else:
+            value = cst.Call(func=cst.Attribute(value=cst.Name(name), attr=cst.Name(twin)), args=list(args),
+                             whitespace_before_args=ws_before_args)
+        return guard + [_assign(name, _cast_back(name, value))]
 
-    def statements_for(self, finding: Finding, node: cst.CSTNode, original_line: str) -> Optional[List[str]]:
-        """Source of the statements replacing the write (``node`` is the Call, AugAssign or Assign)."""
+    def statements_for(self, finding: Finding, node: cst.CSTNode,
+                       original: Optional[cst.BaseStatement]) -> Optional[List[cst.BaseStatement]]:
+        """Statements replacing the write (``node`` is the Call, AugAssign or Subscript target);
+        ``original`` is the whole statement (None when the write is used as a value)."""
         name = finding.target
         kind = finding.write_kind
-        if kind is WriteKind.METHOD and isinstance(node, cst.Call):
-            method = node.func.attr.value if isinstance(node.func, cst.Attribute) else ""
+        if kind is WriteKind.METHOD and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             args = list(node.args)
             if self._is_unbound_method(node):  # torch.Tensor.div_(x, t)
                 args = args[1:]
-            return self.method_statements(name, method, args, original_line)
+            return self.method_statements(name, node.func.attr.value, node, args, original)
         if kind is WriteKind.AUGMENTED and isinstance(node, cst.AugAssign):
             method = _AUG_TO_METHOD[self.code(node.operator).strip()]
-            value = cst.Arg(value=node.value)
-            return self.method_statements(name, method, [value], original_line)
-        if kind is WriteKind.SUBSCRIPT:
-            return self.guard(name, any_style=True) + [f"{name} = {name}.clone()\n", original_line]
-        if kind is WriteKind.FUNCTION and isinstance(node, cst.Call):
-            func = self.code(node.func)
-            return [f"{name} = {func[:-1]}({self.args_text(node.args)})\n"] if func.endswith("_") else None
-        if kind in (WriteKind.INPLACE_KWARG, WriteKind.OUT_KWARG) and isinstance(node, cst.Call):
-            drop = "inplace" if kind is WriteKind.INPLACE_KWARG else "out"
-            args = [a for a in node.args if not (a.keyword is not None and a.keyword.value == drop)]
-            call = f"{self.code(node.func)}({self.args_text(args)})"
-            if kind is WriteKind.OUT_KWARG:
-                call = f"{call}.to({name}.dtype)"
-            return [f"{name} = {call}\n"]
+            return self.method_statements(name, method, None, [cst.Arg(node.value)], original)
+        if kind is WriteKind.SUBSCRIPT and original is not None:
+            return self.guard(name, any_style=True) + [cst.parse_statement(f"{name} = {name}.clone()\n"), original]
+        if kind is WriteKind.FUNCTION and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            func = node.func.with_changes(attr=cst.Name(node.func.attr.value[:-1]))
+            return [_assign(name, node.with_changes(func=func))]
+        if kind is WriteKind.INPLACE_KWARG and isinstance(node, cst.Call):
+            index = next((i for i, a in enumerate(node.args) if a.keyword is not None and a.keyword.value == "inplace"),
+                         None)
+            if index is None:
+                func_name = node.func.attr.value if isinstance(node.func, cst.Attribute) else \
+                    getattr(node.func, "value", "")
+                index = ops.INPLACE_POSITION.get(func_name)
+            if index is None or index >= len(node.args):
+                return None
+            return [_assign(name, node.with_changes(args=_without(node.args, index)))]
+        if kind is WriteKind.OUT_KWARG and isinstance(node, cst.Call):
+            index = next((i for i, a in enumerate(node.args) if a.keyword is not None and a.keyword.value == "out"), None)
+            if index is None:
+                return None
+            return [_assign(name, _cast_back(name, node.with_changes(args=_without(node.args, index))))]
         return None
 
     @staticmethod
@@ -259,23 +324,24 @@ class _Rewriter(cst.CSTTransformer):
     # ---- hoisting (a write used as a value)
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        self._hoisted.append([])
+        # hoisting moves statements before the whole line: only when the line holds one statement
+        self._hoisted.append((len(node.body) == 1, []))
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         finding = self.finding_at(original)
-        if finding is None or finding.fix.kind is not FixKind.HOIST or not self._hoisted:
+        if finding is None or finding.fix.kind is not FixKind.HOIST or not self._hoisted or not self._hoisted[-1][0]:
             return updated
-        statements = self.statements_for(finding, original, "")
-        if not statements or any(s == "" for s in statements):
+        statements = self.statements_for(finding, updated, None)
+        if not statements:
             return updated
-        self._hoisted[-1].extend(cst.parse_statement(s) for s in statements)
+        self._hoisted[-1][1].extend(statements)
         self.done.add(id(finding))
         return cst.Name(finding.target)
 
     # ---- whole-statement writes
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
-        hoisted = self._hoisted.pop() if self._hoisted else []
+        hoisted = self._hoisted.pop()[1] if self._hoisted else []
         replacement: Optional[List[cst.BaseStatement]] = None
         if len(original.body) == 1:
             small = original.body[0]
@@ -288,12 +354,14 @@ class _Rewriter(cst.CSTTransformer):
                 node = small.targets[0].target
             finding = self.finding_at(node) if node is not None else None
             if finding is not None and finding.fix.kind is FixKind.STATEMENT:
-                bare = original.with_changes(leading_lines=(), trailing_whitespace=cst.TrailingWhitespace())
-                texts = self.statements_for(finding, small if isinstance(small, cst.AugAssign) else node,
-                                            self.code(bare))
-                if texts:
-                    replacement = [cst.parse_statement(t) for t in texts]
+                bare = updated.with_changes(leading_lines=(), trailing_whitespace=cst.TrailingWhitespace())
+                new_small = updated.body[0]
+                write = new_small.value if isinstance(new_small, cst.Expr) else new_small
+                replacement = self.statements_for(finding, write, bare)
+                if replacement:
                     self.done.add(id(finding))
+                else:
+                    replacement = None
         if replacement is None:
             if not hoisted:
                 return updated

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import functools
+import sys
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -29,12 +30,14 @@ from .rules import PRIORITY
 OriginSet = FrozenSet[Origin]
 EMPTY: OriginSet = frozenset()
 _MAX_ORIGINS = 12
+_RECURSION_LIMIT = 20000
 
 #: namespaces whose functions take the tensor as first argument (``torch.squeeze(x, 0)``)
 _TORCH_NAMESPACES = frozenset(
     {"torch", "torch.nn.functional", "F", "nn.functional", "torch.special", "torch.linalg", "torch.fft"}
 )
 _TENSOR_CLASS = frozenset({"torch.Tensor", "Tensor"})
+_FUNCTIONAL_NAMESPACES = frozenset({"F", "torch.nn.functional", "nn.functional"})
 #: ``with``/decorator names that change grad mode; ``triton`` kernels are not PyTorch code
 _TRITON_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
 
@@ -70,7 +73,13 @@ def analyze(tree: ast.Module, settings: Settings = DEFAULT_SETTINGS) -> List[Fin
     Positions are ``ast``'s: 1-based lines, 0-based columns.
     """
     sink: Dict[Tuple[int, int], Finding] = {}
-    _Scope(settings, sink, params=(), func=tree).run_body(tree.body)
+    limit = sys.getrecursionlimit()
+    # deeply nested code (long call chains, nested brackets) must not crash a whole flake8 run
+    sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+    try:
+        _Scope(settings, sink, params=(), func=tree).run_body(tree.body)
+    finally:
+        sys.setrecursionlimit(limit)
     return sorted(sink.values(), key=lambda f: (f.line, f.col, f.code))
 
 
@@ -120,6 +129,18 @@ def _kw(node: ast.Call, name: str) -> Optional[ast.expr]:
         if k.arg == name:
             return k.value
     return None
+
+
+def _is_str_constant(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def _inplace_flag(node: ast.Call, name: str) -> bool:
+    """``F.relu(x, inplace=True)`` or ``F.relu(x, True)`` (by the parameter's position)."""
+    if _is_true(_kw(node, "inplace")):
+        return True
+    position = ops.INPLACE_POSITION.get(name)
+    return position is not None and len(node.args) > position and _is_true(node.args[position])
 
 
 def _is_true(node: Optional[ast.expr]) -> bool:
@@ -251,6 +272,8 @@ class _Scope:
     inplace_modules: Dict[str, str] = field(default_factory=dict)
     stmt_stack: List[ast.stmt] = field(default_factory=list)
     loop_stack: List[ast.AST] = field(default_factory=list)
+    #: per-function facts for fix safety, built on a function's first finding (shared by nested scopes)
+    facts_cache: Dict[int, "fixplan.FunctionFacts"] = field(default_factory=dict)
 
     # ---- statements
 
@@ -301,7 +324,8 @@ class _Scope:
         if isinstance(target, ast.Subscript):
             base = self.eval(target.value)
             self.eval(target.slice)
-            self.report(node, WriteKind.SUBSCRIPT, f"`{op}` on an item", target.value, base)
+            if not _is_str_constant(target.slice):
+                self.report(node, WriteKind.SUBSCRIPT, f"`{op}` on an item", target.value, base)
         elif isinstance(target, (ast.Name, ast.Attribute)):
             origins = self.eval(target)
             self.report(node, WriteKind.AUGMENTED, f"`{op}`", target, origins,
@@ -329,13 +353,23 @@ class _Scope:
         self.run_body(node.orelse)
 
     def stmt_If(self, node: ast.If) -> None:
-        self.eval(node.test)
-        before = dict(self.env)
-        self.run_body(node.body)
-        after_body = self.env
-        self.env = dict(before)
-        self.run_body(node.orelse)
-        self.env = _merge([after_body, self.env])
+        # an elif chain is walked as a loop, not by recursion (generated code has chains of hundreds)
+        arms: List[Dict[str, OriginSet]] = []
+        current = node
+        while True:
+            self.eval(current.test)
+            before = dict(self.env)
+            self.run_body(current.body)
+            arms.append(self.env)
+            self.env = before
+            orelse = current.orelse
+            if len(orelse) == 1 and isinstance(orelse[0], ast.If):
+                current = orelse[0]
+                continue
+            self.run_body(orelse)
+            arms.append(self.env)
+            break
+        self.env = _merge(arms)
 
     def stmt_Try(self, node) -> None:
         before = dict(self.env)
@@ -407,7 +441,7 @@ class _Scope:
         for expr in node.decorator_list + node.bases + [k.value for k in node.keywords]:
             self.eval(expr)
         scope = _Scope(self.settings, self.sink, params=(), func=None, env=dict(self.env), no_grad=self.no_grad,
-                       inplace_modules={**self.inplace_modules, **_class_inplace_modules(node)})
+                       facts_cache=self.facts_cache, inplace_modules={**self.inplace_modules, **_class_inplace_modules(node)})
         scope.run_body(node.body)
         self.bind_name(node.name, EMPTY)
 
@@ -441,7 +475,7 @@ class _Scope:
             if name in self.settings.model_output_params:
                 env[name] = frozenset({Origin(RootKind.MODEL_OUTPUT_OBJECT, name, _arg_line(args, name))})
         return _Scope(self.settings, self.sink, params=tuple(names), func=func, env=env, no_grad=no_grad,
-                      inplace_modules=dict(self.inplace_modules))
+                      facts_cache=self.facts_cache, inplace_modules=dict(self.inplace_modules))
 
     # ---- binding
 
@@ -473,7 +507,8 @@ class _Scope:
         if isinstance(target, ast.Subscript):
             base = self.eval(target.value)
             self.eval(target.slice)
-            self.report(target, WriteKind.SUBSCRIPT, "item assignment", target.value, base)
+            if not _is_str_constant(target.slice):  # x["key"] = v: a mapping, not a tensor
+                self.report(target, WriteKind.SUBSCRIPT, "item assignment", target.value, base)
             key = _key(target)
             if key is not None and not any(o.is_tensor for o in base):
                 self.bind_name(key, value)  # output["logits"] = ... on a dict-like model output
@@ -520,8 +555,9 @@ class _Scope:
         out = []
         for o in origins:
             if o.root is RootKind.MODEL_OUTPUT_OBJECT and not o.steps:
+                # loss, logits = model(x): each element may be a tensor, a dict or a number
                 out.append(Origin(RootKind.MODEL_OUTPUT, f"{o.root_text}{text if text.startswith('[') else '[...]'}",
-                                  line, root_no_grad=o.root_no_grad or self.no_grad))
+                                  line, root_no_grad=o.root_no_grad or self.no_grad, certain_tensor=False))
             else:
                 out.append(o.extend(Step(StepKind.ELEMENT, text if text.startswith("[") else "iteration", line, self.no_grad)))
         return _cap(out)
@@ -554,8 +590,14 @@ class _Scope:
         return EMPTY
 
     def eval_BinOp(self, node: ast.BinOp) -> OriginSet:
-        self.eval(node.left)
-        self.eval(node.right)
+        # a + b + c + ... nests to the left: walk it as a loop, in evaluation order
+        rights = []
+        while isinstance(node, ast.BinOp):
+            rights.append(node.right)
+            node = node.left
+        self.eval(node)
+        for right in reversed(rights):
+            self.eval(right)
         return EMPTY  # an out-of-place result: a fresh tensor
 
     def eval_UnaryOp(self, node: ast.UnaryOp) -> OriginSet:
@@ -602,7 +644,9 @@ class _Scope:
         name = _last_name(recv_node)
         if name in self.settings.model_output_names:
             return True
-        return attr == "logits" and not (isinstance(recv_node, ast.Name) and recv_node.id in ("self", "cls"))
+        # `.logits` of any name is a model output, but not of an arbitrary call (Categorical(logits=x).logits)
+        return attr == "logits" and isinstance(recv_node, (ast.Name, ast.Attribute, ast.Subscript)) \
+            and not (isinstance(recv_node, ast.Name) and recv_node.id in ("self", "cls"))
 
     def eval_Subscript(self, node: ast.Subscript) -> OriginSet:
         key = _key(node)
@@ -619,10 +663,12 @@ class _Scope:
         text = _index_text(index)
         for o in recv:
             if o.root is RootKind.MODEL_OUTPUT_OBJECT and not o.steps:
-                is_field = isinstance(index, ast.Constant) and (
-                    isinstance(index.value, int) or index.value in self.settings.model_output_fields)
-                if is_field:
+                # outputs["logits"] is a tensor; outputs[0] usually is, but may be a dict or a number
+                if isinstance(index, ast.Constant) and index.value in self.settings.model_output_fields:
                     out.append(Origin(RootKind.MODEL_OUTPUT, _short(node), node.lineno, root_no_grad=self.no_grad))
+                elif isinstance(index, ast.Constant) and isinstance(index.value, int):
+                    out.append(Origin(RootKind.MODEL_OUTPUT, _short(node), node.lineno, root_no_grad=self.no_grad,
+                                      certain_tensor=False))
             elif o.is_container:
                 out.append(o.extend(Step(StepKind.ELEMENT, text, node.lineno, self.no_grad)))
             elif _is_basic_index(index):
@@ -729,11 +775,18 @@ class _Scope:
         first_origins = args[0] if node.args else kwargs.get("input", EMPTY)
         if first is None:
             return EMPTY
-        if name in ops.TORCH_INPLACE_FUNCTIONS or name in ops.FUNCTIONAL_INPLACE_FUNCTIONS:
-            self.report(node, WriteKind.FUNCTION, f"`{qual}`", first, first_origins, name)
+        functional = dotted_name(node.func.value) in _FUNCTIONAL_NAMESPACES
+        if name in (ops.FUNCTIONAL_INPLACE_FUNCTIONS if functional else ops.TORCH_INPLACE_FUNCTIONS):
+            self.report(node, WriteKind.FUNCTION, f"`{qual}`", first, first_origins,
+                        f"{'F' if functional else 'torch'}.{name}")
             return first_origins
-        if name in ops.INPLACE_KWARG_FUNCTIONS and _is_true(_kw(node, "inplace")):
-            if name.startswith(("dropout", "alpha_dropout", "feature_alpha_dropout")) and _is_false(_kw(node, "training")):
+        if name in ops.INPLACE_KWARG_FUNCTIONS and _inplace_flag(node, name):
+            position = ops.INPLACE_POSITION.get(name, -1)
+            training = _kw(node, "training")
+            if training is None and name.startswith(("dropout", "alpha_dropout", "feature_alpha_dropout")) \
+                    and len(node.args) > position - 1 >= 0:
+                training = node.args[position - 1]
+            if name.startswith(("dropout", "alpha_dropout", "feature_alpha_dropout")) and _is_false(training):
                 return first_origins  # F.dropout(training=False, inplace=True) writes nothing
             self.report(node, WriteKind.INPLACE_KWARG, f"`{qual}(..., inplace=True)`", first, first_origins)
             return first_origins
@@ -743,10 +796,12 @@ class _Scope:
             return frozenset({Origin(RootKind.FRESH, _short(node), node.lineno, root_no_grad=True)})
         if name in ops.VIEW_METHODS or name in ops.MAY_ALIAS_METHODS or name in ops.MULTI_VIEW_METHODS \
                 or name in ops.EXPAND_METHODS:
-            return self.method_call(node, name, first, first_origins)
+            return self.method_call(node, name, first, first_origins, functional=True)
         return EMPTY
 
-    def method_call(self, node: ast.Call, name: str, recv_node: ast.expr, recv: OriginSet) -> OriginSet:
+    def method_call(self, node: ast.Call, name: str, recv_node: ast.expr, recv: OriginSet,
+                    functional: bool = False) -> OriginSet:
+        """``recv.<name>(...)``; ``functional`` for ``torch.<name>(recv, ...)`` (the receiver is surely a tensor)."""
         line = node.lineno
         if name in ops.TENSOR_INPLACE_METHODS:
             self.report(node, WriteKind.METHOD, f"`{name}`", recv_node, recv, name)
@@ -754,18 +809,20 @@ class _Scope:
         if name in ops.VIEW_METHODS:
             return self.view_of(recv_node, recv, StepKind.VIEW, _call_text(node, name), line)
         if name in ops.MAY_ALIAS_METHODS:
+            if name == "contiguous":  # an expanded (stride-0) tensor is never contiguous: this copies it
+                recv = _cap(o for o in recv if not o.has(StepKind.EXPAND))
             return self.view_of(recv_node, recv, StepKind.MAY_ALIAS, _call_text(node, name), line)
         if name in ops.EXPAND_METHODS:
             return self.view_of(recv_node, recv, StepKind.EXPAND, _call_text(node, name), line, any_base=True)
         if name in ops.MULTI_VIEW_METHODS:
             # str.split(",") and str.split() are not tensor splits
-            tensor_like = recv or name != "split" or _tensor_split_args(node)
+            tensor_like = recv or name != "split" or functional or _tensor_split_args(node)
             if not tensor_like:
                 return EMPTY
             return self.view_of(recv_node, recv, StepKind.MULTI_VIEW, _call_text(node, name), line, any_base=True)
         if name in ops.DTENSOR_LOCAL_METHODS:
             return frozenset({Origin(RootKind.CUSTOM_FUNCTION, _short(node), line, root_no_grad=self.no_grad)})
-        if name == "apply" and (_last_name(recv_node) or "a")[:1].isupper():
+        if name == "apply" and (_last_name(recv_node) or "a").lstrip("_")[:1].isupper():
             return frozenset({Origin(RootKind.CUSTOM_FUNCTION, f"{_short(recv_node)}.apply(...)", line,
                                      root_no_grad=self.no_grad)})
         if name == "forward" and self.settings.is_model_call_name(_last_name(recv_node) or ""):
@@ -815,15 +872,19 @@ class _Scope:
                     code=rule.code, line=node.lineno, col=node.col_offset,
                     end_line=node.end_lineno or node.lineno, end_col=node.end_col_offset or node.col_offset,
                     message=rule.message(op, target_text, origin), op=op, write_kind=kind,
-                    target=target_text, origin=origin, fix=self.plan_fix(node, kind, target, op_name, origin),
+                    target=target_text, origin=origin, fix=self.plan_fix(node, kind, target, op_name, list(origins)),
                 )
             return
 
-    def plan_fix(self, node: ast.AST, kind: WriteKind, target: ast.expr, op_name: Optional[str], origin: Origin):
+    def plan_fix(self, node: ast.AST, kind: WriteKind, target: ast.expr, op_name: Optional[str],
+                 origins: Sequence[Origin]):
         if self.func is None:
             return None  # class bodies
+        facts = self.facts_cache.get(id(self.func))
+        if facts is None:
+            facts = self.facts_cache[id(self.func)] = fixplan.FunctionFacts(self.func)
         stmt = self.stmt_stack[-1] if self.stmt_stack else None
-        return fixplan.plan(self.func, self.params, kind, node, target, op_name, origin, self.env, stmt,
+        return fixplan.plan(facts, self.params, kind, node, target, op_name, origins, self.env, stmt,
                             self.loop_stack)
 
 

@@ -5,10 +5,18 @@ The codemod only turns the plan into syntax.
 
 Safety (DESIGN.md "Fix policy"): a rewrite rebinds the target name instead of
 mutating the tensor, so anything else that shares the storage stops seeing the
-change. It is SAFE only when nothing that could observe the mutation is read
-afterwards in the function: not the view's base (``output`` of ``output.logits``),
-not another name holding the same origin, and not a caller (the target is not a
-parameter, ``global``, ``nonlocal`` or closure variable). Otherwise UNSAFE.
+change. It is SAFE only when nothing that could observe the mutation can see it:
+
+- the target and the view's base (``output`` of ``output.logits``) and every other
+  name that may hold the same tensor (for every origin the target may have) are local
+  to the function: not a parameter, ``global``, ``nonlocal`` or closure variable;
+- none of them is read after the write (reads in the other arm of an ``if`` around the
+  write do not count, unless a loop around that ``if`` can run it again);
+- none of them escaped before the write: stored in a container or an attribute, passed
+  to a call that may keep it (anything but torch functions and a few builtins), yielded,
+  or captured by a nested function, lambda or generator.
+
+Anything else is UNSAFE, with the reason.
 """
 from __future__ import annotations
 
@@ -24,9 +32,72 @@ AUGMENTED_METHODS = {
     ast.Mod: "remainder_", ast.Pow: "pow_", ast.BitAnd: "bitwise_and_", ast.BitOr: "bitwise_or_",
     ast.BitXor: "bitwise_xor_", ast.LShift: "bitwise_left_shift_", ast.RShift: "bitwise_right_shift_",
 }
+#: a write under one of these is evaluated lazily, conditionally or out of order: never hoisted
 _NO_HOIST_PARENTS = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.BoolOp,
-                     ast.IfExp, ast.Await, ast.NamedExpr)
+                     ast.IfExp, ast.Await, ast.NamedExpr, ast.Compare, ast.Dict)
 _HOIST_STATEMENTS = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)
+_SIDE_EFFECTS = (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_CAPTURES = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.GeneratorExp, ast.ClassDef)
+#: methods whose result shares storage with the receiver (an alias, for escape analysis)
+_ALIAS_METHODS = (ops.VIEW_METHODS | ops.MAY_ALIAS_METHODS | ops.MULTI_VIEW_METHODS | ops.EXPAND_METHODS
+                  | ops.TENSOR_INPLACE_METHODS | frozenset({"numpy", "data_ptr"}))
+#: callees that read their argument and keep nothing
+_PURE_CALLEES = frozenset({"len", "isinstance", "print", "str", "repr", "id", "type", "hasattr", "float",
+                           "int", "bool", "format", "callable", "max", "min", "sum", "abs", "round", "any", "all"})
+_TORCH_PREFIXES = ("torch.", "F.", "nn.functional.")
+#: tensor attributes that are not tensors sharing storage
+_NON_ALIAS_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "grad_fn", "is_leaf", "layout",
+                              "names", "grad", "is_cuda", "itemsize", "nbytes"})
+
+
+class FunctionFacts:
+    """What safety needs to know about one function body, computed once on its first finding."""
+
+    def __init__(self, func: ast.AST) -> None:
+        self.func = func
+        self.parents: Dict[int, ast.AST] = {}
+        self.loads: List[ast.Name] = []
+        self.assigns: List[ast.stmt] = []
+        #: ids of the loads inside a nested function, lambda, generator expression or class (run later)
+        self.captured_loads: Set[int] = set()
+        stack = [(func, False)]
+        while stack:
+            node, captured = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
+                stack.append((child, captured or isinstance(child, _CAPTURES)))
+                if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+                    self.loads.append(child)
+                    if captured:
+                        self.captured_loads.add(id(child))
+                elif isinstance(child, (ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+                    self.assigns.append(child)
+        self.loads.sort(key=lambda n: (n.lineno, n.col_offset))
+        self.declared, self.assigned = _declarations(func)
+        # memos: a function with many findings must not cost findings x loads x depth
+        self.escapes: Dict[int, Optional[str]] = {}
+        self.closures: Dict[FrozenSet[str], Set[str]] = {}
+
+    def parent(self, node: ast.AST) -> Optional[ast.AST]:
+        return self.parents.get(id(node))
+
+    def path_to(self, node: ast.AST) -> List[ast.AST]:
+        """Ancestors of ``node`` from the function down to ``node`` itself."""
+        path = [node]
+        while id(path[-1]) in self.parents:
+            path.append(self.parents[id(path[-1])])
+        return path[::-1]
+
+    def is_local(self, name: str) -> bool:
+        return name not in self.declared and (name in self.assigned or isinstance(self.func, ast.Module))
+
+    def captured(self, load: ast.Name) -> bool:
+        """Inside a nested function, lambda, generator expression or class (it may run later)."""
+        return id(load) in self.captured_loads
+
+
+# --------------------------------------------------------------------------- fix kind
 
 
 def write_target_name(kind: WriteKind, target: ast.expr) -> Optional[str]:
@@ -35,72 +106,216 @@ def write_target_name(kind: WriteKind, target: ast.expr) -> Optional[str]:
 
 
 def fix_kind(kind: WriteKind, node: ast.AST, op_name: Optional[str], stmt: Optional[ast.stmt],
-             target_name: str) -> Optional[FixKind]:
+             target_name: str, facts: FunctionFacts) -> Optional[FixKind]:
     """Which rewrite the write at ``node`` (inside statement ``stmt``) admits, if any."""
     if stmt is None:
         return None
     if kind is WriteKind.METHOD and (op_name in ops.METADATA_INPLACE_METHODS or op_name is None):
         return None
+    if kind is WriteKind.FUNCTION and op_name not in ops.FUNCTION_TWINS:
+        return None  # torch.zero_, torch.resize_as_, ...: no same-named out-of-place function
     if kind is WriteKind.AUGMENTED:
         return FixKind.STATEMENT if stmt is node and type(node.op) in AUGMENTED_METHODS else None
     if kind is WriteKind.SUBSCRIPT:
         whole = (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and stmt.targets[0] is node) or \
             (isinstance(stmt, ast.AugAssign) and stmt is node)
         return FixKind.STATEMENT if whole else None
-    if kind is WriteKind.INPLACE_KWARG and not any(k.arg == "inplace" for k in getattr(node, "keywords", ())):
+    if kind is WriteKind.INPLACE_KWARG and not _inplace_flag_in_call(node):
         return None  # nn.ReLU(inplace=True) applied to the tensor: fix the module, not the call
     if isinstance(stmt, ast.Expr) and stmt.value is node:
         return FixKind.STATEMENT
     if kind is WriteKind.OUT_KWARG or not isinstance(stmt, _HOIST_STATEMENTS):
         return None
-    # used as a value: hoist only when nothing else in the statement could observe the order
-    # the call's own arguments run before the write; any other read of the name in the statement could
-    # see a different value once the rebinding is moved before the statement
-    if _count_name(stmt, target_name) != _count_name(node, target_name) or _under(stmt, node, _NO_HOIST_PARENTS):
-        return None
-    return FixKind.HOIST
+    return FixKind.HOIST if _hoistable(stmt, node, target_name, facts) else None
 
 
-def applicability(func: ast.AST, params: Sequence[str], target_name: str, origin: Origin,
+def _inplace_flag_in_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and (
+        any(k.arg == "inplace" for k in node.keywords) or _last_name(node.func) in ops.INPLACE_POSITION)
+
+
+def _hoistable(stmt: ast.stmt, node: ast.AST, target_name: str, facts: FunctionFacts) -> bool:
+    """Moving the write (and its arguments) before ``stmt`` keeps the order of everything observable:
+    no other read of the name in the statement, no lazy or conditional context around the write, and
+    nothing with a side effect evaluated before it."""
+    if _count_name(stmt, target_name) != _count_name(node, target_name):
+        return False
+    path = facts.path_to(node)
+    path = path[path.index(stmt):]
+    for parent, child in zip(path, path[1:]):
+        if isinstance(parent, _NO_HOIST_PARENTS):
+            return False
+        for earlier in _evaluated_before(parent, child):
+            if any(isinstance(n, _SIDE_EFFECTS) for n in ast.walk(earlier)):
+                return False
+    return True
+
+
+def _evaluated_before(parent: ast.AST, child: ast.AST) -> List[ast.AST]:
+    """Children of ``parent`` that Python evaluates before ``child``."""
+    if isinstance(parent, (ast.Assign, ast.AnnAssign)):
+        return []  # the value is evaluated before the targets
+    before: List[ast.AST] = []
+    for sibling in ast.iter_child_nodes(parent):
+        if sibling is child:
+            return before
+        before.append(sibling)
+    return before
+
+
+# --------------------------------------------------------------------------- safety
+
+
+def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str, origins: Sequence[Origin],
                   aliases: Iterable[str], write: ast.AST, loops: Sequence[ast.AST]) -> Tuple[Applicability, str]:
-    """SAFE when no observer of the mutation is read after ``write``; else UNSAFE with the reason."""
+    """SAFE when nothing outside the rebinding can observe the mutation; else UNSAFE with the reason."""
     if target_name in params:
         return Applicability.UNSAFE, f"`{target_name}` is a parameter: the caller would no longer see the change"
-    declared, assigned = _declarations(func)
-    if target_name in declared:
-        return Applicability.UNSAFE, f"`{target_name}` is global or nonlocal: other code would no longer see the change"
-    if target_name not in assigned and not isinstance(func, ast.Module):
-        return Applicability.UNSAFE, f"`{target_name}` comes from an enclosing scope: it would no longer see the change"
-    observers: Set[str] = {a for a in aliases if a != target_name}
-    base = root_base_name(origin)
-    if base is not None and base != target_name:
-        observers.add(base)
-    for name in sorted(observers):
-        # the base came from outside the function: whoever passed it in can read it afterwards
+    if not facts.is_local(target_name):
+        return Applicability.UNSAFE, f"`{target_name}` comes from outside the function: it would no longer see the change"
+    observers: Dict[str, str] = {a: a for a in aliases if a != target_name}
+    for origin in origins:
+        base = root_base_name(origin)
+        if base is not None and base != target_name:
+            observers.setdefault(base, origin.root_text)
+    for name, what in sorted(observers.items()):
         if name in params:
             return Applicability.UNSAFE, (
-                f"`{name}` is a parameter: the caller would no longer see the change to `{origin.root_text}`")
-        if name in declared or (name not in assigned and not isinstance(func, ast.Module)):
+                f"`{name}` is a parameter: the caller would no longer see the change to `{what}`")
+        if not facts.is_local(name):
             return Applicability.UNSAFE, (
                 f"`{name}` comes from outside the function: other code would no longer see the change")
+    key = frozenset(observers) | {target_name}
+    if key not in facts.closures:
+        facts.closures[key] = _alias_closure(facts, set(key))
+    watched = facts.closures[key]
+    start = (write.lineno, write.col_offset)
     end = (getattr(write, "end_lineno", write.lineno), getattr(write, "end_col_offset", 0))
     loop_spans = [(loop.lineno, loop.end_lineno or loop.lineno) for loop in loops]
-    exclusive = _exclusive_spans(func, write)
-    for name, line, col in _reads(func):
-        if name not in observers or any(lo <= line <= hi for lo, hi in exclusive):
+    exclusive = _exclusive_spans(facts, write)
+    for load in facts.loads:
+        name = load.id
+        if name not in watched:
             continue
-        if (line, col) > end or any(lo <= line <= hi for lo, hi in loop_spans):
+        pos = (load.lineno, load.col_offset)
+        if start <= pos < end:
+            continue  # the write itself
+        if facts.captured(load):
             return Applicability.UNSAFE, (
-                f"`{name}` is read after the write (line {line}) and would no longer see the change")
+                f"`{name}` is used by a nested function, lambda or generator (line {load.lineno}), "
+                "which would no longer see the change")
+        in_loop = any(lo <= load.lineno <= hi for lo, hi in loop_spans)
+        later = pos >= end or in_loop
+        if later and name != target_name and not any(lo <= load.lineno <= hi for lo, hi in exclusive):
+            return Applicability.UNSAFE, (
+                f"`{name}` is read after the write (line {load.lineno}) and would no longer see the change")
+        if pos < start or in_loop:  # after the write, the target holds the same values either way
+            if id(load) not in facts.escapes:
+                facts.escapes[id(load)] = _escape(facts, load)
+            escape = facts.escapes[id(load)]
+            if escape is not None:
+                return Applicability.UNSAFE, (
+                    f"`{name}` {escape} (line {load.lineno}), where the change would no longer be seen")
     return Applicability.SAFE, ""
 
 
-def _exclusive_spans(func: ast.AST, write: ast.AST) -> List[Tuple[int, int]]:
-    """Line spans that cannot run after ``write`` in the same pass: the other arm of each ``if``
-    and the other cases of each ``match`` around it."""
-    path = _path_to(func, write)
+def _alias_chain_top(facts: FunctionFacts, node: ast.AST) -> ast.AST:
+    """Climb from a name through attribute, subscript and alias-returning method calls."""
+    current = node
+    while True:
+        parent = facts.parent(current)
+        if isinstance(parent, ast.Subscript) and parent.value is current:
+            current = parent
+        elif isinstance(parent, ast.Attribute) and parent.value is current and parent.attr not in _NON_ALIAS_ATTRS:
+            current = parent
+        elif isinstance(parent, ast.Call) and parent.func is current and isinstance(current, ast.Attribute) \
+                and current.attr in _ALIAS_METHODS:
+            current = parent
+        elif isinstance(parent, ast.Call) and parent.args and parent.args[0] is current \
+                and (_dotted(parent.func) or "").startswith(_TORCH_PREFIXES) \
+                and _last_name(parent.func) in _ALIAS_METHODS:
+            current = parent  # torch.squeeze(x, 0)
+        elif isinstance(parent, (ast.IfExp, ast.BoolOp, ast.Starred)) or \
+                (isinstance(parent, ast.NamedExpr) and parent.value is current):
+            current = parent
+        else:
+            return current
+
+
+def _alias_closure(facts: FunctionFacts, names: Set[str]) -> Set[str]:
+    """``names`` plus every name bound (anywhere in the function) to an alias chain of one of them."""
+    watched = set(names)
+    changed = True
+    while changed:
+        changed = False
+        for stmt in facts.assigns:
+            value = stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) else stmt.value
+            if value is None:
+                continue
+            targets = [stmt.target] if not isinstance(stmt, ast.Assign) else stmt.targets
+            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if bound <= watched:
+                continue
+            for n in ast.walk(value):
+                if isinstance(n, ast.Name) and n.id in watched and _alias_chain_top(facts, n) is value:
+                    watched |= bound
+                    changed = True
+                    break
+    return watched
+
+
+def _escape(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
+    """How the tensor named at ``load`` could be kept elsewhere, or None when it cannot."""
+    top = _alias_chain_top(facts, load)
+    parent = facts.parent(top)
+    if isinstance(getattr(top, "ctx", None), ast.Store):
+        return None  # x[i] = v / x[i] += v: another write into the tensor, not a reference kept elsewhere
+    if isinstance(top, ast.Call) and isinstance(top.func, ast.Attribute) and top.func.attr in ops.TENSOR_INPLACE_METHODS \
+            and isinstance(parent, ast.Expr):
+        return None  # another in-place write as a statement
+    if parent is None or isinstance(parent, (ast.Expr, ast.Compare, ast.BinOp, ast.UnaryOp, ast.Assert,
+                                             ast.If, ast.While, ast.Return, ast.JoinedStr, ast.FormattedValue)):
+        return None
+    if isinstance(parent, (ast.Assign, ast.AnnAssign)) and getattr(parent, "value", None) is top:
+        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+        if all(isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Starred, ast.Store))
+               for t in targets for n in ast.walk(t)):
+            return None  # bound to names: they are watched (alias closure)
+        return "is stored in an attribute or item"
+    if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is top:
+        return None  # loop variables are watched (alias closure)
+    if isinstance(parent, ast.Attribute):
+        return None  # a non-alias attribute (x.shape, x.dtype)
+    if isinstance(parent, ast.Call):
+        if parent.func is top:
+            return None
+        callee = _dotted(parent.func) or ""
+        if callee.startswith(_TORCH_PREFIXES) or callee in _PURE_CALLEES:
+            return None  # torch functions and these builtins keep no reference
+        return f"is passed to `{callee or ast.unparse(parent.func)}`, which may keep it"
+    if isinstance(parent, ast.keyword):
+        call = facts.parent(parent)
+        callee = _dotted(call.func) if isinstance(call, ast.Call) else None
+        if callee and (callee.startswith(_TORCH_PREFIXES) or callee in _PURE_CALLEES):
+            return None
+        return f"is passed to `{callee or 'a call'}`, which may keep it"
+    if isinstance(parent, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+        return "is put in a container"
+    if isinstance(parent, (ast.Yield, ast.YieldFrom)):
+        return "is yielded"
+    if isinstance(parent, (ast.AugAssign, ast.Subscript)):
+        return "is stored in an attribute or item"
+    return "is used in a way inplace-lint cannot follow"
+
+
+def _exclusive_spans(facts: FunctionFacts, write: ast.AST) -> List[Tuple[int, int]]:
+    """Line spans that cannot run after ``write``: the other arm of each ``if`` (other cases of each
+    ``match``) around it, unless a loop around that ``if`` can come back to it."""
+    path = facts.path_to(write)
     spans: List[Tuple[int, int]] = []
     for parent, child in zip(path, path[1:]):
+        if isinstance(parent, _LOOPS):
+            break  # from here inward, a later iteration can run the other arm after the write
         if isinstance(parent, ast.If):
             arms = [parent.body, parent.orelse]
         elif isinstance(parent, ast.Match):
@@ -113,15 +328,7 @@ def _exclusive_spans(func: ast.AST, write: ast.AST) -> List[Tuple[int, int]]:
     return spans
 
 
-def _path_to(root: ast.AST, node: ast.AST) -> List[ast.AST]:
-    stack = [(root, [root])]
-    while stack:
-        current, path = stack.pop()
-        if current is node:
-            return path
-        for child in ast.iter_child_nodes(current):
-            stack.append((child, path + [child]))
-    return []
+# --------------------------------------------------------------------------- helpers
 
 
 def root_base_name(origin: Origin) -> Optional[str]:
@@ -133,77 +340,61 @@ def root_base_name(origin: Origin) -> Optional[str]:
     return head if head.isidentifier() else None
 
 
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _last_name(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
+
+
 def _count_name(stmt: ast.AST, name: str) -> int:
     return sum(1 for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name)
 
 
-def _under(root: ast.AST, node: ast.AST, kinds) -> bool:
-    """Whether ``node`` sits below a node of ``kinds`` inside ``root``."""
-
-    def walk(current: ast.AST, inside: bool) -> Optional[bool]:
-        if current is node:
-            return inside
-        for child in ast.iter_child_nodes(current):
-            found = walk(child, inside or isinstance(current, kinds))
-            if found is not None:
-                return found
-        return None
-
-    return bool(walk(root, False))
-
-
-def _own_nodes(func: ast.AST):
-    """Nodes of ``func``'s body, not descending into nested function or class bodies."""
+def _declarations(func: ast.AST) -> Tuple[FrozenSet[str], FrozenSet[str]]:
+    """Names declared ``global``/``nonlocal`` and names bound in ``func``'s own scope."""
+    declared: Set[str] = set()
+    assigned: Set[str] = set()
     stack: List[ast.AST] = list(getattr(func, "body", []))
     while stack:
         node = stack.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-
-
-def _declarations(func: ast.AST) -> Tuple[FrozenSet[str], FrozenSet[str]]:
-    declared: Set[str] = set()
-    assigned: Set[str] = set()
-    for node in _own_nodes(func):
         if isinstance(node, (ast.Global, ast.Nonlocal)):
             declared.update(node.names)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             assigned.add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             assigned.add(node.name)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
     return frozenset(declared), frozenset(assigned)
 
 
-def _reads(func: ast.AST):
-    """Every load of a name in ``func``, nested functions included (they may run later)."""
-    for node in ast.walk(func) if not isinstance(func, ast.Module) else _module_walk(func):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            yield node.id, node.lineno, node.col_offset
-
-
-def _module_walk(module: ast.Module):
-    for stmt in module.body:
-        yield from ast.walk(stmt)
-
-
-def plan(func: ast.AST, params: Sequence[str], kind: WriteKind, node: ast.AST, target: ast.expr,
-         op_name: Optional[str], origin: Origin, env_aliases: Dict[str, FrozenSet[Origin]],
+def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast.AST, target: ast.expr,
+         op_name: Optional[str], origins: Sequence[Origin], env_aliases: Dict[str, FrozenSet[Origin]],
          stmt: Optional[ast.stmt], loops: Sequence[ast.AST]) -> Optional[Fix]:
     """The fix for one finding, or None when it has no correct out-of-place form."""
     name = write_target_name(kind, target)
     if name is None:
         return None
-    fkind = fix_kind(kind, node, op_name, stmt, name)
+    fkind = fix_kind(kind, node, op_name, stmt, name, facts)
     if fkind is None:
         return None
-    same_root = (origin.root, origin.root_text, origin.root_line)
-    aliases = [k for k, origins in env_aliases.items()
-               if "." not in k and "[" not in k and any((o.root, o.root_text, o.root_line) == same_root for o in origins)]
-    applicable, reason = applicability(func, params, name, origin, aliases, node, loops)
-    if kind is WriteKind.SUBSCRIPT or (op_name is not None and op_name not in ops.OUT_OF_PLACE_TWINS
-                                       and kind is WriteKind.METHOD):
+    roots = {(o.root, o.root_text, o.root_line) for o in origins}
+    aliases = [k for k, held in env_aliases.items()
+               if "." not in k and "[" not in k and any((o.root, o.root_text, o.root_line) in roots for o in held)]
+    applicable, reason = applicability(facts, params, name, origins, aliases, node, loops)
+    if kind is WriteKind.SUBSCRIPT or (kind is WriteKind.METHOD and op_name not in ops.OUT_OF_PLACE_TWINS):
         message = f"clone `{name}` first, then write the copy"
     else:
         message = f"rebind `{name}` to the out-of-place result"

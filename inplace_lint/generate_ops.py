@@ -62,6 +62,13 @@ def generate() -> str:
     torch_fns = [n for n in _public_inplace(dir(torch)) if callable(getattr(torch, n)) and n not in NON_DATA_INPLACE]
     f_fns = [n for n in _public_inplace(dir(F)) if callable(getattr(F, n))]
     f_kw = sorted(n for n in dir(F) if not n.startswith("_") and inspect.isfunction(getattr(F, n)) and _has_inplace_param(getattr(F, n)))
+    function_twins = {f"torch.{n}": f"torch.{n[:-1]}" for n in torch_fns
+                      if hasattr(torch, n[:-1]) and n not in METADATA_INPLACE and n not in NOT_TWINS}
+    function_twins.update({f"F.{n}": f"F.{n[:-1]}" for n in f_fns if hasattr(F, n[:-1])})
+    positions = {}
+    for n in f_kw:
+        names = list(inspect.signature(getattr(F, n)).parameters)
+        positions[n] = names.index("inplace")
     modules = sorted(
         n for n in dir(nn)
         if inspect.isclass(getattr(nn, n)) and issubclass(getattr(nn, n), nn.Module)
@@ -83,6 +90,10 @@ def generate() -> str:
         fs("TORCH_INPLACE_FUNCTIONS", torch_fns, "torch.<name>_(tensor, ...) functions that write their first argument."),
         fs("FUNCTIONAL_INPLACE_FUNCTIONS", f_fns, "torch.nn.functional.<name>_(tensor, ...) functions that write their first argument."),
         fs("INPLACE_KWARG_FUNCTIONS", f_kw, "torch.nn.functional functions with an ``inplace`` parameter."),
+        "# torch.nn.functional function -> position of its ``inplace`` parameter (``F.relu(x, True)``).\n"
+        "INPLACE_POSITION = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in sorted(positions.items())) + "}\n\n",
+        "# In-place function (``torch.`` or ``F.`` namespace) -> its out-of-place twin, where one exists.\n"
+        "FUNCTION_TWINS = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in sorted(function_twins.items())) + "}\n\n",
         fs("INPLACE_KWARG_MODULES", modules, "torch.nn modules with an ``inplace`` constructor parameter."),
     ]
     return "".join(out).rstrip() + "\n"

@@ -8,8 +8,10 @@ file); the view tables follow the PyTorch docs page "Tensor Views"
 from __future__ import annotations
 
 from ._ops_generated import (  # noqa: F401  (re-exported)
+    FUNCTION_TWINS,
     FUNCTIONAL_INPLACE_FUNCTIONS,
     INPLACE_KWARG_FUNCTIONS,
+    INPLACE_POSITION,
     INPLACE_KWARG_MODULES,
     METADATA_INPLACE_METHODS,
     NON_DATA_INPLACE_METHODS,

@@ -154,3 +154,23 @@ def test_rewrite_gathers_vocab_sharded_dtensor(case, style, mesh):
         original.run(lambda hidden: model(hidden, mesh=mesh), h.clone().requires_grad_(), temperature)
     got = _run_with_grads(rewritten.run, model, h, temperature, mesh=mesh)
     _assert_same(got, _reference(original, model, h, temperature))
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("case", RUNNABLE)
+def test_safe_rewrite_matches_the_original_where_it_runs(case, style):
+    """With a plain head the original in-place code runs: a safe rewrite must give the same values,
+    dtypes and gradients (and the model's parameters stay untouched by both)."""
+    original = _load(FIX / f"{case}.in.py")
+    rewritten = _load(FIX / f"{case}.{style}.out.py")
+    dtype, h, temperature = _inputs(original.CASE)
+    model = TinyLM(dtype)
+    weight = model.head.weight.detach().clone()
+    if original.CASE.get("plain_fails_at_backward"):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            _run_with_grads(original.run, model, h, temperature, plain=True)
+        expected = _reference(original, model, h, temperature)
+    else:
+        expected = _run_with_grads(original.run, model, h, temperature, plain=True)
+    _assert_same(_run_with_grads(rewritten.run, model, h, temperature, plain=True), expected)
+    assert torch.equal(model.head.weight.detach(), weight)

@@ -1,0 +1,217 @@
+"""Fix safety and rewrite edge cases, from an adversarial review: each case once produced a wrong
+or crashing rewrite labelled safe, a false finding, or a crash."""
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from inplace_lint.codemod import fix_code
+from inplace_lint.engine import analyze_source
+from inplace_lint.findings import Applicability
+
+
+def _fixes(src):
+    return [(f.line, f.fix and f.fix.applicability, f.fix and f.fix.reason) for f in analyze_source(textwrap.dedent(src))]
+
+
+def _only_fix(src):
+    [(line, applicability, reason)] = _fixes(src)
+    return applicability, reason
+
+
+@pytest.mark.parametrize("src, reason", [
+    ("""
+     def f(model, h, t):
+         x = model(h).logits.squeeze(0)
+         saved = [x]
+         x.div_(t)
+         return saved[0]
+     """, "`x` is put in a container (line 4), where the change would no longer be seen"),
+    ("""
+     def f(model, h, t):
+         output = model(h)
+         res = output
+         x = output.logits.squeeze(0)
+         x.div_(t)
+         return res.logits
+     """, "`res` is read after the write (line 7) and would no longer see the change"),
+    ("""
+     def f(model, h, t):
+         output = model(h)
+         get = lambda: output.logits
+         x = output.logits.squeeze(0)
+         x.div_(t)
+         return get()
+     """, "`output` is used by a nested function, lambda or generator (line 4), which would no longer see the change"),
+    ("""
+     def f(model, h, t):
+         x = model(h).logits.squeeze(0)
+         arr = x.numpy()
+         x.div_(t)
+         return arr
+     """, "`arr` is read after the write (line 6) and would no longer see the change"),
+    ("""
+     def f(model, h, t):
+         x = model(h).logits.squeeze(0)
+         parts = list(x.unbind(0))
+         x.div_(t)
+         return parts
+     """, "`x` is passed to `list`, which may keep it (line 4), where the change would no longer be seen"),
+    ("""
+     def f(model, h, t, acc):
+         output = model(h)
+         x = output.logits.squeeze(0)
+         for i in range(2):
+             if i == 0:
+                 x.div_(t)
+             else:
+                 acc.append(output.logits.clone())
+     """, "`output` is read after the write (line 9) and would no longer see the change"),
+    ("""
+     def f(model, h, t, flag):
+         a = model(h).logits
+         b = model(h).logits
+         x = a if flag else b
+         x.div_(t)
+         return b
+     """, "`b` is read after the write (line 7) and would no longer see the change"),
+])
+def test_observers_make_the_fix_unsafe(src, reason):
+    assert _only_fix(src) == (Applicability.UNSAFE, reason)
+
+
+def test_reads_in_the_other_arm_outside_loops_do_not_count():
+    src = """
+    def f(model, h, t, flag):
+        output = model(h)
+        if flag:
+            x = output.logits.squeeze(0)
+            x.div_(t)
+        else:
+            return output.logits
+        return x
+    """
+    assert _only_fix(src) == (Applicability.SAFE, "")
+
+
+def test_non_tensor_model_outputs_are_not_written_tensors():
+    src = """
+    def f(self, batch, n):
+        loss, logs = self.model(batch)
+        logs["lr"] = 1e-3
+        outputs = self.model(batch)
+        m = outputs[1]
+        m["n"] = 0
+        first = outputs[0]
+        first /= n
+        outputs[0].div_(n)
+    """
+    assert [(f.line, f.code) for f in analyze_source(textwrap.dedent(src))] == [(10, "IPV001")]
+
+
+@pytest.mark.parametrize("src", [
+    "def f(model, h, t, temps):\n    x = model(h).logits\n    y = (temps.pop(0), x.div_(temps.pop(0)))\n    return y\n",
+    "def f(model, h, t):\n    x = model(h).logits\n    z = torch.cat([t.add_(1).view(1), x.div_(t)])\n    return z\n",
+    "def f(model, h, t, n):\n    x = model(h).logits\n    ok = 0 < n < x.div_(t).sum()\n    return ok\n",
+])
+def test_hoisting_never_reorders_side_effects(src):
+    [finding] = [f for f in analyze_source(src) if f.line == 3 and "`x`" in f.message]
+    assert finding.fix is None
+    assert fix_code(src).new_source is None
+
+
+def test_no_hoist_after_a_semicolon():
+    src = "import torch\ndef f(model, h, t):\n    x = model(h).logits.squeeze(0); y = torch.sigmoid(x.div_(t))\n    return y\n"
+    result = fix_code(src)
+    assert result.new_source is None and [f.line for f in result.unfixed] == [3]
+
+
+@pytest.mark.parametrize("src", [
+    "import torch\ndef f(model, h):\n    x = model(h).logits\n    torch.zero_(x)\n",
+    "import torch\ndef f(model, h, y):\n    x = model(h).logits\n    torch.resize_as_(x, y)\n",
+])
+def test_function_forms_without_a_twin_get_no_fix(src):
+    [finding] = analyze_source(src)
+    assert finding.fix is None
+
+
+def test_comments_inside_a_multi_line_call_survive_both_styles():
+    src = textwrap.dedent("""\
+        def f(model, h):
+            x = model(h).logits
+            x.masked_fill_(  # mask the padding
+                x > 2,  # mask
+                0.0,  # with zero
+            )
+            return x
+        """)
+    runtime = fix_code(src).new_source
+    assert runtime == textwrap.dedent("""\
+        from inplace_lint.runtime import out_of_place
+
+        def f(model, h):
+            x = model(h).logits
+            x = out_of_place(  # mask the padding
+                x, "masked_fill_", x > 2,  # mask
+                0.0,  # with zero
+            )
+            return x
+        """)
+    inline = fix_code(src, style="inline").new_source
+    assert "    x = x.masked_fill(  # mask the padding\n        x > 2,  # mask\n        0.0,  # with zero\n    ).to(x.dtype)\n" in inline
+    for text in (runtime, inline):
+        ast.parse(text)
+        assert fix_code(text, style="inline").new_source is None
+
+
+def test_operator_form_keeps_precedence():
+    src = "def f(model, h, a, b):\n    x = model(h).logits\n    x.mul_(a + b)\n    x *= a - b\n    return x\n"
+    out = fix_code(src, style="inline").new_source
+    assert "    x = (x * (a + b)).to(x.dtype)\n" in out
+    assert "    x = (x * (a - b)).to(x.dtype)\n" in out
+
+
+def test_positional_inplace_flag_is_found_and_removed():
+    src = ("import torch.nn.functional as F\ndef f(model, h):\n    x = model(h).logits\n    F.relu(x, True)\n"
+           "    F.dropout(x, 0.1, True, True)\n    F.dropout(x, 0.1, False, True)\n    return x\n")
+    assert [f.line for f in analyze_source(src)] == [4, 5]
+    out = fix_code(src).new_source
+    assert "    x = F.relu(x)\n    x = F.dropout(x, 0.1, True)\n" in out
+
+
+def test_false_positives_from_review():
+    src = textwrap.dedent("""\
+        import torch
+        def f(a, x, outputs):
+            a.expand(4, 5).contiguous().add_(1)
+            torch.distributions.Categorical(logits=x).logits.sub_(1)
+            for o in outputs:
+                o["logits"] = 0
+        """)
+    assert analyze_source(src) == []
+
+
+def test_false_negatives_from_review():
+    src = textwrap.dedent("""\
+        import torch
+        def f(x, h, t):
+            y = _VocabParallelLinear.apply(h)
+            y.div_(t)
+            a, b = torch.split(x, 3)
+            a.mul_(2)
+        """)
+    assert [(f.line, f.code) for f in analyze_source(src)] == [(4, "IPV002"), (6, "IPV003")]
+
+
+def test_long_elif_chain_does_not_crash():
+    src = "def f(x, t, output):\n    y = output.logits\n" + "".join(
+        f"    {'if' if i == 0 else 'elif'} x == {i}:\n        y.div_(t)\n" for i in range(600))
+    assert len(analyze_source(src)) == 600
+
+
+def test_form_feed_and_non_ascii_before_the_call():
+    src = "def f(model, h, t):\n    \x0c\n    x = model(h).logits\n    s = 'é'; x.div_(t)\n    x.mul_(t)  # é\n"
+    out = fix_code(src).new_source
+    assert '    x = out_of_place(x, "mul_", t)  # é\n' in out
