@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from . import fixplan, ops
+from .astutil import dotted_name
+from .astutil import last_name as _last_name
 from .findings import Finding, Origin, RootKind, Step, StepKind, WriteKind
 from .rules import PRIORITY
 
@@ -89,26 +91,6 @@ def analyze_source(source: str, settings: Settings = DEFAULT_SETTINGS, filename:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def dotted_name(node: ast.AST) -> Optional[str]:
-    """``torch.nn.functional`` for the matching Attribute chain of Names, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
-
-def _last_name(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Name):
-        return node.id
-    return None
 
 
 def _short(node: ast.AST, limit: int = 60) -> str:

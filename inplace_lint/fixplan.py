@@ -24,6 +24,8 @@ import ast
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from . import ops
+from .astutil import dotted_name as _dotted
+from .astutil import last_name as _last_name
 from .findings import Applicability, Fix, FixKind, Origin, WriteKind
 
 #: augmented assignment operator -> in-place method
@@ -338,23 +340,6 @@ def root_base_name(origin: Origin) -> Optional[str]:
         return None
     head = text.split(".", 1)[0].split("[", 1)[0]
     return head if head.isidentifier() else None
-
-
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
-
-def _last_name(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else None
 
 
 def _count_name(stmt: ast.AST, name: str) -> int:
