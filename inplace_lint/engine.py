@@ -39,6 +39,7 @@ _TORCH_NAMESPACES = frozenset(
     {"torch", "torch.nn.functional", "F", "nn.functional", "torch.special", "torch.linalg", "torch.fft"}
 )
 _TENSOR_CLASS = frozenset({"torch.Tensor", "Tensor"})
+_AUTOGRAD_FUNCTION_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "vjp"})
 _FUNCTIONAL_NAMESPACES = frozenset({"F", "torch.nn.functional", "nn.functional"})
 #: ``with``/decorator names that change grad mode; ``triton`` kernels are not PyTorch code
 _TRITON_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
@@ -254,6 +255,8 @@ class _Scope:
     inplace_modules: Dict[str, str] = field(default_factory=dict)
     stmt_stack: List[ast.stmt] = field(default_factory=list)
     loop_stack: List[ast.AST] = field(default_factory=list)
+    #: the class body of a ``torch.autograd.Function`` subclass
+    autograd_function: bool = False
     #: per-function facts for fix safety, built on a function's first finding (shared by nested scopes)
     facts_cache: Dict[int, "fixplan.FunctionFacts"] = field(default_factory=dict)
 
@@ -411,6 +414,8 @@ class _Scope:
         if _is_triton_kernel(node):
             return
         no_grad = self.no_grad
+        if self.autograd_function and node.name in _AUTOGRAD_FUNCTION_METHODS and not self.settings.report_in_no_grad:
+            no_grad = True  # autograd runs a custom Function's forward and backward with grad off
         for dec in node.decorator_list:
             mode = self.grad_mode_of(dec)
             if mode is not None:
@@ -424,6 +429,7 @@ class _Scope:
             self.eval(expr)
         scope = _Scope(self.settings, self.sink, params=(), func=None, env=dict(self.env), no_grad=self.no_grad,
                        facts_cache=self.facts_cache, inplace_modules={**self.inplace_modules, **_class_inplace_modules(node)})
+        scope.autograd_function = any(_last_name(b) == "Function" for b in node.bases)
         scope.run_body(node.body)
         self.bind_name(node.name, EMPTY)
 
@@ -772,6 +778,8 @@ class _Scope:
                 return first_origins  # F.dropout(training=False, inplace=True) writes nothing
             self.report(node, WriteKind.INPLACE_KWARG, f"`{qual}(..., inplace=True)`", first, first_origins)
             return first_origins
+        if name in ops.SAVES_OUTPUT and not _inplace_flag(node, name):
+            return frozenset({Origin(RootKind.SAVED_OUTPUT, _short(node), node.lineno, root_no_grad=self.no_grad)})
         if name in ops.FACTORY_FUNCTIONS:
             if _is_true(_kw(node, "requires_grad")):
                 return frozenset({Origin(RootKind.TENSOR, _short(node), node.lineno, root_no_grad=self.no_grad)})
@@ -802,6 +810,8 @@ class _Scope:
             if not tensor_like:
                 return EMPTY
             return self.view_of(recv_node, recv, StepKind.MULTI_VIEW, _call_text(node, name), line, any_base=True)
+        if name in ops.SAVES_OUTPUT:
+            return frozenset({Origin(RootKind.SAVED_OUTPUT, _short(node), line, root_no_grad=self.no_grad)})
         if name in ops.DTENSOR_LOCAL_METHODS:
             return frozenset({Origin(RootKind.CUSTOM_FUNCTION, _short(node), line, root_no_grad=self.no_grad)})
         if name == "apply" and (_last_name(recv_node) or "a").lstrip("_")[:1].isupper():

@@ -12,6 +12,7 @@ class RootKind(enum.Enum):
     MODEL_OUTPUT_OBJECT = "model output object"  # what ``model(...)`` returns (may be a tuple/dict/ModelOutput)
     MODEL_OUTPUT = "model output"  # a tensor field or item of it: ``output.logits``, ``outputs[0]``
     CUSTOM_FUNCTION = "custom autograd Function output"  # ``Fn.apply(...)``, ``dt.to_local()``, ``dt.full_tensor()``
+    SAVED_OUTPUT = "output saved for backward"  # x.exp(), x.softmax(-1), torch.sigmoid(x): backward reads it
     FRESH = "fresh tensor"  # ``torch.zeros(...)`` and other factories without ``requires_grad=True``
     TENSOR = "tensor"  # any other base, named by its expression
 

@@ -36,7 +36,7 @@ def bad(tmp_path, monkeypatch):
 
 def test_levels_decided_in_one_table():
     assert LEVELS == {"IPV002": "error", "IPV004": "error"}
-    assert [level(code) for code in RULES] == ["warning", "error", "warning", "error", "warning"]
+    assert [level(code) for code in RULES] == ["warning", "error", "warning", "error", "warning", "warning"]
 
 
 def test_sarif_validates_against_official_schema(bad, capsys):

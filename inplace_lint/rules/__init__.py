@@ -14,12 +14,14 @@ from . import (
     ipv003_multi_output_view,
     ipv004_expanded,
     ipv005_no_grad_view,
+    ipv006_saved_output,
 )
 
 PRIORITY = (
     ipv004_expanded.RULE,
     ipv002_custom_function_output.RULE,
     ipv003_multi_output_view.RULE,
+    ipv006_saved_output.RULE,
     ipv005_no_grad_view.RULE,
     ipv001_model_output.RULE,
 )
