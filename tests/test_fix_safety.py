@@ -215,3 +215,39 @@ def test_form_feed_and_non_ascii_before_the_call():
     src = "def f(model, h, t):\n    \x0c\n    x = model(h).logits\n    s = 'é'; x.div_(t)\n    x.mul_(t)  # é\n"
     out = fix_code(src).new_source
     assert '    x = out_of_place(x, "mul_", t)  # é\n' in out
+
+
+def test_ipv006_rewrite_runs_backward_where_the_original_fails():
+    """TRL PR 7125's shape: the original fails at backward; the rewrite matches the out-of-place reference."""
+    torch = pytest.importorskip("torch")
+    src = textwrap.dedent("""\
+        import torch.nn.functional as F
+
+        def entropy(logits):
+            logps = F.log_softmax(logits, dim=-1)
+            probs = logps.exp()
+            probs.mul_(logps)
+            return -probs.sum(-1)
+        """)
+    [finding] = analyze_source(src)
+    assert (finding.code, finding.line, finding.fix.applicability) == ("IPV006", 6, Applicability.SAFE)
+    rewritten = fix_code(src, style="inline").new_source
+    assert "    probs = (probs * logps).to(probs.dtype)\n" in rewritten
+
+    def run(code):
+        namespace = {}
+        exec(compile(code, "<fixture>", "exec"), namespace)
+        logits = torch.linspace(-2, 2, 12).reshape(3, 4).requires_grad_()
+        out = namespace["entropy"](logits)
+        out.sum().backward()
+        return out.detach(), logits.grad
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        run(src)
+    out, grad = run(rewritten)
+    logits = torch.linspace(-2, 2, 12).reshape(3, 4).requires_grad_()
+    logps = torch.log_softmax(logits, -1)
+    expected = -(logps.exp() * logps).sum(-1)
+    expected.sum().backward()
+    torch.testing.assert_close(out, expected.detach(), rtol=0, atol=0)
+    torch.testing.assert_close(grad, logits.grad, rtol=0, atol=0)
