@@ -225,7 +225,9 @@ def _class_inplace_modules(cls: ast.ClassDef) -> Dict[str, str]:
     for item in cls.body:
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        for node in item.body:
+        # __init__ is walked whole (modules built under an `if`); other methods only at their top level
+        nodes = ast.walk(item) if item.name == "__init__" else item.body
+        for node in nodes:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 module = _inplace_module(node.value)
                 if module:
@@ -741,6 +743,12 @@ class _Scope:
             return EMPTY
 
         if isinstance(func, ast.Name):
+            if func.id == "getattr" and len(node.args) == 2 and _is_str_constant(node.args[1]):
+                # getattr(out, "logits") is out.logits
+                attribute = ast.copy_location(ast.Attribute(value=node.args[0], attr=node.args[1].value,
+                                                            ctx=ast.Load()), node)
+                ast.fix_missing_locations(attribute)
+                return self.eval_Attribute(attribute)
             module = self.inplace_modules.get(func.id)
             if module and node.args:
                 self.report(node, WriteKind.INPLACE_KWARG, f"`{module}(inplace=True)`", node.args[0], args[0])

@@ -251,3 +251,24 @@ def test_ipv006_rewrite_runs_backward_where_the_original_fails():
     expected.sum().backward()
     torch.testing.assert_close(out, expected.detach(), rtol=0, atol=0)
     torch.testing.assert_close(grad, logits.grad, rtol=0, atol=0)
+
+
+def test_getattr_field_and_conditional_inplace_module():
+    src = textwrap.dedent("""\
+        import torch.nn as nn
+        def f(out, t):
+            x = getattr(out, "logits")
+            x.div_(t)
+
+        class Head(nn.Module):
+            def __init__(self, fast):
+                super().__init__()
+                if fast:
+                    self.act = nn.ReLU(inplace=True)
+                else:
+                    self.act = nn.ReLU()
+
+            def forward(self, output):
+                return self.act(output.logits)
+        """)
+    assert [(f.line, f.code) for f in analyze_source(src)] == [(4, "IPV001"), (15, "IPV001")]
