@@ -292,7 +292,7 @@ class _Rewriter(cst.CSTTransformer):
             return self.guard(name, any_style=True) + [cst.parse_statement(f"{name} = {name}.clone()\n"), original]
         if kind is WriteKind.FUNCTION and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             func = node.func.with_changes(attr=cst.Name(node.func.attr.value[:-1]))
-            return [_assign(name, node.with_changes(func=func))]
+            return [_assign(name, _cast_back(name, node.with_changes(func=func)))]
         if kind is WriteKind.INPLACE_KWARG and isinstance(node, cst.Call):
             index = next((i for i, a in enumerate(node.args) if a.keyword is not None and a.keyword.value == "inplace"),
                          None)

@@ -46,7 +46,29 @@ _ALIAS_METHODS = (ops.VIEW_METHODS | ops.MAY_ALIAS_METHODS | ops.MULTI_VIEW_METH
                   | ops.TENSOR_INPLACE_METHODS | frozenset({"numpy", "data_ptr"}))
 #: callees that read their argument and keep nothing
 _PURE_CALLEES = frozenset({"len", "isinstance", "print", "str", "repr", "id", "type", "hasattr", "float",
-                           "int", "bool", "format", "callable", "max", "min", "sum", "abs", "round", "any", "all"})
+                           "int", "bool", "format", "callable", "sum", "abs", "round", "any", "all"})
+#: calls that return one of their arguments
+_RETURNS_ARGUMENT = frozenset({"max", "min"})
+#: methods and torch functions whose result is a new tensor (or a number): everything else that takes
+#: the tensor may return it or a view of it, and is followed as an alias
+_FRESH_RESULTS = ops.SAVES_OUTPUT | frozenset({
+    "sum", "mean", "max", "min", "std", "var", "norm", "prod", "argmax", "argmin", "topk", "sort", "argsort",
+    "item", "tolist", "size", "dim", "numel", "clone", "log", "log1p", "log2", "log10", "expm1", "abs", "neg",
+    "sign", "round", "floor", "ceil", "trunc", "add", "sub", "mul", "div", "true_divide", "floor_divide",
+    "remainder", "fmod", "pow", "square", "matmul", "mm", "bmm", "einsum", "dot", "outer", "cat", "concat",
+    "stack", "where", "gather", "index_select", "masked_fill", "masked_select", "nonzero", "eq", "ne", "lt",
+    "le", "gt", "ge", "isnan", "isinf", "isfinite", "any", "all", "cumsum", "cumprod", "clamp", "clip",
+    "clamp_min", "clamp_max", "maximum", "minimum", "amax", "amin", "lerp", "addcmul", "addcdiv", "gelu",
+    "silu", "elu", "leaky_relu", "softplus", "logsigmoid", "flip", "roll", "repeat", "repeat_interleave",
+    "tile", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor", "zeros_like", "ones_like",
+    "full_like", "empty_like", "rand_like", "randn_like", "tensor", "equal", "allclose", "isclose",
+    "count_nonzero", "unique", "bincount", "median", "quantile", "diff", "logcumsumexp", "cross_entropy",
+    "nll_loss", "mse_loss", "l1_loss", "kl_div", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "linear", "embedding", "layer_norm", "group_norm", "rms_norm", "normalize", "pad", "interpolate",
+    "one_hot", "logical_and", "logical_or", "logical_not", "logical_xor", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "bitwise_not", "scatter", "scatter_add", "index_add", "index_copy", "index_fill",
+    "index_put", "baddbmm", "addmm", "cosine_similarity", "cdist", "softmin", "log_softmax", "data_ptr",
+})
 _TORCH_PREFIXES = ("torch.", "F.", "nn.functional.")
 #: tensor attributes that are not tensors sharing storage
 _NON_ALIAS_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "grad_fn", "is_leaf", "layout",
@@ -73,7 +95,7 @@ class FunctionFacts:
                     self.loads.append(child)
                     if captured:
                         self.captured_loads.add(id(child))
-                elif isinstance(child, (ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+                elif isinstance(child, (ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
                     self.assigns.append(child)
         self.loads.sort(key=lambda n: (n.lineno, n.col_offset))
         self.declared, self.assigned = _declarations(func)
@@ -171,8 +193,13 @@ def _evaluated_before(parent: ast.AST, child: ast.AST) -> List[ast.AST]:
 def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str, origins: Sequence[Origin],
                   aliases: Iterable[str], write: ast.AST, loops: Sequence[ast.AST]) -> Tuple[Applicability, str]:
     """SAFE when nothing outside the rebinding can observe the mutation; else UNSAFE with the reason."""
+    if isinstance(facts.func, ast.Module):
+        return Applicability.UNSAFE, "module-level names can be imported by other code, which would no longer see the change"
     if target_name in params:
         return Applicability.UNSAFE, f"`{target_name}` is a parameter: the caller would no longer see the change"
+    path = facts.path_to(write)
+    if any(isinstance(p, ast.Try) and any(c is child for c in p.finalbody) for p, child in zip(path, path[1:])):
+        return Applicability.UNSAFE, "the write is in a `finally` block, after what the `try` block returns"
     if not facts.is_local(target_name):
         return Applicability.UNSAFE, f"`{target_name}` comes from outside the function: it would no longer see the change"
     observers: Dict[str, str] = {a: a for a in aliases if a != target_name}
@@ -221,27 +248,56 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
     return Applicability.SAFE, ""
 
 
-def _alias_chain_top(facts: FunctionFacts, node: ast.AST) -> ast.AST:
-    """Climb from a name through attribute, subscript and alias-returning method calls."""
+def _call_role(call: ast.Call, current: ast.AST) -> str:
+    """What ``call`` does with ``current`` (its receiver, or an argument): "alias" (the result may share
+    its storage), "fresh" (a new tensor or a number) or "escape" (the callee may keep a reference)."""
+    if call.func is current:
+        return "fresh" if isinstance(current, ast.Attribute) and current.attr in _FRESH_RESULTS else "alias"
+    callee = _dotted(call.func) or ""
+    name = _last_name(call.func) or ""
+    if callee in _PURE_CALLEES:
+        return "fresh"
+    if callee in _RETURNS_ARGUMENT:
+        return "alias"
+    if callee.startswith(_TORCH_PREFIXES):
+        return "fresh" if name in _FRESH_RESULTS else "alias"  # torch.as_tensor(x), torch.atleast_2d(x), ...
+    if isinstance(call.func, ast.Attribute) and name in _FRESH_RESULTS:
+        return "fresh"  # other.add(x), other.mul(x): tensor arithmetic
+    return "escape"
+
+
+def _climb(facts: FunctionFacts, node: ast.AST) -> Tuple[ast.AST, Optional[ast.Call]]:
+    """Climb from a name through everything whose value may share its storage: attributes, items,
+    calls that may return it. Returns the top and, if the climb stopped at a call that may keep
+    a reference, that call."""
     current = node
     while True:
         parent = facts.parent(current)
         if isinstance(parent, ast.Subscript) and parent.value is current:
             current = parent
-        elif isinstance(parent, ast.Attribute) and parent.value is current and parent.attr not in _NON_ALIAS_ATTRS:
+        elif isinstance(parent, ast.Attribute) and parent.value is current:
+            if parent.attr in _NON_ALIAS_ATTRS:
+                return current, None
             current = parent
-        elif isinstance(parent, ast.Call) and parent.func is current and isinstance(current, ast.Attribute) \
-                and current.attr in _ALIAS_METHODS:
-            current = parent
-        elif isinstance(parent, ast.Call) and parent.args and parent.args[0] is current \
-                and (_dotted(parent.func) or "").startswith(_TORCH_PREFIXES) \
-                and _last_name(parent.func) in _ALIAS_METHODS:
-            current = parent  # torch.squeeze(x, 0)
+        elif isinstance(parent, (ast.Call, ast.keyword)):
+            call = parent if isinstance(parent, ast.Call) else facts.parent(parent)
+            if not isinstance(call, ast.Call):
+                return current, None
+            role = _call_role(call, current)
+            if role == "fresh":
+                return current, None
+            if role == "escape":
+                return current, call
+            current = call
         elif isinstance(parent, (ast.IfExp, ast.BoolOp, ast.Starred)) or \
                 (isinstance(parent, ast.NamedExpr) and parent.value is current):
             current = parent
         else:
-            return current
+            return current, None
+
+
+def _alias_chain_top(facts: FunctionFacts, node: ast.AST) -> ast.AST:
+    return _climb(facts, node)[0]
 
 
 def _alias_closure(facts: FunctionFacts, names: Set[str]) -> Set[str]:
@@ -251,7 +307,7 @@ def _alias_closure(facts: FunctionFacts, names: Set[str]) -> Set[str]:
     while changed:
         changed = False
         for stmt in facts.assigns:
-            value = stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) else stmt.value
+            value = stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) else stmt.value  # Assign, walrus too
             if value is None:
                 continue
             targets = [stmt.target] if not isinstance(stmt, ast.Assign) else stmt.targets
@@ -259,7 +315,7 @@ def _alias_closure(facts: FunctionFacts, names: Set[str]) -> Set[str]:
             if bound <= watched:
                 continue
             for n in ast.walk(value):
-                if isinstance(n, ast.Name) and n.id in watched and _alias_chain_top(facts, n) is value:
+                if isinstance(n, ast.Name) and n.id in watched and _alias_chain_top(facts, n) in (value, stmt):
                     watched |= bound
                     changed = True
                     break
@@ -268,17 +324,17 @@ def _alias_closure(facts: FunctionFacts, names: Set[str]) -> Set[str]:
 
 def _escape(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
     """How the tensor named at ``load`` could be kept elsewhere, or None when it cannot."""
-    top = _alias_chain_top(facts, load)
+    top, keeper = _climb(facts, load)
+    if keeper is not None:
+        return f"is passed to `{_dotted(keeper.func) or ast.unparse(keeper.func)}`, which may keep it"
     parent = facts.parent(top)
     if isinstance(getattr(top, "ctx", None), ast.Store):
         return None  # x[i] = v / x[i] += v: another write into the tensor, not a reference kept elsewhere
-    if isinstance(top, ast.Call) and isinstance(top.func, ast.Attribute) and top.func.attr in ops.TENSOR_INPLACE_METHODS \
-            and isinstance(parent, ast.Expr):
-        return None  # another in-place write as a statement
     if parent is None or isinstance(parent, (ast.Expr, ast.Compare, ast.BinOp, ast.UnaryOp, ast.Assert,
-                                             ast.If, ast.While, ast.Return, ast.JoinedStr, ast.FormattedValue)):
-        return None
-    if isinstance(parent, (ast.Assign, ast.AnnAssign)) and getattr(parent, "value", None) is top:
+                                             ast.If, ast.While, ast.Return, ast.JoinedStr, ast.FormattedValue,
+                                             ast.Call, ast.keyword, ast.Attribute)):
+        return None  # discarded, compared, computed with, returned, or read through a fresh call/attribute
+    if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and getattr(parent, "value", None) is top:
         targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
         if all(isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Starred, ast.Store))
                for t in targets for n in ast.walk(t)):
@@ -286,21 +342,6 @@ def _escape(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
         return "is stored in an attribute or item"
     if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is top:
         return None  # loop variables are watched (alias closure)
-    if isinstance(parent, ast.Attribute):
-        return None  # a non-alias attribute (x.shape, x.dtype)
-    if isinstance(parent, ast.Call):
-        if parent.func is top:
-            return None
-        callee = _dotted(parent.func) or ""
-        if callee.startswith(_TORCH_PREFIXES) or callee in _PURE_CALLEES:
-            return None  # torch functions and these builtins keep no reference
-        return f"is passed to `{callee or ast.unparse(parent.func)}`, which may keep it"
-    if isinstance(parent, ast.keyword):
-        call = facts.parent(parent)
-        callee = _dotted(call.func) if isinstance(call, ast.Call) else None
-        if callee and (callee.startswith(_TORCH_PREFIXES) or callee in _PURE_CALLEES):
-            return None
-        return f"is passed to `{callee or 'a call'}`, which may keep it"
     if isinstance(parent, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
         return "is put in a container"
     if isinstance(parent, (ast.Yield, ast.YieldFrom)):
@@ -331,6 +372,15 @@ def _exclusive_spans(facts: FunctionFacts, write: ast.AST) -> List[Tuple[int, in
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _reads_watched_outside(facts: FunctionFacts, stmt: ast.stmt, node: ast.AST, name: str,
+                           origins: Sequence[Origin], aliases: Iterable[str]) -> bool:
+    observers = set(aliases) | {name}
+    observers |= {b for b in (root_base_name(o) for o in origins) if b is not None}
+    watched = _alias_closure(facts, observers)
+    inside = {id(n) for n in ast.walk(node)}
+    return any(isinstance(n, ast.Name) and n.id in watched and id(n) not in inside for n in ast.walk(stmt))
 
 
 def root_base_name(origin: Origin) -> Optional[str]:
@@ -379,6 +429,8 @@ def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast
     aliases = [k for k, held in env_aliases.items()
                if "." not in k and "[" not in k and any((o.root, o.root_text, o.root_line) in roots for o in held)]
     applicable, reason = applicability(facts, params, name, origins, aliases, node, loops)
+    if fkind is FixKind.HOIST and _reads_watched_outside(facts, stmt, node, name, origins, aliases):
+        return None  # another alias or the base is read in the same statement: moving the write reorders it
     if kind is WriteKind.SUBSCRIPT or (kind is WriteKind.METHOD and op_name not in ops.OUT_OF_PLACE_TWINS):
         message = f"clone `{name}` first, then write the copy"
     else:

@@ -272,3 +272,67 @@ def test_getattr_field_and_conditional_inplace_module():
                 return self.act(output.logits)
         """)
     assert [(f.line, f.code) for f in analyze_source(src)] == [(4, "IPV001"), (15, "IPV001")]
+
+
+@pytest.mark.parametrize("src, reason", [
+    ("""
+     def f(model, h):
+         x = model(h).logits
+         try:
+             return x
+         finally:
+             x.mul_(2.0)
+     """, "the write is in a `finally` block, after what the `try` block returns"),
+    ("""
+     import torch
+     def f(model, h):
+         x = model(h).logits
+         y = torch.as_tensor(x)
+         x.mul_(2.0)
+         return y
+     """, "`y` is read after the write (line 7) and would no longer see the change"),
+    ("""
+     import torch
+     def f(model, h):
+         x = model(h).logits
+         ds = torch.utils.data.TensorDataset(x)
+         x.mul_(2.0)
+         return ds
+     """, "`ds` is read after the write (line 7) and would no longer see the change"),
+    ("""
+     def f(model, h):
+         x = model(h).logits[0, 0]
+         y = max(x, -100.0)
+         x.mul_(2.0)
+         return y
+     """, "`y` is read after the write (line 6) and would no longer see the change"),
+    ("""
+     def f(model, h):
+         x = model(h).logits
+         y = None
+         for i in range(2):
+             if i == 1:
+                 x.mul_(2.0)
+             else:
+                 (y := x)
+         return y
+     """, "`y` is read after the write (line 10) and would no longer see the change"),
+    ("""
+     x = model(h).logits
+     x.mul_(2.0)
+     """, "module-level names can be imported by other code, which would no longer see the change"),
+])
+def test_second_review_observers(src, reason):
+    assert _only_fix(src) == (Applicability.UNSAFE, reason)
+
+
+def test_no_hoist_when_an_alias_is_read_in_the_same_statement():
+    src = "def f(model, h):\n    x = model(h).logits\n    a = x[0]\n    y = a + x.mul_(2.0)\n    return y\n"
+    [finding] = analyze_source(src)
+    assert finding.fix is None
+    assert fix_code(src).new_source is None
+
+
+def test_function_form_keeps_the_dtype():
+    src = "import torch\ndef f(model, h, w):\n    x = model(h).logits\n    torch.xlogy_(x, w)\n    return x\n"
+    assert "    x = torch.xlogy(x, w).to(x.dtype)\n" in fix_code(src).new_source
