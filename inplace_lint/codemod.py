@@ -56,11 +56,6 @@ _OPERATORS = {
     "remainder_": "%", "pow_": "**", "bitwise_and_": "&", "bitwise_or_": "|", "bitwise_xor_": "^",
     "bitwise_left_shift_": "<<", "bitwise_right_shift_": ">>",
 }
-_AUG_TO_METHOD = {
-    "+=": "add_", "-=": "sub_", "*=": "mul_", "/=": "div_", "//=": "floor_divide_", "%=": "remainder_",
-    "**=": "pow_", "&=": "bitwise_and_", "|=": "bitwise_or_", "^=": "bitwise_xor_",
-    "<<=": "bitwise_left_shift_", ">>=": "bitwise_right_shift_",
-}
 
 
 @dataclass
@@ -286,7 +281,7 @@ class _Rewriter(cst.CSTTransformer):
                 args = args[1:]
             return self.method_statements(name, node.func.attr.value, node, args, original)
         if kind is WriteKind.AUGMENTED and isinstance(node, cst.AugAssign):
-            method = _AUG_TO_METHOD[self.code(node.operator).strip()]
+            method = ops.AUGMENTED_INPLACE[self.code(node.operator).strip()]
             return self.method_statements(name, method, None, [cst.Arg(node.value)], original)
         if kind is WriteKind.SUBSCRIPT and original is not None:
             return self.guard(name, any_style=True) + [cst.parse_statement(f"{name} = {name}.clone()\n"), original]

@@ -315,8 +315,7 @@ class _Scope:
                 self.report(node, WriteKind.SUBSCRIPT, f"`{op}` on an item", target.value, base)
         elif isinstance(target, (ast.Name, ast.Attribute)):
             origins = self.eval(target)
-            self.report(node, WriteKind.AUGMENTED, f"`{op}`", target, origins,
-                        fixplan.AUGMENTED_METHODS.get(type(node.op)))
+            self.report(node, WriteKind.AUGMENTED, f"`{op}`", target, origins, ops.AUGMENTED_INPLACE.get(op))
         del value_origins
 
     def stmt_For(self, node: ast.For) -> None:

@@ -68,10 +68,6 @@ class Origin:
     def has(self, kind: StepKind) -> bool:
         return any(s.kind is kind for s in self.steps)
 
-    @property
-    def is_view(self) -> bool:
-        return any(s.kind in (StepKind.VIEW, StepKind.EXPAND, StepKind.ELEMENT, StepKind.MAY_ALIAS) for s in self.steps)
-
     def describe(self) -> str:
         """``a view (`.squeeze(0)`, line 1111) of model output `output.logits```."""
         root = f"{self.root.value} `{self.root_text}`"

@@ -28,12 +28,6 @@ from .astutil import dotted_name as _dotted
 from .astutil import last_name as _last_name
 from .findings import Applicability, Fix, FixKind, Origin, WriteKind
 
-#: augmented assignment operator -> in-place method
-AUGMENTED_METHODS = {
-    ast.Add: "add_", ast.Sub: "sub_", ast.Mult: "mul_", ast.Div: "div_", ast.FloorDiv: "floor_divide_",
-    ast.Mod: "remainder_", ast.Pow: "pow_", ast.BitAnd: "bitwise_and_", ast.BitOr: "bitwise_or_",
-    ast.BitXor: "bitwise_xor_", ast.LShift: "bitwise_left_shift_", ast.RShift: "bitwise_right_shift_",
-}
 #: a write under one of these is evaluated lazily, conditionally or out of order: never hoisted
 _NO_HOIST_PARENTS = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.BoolOp,
                      ast.IfExp, ast.Await, ast.NamedExpr, ast.Compare, ast.Dict)
@@ -139,7 +133,7 @@ def fix_kind(kind: WriteKind, node: ast.AST, op_name: Optional[str], stmt: Optio
     if kind is WriteKind.FUNCTION and op_name not in ops.FUNCTION_TWINS:
         return None  # torch.zero_, torch.resize_as_, ...: no same-named out-of-place function
     if kind is WriteKind.AUGMENTED:
-        return FixKind.STATEMENT if stmt is node and type(node.op) in AUGMENTED_METHODS else None
+        return FixKind.STATEMENT if stmt is node and op_name is not None else None  # `@=` has no in-place method
     if kind is WriteKind.SUBSCRIPT:
         whole = (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and stmt.targets[0] is node) or \
             (isinstance(stmt, ast.AugAssign) and stmt is node)

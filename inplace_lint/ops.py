@@ -48,6 +48,12 @@ EXPAND_METHODS = frozenset({"expand", "expand_as", "broadcast_to"})
 #: Methods that return a DTensor's local tensor through a custom autograd Function
 #: (``_ToTorchTensor`` in torch.distributed.tensor): in-place on the result raises under grad.
 DTENSOR_LOCAL_METHODS = frozenset({"to_local", "full_tensor"})
+#: Augmented assignment operator -> the in-place method it calls on a tensor (``x /= t`` is ``x.div_(t)``).
+AUGMENTED_INPLACE = {
+    "+=": "add_", "-=": "sub_", "*=": "mul_", "/=": "div_", "//=": "floor_divide_", "%=": "remainder_",
+    "**=": "pow_", "&=": "bitwise_and_", "|=": "bitwise_or_", "^=": "bitwise_xor_",
+    "<<=": "bitwise_left_shift_", ">>=": "bitwise_right_shift_",
+}
 #: Ops whose backward reads their own output, so an in-place write to the output fails at backward
 #: ("one of the variables needed for gradient computation has been modified by an inplace operation").
 #: Checked one by one on torch 2.13 (facts d6): these raise; elu, gelu, silu, log, pow, square, abs,

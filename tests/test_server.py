@@ -113,6 +113,7 @@ async def test_quick_fixes_from_the_codemod(client: LanguageClient, tmp_path):
         ("IPV001: rebind `y` to the out-of-place result (unsafe)", types.CodeActionKind.QuickFix, False, [7]),
         ("Fix all inplace-lint findings in file (safe fixes)", types.CodeActionKind.SourceFixAll, False, [2, 7]),
     ]
+
     def apply(text, edits):
         lines = text.splitlines(keepends=True)
         for e in sorted(edits, key=lambda e: e.range.start.line, reverse=True):
