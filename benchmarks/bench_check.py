@@ -66,9 +66,9 @@ def main():
         if root is None:
             sys.exit("verl==0.9.1 could not be downloaded; pass a PATH")
         label = "verl 0.9.1"
-    from inplace_lint.checker import check_file
-    from inplace_lint.files import iter_python_files
-    from inplace_lint.engine import DEFAULT_SETTINGS
+    from inplace_lint.pipeline import check_file
+    from inplace_lint.adapters.files import iter_python_files
+    from inplace_lint.config import DEFAULT_SETTINGS
 
     files = list(iter_python_files([str(root)], []))
     sources = [pathlib.Path(f).read_text(encoding="utf-8") for f in files]
@@ -80,7 +80,7 @@ def main():
     parse = _median_time(lambda: [ast.parse(s) for s in sources], args.repeat)
     check = _median_time(lambda: [check_file(f, DEFAULT_SETTINGS, [], []) for f in files], args.repeat)
     findings = sum(len(check_file(f, DEFAULT_SETTINGS, [], []).findings) for f in files)
-    from inplace_lint.codemod import fix_file
+    from inplace_lint.fix.codemod import fix_file
 
     fix = _median_time(lambda: [fix_file(f, write=False) for f in files], args.repeat)
 

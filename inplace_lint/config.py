@@ -22,12 +22,38 @@ from __future__ import annotations
 import configparser
 import dataclasses
 import fnmatch
+import functools
 import os
 import pathlib
 import re
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
-from .engine import DEFAULT_SETTINGS, Settings
+from .analysis import ops
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Analysis settings (the keys above set them)."""
+
+    model_output_fields: FrozenSet[str] = frozenset(ops.DEFAULT_MODEL_OUTPUT_FIELDS)
+    model_output_names: FrozenSet[str] = frozenset(ops.DEFAULT_MODEL_OUTPUT_NAMES)
+    model_call_patterns: Tuple[str, ...] = ops.DEFAULT_MODEL_CALL_PATTERNS
+    #: parameter names that hold a model's output object
+    model_output_params: FrozenSet[str] = frozenset(ops.DEFAULT_MODEL_OUTPUT_PARAMS)
+    #: report writes inside ``torch.no_grad()``/``inference_mode()`` too (default: only IPV004 there)
+    report_in_no_grad: bool = False
+
+    def is_model_call_name(self, name: str) -> bool:
+        return _matches_any(self.model_call_patterns, name)
+
+
+DEFAULT_SETTINGS = Settings()
+
+
+@functools.lru_cache(maxsize=8192)
+def _matches_any(patterns: Tuple[str, ...], name: str) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
 class ConfigError(ValueError):

@@ -12,7 +12,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from inplace_lint import ruledocs  # noqa: E402
+from inplace_lint.rules import docs as ruledocs  # noqa: E402
 
 
 def main() -> int:

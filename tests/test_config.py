@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 from inplace_lint import config
-from inplace_lint.cli import main
+from inplace_lint.adapters.cli import main
 
 BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)\n    x.expand(2, 3).mul_(t)\n"
 

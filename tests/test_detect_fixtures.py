@@ -14,8 +14,8 @@ from collections import defaultdict
 
 import pytest
 
-from inplace_lint.checker import check_file
-from inplace_lint.engine import DEFAULT_SETTINGS
+from inplace_lint.pipeline import check_file
+from inplace_lint.config import DEFAULT_SETTINGS
 
 FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "detect"
 FILES = sorted(FIXTURES.rglob("*.py"))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from inplace_lint import cli
-from inplace_lint.cli import main
+from inplace_lint.adapters import cli
+from inplace_lint.adapters.cli import main
 
 BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)\n    return x\n"
 RUNTIME = ("from inplace_lint.runtime import out_of_place\n\n"

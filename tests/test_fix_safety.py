@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from inplace_lint.codemod import fix_code
-from inplace_lint.engine import analyze_source
+from inplace_lint.fix.codemod import fix_code
+from inplace_lint.analysis import analyze_source
 from inplace_lint.findings import Applicability
 
 

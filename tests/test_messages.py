@@ -1,7 +1,8 @@
 """Exact messages, origins and positions for representative findings."""
 import textwrap
 
-from inplace_lint.engine import Settings, analyze_source
+from inplace_lint.analysis import analyze_source
+from inplace_lint.config import Settings
 from inplace_lint.findings import RootKind, StepKind, WriteKind
 from inplace_lint.rules import RULES
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from inplace_lint.cli import main
+from inplace_lint.adapters.cli import main
 from tests.realcode import fetch
 
 pytestmark = pytest.mark.network

@@ -8,9 +8,9 @@ import pathlib
 import jsonschema
 import pytest
 
-from inplace_lint.checker import FileResult
-from inplace_lint.cli import main
-from inplace_lint.reporters import LEVELS, escape_data, escape_property, github_annotation, level
+from inplace_lint.pipeline import FileResult
+from inplace_lint.adapters.cli import main
+from inplace_lint.adapters.reporters import LEVELS, escape_data, escape_property, github_annotation, level
 from inplace_lint.rules import RULES
 
 SCHEMA = pathlib.Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
@@ -98,8 +98,8 @@ def test_github_annotations(bad, capsys):
 def test_github_escaping():
     assert escape_data("50% a\r\nb: c, d") == "50%25 a%0D%0Ab: c, d"
     assert escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
-    from inplace_lint.checker import check_source
-    from inplace_lint.engine import DEFAULT_SETTINGS
+    from inplace_lint.pipeline import check_source
+    from inplace_lint.config import DEFAULT_SETTINGS
 
     [finding] = check_source(SOURCE.splitlines(keepends=True)[0] + "    output.logits.div_(t)\n", "x",
                              DEFAULT_SETTINGS).findings

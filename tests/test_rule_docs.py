@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from inplace_lint import ruledocs
-from inplace_lint.cli import main
+from inplace_lint.rules import docs as ruledocs
+from inplace_lint.adapters.cli import main
 from inplace_lint.rules import RULES, url
 
 

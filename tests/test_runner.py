@@ -8,10 +8,10 @@ import subprocess
 
 import pytest
 
-from inplace_lint import checker
-from inplace_lint.cli import main
-from inplace_lint.files import iter_python_files
-from inplace_lint.runner import Outcome, run_files
+from inplace_lint import pipeline as checker
+from inplace_lint.adapters.cli import main
+from inplace_lint.adapters.files import iter_python_files
+from inplace_lint.adapters.parallel import Outcome, run_files
 
 BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)\n"
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-from ..rule import Rule
+from .base import Rule
 from . import (
     ipv001_model_output,
     ipv002_custom_function_output,

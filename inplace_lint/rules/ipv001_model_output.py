@@ -1,6 +1,6 @@
 """IPV001: in-place op on a model output or on a view of one."""
 from ..findings import Origin, RootKind
-from ..rule import Rule
+from .base import Rule
 
 
 def applies(origin: Origin) -> bool:

@@ -1,6 +1,6 @@
 """IPV002: in-place op on the output of a custom autograd Function or a DTensor's local view."""
 from ..findings import Origin, RootKind
-from ..rule import Rule
+from .base import Rule
 
 
 def applies(origin: Origin) -> bool:

@@ -1,6 +1,6 @@
 """IPV003: in-place op on an element of split/chunk/unbind, or on the loop variable over a tensor."""
 from ..findings import Origin, RootKind, StepKind
-from ..rule import Rule
+from .base import Rule
 
 
 def applies(origin: Origin) -> bool:

@@ -1,6 +1,6 @@
 """IPV004: in-place op on an expanded (broadcast) tensor."""
 from ..findings import Origin, StepKind
-from ..rule import Rule
+from .base import Rule
 
 
 def applies(origin: Origin) -> bool:

@@ -1,6 +1,6 @@
 """IPV005: a view made with grad off, written in place after grad is back on."""
 from ..findings import Origin, RootKind
-from ..rule import Rule
+from .base import Rule
 
 
 def applies(origin: Origin) -> bool:

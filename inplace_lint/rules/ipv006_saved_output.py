@@ -1,6 +1,6 @@
 """IPV006: in-place op on the output of an op that saves its output for backward."""
 from ..findings import Origin, RootKind
-from ..rule import Rule
+from .base import Rule
 
 
 def applies(origin: Origin) -> bool:

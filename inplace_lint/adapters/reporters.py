@@ -15,10 +15,10 @@ import pathlib
 import urllib.parse
 from typing import Dict, List, Sequence, TextIO, Tuple
 
-from . import __version__
-from .checker import FileResult
-from .findings import Finding
-from .rules import DOCS_URL, RULES, url
+from .. import __version__
+from ..pipeline import FileResult
+from ..findings import Finding
+from ..rules import DOCS_URL, RULES, url
 
 Item = Tuple[FileResult, Finding]
 
@@ -58,7 +58,7 @@ def ruff_json_item(result: FileResult, finding: Finding) -> dict:
 
 def _edits(path: str, finding: Finding) -> List[dict]:
     """The codemod's edits for this finding alone (libcst runs only here, for findings with a fix)."""
-    from .codemod import fix_edits
+    from ..fix.codemod import fix_edits
     from .files import read_source
 
     try:

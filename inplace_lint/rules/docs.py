@@ -9,8 +9,8 @@ from __future__ import annotations
 import pathlib
 from typing import Dict, Iterable
 
-from .rule import Rule
-from .rules import RULES, url
+from .base import Rule
+from . import RULES, url
 
 TABLE_START = "<!-- rules-table-start -->"
 TABLE_END = "<!-- rules-table-end -->"

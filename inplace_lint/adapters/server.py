@@ -1,12 +1,12 @@
 """``inplace-lint server``: a language server over stdio (pygls 2.x, the ``[server]`` extra).
 
 It publishes diagnostics for Python documents on open, change and save, from the same
-:func:`inplace_lint.checker.check_source` the CLI uses (``# noqa`` honoured, configuration read from
+:func:`inplace_lint.pipeline.check_source` the CLI uses (``# noqa`` honoured, configuration read from
 the document's folder upward, as ``inplace-lint check`` does), and clears them on close.
 
 Quick fixes come from the codemod in the config's ``fix-style`` through one hook, :func:`quick_fixes`:
-one action per diagnostic that has a fix (:func:`inplace_lint.codemod.fix_one`: that finding alone),
-plus "Fix all inplace-lint findings in file" (:func:`inplace_lint.codemod.fix_code`, safe fixes).
+one action per diagnostic that has a fix (:func:`inplace_lint.fix.codemod.fix_one`: that finding alone),
+plus "Fix all inplace-lint findings in file" (:func:`inplace_lint.fix.codemod.fix_code`, safe fixes).
 Unsafe fixes are offered too, with the title suffix " (unsafe)" and ``isPreferred=False``. Each
 action edits only the changed lines (whole-line TextEdits), so cursors and folds elsewhere survive.
 """
@@ -20,12 +20,12 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
-from . import __version__, config
-from .checker import check_source
-from .engine import DEFAULT_SETTINGS
-from .findings import Applicability, Finding
+from .. import __version__, config
+from ..pipeline import check_source
+from ..config import DEFAULT_SETTINGS
+from ..findings import Applicability, Finding
 from .reporters import level
-from .rules import url
+from ..rules import url
 
 SOURCE = "inplace-lint"
 SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning}
@@ -75,7 +75,7 @@ def diagnostics_for(source: str, path: Optional[str]) -> List[types.Diagnostic]:
 
 def _line_edits(uri: str, old: str, new: str) -> types.WorkspaceEdit:
     """The codemod's change as whole-line TextEdits (not a whole-document replacement)."""
-    from .codemod import line_edits
+    from ..fix.codemod import line_edits
 
     edits = [types.TextEdit(range=types.Range(start=types.Position(line=start, character=0),
                                               end=types.Position(line=end, character=0)), new_text=text)
@@ -90,7 +90,7 @@ def quick_fixes(document: TextDocument, params: types.CodeActionParams) -> List[
     unsafe fix gets " (unsafe)" and ``is_preferred=False``), then "Fix all inplace-lint findings in
     file" (safe fixes only) when any applies.
     """
-    from .codemod import fix_code, fix_one
+    from ..fix.codemod import fix_code, fix_one
 
     uri = document.uri
     path = document.path if uri.startswith("file:") else None

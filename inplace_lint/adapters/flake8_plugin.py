@@ -8,8 +8,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Tuple, Type
 
-from . import __version__, config
-from .engine import DEFAULT_SETTINGS, Settings, analyze
+from .. import __version__, config
+from ..analysis import analyze
+from ..config import DEFAULT_SETTINGS, Settings
 
 
 class InplaceLintPlugin:

@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional, Tuple, Union
 
 import torch
 
-from . import ops as _ops
+from ..analysis import ops as _ops
 
 __all__ = [
     "scale_logits",

@@ -23,11 +23,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
+from ..config import DEFAULT_SETTINGS, Settings
+from ..findings import Finding, Origin, RootKind, Step, StepKind, WriteKind
+from ..rules import PRIORITY
 from . import fixplan, ops
 from .astutil import dotted_name
 from .astutil import last_name as _last_name
-from .findings import Finding, Origin, RootKind, Step, StepKind, WriteKind
-from .rules import PRIORITY
 
 OriginSet = FrozenSet[Origin]
 EMPTY: OriginSet = frozenset()
@@ -43,30 +44,6 @@ _AUTOGRAD_FUNCTION_METHODS = frozenset({"forward", "backward", "setup_context", 
 _FUNCTIONAL_NAMESPACES = frozenset({"F", "torch.nn.functional", "nn.functional"})
 #: ``with``/decorator names that change grad mode; ``triton`` kernels are not PyTorch code
 _TRITON_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Engine settings (see :mod:`inplace_lint.config` for how users set them)."""
-
-    model_output_fields: FrozenSet[str] = frozenset(ops.DEFAULT_MODEL_OUTPUT_FIELDS)
-    model_output_names: FrozenSet[str] = frozenset(ops.DEFAULT_MODEL_OUTPUT_NAMES)
-    model_call_patterns: Tuple[str, ...] = ops.DEFAULT_MODEL_CALL_PATTERNS
-    #: parameter names that hold a model's output object
-    model_output_params: FrozenSet[str] = frozenset(ops.DEFAULT_MODEL_OUTPUT_PARAMS)
-    #: report writes inside ``torch.no_grad()``/``inference_mode()`` too (default: only IPV004 there)
-    report_in_no_grad: bool = False
-
-    def is_model_call_name(self, name: str) -> bool:
-        return _matches_any(self.model_call_patterns, name)
-
-
-DEFAULT_SETTINGS = Settings()
-
-
-@functools.lru_cache(maxsize=8192)
-def _matches_any(patterns: Tuple[str, ...], name: str) -> bool:
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
 def analyze(tree: ast.Module, settings: Settings = DEFAULT_SETTINGS) -> List[Finding]:

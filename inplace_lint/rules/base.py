@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .findings import Origin
+from ..findings import Origin
 
 
 @dataclass(frozen=True)

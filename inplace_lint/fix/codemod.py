@@ -23,7 +23,7 @@ Two styles (``--style``):
 Ops with no out-of-place twin (``copy_``, ``zero_``, ``fill_``, random fills) and item
 assignment get ``x = x.clone()`` first: correct, at the cost of one copy.
 
-Also runnable as ``python -m libcst.tool codemod -x inplace_lint.codemod.InplaceToOutOfPlace PATH``.
+Also runnable as ``python -m libcst.tool codemod -x inplace_lint.fix.codemod.InplaceToOutOfPlace PATH``.
 """
 from __future__ import annotations
 
@@ -40,11 +40,12 @@ from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import PositionProvider
 
-from . import config, ops
-from .checker import check_source
-from .engine import DEFAULT_SETTINGS, Settings
-from .files import decode
-from .findings import Applicability, Finding, FixKind, WriteKind
+from .. import config
+from ..analysis import ops
+from ..pipeline import check_source
+from ..config import DEFAULT_SETTINGS, Settings
+from ..adapters.files import decode
+from ..findings import Applicability, Finding, FixKind, WriteKind
 
 STYLES = ("runtime", "inline")
 RUNTIME_MODULE = "inplace_lint.runtime"

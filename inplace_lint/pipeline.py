@@ -6,9 +6,11 @@ import pathlib
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
-from . import config, noqa
-from .engine import Settings, analyze
-from .files import read_source
+from . import config
+from .adapters import noqa
+from .analysis import analyze
+from .config import Settings
+from .adapters.files import read_source
 from .findings import Finding
 
 
@@ -53,7 +55,7 @@ def check_file(path: str, settings: Settings, select: Sequence[str] = (), ignore
 
 @dataclass(frozen=True)
 class CheckJob:
-    """``check_file`` with fixed options, as one picklable callable for :func:`inplace_lint.runner.run_files`."""
+    """``check_file`` with fixed options, as one picklable callable for :func:`inplace_lint.adapters.parallel.run_files`."""
 
     settings: Settings
     select: Tuple[str, ...] = ()

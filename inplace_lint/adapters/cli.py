@@ -1,7 +1,7 @@
 """``inplace-lint`` command line: ``check``, ``fix``, ``rule`` and ``server``.
 
 ``check`` and ``fix`` share the configuration (:func:`_common`) and the parallel runner
-(:func:`inplace_lint.runner.run_files`: ``--jobs``, progress bar, results sorted by path, a crash in
+(:func:`inplace_lint.adapters.parallel.run_files`: ``--jobs``, progress bar, results sorted by path, a crash in
 one file reported and the run going on).
 
 Exit codes of ``check``: 0 clean; 1 findings, files that could not be read or parsed, or files whose
@@ -19,12 +19,12 @@ import sys
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
-from . import __version__, config
-from .checker import CheckJob
+from .. import __version__, config
+from ..pipeline import CheckJob
 from .files import iter_python_files
 from .reporters import FORMATS, PROJECT_URL, summary, write_statistics
-from .rules import RULES
-from .runner import run_files
+from ..rules import RULES
+from .parallel import run_files
 
 ISSUES_URL = PROJECT_URL + "/issues"
 
@@ -118,7 +118,7 @@ class FixJob:
     memory_aware: bool = False
 
     def __call__(self, path: str):
-        from .codemod import fix_file
+        from ..fix.codemod import fix_file
 
         ignore = list(self.opts.ignore) + config.per_file_ignored(
             path, list(self.opts.per_file_ignores), self.opts.config_dir)

@@ -26,7 +26,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tup
 from . import ops
 from .astutil import dotted_name as _dotted
 from .astutil import last_name as _last_name
-from .findings import Applicability, Fix, FixKind, Origin, WriteKind
+from ..findings import Applicability, Fix, FixKind, Origin, WriteKind
 
 #: a write under one of these is evaluated lazily, conditionally or out of order: never hoisted
 _NO_HOIST_PARENTS = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.BoolOp,
