@@ -68,6 +68,14 @@ class Origin:
     def has(self, kind: StepKind) -> bool:
         return any(s.kind is kind for s in self.steps)
 
+    def related(self) -> Tuple["Related", ...]:
+        """The chain as locations: the root, then each view step (aliases left out)."""
+        root = f"{self.root.value} `{self.root_text}`" if self.root is not RootKind.TENSOR else f"`{self.root_text}`"
+        out = [Related(root, self.root_line)] if self.root_line else []
+        out += [Related(f"{s.kind.value} `{s.text}`", s.line) for s in self.steps
+                if s.kind is not StepKind.ALIAS and s.line]
+        return tuple(out)
+
     def describe(self) -> str:
         """``a view (`.squeeze(0)`, line 1111) of model output `output.logits```."""
         root = f"{self.root.value} `{self.root_text}`"
@@ -107,6 +115,21 @@ class FixKind(enum.Enum):
 
 
 @dataclass(frozen=True)
+class Edit:
+    """Replace the text from (``line``, ``col``) to (``end_line``, ``end_col``) by ``content``.
+
+    Lines are 1-based; columns are 0-based *character* offsets into the line (not UTF-8 bytes, not
+    UTF-16 units: each surface converts once, at its edge). An insertion has start == end.
+    """
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    content: str
+
+
+@dataclass(frozen=True)
 class Fix:
     """A planned rewrite of one finding; the engine decides it, the codemod only writes the syntax.
 
@@ -118,6 +141,22 @@ class Fix:
     kind: FixKind
     message: str
     reason: str = ""
+    #: the text edits that apply this fix, in source order, non-overlapping; filled once per file by
+    #: the codemod (:mod:`inplace_lint.fix.codemod`); every surface reads these, none re-derives them
+    edits: Tuple[Edit, ...] = ()
+
+
+@dataclass(frozen=True)
+class Related:
+    """A location that explains a finding: a step of its origin chain, or a call site that makes it risky.
+
+    ``line`` is 1-based, ``col`` 0-based (as ``ast``); ``path`` is None for the finding's own file.
+    """
+
+    message: str
+    line: int
+    col: int = 0
+    path: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +174,9 @@ class Finding:
     target: str  # source text of the written tensor
     origin: Origin
     fix: Optional[Fix] = field(default=None, compare=False)
+    #: where the origin came from (root, view steps, call sites), for SARIF relatedLocations,
+    #: LSP relatedInformation, JSON and the text output's note lines
+    related: Tuple[Related, ...] = field(default=(), compare=False)
 
     @property
     def text(self) -> str:

@@ -849,6 +849,7 @@ class _Scope:
                     end_line=node.end_lineno or node.lineno, end_col=node.end_col_offset or node.col_offset,
                     message=rule.message(op, target_text, origin), op=op, write_kind=kind,
                     target=target_text, origin=origin, fix=self.plan_fix(node, kind, target, op_name, list(origins)),
+                    related=origin.related(),
                 )
             return
 
