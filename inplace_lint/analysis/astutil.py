@@ -24,3 +24,48 @@ def last_name(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.Name):
         return node.id
     return None
+
+
+def short(node: ast.AST, limit: int = 60) -> str:
+    """Source text of ``node``, elided past ``limit`` characters (for messages)."""
+    text = ast.unparse(node)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def call_text(node: ast.Call, method: str) -> str:
+    """``.squeeze(0)``; long argument lists are elided."""
+    args = ", ".join([ast.unparse(a) for a in node.args] + [ast.unparse(k) for k in node.keywords])
+    if len(args) > 30:
+        args = "..."
+    return f".{method}({args})"
+
+
+def kw(node: ast.Call, name: str) -> Optional[ast.expr]:
+    """The value of keyword argument ``name`` of a call, or None."""
+    for k in node.keywords:
+        if k.arg == name:
+            return k.value
+    return None
+
+
+def is_str_constant(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def is_true(node: Optional[ast.AST]) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def is_false(node: Optional[ast.AST]) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False
+
+
+def expr_base(node: ast.AST) -> ast.AST:
+    """The innermost receiver of a chain: ``(a != b)`` for ``(a != b).view(...).expand(...)``."""
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        elif isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        else:
+            return node

@@ -107,6 +107,11 @@ class FunctionFacts:
             path.append(self.parents[id(path[-1])])
         return path[::-1]
 
+    def is_param(self, name: str) -> bool:
+        args = getattr(self.func, "args", None)
+        return args is not None and name not in self.declared and any(
+            a.arg == name for a in args.posonlyargs + args.args + args.kwonlyargs)
+
     def is_local(self, name: str) -> bool:
         return name not in self.declared and (name in self.assigned or isinstance(self.func, ast.Module))
 
@@ -185,16 +190,23 @@ def _evaluated_before(parent: ast.AST, child: ast.AST) -> List[ast.AST]:
 
 
 def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str, origins: Sequence[Origin],
-                  aliases: Iterable[str], write: ast.AST, loops: Sequence[ast.AST]) -> Tuple[Applicability, str]:
-    """SAFE when nothing outside the rebinding can observe the mutation; else UNSAFE with the reason."""
+                  aliases: Iterable[str], write: ast.AST, loops: Sequence[ast.AST],
+                  callers_checked: bool = False) -> Tuple[Applicability, str]:
+    """SAFE when nothing outside the rebinding can observe the mutation; else UNSAFE with the reason.
+
+    ``callers_checked``: the project pass has checked every in-project call site and none reads what it
+    passed afterwards (:mod:`.project`), so a parameter is as private as a local.
+    """
     if isinstance(facts.func, ast.Module):
         return Applicability.UNSAFE, "module-level names can be imported by other code, which would no longer see the change"
+    if callers_checked:
+        params = ()
     if target_name in params:
         return Applicability.UNSAFE, f"`{target_name}` is a parameter: the caller would no longer see the change"
     path = facts.path_to(write)
     if any(isinstance(p, ast.Try) and any(c is child for c in p.finalbody) for p, child in zip(path, path[1:])):
         return Applicability.UNSAFE, "the write is in a `finally` block, after what the `try` block returns"
-    if not facts.is_local(target_name):
+    if not facts.is_local(target_name) and not (callers_checked and facts.is_param(target_name)):
         return Applicability.UNSAFE, f"`{target_name}` comes from outside the function: it would no longer see the change"
     observers: Dict[str, str] = {a: a for a in aliases if a != target_name}
     for origin in origins:
@@ -205,7 +217,7 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
         if name in params:
             return Applicability.UNSAFE, (
                 f"`{name}` is a parameter: the caller would no longer see the change to `{what}`")
-        if not facts.is_local(name):
+        if not facts.is_local(name) and not (callers_checked and facts.is_param(name)):
             return Applicability.UNSAFE, (
                 f"`{name}` comes from outside the function: other code would no longer see the change")
     key = frozenset(observers) | {target_name}
@@ -411,7 +423,7 @@ def _declarations(func: ast.AST) -> Tuple[FrozenSet[str], FrozenSet[str]]:
 
 def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast.AST, target: ast.expr,
          op_name: Optional[str], origins: Sequence[Origin], env_aliases: Dict[str, FrozenSet[Origin]],
-         stmt: Optional[ast.stmt], loops: Sequence[ast.AST]) -> Optional[Fix]:
+         stmt: Optional[ast.stmt], loops: Sequence[ast.AST], callers_checked: bool = False) -> Optional[Fix]:
     """The fix for one finding, or None when it has no correct out-of-place form."""
     name = write_target_name(kind, target)
     if name is None:
@@ -422,7 +434,7 @@ def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast
     roots = {(o.root, o.root_text, o.root_line) for o in origins}
     aliases = [k for k, held in env_aliases.items()
                if "." not in k and "[" not in k and any((o.root, o.root_text, o.root_line) in roots for o in held)]
-    applicable, reason = applicability(facts, params, name, origins, aliases, node, loops)
+    applicable, reason = applicability(facts, params, name, origins, aliases, node, loops, callers_checked)
     if fkind is FixKind.HOIST and _reads_watched_outside(facts, stmt, node, name, origins, aliases):
         return None  # another alias or the base is read in the same statement: moving the write reorders it
     if kind is WriteKind.SUBSCRIPT or (kind is WriteKind.METHOD and op_name not in ops.OUT_OF_PLACE_TWINS):

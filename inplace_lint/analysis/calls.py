@@ -1,0 +1,368 @@
+"""Calls: torch ops (resolved through imports), tensor methods, model calls and in-project functions.
+
+A callee is a torch op only when its name resolves to torch (``import torch.nn.functional
+as Fn``; ``from torch.nn.functional import relu_``); ``math``/``numpy``/``random``/
+``statistics`` functions give no origin. A call of an in-project function applies
+its summary (:mod:`.summaries`): its return in terms of the arguments, its writes to
+parameters (reported at this call when the callee is a mutating helper), and it is
+recorded as a call site for the project pass (parameter origins, grad context, fix
+safety from callers).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Tuple
+
+from ..findings import Origin, RootKind, Step, StepKind, WriteKind
+from . import model_outputs, ops
+from .astutil import call_text, dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, short
+from .expressions import cut_tracking, index_text, is_basic_index
+from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, is_torch, qualify
+from .statements import EMPTY, cap
+from .summaries import CallSite, param_index, with_steps
+
+_DTYPE_CASTS = frozenset({"float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char"})
+
+
+def inplace_flag(node: ast.Call, name: str) -> bool:
+    """``F.relu(x, inplace=True)`` or ``F.relu(x, True)`` (by the parameter's position)."""
+    if is_true(kw(node, "inplace")):
+        return True
+    position = ops.INPLACE_POSITION.get(name)
+    return position is not None and len(node.args) > position and is_true(node.args[position])
+
+
+def tensor_split_args(node: ast.Call) -> bool:
+    """``x.split(3)``, ``x.split([2, 1], dim=-1)``: tensor-style arguments, not ``str.split(sep)``."""
+    if kw(node, "dim") is not None or kw(node, "split_size") is not None or kw(node, "split_size_or_sections") is not None:
+        return True
+    if not node.args:
+        return False
+    first = node.args[0]
+    if isinstance(first, ast.Constant):
+        return isinstance(first.value, int) and not isinstance(first.value, bool)
+    return isinstance(first, (ast.List, ast.Tuple, ast.BinOp))
+
+
+def _is_bool_expr(node: ast.AST) -> bool:
+    return isinstance(node, ast.Compare) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.Invert))
+                                            and _is_bool_expr(node.operand))
+
+
+def _is_dtype_conversion(node: ast.Call, name: str) -> bool:
+    if name in _DTYPE_CASTS:
+        return True
+    if name == "to":
+        if kw(node, "dtype") is not None:
+            return True
+        return any((dotted_name(a) or "").startswith("torch.") for a in node.args)
+    return False
+
+
+class CallsMixin:
+    """``eval_Call`` and what a call returns."""
+
+    def eval_Call(self, node: ast.Call) -> frozenset:
+        func = node.func
+        # evaluate arguments first (their own writes come first, as at run time)
+        args = [self.eval(a) for a in node.args]
+        kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
+
+        if isinstance(func, ast.Attribute):
+            ns, _ = qualify(func.value, self.names, self.is_local_name)
+            if ns == "torch.Tensor" and node.args:
+                # torch.Tensor.div_(x, t) is x.div_(t)
+                return self.method_call(node, func.attr, node.args[0], args[0])
+            if ns in TORCH_NAMESPACES:
+                return self.function_call(node, func.attr, ns == FUNCTIONAL_NAMESPACE, args, kwargs)
+            if is_non_tensor_library(ns):
+                return EMPTY  # math.sqrt, np.exp, random.random: never tensors
+            callee = self.resolve_callee(func)
+            if callee is not None:
+                return self.project_call(node, callee, args, kwargs)
+            recv = self.eval(func.value)
+            inplace_module = self.inplace_modules.get(dotted_name(func) or "")
+            if inplace_module and node.args:
+                self.report(node, WriteKind.INPLACE_KWARG, f"`{inplace_module}(inplace=True)`", node.args[0], args[0])
+                return self._inplace_result(node, inplace_module, args[0])
+            result = self.method_call(node, func.attr, func.value, recv)
+            self.hand_callables_to_model(node, result)
+            return result
+
+        if isinstance(func, ast.Call):
+            self.eval(func)
+            module = model_outputs.inplace_module(func)
+            if module and node.args:
+                self.report(node, WriteKind.INPLACE_KWARG, f"`{module}(inplace=True)`", node.args[0], args[0])
+                return self._inplace_result(node, module, args[0])
+            return EMPTY
+
+        if isinstance(func, ast.Name):
+            if func.id == "getattr" and len(node.args) == 2 and is_str_constant(node.args[1]):
+                # getattr(out, "logits") is out.logits
+                attribute = ast.copy_location(ast.Attribute(value=node.args[0], attr=node.args[1].value,
+                                                            ctx=ast.Load()), node)
+                ast.fix_missing_locations(attribute)
+                return self.eval_Attribute(attribute)
+            module = self.inplace_modules.get(func.id)
+            if module and node.args:
+                self.report(node, WriteKind.INPLACE_KWARG, f"`{module}(inplace=True)`", node.args[0], args[0])
+                return self._inplace_result(node, module, args[0])
+            qual, imported = qualify(func, self.names, self.is_local_name)
+            if imported and qual is not None:
+                head, _, name = qual.rpartition(".")
+                if head in TORCH_NAMESPACES:  # from torch.nn.functional import relu_
+                    return self.function_call(node, name, head == FUNCTIONAL_NAMESPACE, args, kwargs)
+                if is_non_tensor_library(qual):
+                    return EMPTY
+            callee = self.resolve_callee(func)
+            if callee is not None:
+                return self.project_call(node, callee, args, kwargs)
+            if self.settings.is_model_call_name(func.id):
+                result = frozenset({Origin(RootKind.MODEL_OUTPUT_OBJECT, f"{func.id}(...)", node.lineno,
+                                           root_no_grad=self.no_grad)})
+                self.hand_callables_to_model(node, result)
+                return result
+            return EMPTY
+        self.eval(func)
+        return EMPTY
+
+    def _inplace_result(self, node: ast.Call, name: str, first: frozenset) -> frozenset:
+        """What an in-place activation returns: its input, and for ``relu_``/``sigmoid_``/... an output
+        its backward reads (a later in-place write to it fails at backward)."""
+        if model_outputs.saves_output_inplace(name) and not self.no_grad:
+            return cap(first | {Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno)})
+        return first
+
+    def function_call(self, node: ast.Call, name: str, functional: bool, args: List[frozenset],
+                      kwargs: Dict[str, frozenset]) -> frozenset:
+        """``torch.<name>(...)`` / ``F.<name>(...)`` (any alias)."""
+        qual = ast.unparse(node.func)
+        out_node = kw(node, "out")
+        if out_node is not None and not isinstance(out_node, (ast.Tuple, ast.List)):
+            self.report(node, WriteKind.OUT_KWARG, f"`{qual}(..., out=...)`", out_node, kwargs.get("out", EMPTY))
+            return kwargs.get("out", EMPTY)
+        first = node.args[0] if node.args else kw(node, "input")
+        first_origins = args[0] if node.args else kwargs.get("input", EMPTY)
+        if first is None:
+            if name in ops.FACTORY_FUNCTIONS:
+                return self._factory(node)
+            return EMPTY
+        if name in (ops.FUNCTIONAL_INPLACE_FUNCTIONS if functional else ops.TORCH_INPLACE_FUNCTIONS):
+            self.report(node, WriteKind.FUNCTION, f"`{qual}`", first, first_origins,
+                        f"{'F' if functional else 'torch'}.{name}")
+            return self._inplace_result(node, name, first_origins)
+        if name in ops.INPLACE_KWARG_FUNCTIONS and inplace_flag(node, name):
+            position = ops.INPLACE_POSITION.get(name, -1)
+            training = kw(node, "training")
+            if training is None and name.startswith(("dropout", "alpha_dropout", "feature_alpha_dropout")) \
+                    and len(node.args) > position - 1 >= 0:
+                training = node.args[position - 1]
+            if name.startswith(("dropout", "alpha_dropout", "feature_alpha_dropout")) and is_false(training):
+                return first_origins  # F.dropout(training=False, inplace=True) writes nothing
+            self.report(node, WriteKind.INPLACE_KWARG, f"`{qual}(..., inplace=True)`", first, first_origins)
+            return self._inplace_result(node, name, first_origins)
+        if name in ops.SAVES_OUTPUT and not inplace_flag(node, name):
+            return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad)})
+        if name in ops.FACTORY_FUNCTIONS:
+            return self._factory(node)
+        if name in ops.VIEW_METHODS or name in ops.MAY_ALIAS_METHODS or name in ops.MULTI_VIEW_METHODS \
+                or name in ops.EXPAND_METHODS:
+            return self.method_call(node, name, first, first_origins, functional=True)
+        return EMPTY
+
+    def _factory(self, node: ast.Call) -> frozenset:
+        if is_true(kw(node, "requires_grad")):
+            return frozenset({Origin(RootKind.TENSOR, short(node), node.lineno, root_no_grad=self.no_grad)})
+        return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
+
+    def method_call(self, node: ast.Call, name: str, recv_node: ast.expr, recv: frozenset,
+                    functional: bool = False) -> frozenset:
+        """``recv.<name>(...)``; ``functional`` for ``torch.<name>(recv, ...)`` (the receiver is surely a tensor)."""
+        line = node.lineno
+        if name in ops.TENSOR_INPLACE_METHODS:
+            if not recv and isinstance(recv_node, ast.Subscript) and not is_basic_index(recv_node.slice) \
+                    and not _is_bool_expr(recv_node.slice):
+                # x[tuple(slices)].copy_(src): an index we cannot read may be basic slicing (a view)
+                base = self.eval_quiet(recv_node.value)
+                recv = cap(o.extend(Step(StepKind.VIEW, index_text(recv_node.slice), line, self.no_grad))
+                           for o in base if o.is_tensor and not model_outputs.is_guessed_object(o))
+            self.report(node, WriteKind.METHOD, f"`{name}`", recv_node, recv, name)
+            return cap(o.extend(Step(StepKind.ALIAS, f".{name}()", line)) for o in recv if o.is_tensor)
+        if name == "detach":
+            return cut_tracking(recv, ".detach()", line, keep_saved=True)
+        recv = frozenset(o for o in recv if not model_outputs.is_guessed_object(o)) if recv else recv
+        known = _known(recv)
+        if name in ops.VIEW_METHODS:
+            return self.view_of(recv_node, recv, StepKind.VIEW, call_text(node, name), line)
+        if name in ops.MAY_ALIAS_METHODS:
+            if name == "contiguous":  # an expanded (stride-0) tensor is never contiguous: this copies it
+                recv = cap(o for o in recv if not o.has(StepKind.EXPAND))
+            if _is_dtype_conversion(node, name) and _is_bool_expr(expr_base(recv_node)):
+                return EMPTY  # (ids != pad).view(...).expand(...).float(): a bool mask converted is a copy
+            return self.view_of(recv_node, recv, StepKind.MAY_ALIAS, call_text(node, name), line)
+        if name in ops.EXPAND_METHODS:
+            return self.view_of(recv_node, recv, StepKind.EXPAND, call_text(node, name), line, any_base=True)
+        if name in ops.MULTI_VIEW_METHODS:
+            # str.split(",") and str.split() are not tensor splits
+            tensor_like = known or name != "split" or functional or tensor_split_args(node)
+            if not tensor_like:
+                return EMPTY
+            return self.view_of(recv_node, recv, StepKind.MULTI_VIEW, call_text(node, name), line, any_base=True,
+                                certain=functional)
+        if name in ops.SAVES_OUTPUT:
+            return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), line, root_no_grad=self.no_grad)})
+        if name in ops.DTENSOR_LOCAL_METHODS:
+            detached = (known and all(o.root_no_grad for o in known)) or _is_detached(recv_node)
+            return frozenset({Origin(RootKind.CUSTOM_FUNCTION, short(node), line,
+                                     root_no_grad=self.no_grad or bool(detached))})
+        if name == "apply" and (last_name(recv_node) or "a").lstrip("_")[:1].isupper():
+            return frozenset({Origin(RootKind.CUSTOM_FUNCTION, f"{short(recv_node)}.apply(...)", line,
+                                     root_no_grad=self.no_grad)})
+        if name == "forward" and self.settings.is_model_call_name(last_name(recv_node) or ""):
+            return frozenset({Origin(RootKind.MODEL_OUTPUT_OBJECT, f"{short(recv_node)}.forward(...)", line,
+                                     root_no_grad=self.no_grad)})
+        if self.settings.is_model_call_name(name) and not known:
+            return frozenset({Origin(RootKind.MODEL_OUTPUT_OBJECT, f"{short(node.func)}(...)", line,
+                                     root_no_grad=self.no_grad)})
+        return EMPTY
+
+    def view_of(self, recv_node: ast.expr, recv: frozenset, kind: StepKind, text: str, line: int,
+                any_base: bool = False, certain: bool = False) -> frozenset:
+        """Extend ``recv``'s origins by a view step; views of untracked bases start a chain when it matters."""
+        step = Step(kind, text, line, self.no_grad)
+        if _known(recv):
+            return cap(o.extend(step) for o in recv if o.is_tensor or kind is not StepKind.MAY_ALIAS)
+        placeholders = frozenset(o.extend(step) for o in recv)
+        if any_base or (self.no_grad and kind is StepKind.VIEW):
+            key = dotted_name(recv_node)
+            made_in_no_grad = self.no_grad and (key is None or key in self.nograd_bound)
+            # expand/broadcast_to and view ops exist on tensors only; torch.split(x, ...) proves x a tensor
+            sure = kind is not StepKind.MULTI_VIEW or certain
+            root = Origin(RootKind.TENSOR, short(recv_node), line, root_no_grad=made_in_no_grad, certain_tensor=sure)
+            return placeholders | {root.extend(step)}
+        return placeholders
+
+    # ---- in-project calls
+
+    def resolve_callee(self, func: ast.expr) -> Optional[Tuple[str, int]]:
+        """``(qualified name, bound arguments)`` of an in-project function, or None (see :mod:`.project`)."""
+        ctx = self.ctx
+        if ctx is None:
+            return None
+        if isinstance(func, ast.Name):
+            name = func.id
+            if name in self.local_funcs:
+                return self.local_funcs[name], 0
+            if name in self.env or self.is_param(name):
+                return None
+            if name in self.names:
+                return ctx.function(self.names[name])
+            return ctx.function(f"{ctx.module}.{name}")
+        if not isinstance(func, ast.Attribute):
+            return None
+        value = func.value
+        if isinstance(value, ast.Name) and value.id == self.self_name and self.cls_qual:
+            if f"{value.id}.{func.attr}" in self.env:
+                return None
+            found = ctx.method(self.cls_qual, func.attr)
+            return (found[0], 0 if found[1] else 1) if found else None
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super" \
+                and self.cls_qual:
+            found = ctx.method(self.cls_qual, func.attr, skip_self=True)
+            return (found[0], 0 if found[1] else 1) if found else None
+        qual, imported = qualify(func, self.names, self.is_local_name)
+        if imported and qual is not None and not is_torch(qual):
+            return ctx.function(qual)
+        return None
+
+    def callable_ref(self, node: ast.expr) -> Optional[Tuple[str, int]]:
+        """A function value: ``f``, ``self.m``, ``partial(self.m, a)`` -> (qualified name, bound arguments)."""
+        if isinstance(node, ast.Call) and node.args:
+            qual, _ = qualify(node.func, self.names, self.is_local_name)
+            if qual in ("functools.partial", "partial"):
+                inner = self.callable_ref(node.args[0])
+                return (inner[0], inner[1] + len(node.args) - 1) if inner else None
+            return None
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return self.resolve_callee(node)
+        return None
+
+    def hand_callables_to_model(self, node: ast.Call, result: frozenset) -> None:
+        """``model(ids, logits_processor=f)``: ``f`` receives the model's output as its first argument."""
+        if self.ctx is None or not any(o.root is RootKind.MODEL_OUTPUT_OBJECT and o.root_line == node.lineno
+                                       for o in result):
+            return
+        for value in list(node.args) + [k.value for k in node.keywords]:
+            ref = self.callable_ref(value)
+            if ref is None:
+                continue
+            qual, bound = ref
+            given = Origin(RootKind.MODEL_OUTPUT, f"{short(node.func)}(...)", node.lineno, root_no_grad=self.no_grad)
+            self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, value.lineno, value.col_offset,
+                                           ((bound, frozenset({given})),), self.no_grad, callback=True))
+
+    def project_call(self, node: ast.Call, callee: Tuple[str, int], args: List[frozenset],
+                     kwargs: Dict[str, frozenset]) -> frozenset:
+        qual, bound = callee
+        ctx = self.ctx
+        summary = ctx.summary(qual)
+        params, static = ctx.params_of(qual) or ((), False)
+        binding: Dict[int, Tuple[frozenset, Optional[ast.expr]]] = {}
+        position = bound
+        for arg_node, origins in zip(node.args, args):
+            if isinstance(arg_node, ast.Starred):
+                break
+            if position < len(params):
+                binding[position] = (origins, arg_node)
+            position += 1
+        for k in node.keywords:
+            if k.arg is not None and k.arg in params:
+                binding[params.index(k.arg)] = (kwargs.get(k.arg, EMPTY), k.value)
+        short_name = qual.rsplit(".", 1)[-1]
+        unread = set()
+        if summary is not None:
+            for w in summary.writes:
+                if w.kept or w.index not in binding:
+                    continue
+                origins, arg_node = binding[w.index]
+                helper = w.via or (short_name, ctx.path, w.line)
+                op = f"{w.op} in `{helper[0]}()` (line {helper[2]})"
+                real = [with_steps(o, w.steps) for o in origins if param_index(o) is None]
+                if real:
+                    self.report(node, w.kind, op, arg_node, cap(real), None, no_fix=True, write_no_grad=w.no_grad)
+                for o in origins:
+                    i = param_index(o)
+                    if i is not None:
+                        self.record_param_write(node, w.kind, op, arg_node, with_steps(o, w.steps), i, helper)
+            for i in summary.observed:
+                if i in binding and self.is_unread_after(binding[i][1], node):
+                    unread.add(i)
+        ctx.calls.append(CallSite(self.qual, qual, ctx.path, node.lineno, node.col_offset,
+                                  tuple((i, o) for i, (o, _) in sorted(binding.items()) if o),
+                                  self.no_grad, unread=frozenset(unread)))
+        if summary is None or not summary.returns:
+            return EMPTY
+        out = []
+        for o in summary.returns:
+            i = param_index(o)
+            if i is not None:
+                if i in binding:
+                    out.extend(with_steps(a, o.steps) for a in binding[i][0])
+                continue
+            steps = tuple(Step(s.kind, s.text, node.lineno, s.no_grad or self.no_grad) for s in o.steps)
+            out.append(Origin(o.root, f"{short_name}(...)", node.lineno, steps, o.root_no_grad or self.no_grad,
+                              o.certain_tensor))
+        return cap(out)
+
+
+def _known(origins: frozenset) -> frozenset:
+    """The origins that are not parameter placeholders (what is known at this point of the walk)."""
+    return frozenset(o for o in origins if param_index(o) is None) if origins else origins
+
+
+def _is_detached(node: ast.AST) -> bool:
+    """``x.detach()`` or ``x.data``: autograd no longer tracks what follows."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "data"
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "detach"

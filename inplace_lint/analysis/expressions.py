@@ -1,0 +1,243 @@
+"""Expressions: the origins an expression's value may have (one job of the interpreter).
+
+View ops extend an origin; arithmetic on a proven tensor makes a new tensor (its
+own root); anything else that is not known makes a value with no origin, which is
+why ``x = x / t`` or ``x.clone()`` ends the chain. Calls are in :mod:`.calls`.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Optional, Sequence, Set
+
+from ..findings import Origin, RootKind, Step, StepKind
+from . import model_outputs, ops
+from .astutil import dotted_name, last_name, short
+from .statements import EMPTY, cap
+from .summaries import param_index
+
+
+def is_basic_index(node: ast.expr) -> bool:
+    """Slices, integer constants, ``None`` and ``...`` make a view; anything else may be a tensor index (a copy)."""
+    elts = node.elts if isinstance(node, ast.Tuple) else [node]
+    for e in elts:
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+            e = e.operand
+        if not (isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and not isinstance(e.value, str))):
+            return False
+    return True
+
+
+def index_text(node: ast.expr) -> str:
+    if isinstance(node, ast.Tuple):
+        text = ", ".join(ast.unparse(e) for e in node.elts)
+    else:
+        text = ast.unparse(node)
+    return f"[{text if len(text) <= 30 else '...'}]"
+
+
+def key_of(node: ast.AST) -> Optional[str]:
+    """Environment key of a name, dotted name or constant item: ``x``, ``self.x``, ``output['logits']``."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and \
+            isinstance(node.slice.value, (str, int)):
+        base = dotted_name(node.value)
+        return f"{base}[{node.slice.value!r}]" if base is not None else None
+    return dotted_name(node)
+
+
+def cut_tracking(origins: frozenset, text: str, line: int, keep_saved: bool) -> frozenset:
+    """``.detach()`` / ``.data``: the result shares storage but autograd no longer tracks it as a view.
+
+    What survives: an expanded view (its elements still overlap) and, through ``detach()`` only,
+    an output saved for backward (``detach()`` shares the version counter, so backward still sees
+    the write; ``.data`` does not). Everything else becomes a plain tensor that needs no grad.
+    """
+    step = Step(StepKind.VIEW, text, line)
+    out = [o.extend(step) for o in origins
+           if o.is_tensor and (o.has(StepKind.EXPAND) or (keep_saved and o.root is RootKind.SAVED_OUTPUT))]
+    if any(o.is_tensor or param_index(o) is not None for o in origins):
+        out.append(Origin(RootKind.FRESH, text.lstrip("."), line, root_no_grad=True))
+    return cap(out)
+
+
+class ExpressionsMixin:
+    """``eval_<Node>`` handlers for everything but calls."""
+
+    def eval_quiet(self, node: ast.expr) -> frozenset:
+        """Evaluate an expression already evaluated once (no findings, no bindings)."""
+        saved = (self.sink, dict(self.env), set(self.nograd_bound), self.recording)
+        self.sink = {}
+        self.recording = False
+        try:
+            return self.eval(node)
+        finally:
+            self.sink, self.env, self.nograd_bound, self.recording = saved
+
+    def eval(self, node: Optional[ast.AST]) -> frozenset:
+        if node is None:
+            return EMPTY
+        handler = self._handler("eval_", type(node))
+        if handler is not None:
+            return handler(self, node)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.eval(child)
+            elif isinstance(child, ast.keyword):
+                self.eval(child.value)
+        return EMPTY
+
+    def eval_Constant(self, node: ast.Constant) -> frozenset:
+        return EMPTY
+
+    def eval_BinOp(self, node: ast.BinOp) -> frozenset:
+        # a + b + c + ... nests to the left: walk it as a loop, in evaluation order
+        rights = []
+        top = node
+        while isinstance(node, ast.BinOp):
+            rights.append(node.right)
+            node = node.left
+        operands = [self.eval(node)]
+        for right in reversed(rights):
+            operands.append(self.eval(right))
+        # arithmetic on a tensor that may need grad is a new tensor that needs grad (its rows are views)
+        if any(o.is_tensor and not o.root_no_grad and param_index(o) is None and o.root is not RootKind.FRESH
+               and o.certain_tensor for ops_ in operands for o in ops_):
+            return frozenset({Origin(RootKind.TENSOR, short(top), top.lineno, root_no_grad=self.no_grad)})
+        return EMPTY
+
+    def eval_UnaryOp(self, node: ast.UnaryOp) -> frozenset:
+        self.eval(node.operand)
+        return EMPTY
+
+    def eval_Compare(self, node: ast.Compare) -> frozenset:
+        self.eval(node.left)
+        for comparator in node.comparators:
+            self.eval(comparator)
+        return EMPTY
+
+    def eval_Tuple(self, node) -> frozenset:
+        for elt in node.elts:
+            self.eval(elt)
+        return EMPTY
+
+    eval_List = eval_Set = eval_Tuple
+
+    def eval_Dict(self, node: ast.Dict) -> frozenset:
+        for part in node.keys + node.values:
+            if part is not None:
+                self.eval(part)
+        return EMPTY
+
+    def eval_Name(self, node: ast.Name) -> frozenset:
+        return self.env.get(node.id, EMPTY)
+
+    def eval_Attribute(self, node: ast.Attribute) -> frozenset:
+        key = dotted_name(node)
+        if key is not None and key in self.env:
+            return self.env[key]
+        recv = self.eval(node.value)
+        attr = node.attr
+        if attr == "data":
+            return cut_tracking(recv, ".data", node.lineno, keep_saved=False)
+        if attr in ops.VIEW_ATTRIBUTES:
+            return self.view_of(node.value, recv, StepKind.VIEW, f".{attr}", node.lineno)
+        if attr in self.settings.model_output_fields and self._is_model_output_receiver(node.value, recv, attr):
+            return frozenset({Origin(RootKind.MODEL_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad)})
+        return EMPTY
+
+    def _is_model_output_receiver(self, recv_node: ast.expr, recv: frozenset, attr: str) -> bool:
+        if any(o.root is RootKind.MODEL_OUTPUT_OBJECT and not o.steps for o in recv):
+            return True
+        name = last_name(recv_node)
+        if name in self.settings.model_output_names and not self.is_shadowed_output_name(recv_node):
+            return True
+        # `.logits` of any name is a model output, but not of an arbitrary call (Categorical(logits=x).logits)
+        return attr == "logits" and isinstance(recv_node, (ast.Name, ast.Attribute, ast.Subscript)) \
+            and not (isinstance(recv_node, ast.Name) and recv_node.id in ("self", "cls"))
+
+    def is_shadowed_output_name(self, recv_node: ast.expr) -> bool:
+        """``output`` is a parameter annotated with a non-output type (``output: QAct``)."""
+        return isinstance(recv_node, ast.Name) and recv_node.id in self.typed_params
+
+    def eval_Subscript(self, node: ast.Subscript) -> frozenset:
+        key = key_of(node)
+        if key is not None and key in self.env:
+            return self.env[key]
+        recv = self.eval(node.value)
+        self.eval(node.slice)
+        index = node.slice
+        if not any(param_index(o) is None for o in recv):
+            if self.no_grad and is_basic_index(index):
+                return self.view_of(node.value, recv, StepKind.VIEW, index_text(index), node.lineno)
+            if not recv:
+                return EMPTY
+        if not recv:
+            if self.no_grad and is_basic_index(index):
+                return self.view_of(node.value, recv, StepKind.VIEW, index_text(index), node.lineno)
+            return EMPTY
+        out = []
+        text = index_text(index)
+        for o in recv:
+            if o.root is RootKind.MODEL_OUTPUT_OBJECT and not o.steps:
+                # outputs["logits"] is a tensor; outputs[0] usually is, but may be a dict or a number
+                if isinstance(index, ast.Constant) and index.value in self.settings.model_output_fields:
+                    out.append(Origin(RootKind.MODEL_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad))
+                elif isinstance(index, ast.Constant) and isinstance(index.value, int):
+                    out.append(Origin(RootKind.MODEL_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad,
+                                      certain_tensor=False))
+            elif param_index(o) is not None and not o.steps and not is_basic_index(index):
+                continue  # params["key"], params[i]: an item of an unknown container
+            elif o.is_container:
+                out.append(o.extend(Step(StepKind.ELEMENT, text, node.lineno, self.no_grad)))
+            elif is_basic_index(index):
+                out.append(o.extend(Step(StepKind.VIEW, text, node.lineno, self.no_grad)))
+        return cap(out)
+
+    def eval_NamedExpr(self, node: ast.NamedExpr) -> frozenset:
+        value = self.eval(node.value)
+        self.bind_name(node.target.id, value)
+        return value
+
+    def eval_IfExp(self, node: ast.IfExp) -> frozenset:
+        self.eval(node.test)
+        return cap(self.eval(node.body) | self.eval(node.orelse))
+
+    def eval_BoolOp(self, node: ast.BoolOp) -> frozenset:
+        out: Set[Origin] = set()
+        for v in node.values:
+            out |= self.eval(v)
+        return cap(out)
+
+    def eval_Starred(self, node: ast.Starred) -> frozenset:
+        return self.eval(node.value)
+
+    def eval_Await(self, node: ast.Await) -> frozenset:
+        return self.eval(node.value)
+
+    def eval_Lambda(self, node: ast.Lambda) -> frozenset:
+        scope = self.child_scope(node.args, self.no_grad, None, f"{self.qual}.<lambda>")
+        scope.eval(node.body)
+        return EMPTY
+
+    def _comprehension(self, node, parts: Sequence[ast.expr]) -> frozenset:
+        saved = dict(self.env)
+        try:
+            for gen in node.generators:
+                self.bind_iter(gen.target, gen.iter)
+                for cond in gen.ifs:
+                    self.eval(cond)
+            for part in parts:
+                self.eval(part)
+        finally:
+            self.env = saved
+        return EMPTY
+
+    def eval_ListComp(self, node) -> frozenset:
+        return self._comprehension(node, [node.elt])
+
+    eval_SetComp = eval_GeneratorExp = eval_ListComp
+
+    def eval_DictComp(self, node) -> frozenset:
+        return self._comprehension(node, [node.key, node.value])
+
+    def key_of(self, node: ast.AST) -> Optional[str]:
+        return key_of(node)

@@ -1,0 +1,59 @@
+"""Grad mode: which contexts and decorators turn autograd off, and which code is not PyTorch code at all.
+
+Within a function the interpreter tracks ``with torch.no_grad():`` blocks and
+grad-off decorators; across functions the project pass marks a function grad-off
+when every in-project call of it runs with grad off (:mod:`.project`).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from . import ops
+from .astutil import dotted_name, is_false, is_true, kw, last_name
+
+#: ``triton`` kernels are not PyTorch code (``x *= s`` there is a block value)
+_TRITON_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
+#: methods autograd runs with grad off in a ``torch.autograd.Function`` subclass
+AUTOGRAD_FUNCTION_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "vjp"})
+
+
+def grad_mode_of(node: ast.expr) -> Optional[bool]:
+    """False for ``torch.no_grad()``-like contexts/decorators, True for ``enable_grad()``, None otherwise."""
+    call = node if isinstance(node, ast.Call) else None
+    name = last_name(call.func if call else node)
+    if name in ops.NO_GRAD_CONTEXTS:
+        if call and (call.args and is_false(call.args[0]) or is_false(kw(call, "mode"))):
+            return None  # inference_mode(False)
+        return False
+    if name == ops.SET_GRAD_CONTEXT and call and call.args:
+        if is_false(call.args[0]):
+            return False
+        if is_true(call.args[0]):
+            return True
+    if name == ops.ENABLE_GRAD_CONTEXT:
+        return True
+    return None
+
+
+def is_triton_kernel(fn: ast.AST) -> bool:
+    for dec in getattr(fn, "decorator_list", ()):
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = dotted_name(target) or ""
+        if name.split(".")[0] in ("triton", "tl") or name in _TRITON_DECORATORS:
+            return True
+    return False
+
+
+def class_runs_without_grad(cls: ast.ClassDef) -> bool:
+    """A custom autograd ``Function`` (forward/backward run with grad off) or an optimizer.
+
+    Optimizers update parameters under ``torch.no_grad()`` (``torch.optim``'s own ``step``
+    methods are wrapped so); their state (``exp_avg_sq``) never requires grad.
+    """
+    return any(last_name(b) in ("Function", "Optimizer") or (last_name(b) or "").endswith("Optimizer")
+               for b in cls.bases)
+
+
+def is_autograd_function(cls: ast.ClassDef) -> bool:
+    return any(last_name(b) == "Function" for b in cls.bases)

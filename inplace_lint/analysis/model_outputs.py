@@ -1,0 +1,95 @@
+"""Model-output heuristics: which values are a model's output, and which modules write in place.
+
+Proved: the result of a call whose callee's last name matches a configured pattern
+(``model(...)``, ``self.actor_module(...)``), the result of an in-project function
+that returns one (function summaries), and their tensor fields/items.
+
+Guessed, and so kept narrow: a parameter *named* like an output object (``output``)
+holds a model's output only for reading its configured tensor fields
+(``output.logits``); the name alone never makes ``output.view(...)`` or
+``output.data`` a model output (a caller-allocated out-buffer, a dataclass), and a
+parameter annotated with another type (``output: QAct``) is never guessed.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Optional
+
+from . import ops
+from ..findings import Origin, RootKind, Step, StepKind
+from .astutil import dotted_name, expr_base, is_str_constant, is_true, kw, last_name
+
+
+def is_guessed_object(origin: Origin) -> bool:
+    """A model output object known only by a parameter's name (no call made it)."""
+    return origin.root is RootKind.MODEL_OUTPUT_OBJECT and not origin.root_text.endswith(")")
+
+
+def annotation_allows_guess(annotation: Optional[ast.expr]) -> bool:
+    """``output`` with no annotation, or annotated as some ``...Output``/dict, may be a model output."""
+    if annotation is None:
+        return True
+    text = ast.unparse(annotation)
+    return "Output" in text or "dict" in text.lower() or "Any" in text
+
+
+def is_tensor_annotation(annotation: Optional[ast.expr]) -> bool:
+    """``torch.Tensor``, ``Tensor``, ``nn.Parameter`` (alone; ``Optional[Tensor]`` is not proof enough)."""
+    if annotation is None:
+        return False
+    name = dotted_name(annotation)
+    if name is None and isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        name = annotation.value
+    return name in ("torch.Tensor", "Tensor", "nn.Parameter", "torch.nn.Parameter", "Parameter",
+                    "torch.FloatTensor", "FloatTensor")
+
+
+def inplace_module(call: ast.AST) -> Optional[str]:
+    """``nn.ReLU(inplace=True)`` -> ``nn.ReLU``."""
+    if isinstance(call, ast.Call) and last_name(call.func) in ops.INPLACE_KWARG_MODULES and is_true(kw(call, "inplace")):
+        return ast.unparse(call.func)
+    return None
+
+
+def saves_output_inplace(name: str) -> bool:
+    """``relu_``, ``sigmoid_``, ``nn.ReLU(inplace=True)``: the op's backward reads the output it wrote."""
+    base = name.rsplit(".", 1)[-1].rstrip("_").lower()
+    return base in ops.SAVES_OUTPUT
+
+
+def class_members(cls: ast.ClassDef) -> Dict[str, object]:
+    """What ``__init__`` (and other methods' top level) set up on ``self``.
+
+    - ``self.act = nn.ReLU(inplace=True)`` -> ``{"self.act": "nn.ReLU"}`` (a str: an in-place module);
+    - ``self.register_buffer("w", x.expand(...))`` -> ``{"self.w": Origin(... expanded view ...)}``.
+
+    Only statements directly in a method's body are scanned, ``__init__`` whole (modules built
+    under an ``if``): a full walk of every class would cost more than the rest of the analysis.
+    """
+    found: Dict[str, object] = {}
+    for item in cls.body:
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        nodes = ast.walk(item) if item.name == "__init__" else item.body
+        for node in nodes:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                module = inplace_module(node.value)
+                if module:
+                    for t in node.targets:
+                        key = dotted_name(t)
+                        if key and key.startswith("self."):
+                            found[key] = module
+            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                call = node.value
+                if last_name(call.func) == "register_buffer" and len(call.args) >= 2 \
+                        and is_str_constant(call.args[0]) and _is_expand_chain(call.args[1]):
+                    value = call.args[1]
+                    root = Origin(RootKind.TENSOR, f"self.{call.args[0].value}", node.lineno)
+                    found[f"self.{call.args[0].value}"] = root.extend(
+                        Step(StepKind.EXPAND, f".{value.func.attr}(...)", value.lineno))
+    return found
+
+
+def _is_expand_chain(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+        and node.func.attr in ops.EXPAND_METHODS and not isinstance(expr_base(node), ast.Constant)

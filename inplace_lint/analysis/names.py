@@ -1,0 +1,89 @@
+"""Names resolved through imports: is ``Fn.relu_`` torch's, is ``np.exp`` numpy's?
+
+The interpreter keeps, per scope, a map from each imported local name to what it
+names (``{"Fn": "torch.nn.functional", "relu_": "torch.nn.functional.relu_",
+"np": "numpy"}``), filled by ``import`` / ``from ... import`` statements as they
+are walked (module level first, so functions see the module's imports). A dotted
+expression is *qualified* by replacing its head with what the head was imported as.
+
+What it guesses: a head that no import binds and no local name shadows is taken
+literally, so snippets without imports (``torch.relu_(x)``, ``F.relu(x, inplace=True)``)
+keep working; ``F`` and ``nn.functional`` are then read as ``torch.nn.functional``.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Optional, Tuple
+
+from .astutil import dotted_name
+
+#: namespaces whose functions take the tensor as first argument (``torch.squeeze(x, 0)``)
+TORCH_NAMESPACES = frozenset({"torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft"})
+FUNCTIONAL_NAMESPACE = "torch.nn.functional"
+#: unimported names read as torch namespaces (code snippets, files that import inside functions we skip)
+_UNBOUND_ALIASES = {"F": "torch.nn.functional", "nn.functional": "torch.nn.functional", "torch": "torch",
+                    "Tensor": "torch.Tensor"}
+#: libraries whose results are never torch tensors (numbers, numpy arrays, random values)
+NON_TENSOR_LIBRARIES = frozenset({"math", "cmath", "numpy", "random", "statistics", "decimal", "fractions"})
+
+
+def import_bindings(node: ast.stmt, package: str = "") -> Dict[str, str]:
+    """The names an ``import`` statement binds, and what each names.
+
+    ``import torch.nn.functional as Fn`` -> ``{"Fn": "torch.nn.functional"}``;
+    ``import torch.nn`` -> ``{"torch": "torch"}``; ``from .mod import f`` in package
+    ``pkg`` -> ``{"f": "pkg.mod.f"}``.
+    """
+    out: Dict[str, str] = {}
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                out[alias.asname] = alias.name
+            else:
+                head = alias.name.split(".")[0]
+                out[head] = head
+    elif isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            parts = package.split(".") if package else []
+            if node.level > 1:
+                parts = parts[: len(parts) - (node.level - 1)] if len(parts) >= node.level - 1 else []
+            base = ".".join([p for p in parts if p] + ([node.module] if node.module else []))
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            out[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+    return out
+
+
+def qualify(node: ast.AST, names: Dict[str, str], local: "LocalCheck") -> Tuple[Optional[str], bool]:
+    """``(qualified name, resolved through an import)`` of a dotted expression, or ``(None, False)``.
+
+    ``local(head)`` says whether the head is a local value (a parameter, an assigned name): such a
+    head qualifies to None (``x.exp`` is a method of a value, not a module function).
+    """
+    dotted = dotted_name(node)
+    if dotted is None:
+        return None, False
+    head, _, rest = dotted.partition(".")
+    if head in names:
+        target = names[head]
+        return (f"{target}.{rest}" if rest else target), True
+    if local(head):
+        return None, False
+    for alias, target in _UNBOUND_ALIASES.items():
+        if dotted == alias or dotted.startswith(alias + "."):
+            return target + dotted[len(alias):], False
+    return dotted, False
+
+
+class LocalCheck:  # pragma: no cover - typing helper
+    def __call__(self, head: str) -> bool: ...
+
+
+def is_torch(qual: Optional[str]) -> bool:
+    return qual is not None and (qual == "torch" or qual.startswith("torch."))
+
+
+def is_non_tensor_library(qual: Optional[str]) -> bool:
+    return qual is not None and qual.split(".")[0] in NON_TENSOR_LIBRARIES

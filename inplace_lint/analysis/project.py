@@ -1,0 +1,488 @@
+"""The project pass: summaries of every function of a project, to a fixpoint, then findings across calls.
+
+1. **Index** every file (top level only: imports, functions, classes and their methods and bases).
+2. **Walk** every file with :mod:`.dataflow`, importing files first; each function leaves a summary
+   (:mod:`.summaries`) and each call of an in-project function a :class:`~.summaries.CallSite`.
+   A file whose walk read a summary that changed afterwards is walked again (at most
+   ``_MAX_ROUNDS`` rounds; recursion and import cycles converge or stop there).
+3. **Across calls** (no walking): a function runs with grad off when it is declared so or every
+   in-project call of it does; a parameter takes the origins its call sites pass (transitively);
+   writes to parameters are matched against those origins and reported in the callee, naming
+   the call site; a fix made unsafe only by a parameter becomes safe when every in-project call
+   site was checked and none reads what it passed afterwards.
+
+Call resolution (where it is sound and where it guesses) is described in ``docs/analysis.md``.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import pathlib
+from dataclasses import replace
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+from ..config import DEFAULT_SETTINGS, Settings
+from ..findings import Finding, Origin, Related, RootKind
+from ..rules import PRIORITY
+from . import model_outputs
+from .astutil import dotted_name
+from .names import import_bindings
+from .reporting import match
+from .statements import cap
+from .summaries import CallSite, FileResult, FunctionSummary, LocalFinding, ModuleIndex, param_index, with_steps
+
+_MAX_ROUNDS = 3
+_MAX_INCOMING = 12
+ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
+
+
+# --------------------------------------------------------------------------- files and modules
+
+
+def find_root(path: str) -> pathlib.Path:
+    """Nearest directory above ``path`` with pyproject.toml/setup.cfg/setup.py/.git; else the directory
+    above the topmost package (``__init__.py``) holding it; else the file's own directory."""
+    start = pathlib.Path(path).resolve()
+    folder = start if start.is_dir() else start.parent
+    for candidate in [folder, *folder.parents]:
+        if any((candidate / marker).exists() for marker in ROOT_MARKERS):
+            return candidate
+    top = folder
+    while (top / "__init__.py").exists() and top.parent != top:
+        top = top.parent
+    return top
+
+
+def module_name(path: str) -> Tuple[str, bool]:
+    """``pkg.sub.mod`` for ``.../pkg/sub/mod.py`` (packages are folders with ``__init__.py``)."""
+    p = pathlib.Path(path).resolve()
+    is_package = p.name == "__init__.py"
+    parts = [] if is_package else [p.stem]
+    folder = p.parent
+    while (folder / "__init__.py").exists() and folder.parent != folder:
+        parts.append(folder.name)
+        folder = folder.parent
+    return ".".join(reversed(parts)) or p.stem, is_package
+
+
+def index_module(tree: ast.Module, module: str, path: str, is_package: bool = False) -> ModuleIndex:
+    """What other modules need to resolve names into this one (no function body is walked)."""
+    package = module if is_package else module.rpartition(".")[0]
+    index = ModuleIndex(module, path, is_package)
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            index.imports.update(import_bindings(node, package))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            index.functions[node.name] = _params(node)
+        elif isinstance(node, ast.ClassDef):
+            bases = tuple(b for b in (dotted_name(b) for b in node.bases) if b)
+            methods = {}
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    static = any(dotted_name(d) == "staticmethod" for d in item.decorator_list)
+                    methods[item.name] = (_params(item), static)
+            index.classes[node.name] = (bases, methods)
+        elif isinstance(node, ast.If):  # if TYPE_CHECKING: / try-imports at top level
+            for sub in node.body + node.orelse:
+                if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    index.imports.update(import_bindings(sub, package))
+        elif isinstance(node, ast.Try):
+            for sub in node.body:
+                if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    index.imports.update(import_bindings(sub, package))
+    return index
+
+
+def _params(node) -> Tuple[str, ...]:
+    args = node.args
+    every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+    return tuple(a.arg for a in every)
+
+
+# --------------------------------------------------------------------------- the project
+
+
+class Project:
+    """Indexes, summaries and call sites of a set of files (a project, or one file alone)."""
+
+    def __init__(self, settings: Settings = DEFAULT_SETTINGS, root: Optional[pathlib.Path] = None) -> None:
+        self.settings = settings
+        self.root = root
+        self.indexes: Dict[str, ModuleIndex] = {}
+        self.results: Dict[str, FileResult] = {}
+        self.summaries: Dict[str, FunctionSummary] = {}
+        self.nested_params: Dict[str, Tuple[Tuple[str, ...], bool]] = {}
+        self._trees: Dict[str, ast.Module] = {}
+        self._final = None
+
+    # ---- resolution
+
+    def resolve(self, qual: str, depth: int = 0) -> Optional[Tuple[str, str]]:
+        """``("function"|"class"|"method"|"module", qualified name)`` of an in-project name, or None.
+
+        Follows re-exports (``from .mod import f`` in a package ``__init__``) up to 8 hops.
+        """
+        if depth > 8 or not qual:
+            return None
+        parts = qual.split(".")
+        for cut in range(len(parts), 0, -1):
+            module = ".".join(parts[:cut])
+            index = self.indexes.get(module)
+            if index is None:
+                continue
+            rest = parts[cut:]
+            if not rest:
+                return "module", module
+            head = rest[0]
+            if head in index.functions and len(rest) == 1:
+                return "function", f"{module}.{head}"
+            if head in index.classes:
+                if len(rest) == 1:
+                    return "class", f"{module}.{head}"
+                if len(rest) == 2:
+                    found = self.method(f"{module}.{head}", rest[1])
+                    return ("method", found[0]) if found else None
+                return None
+            if head in index.imports:
+                return self.resolve(".".join([index.imports[head]] + rest[1:]), depth + 1)
+            if cut < len(parts):
+                return None
+        return None
+
+    def function(self, qual: str) -> Optional[Tuple[str, int]]:
+        if qual in self.nested_params:
+            return qual, 0
+        found = self.resolve(qual)
+        if found and found[0] in ("function", "method"):
+            return found[1], 0
+        return None
+
+    def _class(self, qual: str):
+        module, _, name = qual.rpartition(".")
+        index = self.indexes.get(module)
+        return index.classes.get(name) if index else None
+
+    def method(self, cls_qual: str, name: str, skip_self: bool = False, depth: int = 0):
+        """The method ``name`` seen from class ``cls_qual`` (its own, else its bases' in order):
+        ``(qualified name, static)``. Overrides in subclasses are not considered."""
+        info = self._class(cls_qual)
+        if info is None or depth > 10:
+            return None
+        bases, methods = info
+        if not skip_self and name in methods:
+            return f"{cls_qual}.{name}", methods[name][1]
+        module = cls_qual.rpartition(".")[0]
+        index = self.indexes.get(module)
+        for base in bases:
+            head, _, rest = base.partition(".")
+            if index is not None and head in index.imports:
+                target = index.imports[head] + (f".{rest}" if rest else "")
+            elif index is not None and head in index.classes:
+                target = f"{module}.{base}"
+            else:
+                continue
+            found = self.resolve(target)
+            if found and found[0] == "class":
+                hit = self.method(found[1], name, False, depth + 1)
+                if hit:
+                    return hit
+        return None
+
+    def params_of(self, qual: str) -> Optional[Tuple[Tuple[str, ...], bool]]:
+        if qual in self.nested_params:
+            return self.nested_params[qual]
+        module, _, name = qual.rpartition(".")
+        index = self.indexes.get(module)
+        if index is not None and name in index.functions:
+            return index.functions[name], False
+        cls, _, method = qual.rpartition(".")
+        info = self._class(cls)
+        if info is not None and method in info[1]:
+            return info[1][method]
+        return None
+
+    # ---- building
+
+    def add_file(self, path: str, source: Optional[str] = None, tree: Optional[ast.Module] = None,
+                 module: Optional[str] = None, digest: Optional[str] = None) -> Optional[str]:
+        """Parse and index one file; returns an error message when it cannot be parsed."""
+        if module is None:
+            module, is_package = module_name(path)
+        else:
+            is_package = path.endswith("__init__.py")
+        if tree is None:
+            try:
+                if source is None:
+                    from ..adapters.files import read_source
+                    source = read_source(path)
+                tree = ast.parse(source, filename=path)
+            except (SyntaxError, ValueError, UnicodeDecodeError, OSError) as exc:
+                return str(exc)
+        if digest is None:
+            digest = hashlib.sha1((source or "").encode("utf-8", "surrogatepass")).hexdigest() if source else ""
+        index = index_module(tree, module, path, is_package)
+        self.indexes[module] = index
+        self._trees[path] = tree
+        self.results[path] = FileResult(path, module, digest, index)
+        self._final = None
+        return None
+
+    def add_result(self, result: FileResult) -> None:
+        """A file's result read from the cache (its tree is not needed unless it must be walked again)."""
+        self.indexes[result.module] = result.index
+        self.results[result.path] = result
+        self._publish(result)
+
+    def _publish(self, result: FileResult) -> None:
+        for qual, summary in result.functions.items():
+            self.summaries[qual] = summary
+            self.nested_params[qual] = (summary.params, summary.static)
+
+    def walk(self, path: str) -> FileResult:
+        from .dataflow import walk_module
+
+        old = self.results[path]
+        tree = self._trees.get(path)
+        if tree is None:
+            self.add_file(path, module=old.module)
+            tree = self._trees.get(path)
+            if tree is None:
+                return old
+        ctx = ModuleContext(self, old.module, path, old.index.is_package)
+        package = old.module if old.index.is_package else old.module.rpartition(".")[0]
+        sink = walk_module(tree, self.settings, ctx, old.module, package)
+        result = FileResult(path, old.module, old.digest, old.index, dict(ctx.functions), ctx.calls,
+                            list(sink.values()), ctx.deps)
+        for qual in old.functions:
+            if qual not in result.functions:
+                self.summaries.pop(qual, None)
+        self.results[path] = result
+        self._publish(result)
+        self._final = None
+        return result
+
+    def stale(self, result: FileResult) -> bool:
+        for qual, seen in result.deps.items():
+            summary = self.summaries.get(qual)
+            if (summary.digest() if summary else "") != seen:
+                return True
+        return False
+
+    def build(self, to_walk: Optional[Iterable[str]] = None) -> None:
+        """Walk the files that need it (all files with no result yet), then again those that read a
+        summary that changed, until nothing changes (at most ``_MAX_ROUNDS`` rounds)."""
+        pending = [p for p in (to_walk if to_walk is not None else self.results) if p in self.results]
+        pending = [p for p in self._ordered() if p in set(pending)]
+        for _ in range(_MAX_ROUNDS):
+            for path in pending:
+                self.walk(path)
+            pending = [p for p in self._ordered() if self.stale(self.results[p])]
+            if not pending:
+                break
+
+    def _ordered(self) -> List[str]:
+        """Files with the modules they import first (depth-first post-order; cycles cut anywhere)."""
+        by_module = {r.module: p for p, r in self.results.items()}
+        seen: Set[str] = set()
+        out: List[str] = []
+
+        def visit(path: str) -> None:
+            stack = [(path, iter(self._imported(path, by_module)))]
+            seen.add(path)
+            while stack:
+                current, children = stack[-1]
+                for child in children:
+                    if child not in seen:
+                        seen.add(child)
+                        stack.append((child, iter(self._imported(child, by_module))))
+                        break
+                else:
+                    stack.pop()
+                    out.append(current)
+
+        for path in sorted(self.results):
+            if path not in seen:
+                visit(path)
+        return out
+
+    def _imported(self, path: str, by_module: Dict[str, str]) -> List[str]:
+        out = []
+        for target in self.results[path].index.imports.values():
+            parts = target.split(".")
+            for cut in range(len(parts), 0, -1):
+                p = by_module.get(".".join(parts[:cut]))
+                if p is not None:
+                    if p != path:
+                        out.append(p)
+                    break
+        return out
+
+    # ---- across calls
+
+    def finalize(self):
+        """Grad-off functions, parameter origins and caller checks (cached until the project changes)."""
+        if self._final is not None:
+            return self._final
+        calls_to: Dict[str, List[CallSite]] = {}
+        all_sites: List[CallSite] = []
+        for result in self.results.values():
+            for site in result.calls:
+                calls_to.setdefault(site.callee, []).append(site)
+                all_sites.append(site)
+        grad_off = {q: s.declared_no_grad for q, s in self.summaries.items()}
+        for _ in range(10):
+            changed = False
+            for qual in self.summaries:
+                if grad_off.get(qual):
+                    continue
+                sites = calls_to.get(qual)
+                if sites and all(s.no_grad or self._grad_off(grad_off, s.caller) for s in sites):
+                    grad_off[qual] = changed = True
+            if not changed:
+                break
+        incoming: Dict[Tuple[str, int], Dict[Origin, CallSite]] = {}
+        for _ in range(4):
+            changed = False
+            for site in all_sites:
+                for index, origins in site.args:
+                    slot = incoming.setdefault((site.callee, index), {})
+                    for o in origins:
+                        k = param_index(o)
+                        if k is None:
+                            if model_outputs.is_guessed_object(o):
+                                continue
+                            new = [o]
+                        else:
+                            new = [with_steps(o2, o.steps) for o2 in incoming.get((site.caller, k), {})]
+                        for n in new:
+                            if n not in slot and len(slot) < _MAX_INCOMING:
+                                slot[n] = site
+                                changed = True
+            if not changed:
+                break
+        self._final = (calls_to, grad_off, incoming)
+        return self._final
+
+    @staticmethod
+    def _grad_off(grad_off: Dict[str, bool], qual: str) -> bool:
+        """A function, or a function it is nested in, runs with grad off."""
+        while qual:
+            if grad_off.get(qual):
+                return True
+            qual = qual.rpartition(".")[0]
+        return False
+
+    def findings(self, path: str) -> List[Finding]:
+        """The findings of one file of the project, across calls, sorted by position."""
+        result = self.results.get(path)
+        if result is None:
+            return []
+        calls_to, grad_off, incoming = self.finalize()
+        out: Dict[Tuple[int, int], Finding] = {}
+        for lf in result.findings:
+            if lf.grad_rule and self._grad_off(grad_off, lf.func) and not self.settings.report_in_no_grad:
+                continue
+            finding = lf.finding
+            if lf.fix_if_callers is not None and lf.observed:
+                checked = self._callers_checked(calls_to, lf.func, lf.observed)
+                if checked:
+                    finding = replace(finding, fix=replace(
+                        lf.fix_if_callers, reason=f"callers in this project checked: {checked}"))
+            out[(finding.line, finding.col)] = finding
+        for qual, summary in result.functions.items():
+            for w in summary.writes:
+                if w.via is not None or (w.line, w.col) in out:
+                    continue
+                found = self._param_finding(path, w, incoming.get((qual, w.index), {}), grad_off, calls_to)
+                if found is not None:
+                    out[(w.line, w.col)] = found
+        return sorted(out.values(), key=lambda f: (f.line, f.col, f.code))
+
+    def _callers_checked(self, calls_to, qual: str, observed) -> int:
+        sites = calls_to.get(qual, [])
+        if not sites or any(s.callback or not set(observed) <= s.unread for s in sites):
+            return 0
+        return len(sites)
+
+    def _param_finding(self, path: str, w, incoming: Dict[Origin, CallSite], grad_off, calls_to) -> Optional[Finding]:
+        best = None
+        for origin, site in incoming.items():
+            if not (w.kept or site.callback):
+                continue  # a mutating helper: reported at the call (by the caller's walk)
+            no_grad = w.no_grad or site.no_grad or self._grad_off(grad_off, w.func) \
+                or self._grad_off(grad_off, site.caller)
+            rule, shown = match([with_steps(origin, w.steps)], w.kind, no_grad, self.settings.report_in_no_grad)
+            if rule is None:
+                continue
+            rank = PRIORITY.index(rule)
+            if best is None or rank < best[0]:
+                best = (rank, rule, shown, site)
+        if best is None:
+            return None
+        _, rule, shown, site = best
+        where = self._where(site, path)
+        message = (f"{w.op} writes in place to `{w.target}`, which the call at {where} passes as "
+                   f"{shown.describe()}; {rule.advice}")
+        related = (Related(f"call site passing {shown.root.value} `{shown.root_text}`", site.line, site.col,
+                           None if site.path == path else site.path),)
+        related += tuple(replace(r, path=None if site.path == path else site.path) for r in shown.related())
+        fix = w.fix
+        if w.fix_if_callers is not None:
+            checked = self._callers_checked(calls_to, w.func, {w.index})
+            if checked:
+                fix = replace(w.fix_if_callers, reason=f"callers in this project checked: {checked}")
+        return Finding(code=rule.code, line=w.line, col=w.col, end_line=w.end_line, end_col=w.end_col,
+                       message=message, op=w.op, write_kind=w.kind, target=w.target, origin=shown, fix=fix,
+                       related=related)
+
+    def _where(self, site: CallSite, path: str) -> str:
+        if site.path == path:
+            return f"line {site.line}"
+        shown = site.path
+        if self.root is not None:
+            try:
+                shown = os.path.relpath(site.path, self.root)
+            except ValueError:
+                pass
+        return f"{shown}:{site.line}"
+
+
+class ModuleContext:
+    """What one file's walk reads from and leaves in the project."""
+
+    def __init__(self, project: Project, module: str, path: str, is_package: bool = False) -> None:
+        self.project = project
+        self.module = module
+        self.path = path
+        self.functions: Dict[str, FunctionSummary] = {}
+        self.calls: List[CallSite] = []
+        self.deps: Dict[str, str] = {}
+        self.params: Dict[str, Tuple[Tuple[str, ...], bool]] = {}
+
+    def function(self, qual: str):
+        if qual in self.params:
+            return qual, 0
+        return self.project.function(qual)
+
+    def method(self, cls_qual: str, name: str, skip_self: bool = False):
+        return self.project.method(cls_qual, name, skip_self)
+
+    def params_of(self, qual: str):
+        return self.params.get(qual) or self.project.params_of(qual)
+
+    def summary(self, qual: str) -> Optional[FunctionSummary]:
+        summary = self.functions.get(qual)
+        if summary is None:
+            summary = self.project.summaries.get(qual)
+            self.deps[qual] = summary.digest() if summary else ""
+        return summary
+
+
+def analyze_single(tree: ast.Module, settings: Settings, path: str) -> List[Finding]:
+    """One module as a project of its own: calls between its functions are followed."""
+    project = Project(settings)
+    module = pathlib.Path(path).stem if path and not path.startswith("<") else "__main__"
+    project.add_file(path, tree=tree, module=module.replace("-", "_") or "__main__", digest="")
+    project.build()
+    return project.findings(path)

@@ -1,0 +1,129 @@
+"""Matching and reporting: which rule a write's origins match, the finding, its planned fix (one job
+of the interpreter). Writes that reach a parameter are recorded for the function's summary."""
+from __future__ import annotations
+
+import ast
+from typing import Optional, Sequence, Tuple
+
+from ..findings import Finding, Origin, RootKind, WriteKind
+from ..rules import PRIORITY
+from . import fixplan, model_outputs
+from .astutil import short
+from .statements import origin_key
+from .summaries import LocalFinding, ParamWrite, param_index
+
+
+def as_written_tensor(origin: Origin, kind: WriteKind) -> Origin:
+    """A ``*_`` method proves its receiver a tensor: a bare model-call result written so is the output itself."""
+    if kind is WriteKind.METHOD and origin.root is RootKind.MODEL_OUTPUT_OBJECT and not origin.steps \
+            and not model_outputs.is_guessed_object(origin):
+        return Origin(RootKind.MODEL_OUTPUT, origin.root_text, origin.root_line, (), origin.root_no_grad)
+    return origin
+
+
+def match(origins: Sequence[Origin], kind: WriteKind, no_grad: bool, report_in_no_grad: bool):
+    """The first rule (by priority) some origin matches, and the origin that shows it; or (None, None)."""
+    tensors = [o for o in (as_written_tensor(o, kind) for o in origins) if o.is_tensor]
+    if kind in (WriteKind.AUGMENTED, WriteKind.SUBSCRIPT):
+        tensors = [o for o in tensors if o.certain_tensor]
+    if not tensors:
+        return None, None
+    for rule in PRIORITY:
+        if no_grad and not (rule.without_grad or report_in_no_grad):
+            continue
+        matching = [o for o in tensors if rule.applies(o)]
+        if matching:
+            return rule, min(matching, key=origin_key)
+    return None, None
+
+
+class ReportingMixin:
+    def report(self, node: ast.AST, kind: WriteKind, op: str, target: ast.expr, origins, op_name: Optional[str] = None,
+               no_fix: bool = False, write_no_grad: bool = False) -> None:
+        """Report the write at ``node`` if ``target``'s origins match a rule; ``op_name`` is the in-place
+        method it amounts to (``div_`` for ``x.div_(t)`` and ``x /= t``), for fix planning."""
+        real = []
+        for o in origins:
+            index = param_index(o)
+            if index is None:
+                real.append(o)
+            elif self.ctx is not None and self.recording:
+                self.record_param_write(node, kind, op, target, o, index, None, op_name)
+        if not real:
+            return
+        rule, origin = match(real, kind, self.no_grad or write_no_grad, self.settings.report_in_no_grad)
+        if rule is None:
+            return
+        key = (node.lineno, node.col_offset)
+        if key in self.sink:
+            return
+        target_text = short(target)
+        fix = observed = alt = None
+        if not no_fix:
+            fix = self.plan_fix(node, kind, target, op_name, real)
+            if fix is not None and fix.applicability.value == "unsafe" and self.params:
+                involved = self.involved_params(target, real)
+                if involved:
+                    alt = self.plan_fix(node, kind, target, op_name, real, callers_checked=True)
+                    if alt is not None and alt.applicability.value == "safe":
+                        observed = involved
+                        self.observed |= involved
+                    else:
+                        alt = None
+        finding = Finding(
+            code=rule.code, line=node.lineno, col=node.col_offset,
+            end_line=node.end_lineno or node.lineno, end_col=node.end_col_offset or node.col_offset,
+            message=rule.message(op, target_text, origin), op=op, write_kind=kind,
+            target=target_text, origin=origin, fix=fix, related=origin.related(),
+        )
+        self.sink[key] = LocalFinding(finding, self.qual, grad_rule=not rule.without_grad,
+                                      observed=frozenset(observed or ()), fix_if_callers=alt)
+
+    def involved_params(self, target: ast.expr, origins: Sequence[Origin]) -> frozenset:
+        """Indexes of the parameters a fix would hide the write from: the target or a view's base."""
+        names = {fixplan.write_target_name(WriteKind.METHOD, target)}
+        names |= {fixplan.root_base_name(o) for o in origins}
+        return frozenset(i for i, p in enumerate(self.params) if p in names)
+
+    def record_param_write(self, node: ast.AST, kind: WriteKind, op: str, target: ast.expr, origin: Origin, index: int,
+                           via: Optional[Tuple[str, str, int]], op_name: Optional[str] = None) -> None:
+        if any(w.line == node.lineno and w.col == node.col_offset and w.index == index for w in self.param_writes):
+            return
+        fix = alt = None
+        if via is None and self.func is not None:
+            fix = self.plan_fix(node, kind, target, op_name, [origin])
+            if fix is not None and fix.applicability.value == "unsafe":
+                alt = self.plan_fix(node, kind, target, op_name, [origin], callers_checked=True)
+                if alt is not None and alt.applicability.value != "safe":
+                    alt = None
+                if alt is not None:
+                    self.observed.add(index)
+        self.param_writes.append(ParamWrite(
+            self.qual, index, self.ctx.path, node.lineno, node.col_offset, node.end_lineno or node.lineno,
+            node.end_col_offset or node.col_offset, op, kind, origin.steps, short(target), self.no_grad,
+            via=via, fix=fix, fix_if_callers=alt))
+
+    def facts(self):
+        facts = self.facts_cache.get(id(self.func))
+        if facts is None:
+            facts = self.facts_cache[id(self.func)] = fixplan.FunctionFacts(self.func)
+        return facts
+
+    def plan_fix(self, node: ast.AST, kind: WriteKind, target: ast.expr, op_name: Optional[str],
+                 origins: Sequence[Origin], callers_checked: bool = False):
+        if self.func is None:
+            return None  # class bodies
+        stmt = self.stmt_stack[-1] if self.stmt_stack else None
+        return fixplan.plan(self.facts(), self.params, kind, node, target, op_name, origins, self.env, stmt,
+                            self.loop_stack, callers_checked)
+
+    def is_unread_after(self, arg: Optional[ast.expr], call: ast.Call) -> bool:
+        """The argument is a temporary, or a local name the caller neither reads nor lets escape after the call."""
+        if arg is None or self.func is None or isinstance(self.func, ast.Module):
+            return False
+        if isinstance(arg, (ast.Call, ast.BinOp)):
+            return True
+        if not isinstance(arg, ast.Name):
+            return False
+        applicable, _ = fixplan.applicability(self.facts(), self.params, arg.id, [], [], call, self.loop_stack)
+        return applicable.value == "safe"

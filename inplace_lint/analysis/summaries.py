@@ -1,0 +1,150 @@
+"""Function summaries: what a function does to its parameters and returns, in terms of its parameters.
+
+A summary is computed by walking the function once with each parameter bound to a
+*placeholder* origin (``Origin(TENSOR, "\\0param:i")``); whatever reaches a return
+or an in-place write from a placeholder is recorded relative to parameter ``i``.
+Callers substitute their arguments' origins for the placeholders (Pysa-style
+per-function summaries). Everything here is a frozen value, so summaries can be
+compared (for the fixpoint) and pickled (for the on-disk cache).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, List, Optional, Tuple
+
+from ..findings import Finding, Fix, Origin, RootKind, Step, WriteKind
+
+OriginSet = FrozenSet[Origin]
+PARAM_PREFIX = "\x00param:"
+
+
+def param_origin(index: int, line: int) -> Origin:
+    """The placeholder for parameter ``index`` (position in the def's parameter list)."""
+    return Origin(RootKind.TENSOR, f"{PARAM_PREFIX}{index}", line, certain_tensor=False)
+
+
+def param_index(origin: Origin) -> Optional[int]:
+    text = origin.root_text
+    if text.startswith(PARAM_PREFIX):
+        return int(text[len(PARAM_PREFIX):])
+    return None
+
+
+def with_steps(origin: Origin, steps: Tuple[Step, ...]) -> Origin:
+    for step in steps:
+        origin = origin.extend(step)
+    return origin
+
+
+@dataclass(frozen=True)
+class ParamWrite:
+    """An in-place write, inside function ``func``, to parameter ``index`` or a view of it (``steps``)."""
+
+    func: str
+    index: int
+    path: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    op: str
+    kind: WriteKind
+    steps: Tuple[Step, ...]
+    target: str
+    no_grad: bool
+    #: the written parameter (or a view of it) is returned or read after the write inside the function:
+    #: the write is the function's own business, reported in the function (naming the call site); else
+    #: the function is a mutating helper and the write is reported at each call
+    kept: bool = False
+    #: the helper whose parameter this write reaches, for writes that pass through a call: (name, line)
+    via: Optional[Tuple[str, str, int]] = None
+    fix: Optional[Fix] = field(default=None, compare=False)
+    #: the fix when every caller is checked (see ``CallSite.unread``)
+    fix_if_callers: Optional[Fix] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A call of an in-project function, as the caller saw it."""
+
+    caller: str
+    callee: str
+    path: str
+    line: int
+    col: int
+    #: (parameter index, origins of the argument bound to it), placeholders of the caller's own
+    #: parameters included
+    args: Tuple[Tuple[int, OriginSet], ...]
+    no_grad: bool
+    #: a callable handed to a model call (``model(x, logits_processor=f)``): it receives the output
+    callback: bool = False
+    #: parameter indexes whose argument is a name the caller never reads (nor lets escape) after the call
+    unread: FrozenSet[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    qual: str
+    params: Tuple[str, ...]
+    #: origins the function may return (placeholders for "parameter i or a view of it")
+    returns: OriginSet = frozenset()
+    writes: Tuple[ParamWrite, ...] = ()
+    #: decorated with a grad-off decorator, a custom Function's forward/backward, an optimizer's method
+    declared_no_grad: bool = False
+    #: parameters whose mutation a finding's fix would hide from the caller (fix safety needs callers)
+    observed: FrozenSet[int] = frozenset()
+    #: a ``@staticmethod`` (no bound first argument)
+    static: bool = False
+
+    def digest(self) -> str:
+        """Stable across processes (for the cache): what callers read from this summary."""
+        if not self.returns and not self.writes and not self.observed:
+            return ""
+        parts = sorted(repr(o) for o in self.returns)
+        parts += sorted(repr((w.index, w.line, w.col, w.kind.value, w.steps, w.kept, w.op, w.no_grad))
+                        for w in self.writes)
+        parts.append(repr(sorted(self.observed)))
+        return hashlib.sha1("\n".join(parts).encode()).hexdigest()
+
+
+@dataclass
+class LocalFinding:
+    """A finding made while walking its own file, before project-wide filtering."""
+
+    finding: Finding
+    func: str
+    #: with grad off the rule would not apply (it is dropped where every caller runs with grad off)
+    grad_rule: bool
+    #: parameters whose callers must be checked for the safe fix below to apply
+    observed: FrozenSet[int] = frozenset()
+    fix_if_callers: Optional[Fix] = None
+
+
+@dataclass
+class ModuleIndex:
+    """What the project needs to know about a module without walking function bodies."""
+
+    module: str
+    path: str
+    is_package: bool = False
+    imports: Dict[str, str] = field(default_factory=dict)
+    functions: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # name -> params
+    #: class name -> (qualified bases, method name -> (params, static))
+    classes: Dict[str, Tuple[Tuple[str, ...], Dict[str, Tuple[Tuple[str, ...], bool]]]] = field(default_factory=dict)
+
+
+@dataclass
+class FileResult:
+    """Everything the project pass keeps per file (and caches by content hash)."""
+
+    path: str
+    module: str
+    digest: str
+    index: ModuleIndex
+    functions: Dict[str, FunctionSummary] = field(default_factory=dict)
+    calls: List[CallSite] = field(default_factory=list)
+    findings: List[LocalFinding] = field(default_factory=list)
+    #: summaries this file's walk read: qualified name -> digest seen ("" when absent or trivial)
+    deps: Dict[str, str] = field(default_factory=dict)
+    error: Optional[str] = None
