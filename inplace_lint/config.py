@@ -75,6 +75,7 @@ OPTIONS: Dict[str, Tuple[Optional[str], str, str]] = {
     "exclude": (None, "list", "glob patterns of paths to skip"),
     "per-file-ignores": (None, "per-file", "glob:CODES entries: codes not reported in files matching the glob"),
     "fix-style": (None, "fix-style", "runtime (call inplace_lint.runtime) or inline (plain torch)"),
+    "cache-dir": (None, "path", "where project summaries are cached (default: .inplace_lint_cache in the project root)"),
 }
 
 #: values of ``fix-style``; the first is the default
@@ -186,6 +187,8 @@ def apply(values: Dict[str, object], where: str,
             if style not in FIX_STYLES:
                 raise ConfigError(f"{where}: {raw_key}: expected one of {', '.join(FIX_STYLES)}, got {value!r}")
             cli[key] = style
+        elif kind == "path":
+            cli[key] = str(value).strip()
         elif field is None:
             cli[key] = split_list(value)
             if key in ("select", "ignore"):

@@ -49,6 +49,8 @@ class Options:
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...]
     config_dir: Optional[pathlib.Path]
     fix_style: str
+    #: ``cache-dir`` from the config file (relative to its folder)
+    cache_dir: Optional[str] = None
 
 
 def _common(args: argparse.Namespace) -> Options:
@@ -70,7 +72,16 @@ def _common(args: argparse.Namespace) -> Options:
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
     return Options(settings, tuple(select), tuple(ignore), tuple(exclude),
                    tuple(file_cfg.get("per-file-ignores", ())), cfg_path.parent if cfg_path else None,
-                   file_cfg.get("fix-style", config.FIX_STYLES[0]))
+                   file_cfg.get("fix-style", config.FIX_STYLES[0]),
+                   str((cfg_path.parent if cfg_path else pathlib.Path()) / file_cfg["cache-dir"])
+                   if file_cfg.get("cache-dir") else None)
+
+
+def _project_mode(args: argparse.Namespace, opts: Options) -> None:
+    """Project-wide analysis (summaries of every file of the project, cached on disk) for check and fix."""
+    from ..pipeline import set_project_mode
+
+    set_project_mode(True, use_cache=not args.no_cache, cache_dir=args.cache_dir or opts.cache_dir)
 
 
 def _report_crashes(outcomes) -> List:
@@ -89,6 +100,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.statistics and args.format != "text":
         raise UsageError("--statistics prints a text table; it cannot be combined with --format " + args.format)
     opts = _common(args)
+    _project_mode(args, opts)
     job = CheckJob(opts.settings, opts.select, opts.ignore, args.disable_noqa, opts.per_file_ignores, opts.config_dir)
     files = list(iter_python_files(args.paths, opts.exclude))
     outcomes = run_files(files, job, args.jobs, progress=_progress(args))
@@ -131,6 +143,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
     import difflib
 
     opts = _common(args)
+    _project_mode(args, opts)
     job = FixJob(opts, args.style or opts.fix_style, args.unsafe_fixes, write=not args.diff,
                  memory_aware=args.memory_aware)
     outcomes = run_files(list(iter_python_files(args.paths, opts.exclude)), job, args.jobs, progress=_progress(args))
@@ -184,8 +197,19 @@ def cmd_server(args: argparse.Namespace) -> int:
         from .server import serve
     except ImportError as exc:  # pygls is an extra
         return usage_error(f"the language server needs pygls: pip install 'inplace-lint[server]' ({exc})")
+    from ..pipeline import set_project_mode
+
+    set_project_mode(True)  # open buffers are analysed with their project's (cached) summaries
     serve()
     return 0
+
+
+def _cache_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-cache", action="store_true",
+                        help="do not read or write the cache of project summaries")
+    parser.add_argument("--cache-dir", default=None,
+                        help="where project summaries are cached (default: cache-dir from the config file, "
+                             "else .inplace_lint_cache in the project root)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -206,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-j", "--jobs", type=int, default=None,
                        help="processes to check files with (default: all cores; 1: in this process)")
     check.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
+    _cache_flags(check)
     check.set_defaults(func=cmd_check)
 
     fix = sub.add_parser("fix", help="rewrite in-place ops out of place (safe fixes only, unless --unsafe-fixes)")
@@ -223,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("-j", "--jobs", type=int, default=None,
                      help="processes to fix files with (default: all cores; 1: in this process)")
     fix.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
+    _cache_flags(fix)
     fix.set_defaults(func=cmd_fix)
     rule = sub.add_parser("rule", help="show a rule's documentation (no code: list the rules)")
     rule.add_argument("code", nargs="?", help="a rule code, e.g. IPV001")

@@ -16,6 +16,7 @@ Call resolution (where it is sound and where it guesses) is described in ``docs/
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import os
 import pathlib
@@ -45,6 +46,11 @@ def find_root(path: str) -> pathlib.Path:
     above the topmost package (``__init__.py``) holding it; else the file's own directory."""
     start = pathlib.Path(path).resolve()
     folder = start if start.is_dir() else start.parent
+    return _root_of(folder)
+
+
+@functools.lru_cache(maxsize=1024)
+def _root_of(folder: pathlib.Path) -> pathlib.Path:
     for candidate in [folder, *folder.parents]:
         if any((candidate / marker).exists() for marker in ROOT_MARKERS):
             return candidate
