@@ -43,25 +43,32 @@ def test_verl_091_fixed_statements_not_flagged(capsys):
 
 @pytest.mark.parametrize("style", ["runtime", "inline"])
 def test_verl_080_fix_rewrites_the_seed_only(style, tmp_path, capsys):
+    """issue 9: `output` is a parameter of prepare_model_outputs, but its only caller in verl
+    (forward_step) never reads what it passed afterwards, so a plain `fix` (safe fixes only) rewrites
+    both PR 6935 sites; it also rewrites the same bug in the torchtitan engine, where the logits reach
+    `logits.div_(temperature)` through a call (a DTensor's full_tensor() returned by model_forward_step)."""
     import ast
     import filecmp
+    import json
     import shutil
 
     tree = _verl("0.8.0")
     work = tmp_path / "verl"
     shutil.copytree(tree / "verl", work)
-    # `output` is a parameter of prepare_model_outputs: its caller could read output.logits afterwards,
-    # so the fixes are unsafe and need the flag
-    assert main(["fix", "-q", "--style", style, str(work)]) == 1
-    assert "`output` is a parameter: the caller would no longer see the change" in capsys.readouterr().out
-    assert not any(not filecmp.cmp(p, tree / "verl" / p.relative_to(work), shallow=False)
-                   for p in work.rglob("*.py"))
-    assert main(["fix", "-q", "--unsafe-fixes", "--style", style, str(work)]) == 1  # third-party copy_: no fix
+    assert main(["check", "-q", "--no-cache", "--format", "json", str(work)]) == 1
+    reported = json.loads(capsys.readouterr().out)
+    fixes = {(f["filename"].split("verl/", 1)[1], f["location"]["row"]): f["fix"] for f in reported}
+    assert sorted(fixes) == [("workers/engine/fsdp/transformer_impl.py", 1112),
+                             ("workers/engine/fsdp/transformer_impl.py", 1196),
+                             ("workers/engine/torchtitan/transformer_impl.py", 686)]
+    assert all(fix["applicability"] == "safe" for fix in fixes.values())
+    assert main(["fix", "-q", "--no-cache", "--style", style, str(work)]) == 0
     changed = sorted(str(p.relative_to(work)) for p in work.rglob("*.py")
                      if not filecmp.cmp(p, tree / "verl" / p.relative_to(work), shallow=False))
-    assert changed == ["workers/engine/fsdp/transformer_impl.py"]
+    assert changed == ["workers/engine/fsdp/transformer_impl.py", "workers/engine/torchtitan/transformer_impl.py"]
+    for name in changed:
+        ast.parse((work / name).read_text())
     text = (work / "workers/engine/fsdp/transformer_impl.py").read_text()
-    ast.parse(text)
     if style == "inline":
         # the upstream fix: gather a DTensor, divide out of place, divisor in the logits dtype
         assert ("                if isinstance(logits_rmpad, DTensor):\n"
@@ -75,5 +82,5 @@ def test_verl_080_fix_rewrites_the_seed_only(style, tmp_path, capsys):
         assert "from inplace_lint.runtime import out_of_place\n" in text
     capsys.readouterr()
     before = {p: p.read_bytes() for p in work.rglob("*.py")}
-    main(["fix", "-q", "--unsafe-fixes", "--style", style, str(work)])
+    main(["fix", "-q", "--style", style, str(work)])
     assert {p: p.read_bytes() for p in work.rglob("*.py")} == before

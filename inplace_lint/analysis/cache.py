@@ -41,8 +41,25 @@ def settings_key(settings) -> str:
     return ";".join(parts)
 
 
+def _code_key() -> str:
+    """The analysis code itself (an edited checkout must not reuse results of the code before)."""
+    here = pathlib.Path(__file__).resolve().parent
+    parts = []
+    for folder in (here, here.parent / "rules"):
+        for file in sorted(folder.glob("*.py")):
+            st = file.stat()
+            parts.append(f"{file.name}:{st.st_mtime_ns}:{st.st_size}")
+    return hashlib.sha1("|".join(parts).encode()).hexdigest()
+
+
+_CODE_KEY = None
+
+
 def cache_path(cache_dir: pathlib.Path, root: pathlib.Path, settings) -> pathlib.Path:
-    key = hashlib.sha1(f"{FORMAT}|{__version__}|{root}|{settings_key(settings)}".encode()).hexdigest()[:16]
+    global _CODE_KEY
+    if _CODE_KEY is None:
+        _CODE_KEY = _code_key()
+    key = hashlib.sha1(f"{FORMAT}|{__version__}|{_CODE_KEY}|{root}|{settings_key(settings)}".encode()).hexdigest()[:16]
     return cache_dir / f"project-{key}.pickle"
 
 

@@ -221,13 +221,17 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
             return Applicability.UNSAFE, (
                 f"`{name}` comes from outside the function: other code would no longer see the change")
     key = frozenset(observers) | {target_name}
-    if key not in facts.closures:
-        facts.closures[key] = _alias_closure(facts, set(key))
-    watched = facts.closures[key]
     start = (write.lineno, write.col_offset)
     end = (getattr(write, "end_lineno", write.lineno), getattr(write, "end_col_offset", 0))
-    loop_spans = [(loop.lineno, loop.end_lineno or loop.lineno) for loop in loops]
+    # outside loops, an alias made from the target after the write sees the new values either way
+    # and a link made in an arm of an `if` that excludes the write never ran with it
+    before = None if loops else start
     exclusive = _exclusive_spans(facts, write)
+    closure_key = (key, before, tuple(exclusive) if before else ())
+    if closure_key not in facts.closures:
+        facts.closures[closure_key] = _alias_closure(facts, set(key), before, exclusive if before else ())
+    watched = facts.closures[closure_key]
+    loop_spans = [(loop.lineno, loop.end_lineno or loop.lineno) for loop in loops]
     for load in facts.loads:
         name = load.id
         if name not in watched:
@@ -244,7 +248,9 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
         if later and name != target_name and not any(lo <= load.lineno <= hi for lo, hi in exclusive):
             return Applicability.UNSAFE, (
                 f"`{name}` is read after the write (line {load.lineno}) and would no longer see the change")
-        if pos < start or in_loop:  # after the write, the target holds the same values either way
+        if (pos < start and not any(lo <= load.lineno <= hi for lo, hi in exclusive)) or in_loop:
+            # after the write, the target holds the same values either way; a load in an arm of an
+            # `if` that excludes the write never ran before it
             if id(load) not in facts.escapes:
                 facts.escapes[id(load)] = _escape(facts, load)
             escape = facts.escapes[id(load)]
@@ -306,13 +312,18 @@ def _alias_chain_top(facts: FunctionFacts, node: ast.AST) -> ast.AST:
     return _climb(facts, node)[0]
 
 
-def _alias_closure(facts: FunctionFacts, names: Set[str]) -> Set[str]:
-    """``names`` plus every name bound (anywhere in the function) to an alias chain of one of them."""
+def _alias_closure(facts: FunctionFacts, names: Set[str], before: Optional[Tuple[int, int]] = None,
+                   exclusive: Sequence[Tuple[int, int]] = ()) -> Set[str]:
+    """``names`` plus every name bound (anywhere in the function, or before ``before`` and outside the
+    ``exclusive`` line spans) to an alias chain of one of them."""
     watched = set(names)
     changed = True
     while changed:
         changed = False
         for stmt in facts.assigns:
+            if before is not None and ((stmt.lineno, stmt.col_offset) >= before
+                                       or any(lo <= stmt.lineno <= hi for lo, hi in exclusive)):
+                continue
             value = stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) else stmt.value  # Assign, walrus too
             if value is None:
                 continue

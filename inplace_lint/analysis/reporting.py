@@ -101,7 +101,17 @@ class ReportingMixin:
         self.param_writes.append(ParamWrite(
             self.qual, index, self.ctx.path, node.lineno, node.col_offset, node.end_lineno or node.lineno,
             node.end_col_offset or node.col_offset, op, kind, origin.steps, short(target), self.no_grad,
-            via=via, fix=fix, fix_if_callers=alt))
+            kept=via is None and self.read_after(target, node), via=via, fix=fix, fix_if_callers=alt))
+
+    def read_after(self, target: ast.expr, node: ast.AST) -> bool:
+        """The written name (or the base of the written item) is read after the write in this function."""
+        base = target
+        while isinstance(base, (ast.Attribute, ast.Subscript, ast.Call)):
+            base = base.func if isinstance(base, ast.Call) else base.value
+        if not isinstance(base, ast.Name) or self.func is None:
+            return False
+        end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
+        return any(load.id == base.id and (load.lineno, load.col_offset) >= end for load in self.facts().loads)
 
     def facts(self):
         facts = self.facts_cache.get(id(self.func))

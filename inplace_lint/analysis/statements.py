@@ -361,6 +361,7 @@ class StatementsMixin:
         """This (function) scope's summary, after its body was walked."""
         returns = frozenset(o for o in self.returns if not model_outputs.is_guessed_object(o))
         returned = {param_index(o) for o in self.returns} - {None}
-        writes = tuple(replace(w, kept=w.index in returned) if w.via is None else w for w in self.param_writes)
+        writes = tuple(replace(w, kept=w.kept or w.index in returned) if w.via is None else w
+                       for w in self.param_writes)
         return FunctionSummary(self.qual, tuple(self.params), cap(returns), writes,
                                declared_no_grad, frozenset(self.observed), static)
