@@ -72,12 +72,12 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
 
 
 def check_file(path: str, settings: Settings, select: Sequence[str] = (), ignore: Sequence[str] = (),
-               disable_noqa: bool = False) -> FileResult:
+               disable_noqa: bool = False, project: Optional[bool] = None) -> FileResult:
     try:
         source = read_source(path)
     except (SyntaxError, UnicodeDecodeError, OSError) as exc:
         return FileResult(path, error=describe_error(exc))
-    return check_source(source, path, settings, select, ignore, disable_noqa)
+    return check_source(source, path, settings, select, ignore, disable_noqa, project)
 
 
 @dataclass(frozen=True)

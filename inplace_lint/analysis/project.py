@@ -393,8 +393,7 @@ class Project:
             if lf.fix_if_callers is not None and lf.observed:
                 checked = self._callers_checked(calls_to, lf.func, lf.observed)
                 if checked:
-                    finding = replace(finding, fix=replace(
-                        lf.fix_if_callers, reason=f"callers in this project checked: {checked}"))
+                    finding = replace(finding, fix=_checked(lf.fix_if_callers, checked))
             out[(finding.line, finding.col)] = finding
         for qual, summary in result.functions.items():
             for w in summary.writes:
@@ -437,7 +436,7 @@ class Project:
         if w.fix_if_callers is not None:
             checked = self._callers_checked(calls_to, w.func, {w.index})
             if checked:
-                fix = replace(w.fix_if_callers, reason=f"callers in this project checked: {checked}")
+                fix = _checked(w.fix_if_callers, checked)
         return Finding(code=rule.code, line=w.line, col=w.col, end_line=w.end_line, end_col=w.end_col,
                        message=message, op=w.op, write_kind=w.kind, target=w.target, origin=shown, fix=fix,
                        related=related)
@@ -452,6 +451,11 @@ class Project:
             except ValueError:
                 pass
         return f"{shown}:{site.line}"
+
+
+def _checked(fix, callers: int):
+    """A fix made safe by checking its callers says so (in its message: ``reason`` is for unsafe fixes)."""
+    return replace(fix, message=f"{fix.message} (safe: callers in this project checked: {callers})", reason="")
 
 
 class ModuleContext:

@@ -1,0 +1,126 @@
+"""Project-wide analysis (issue 9): calls resolved across modules, origins into and out of callees,
+grad-off entry points in another module, a file named alone analysed with its project, the cache."""
+from __future__ import annotations
+
+import pathlib
+import re
+import shutil
+
+import pytest
+
+from inplace_lint import pipeline
+from inplace_lint.adapters.cli import main
+from inplace_lint.analysis.project import Project, find_root, module_name
+from inplace_lint.config import DEFAULT_SETTINGS
+
+PROJECT = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "project" / "rlpkg"
+EXPECT = re.compile(r"# expect: (.*)$")
+
+
+def expected(root: pathlib.Path):
+    out = set()
+    for path in sorted(root.rglob("*.py")):
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            m = EXPECT.search(line)
+            if m:
+                for item in m.group(1).split(","):
+                    code, col = item.strip().split(":")
+                    out.add((str(path.relative_to(root)), lineno, int(col), code))
+    return out
+
+
+@pytest.fixture()
+def project(tmp_path):
+    work = tmp_path / "rlpkg"
+    shutil.copytree(PROJECT, work)
+    pipeline._PROJECTS.clear()
+    yield work
+    pipeline._PROJECTS.clear()
+    pipeline.set_project_mode(False)
+
+
+def _found(out: str, root: pathlib.Path):
+    found = set()
+    for line in out.splitlines():
+        path, lineno, col, rest = line.split(":", 3)
+        found.add((str(pathlib.Path(path).resolve().relative_to(root.resolve())), int(lineno), int(col),
+                   rest.split()[0]))
+    return found
+
+
+def test_root_and_module_names(project):
+    assert find_root(str(project / "rl" / "ops.py")) == project.resolve()
+    assert module_name(str(project / "rl" / "ops.py")) == ("rl.ops", False)
+    assert module_name(str(project / "rl" / "__init__.py")) == ("rl", True)
+
+
+def test_whole_project_matches_expectations(project, capsys):
+    assert main(["check", "-q", "-j", "1", str(project)]) == 1
+    out = capsys.readouterr().out
+    assert _found(out, project) == expected(project)
+    # the finding in the callee names the call site (path:line); the call of a mutating helper names it
+    assert "which the call at rl/engine.py:11 passes as model output `out.logits`" in out
+    assert "`div_` in `scale_()` (line 5) writes in place to `out.logits.squeeze(0)`" in out
+
+
+def test_a_file_named_alone_gets_the_same_answer(project, capsys):
+    for name in ("rl/ops.py", "rl/engine.py", "rl/sampler.py"):
+        pipeline._PROJECTS.clear()
+        main(["check", "-q", "-j", "1", "--no-cache", str(project / name)])
+        found = _found(capsys.readouterr().out, project)
+        assert found == {e for e in expected(project) if e[0] == name}, name
+
+
+def test_grad_off_entry_in_another_module(project):
+    # alone, sampler.py looks like a training path ...
+    alone = pipeline.check_file(str(project / "rl" / "sampler.py"), DEFAULT_SETTINGS, project=False)
+    assert [(f.line, f.code) for f in alone.findings] == [(6, "IPV001")]
+    # ... but its only caller runs it under inference_mode
+    with_project = pipeline.check_file(str(project / "rl" / "sampler.py"), DEFAULT_SETTINGS, project=True)
+    assert with_project.findings == []
+
+
+def test_cache_is_written_reused_and_invalidated(project, capsys):
+    main(["check", "-q", "-j", "1", str(project)])
+    cold = _found(capsys.readouterr().out, project)
+    cache_dir = project / ".inplace_lint_cache"
+    assert (cache_dir / ".gitignore").read_text().endswith("*\n")
+    assert list(cache_dir.glob("project-*.pickle"))
+    pipeline._PROJECTS.clear()
+    main(["check", "-q", "-j", "1", str(project / "rl" / "ops.py")])
+    assert _found(capsys.readouterr().out, project) == {e for e in cold if e[0] == "rl/ops.py"}
+    # the helper stops writing its argument: the finding at its caller goes, with the cache on
+    ops = project / "rl" / "ops.py"
+    ops.write_text(ops.read_text().replace("    logits.div_(t)  # a mutating helper", "    logits = logits / t  #"))
+    pipeline._PROJECTS.clear()
+    main(["check", "-q", "-j", "1", str(project / "rl" / "engine.py")])
+    assert _found(capsys.readouterr().out, project) == set()
+
+
+def test_cache_dir_flag_and_no_cache(project, tmp_path, capsys):
+    elsewhere = tmp_path / "cache"
+    main(["check", "-q", "-j", "1", "--cache-dir", str(elsewhere), str(project)])
+    assert list(elsewhere.glob("project-*.pickle"))
+    assert not (project / ".inplace_lint_cache").exists()
+    pipeline._PROJECTS.clear()
+    main(["check", "-q", "-j", "1", "--no-cache", str(project)])
+    assert not (project / ".inplace_lint_cache").exists()
+    capsys.readouterr()
+
+
+def test_summaries_reach_a_fixpoint_through_recursion(tmp_path):
+    source = (
+        "def a(model, x, t, n):\n"
+        "    return b(model, x, t, n - 1) if n else model(x).logits\n"
+        "def b(model, x, t, n):\n"
+        "    return a(model, x, t, n)\n"
+        "def c(model, x, t):\n"
+        "    y = b(model, x, t, 3)\n"
+        "    y.div_(t)\n"
+    )
+    path = tmp_path / "rec.py"
+    path.write_text(source)
+    project = Project(DEFAULT_SETTINGS, tmp_path)
+    project.add_file(str(path), source=source)
+    project.build()
+    assert [(f.line, f.code) for f in project.findings(str(path))] == [(7, "IPV001")]
