@@ -246,5 +246,5 @@ def project_findings(source: str, path: str, settings: Settings, mode: Optional[
     if result is None or result.digest != digest:
         if project.add_file(here, source=source, digest=digest) is not None:
             return None
-        project.build([here])
+        project.build([here], follow=build)
     return project.findings(here)

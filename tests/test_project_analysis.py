@@ -124,3 +124,27 @@ def test_summaries_reach_a_fixpoint_through_recursion(tmp_path):
     project.add_file(str(path), source=source)
     project.build()
     assert [(f.line, f.code) for f in project.findings(str(path))] == [(7, "IPV001")]
+
+
+def test_flake8_reads_the_cache_and_is_alone_without_it(project, capsys):
+    import subprocess
+    import sys
+
+    def flake8():
+        proc = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=IPV", "rl/engine.py",
+                               "rl/sampler.py"], cwd=project, capture_output=True, text=True)
+        return sorted(line.split(" ")[0] + line.split(" ")[1] for line in proc.stdout.splitlines())
+
+    # without a cache: each file alone (rl.ops is not seen; sampler.py looks like a training path)
+    assert flake8() == ["rl/sampler.py:6:5:IPV001"]
+    main(["check", "-q", "-j", "1", str(project)])  # writes the cache
+    capsys.readouterr()
+    assert flake8() == ["rl/engine.py:10:9:IPV001", "rl/engine.py:9:9:IPV001"]
+
+
+def test_language_server_buffer_with_project_summaries(project):
+    """The server's entry point: an unsaved buffer of engine.py, analysed with the rest of the project."""
+    buffer = (project / "rl" / "engine.py").read_text().replace("scale_(out.logits.squeeze(0), t)", "pass")
+    pipeline.set_project_mode(True)
+    result = pipeline.check_source(buffer, str(project / "rl" / "engine.py"), DEFAULT_SETTINGS)
+    assert [(f.line, f.code) for f in result.findings] == [(10, "IPV001")]

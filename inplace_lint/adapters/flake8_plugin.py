@@ -6,7 +6,8 @@ becomes flake8's usual 1-based one.
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Tuple, Type
+import os
+from typing import Iterator, List, Optional, Tuple, Type
 
 from .. import __version__, config
 from ..analysis import analyze
@@ -20,8 +21,10 @@ class InplaceLintPlugin:
     version = __version__
     settings: Settings = DEFAULT_SETTINGS
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, filename: str = "stdin", lines: Optional[List[str]] = None) -> None:
         self.tree = tree
+        self.filename = filename
+        self.lines = lines
 
     @classmethod
     def add_options(cls, manager) -> None:
@@ -47,5 +50,21 @@ class InplaceLintPlugin:
         cls.settings, _ = config.apply(values, "flake8 options")
 
     def run(self) -> Iterator[Tuple[int, int, str, Type["InplaceLintPlugin"]]]:
-        for finding in analyze(self.tree, self.settings):
+        for finding in self._findings():
             yield finding.line, finding.col, finding.text, type(self)
+
+    def _findings(self):
+        """With a project cache (written by ``inplace-lint check``), the file is analysed with the cached
+        summaries of the rest of its project, as ``check`` does; without one, alone (calls between its
+        own functions are still followed). flake8 never builds the cache: that would walk every file."""
+        if self.lines is not None and self.filename not in ("stdin", "-") and os.path.isfile(self.filename):
+            from ..pipeline import ProjectMode, project_findings
+
+            try:
+                found = project_findings("".join(self.lines), self.filename, self.settings,
+                                         ProjectMode(enabled=True), build=False)
+            except (OSError, RecursionError):
+                found = None
+            if found is not None:
+                return found
+        return analyze(self.tree, self.settings, self.filename)

@@ -275,14 +275,17 @@ class Project:
                 return True
         return False
 
-    def build(self, to_walk: Optional[Iterable[str]] = None) -> None:
+    def build(self, to_walk: Optional[Iterable[str]] = None, follow: bool = True) -> None:
         """Walk the files that need it (all files with no result yet), then again those that read a
-        summary that changed, until nothing changes (at most ``_MAX_ROUNDS`` rounds)."""
+        summary that changed, until nothing changes (at most ``_MAX_ROUNDS`` rounds). ``follow=False``
+        walks ``to_walk`` once and leaves the files that depend on them as they are."""
         pending = [p for p in (to_walk if to_walk is not None else self.results) if p in self.results]
         pending = [p for p in self._ordered() if p in set(pending)]
         for _ in range(_MAX_ROUNDS):
             for path in pending:
                 self.walk(path)
+            if not follow:
+                break
             pending = [p for p in self._ordered() if self.stale(self.results[p])]
             if not pending:
                 break
