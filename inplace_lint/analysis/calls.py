@@ -19,7 +19,7 @@ from .astutil import call_text, dotted_name, expr_base, is_false, is_str_constan
 from .expressions import cut_tracking, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, is_torch, qualify
 from .statements import EMPTY, cap
-from .summaries import CallSite, param_index, with_steps
+from .summaries import CallSite, function_of, no_grad_value, param_index, with_steps
 
 _DTYPE_CASTS = frozenset({"float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char"})
 
@@ -118,6 +118,13 @@ class CallsMixin:
             callee = self.resolve_callee(func)
             if callee is not None:
                 return self.project_call(node, callee, args, kwargs)
+            refs = [function_of(o) for o in self.env.get(func.id, EMPTY)]
+            if any(refs):  # func = _single_tensor_adam if ... else _multi_tensor_adam; func(...)
+                out = EMPTY
+                for ref in refs:
+                    if ref is not None:
+                        out = cap(out | self.project_call(node, ref, args, kwargs))
+                return out
             if self.settings.is_model_call_name(func.id):
                 result = frozenset({Origin(RootKind.MODEL_OUTPUT_OBJECT, f"{func.id}(...)", node.lineno,
                                            root_no_grad=self.no_grad)})
@@ -163,6 +170,8 @@ class CallsMixin:
             self.report(node, WriteKind.INPLACE_KWARG, f"`{qual}(..., inplace=True)`", first, first_origins)
             return self._inplace_result(node, name, first_origins)
         if name in ops.SAVES_OUTPUT and not inplace_flag(node, name):
+            if no_grad_value(first_origins):
+                return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
             return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad)})
         if name in ops.FACTORY_FUNCTIONS:
             return self._factory(node)
@@ -211,6 +220,8 @@ class CallsMixin:
             return self.view_of(recv_node, recv, StepKind.MULTI_VIEW, call_text(node, name), line, any_base=True,
                                 certain=functional)
         if name in ops.SAVES_OUTPUT:
+            if no_grad_value(known) and known == recv:
+                return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), line, root_no_grad=self.no_grad)})
         if name in ops.DTENSOR_LOCAL_METHODS:
             detached = (known and all(o.root_no_grad for o in known)) or _is_detached(recv_node)

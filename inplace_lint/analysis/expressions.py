@@ -13,7 +13,7 @@ from ..findings import Origin, RootKind, Step, StepKind
 from . import model_outputs, ops
 from .astutil import dotted_name, last_name, short
 from .statements import EMPTY, cap
-from .summaries import param_index
+from .summaries import function_of, param_index
 
 
 def is_basic_index(node: ast.expr) -> bool:
@@ -102,6 +102,11 @@ class ExpressionsMixin:
         if any(o.is_tensor and not o.root_no_grad and param_index(o) is None and o.root is not RootKind.FRESH
                and o.certain_tensor for ops_ in operands for o in ops_):
             return frozenset({Origin(RootKind.TENSOR, short(top), top.lineno, root_no_grad=self.no_grad)})
+        if any(o.root is RootKind.FRESH and not o.steps and o.certain_tensor and function_of(o) is None
+               for ops_ in operands for o in ops_) and not any(param_index(o) is not None
+                                                               for ops_ in operands for o in ops_):
+            # arithmetic on a factory's tensor (and numbers): a new tensor that needs no grad either
+            return frozenset({Origin(RootKind.FRESH, short(top), top.lineno, root_no_grad=True)})
         return EMPTY
 
     def eval_UnaryOp(self, node: ast.UnaryOp) -> frozenset:

@@ -16,7 +16,7 @@ from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import grad, model_outputs, ops
 from .astutil import dotted_name, is_str_constant
 from .names import import_bindings
-from .summaries import FunctionSummary, param_index
+from .summaries import FunctionSummary, function_ref, param_index
 
 EMPTY: frozenset = frozenset()
 _MAX_ORIGINS = 12
@@ -82,6 +82,10 @@ class StatementsMixin:
 
     def stmt_Assign(self, node: ast.Assign) -> None:
         value = self.eval(node.value)
+        if self.ctx is not None and isinstance(node.value, (ast.Name, ast.Attribute)) and not value:
+            ref = self.callable_ref(node.value)
+            if ref is not None:
+                value = frozenset({function_ref(ref[0], ref[1], node.lineno)})
         module = model_outputs.inplace_module(node.value)
         for target in node.targets:
             if module and isinstance(target, ast.Name):

@@ -24,6 +24,27 @@ def param_origin(index: int, line: int) -> Origin:
     return Origin(RootKind.TENSOR, f"{PARAM_PREFIX}{index}", line, certain_tensor=False)
 
 
+FUNC_PREFIX = "\x00func:"
+
+
+def function_ref(qual: str, bound: int, line: int) -> Origin:
+    """A name bound to an in-project function (``func = _single_tensor_adam``): called later, it calls that."""
+    return Origin(RootKind.FRESH, f"{FUNC_PREFIX}{bound}:{qual}", line, root_no_grad=True)
+
+
+def function_of(origin: Origin) -> Optional[Tuple[str, int]]:
+    text = origin.root_text
+    if text.startswith(FUNC_PREFIX):
+        bound, _, qual = text[len(FUNC_PREFIX):].partition(":")
+        return qual, int(bound)
+    return None
+
+
+def no_grad_value(origins) -> bool:
+    """Every origin is known and needs no grad (a factory's tensor, arithmetic on one, made under no_grad)."""
+    return bool(origins) and all(o.root_no_grad and param_index(o) is None and not o.steps for o in origins)
+
+
 def param_index(origin: Origin) -> Optional[int]:
     text = origin.root_text
     if text.startswith(PARAM_PREFIX):
