@@ -145,6 +145,8 @@ class _Loaded:
 
 
 _PROJECTS: Dict[tuple, _Loaded] = {}
+#: cache key of the project pass's result (grad-off functions, parameter origins, call sites)
+_FINAL = "\x00final"
 
 
 def _digest(source: str) -> str:
@@ -188,6 +190,7 @@ def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = No
         files.append(here)
     to_walk = []
     fresh: Dict[str, tuple] = {}
+    final = entries.pop(_FINAL, None)
     for file in files:
         try:
             st = os.stat(file)
@@ -199,6 +202,7 @@ def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = No
             fresh[file] = entry
             continue
         if not build:
+            final = None  # a file changed since the cache was written: the project pass is redone
             continue
         try:
             source = read_source(file)
@@ -223,8 +227,12 @@ def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = No
                     continue
                 fresh[file] = (st.st_mtime_ns, st.st_size, result)
                 changed = True
-        if changed and cache_file is not None:
-            disk.save(cache_file, fresh)
+        if not changed and final is not None:
+            project._final = final  # the project pass over every file, as the last run left it
+        elif cache_file is not None:
+            disk.save(cache_file, {**fresh, _FINAL: project.finalize()})
+    elif final is not None:
+        project._final = final
     _PROJECTS[key] = _Loaded(project, cache_file, fresh)
     return project
 

@@ -280,6 +280,8 @@ class Project:
         summary that changed, until nothing changes (at most ``_MAX_ROUNDS`` rounds). ``follow=False``
         walks ``to_walk`` once and leaves the files that depend on them as they are."""
         pending = [p for p in (to_walk if to_walk is not None else self.results) if p in self.results]
+        if not pending:
+            return  # results read from a consistent cache: nothing changed, nothing is stale
         pending = [p for p in self._ordered() if p in set(pending)]
         for _ in range(_MAX_ROUNDS):
             for path in pending:
