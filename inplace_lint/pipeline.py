@@ -219,6 +219,10 @@ def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = No
         project.build(to_walk)
         changed = bool(to_walk) or set(fresh) != set(entries)
         for file, result in project.results.items():
+            if file in project.crashes:
+                fresh.pop(file, None)  # never cache what a crashed walk left
+                changed = True
+                continue
             old = fresh.get(file)
             if old is None or old[2] is not result:
                 try:
@@ -255,4 +259,23 @@ def project_findings(source: str, path: str, settings: Settings, mode: Optional[
         if project.add_file(here, source=source, digest=digest) is not None:
             return None
         project.build([here], follow=build)
+    crash = project.crashes.get(here)
+    if crash is not None:
+        raise crash
     return project.findings(here)
+
+
+def prepare_projects(paths: Sequence[str], settings: Settings) -> None:
+    """Build (or refresh) and cache the projects of ``paths`` in this process, before worker processes
+    start (``-j N``): each worker then reads the cache instead of walking every file again."""
+    mode = project_mode()
+    if not mode.enabled:
+        return
+    from .analysis.project import find_root
+
+    seen = set()
+    for path in paths:
+        root = find_root(path)
+        if root not in seen:
+            seen.add(root)
+            load_project(path, settings, mode)

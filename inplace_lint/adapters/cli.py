@@ -77,6 +77,14 @@ def _common(args: argparse.Namespace) -> Options:
                    if file_cfg.get("cache-dir") else None)
 
 
+def _prepare(files: List[str], opts: Options, args: argparse.Namespace) -> None:
+    """With worker processes, build the project summaries once here (the workers read the cache)."""
+    if args.jobs != 1 and len(files) > 1:
+        from ..pipeline import prepare_projects
+
+        prepare_projects(files, opts.settings)
+
+
 def _project_mode(args: argparse.Namespace, opts: Options) -> None:
     """Project-wide analysis (summaries of every file of the project, cached on disk) for check and fix."""
     from ..pipeline import set_project_mode
@@ -103,6 +111,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     _project_mode(args, opts)
     job = CheckJob(opts.settings, opts.select, opts.ignore, args.disable_noqa, opts.per_file_ignores, opts.config_dir)
     files = list(iter_python_files(args.paths, opts.exclude))
+    _prepare(files, opts, args)
     outcomes = run_files(files, job, args.jobs, progress=_progress(args))
     results = [o.value for o in outcomes if o.value is not None]
     items = [(r, f) for r in results for f in r.findings]
@@ -146,7 +155,9 @@ def cmd_fix(args: argparse.Namespace) -> int:
     _project_mode(args, opts)
     job = FixJob(opts, args.style or opts.fix_style, args.unsafe_fixes, write=not args.diff,
                  memory_aware=args.memory_aware)
-    outcomes = run_files(list(iter_python_files(args.paths, opts.exclude)), job, args.jobs, progress=_progress(args))
+    files = list(iter_python_files(args.paths, opts.exclude))
+    _prepare(files, opts, args)
+    outcomes = run_files(files, job, args.jobs, progress=_progress(args))
     results = [o.value for o in outcomes if o.value is not None]
     changed = [r for r in results if r.new_source is not None]
     for r in results:

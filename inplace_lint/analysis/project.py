@@ -120,6 +120,8 @@ class Project:
         self.summaries: Dict[str, FunctionSummary] = {}
         self.nested_params: Dict[str, Tuple[Tuple[str, ...], bool]] = {}
         self._trees: Dict[str, ast.Module] = {}
+        #: files whose walk raised (a bug): :func:`inplace_lint.pipeline.project_findings` re-raises it
+        self.crashes: Dict[str, BaseException] = {}
         self._final = None
 
     # ---- resolution
@@ -257,7 +259,12 @@ class Project:
                 return old
         ctx = ModuleContext(self, old.module, path, old.index.is_package)
         package = old.module if old.index.is_package else old.module.rpartition(".")[0]
-        sink = walk_module(tree, self.settings, ctx, old.module, package)
+        try:
+            sink = walk_module(tree, self.settings, ctx, old.module, package)
+        except Exception as exc:  # a bug in the analysis: this file is reported as crashed, not the project
+            self.crashes[path] = exc
+            return old
+        self.crashes.pop(path, None)
         result = FileResult(path, old.module, old.digest, old.index, dict(ctx.functions), ctx.calls,
                             list(sink.values()), ctx.deps)
         for qual in old.functions:
