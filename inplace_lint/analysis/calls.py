@@ -178,7 +178,17 @@ class CallsMixin:
         if name in ops.VIEW_METHODS or name in ops.MAY_ALIAS_METHODS or name in ops.MULTI_VIEW_METHODS \
                 or name in ops.EXPAND_METHODS:
             return self.method_call(node, name, first, first_origins, functional=True)
+        if name in ops.ARITHMETIC and self._inputs_need_no_grad(node, args, kwargs):
+            return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
         return EMPTY
+
+    def _inputs_need_no_grad(self, node: ast.Call, args: List[frozenset], kwargs: Dict[str, frozenset],
+                             receiver: Optional[frozenset] = None) -> bool:
+        """Every tensor input is known to need no grad (numbers and constants aside)."""
+        values = list(zip(node.args, args))
+        inputs = ([receiver] if receiver is not None else []) + [
+            o for n, o in values if o or not _is_literal(n)]
+        return bool(inputs) and all(no_grad_value(o) for o in inputs)
 
     def _factory(self, node: ast.Call) -> frozenset:
         if is_true(kw(node, "requires_grad")):
@@ -228,6 +238,8 @@ class CallsMixin:
             return frozenset({Origin(RootKind.CUSTOM_FUNCTION, short(node), line,
                                      root_no_grad=self.no_grad or bool(detached))})
         if name == "apply" and (last_name(recv_node) or "a").lstrip("_")[:1].isupper():
+            if self.forward_returns_fresh(recv_node):
+                return EMPTY  # forward returns a new tensor, not a view of an input: in place on it is legal
             return frozenset({Origin(RootKind.CUSTOM_FUNCTION, f"{short(recv_node)}.apply(...)", line,
                                      root_no_grad=self.no_grad)})
         if name == "forward" and self.settings.is_model_call_name(last_name(recv_node) or ""):
@@ -236,6 +248,10 @@ class CallsMixin:
         if self.settings.is_model_call_name(name) and not known:
             return frozenset({Origin(RootKind.MODEL_OUTPUT_OBJECT, f"{short(node.func)}(...)", line,
                                      root_no_grad=self.no_grad)})
+        if name in ops.ARITHMETIC and known == recv and no_grad_value(known):
+            args = [self.eval_quiet(a) for a in node.args] if node.args else []
+            if self._inputs_need_no_grad(node, args, {}, receiver=known):
+                return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
         return EMPTY
 
     def view_of(self, recv_node: ast.expr, recv: frozenset, kind: StepKind, text: str, line: int,
@@ -255,6 +271,22 @@ class CallsMixin:
         return placeholders
 
     # ---- in-project calls
+
+    def forward_returns_fresh(self, cls_node: ast.expr) -> bool:
+        """``Fn.apply(x)`` of an in-project ``autograd.Function`` whose ``forward`` (by its summary) never
+        returns one of its inputs or a view of one."""
+        ctx = self.ctx
+        if ctx is None or not isinstance(cls_node, (ast.Name, ast.Attribute)):
+            return False
+        qual, imported = qualify(cls_node, self.names, self.is_local_name)
+        if qual is None:
+            return False
+        found = ctx.project.resolve(qual if imported else f"{ctx.module}.{qual}")
+        if not found or found[0] != "class":
+            return False
+        forward = ctx.method(found[1], "forward")
+        summary = ctx.summary(forward[0]) if forward else None
+        return summary is not None and not any(param_index(o) is not None for o in summary.returns)
 
     def resolve_callee(self, func: ast.expr) -> Optional[Tuple[str, int]]:
         """``(qualified name, bound arguments)`` of an in-project function, or None (see :mod:`.project`)."""
@@ -365,6 +397,15 @@ class CallsMixin:
             out.append(Origin(o.root, f"{short_name}(...)", node.lineno, steps, o.root_no_grad or self.no_grad,
                               o.certain_tensor))
         return cap(out)
+
+
+def _is_literal(node: ast.AST) -> bool:
+    """``0.5``, ``-1``, ``(1, 2)``: a number or a tuple of them, never a tensor."""
+    if isinstance(node, ast.UnaryOp):
+        return _is_literal(node.operand)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_is_literal(e) for e in node.elts)
+    return isinstance(node, ast.Constant)
 
 
 def _known(origins: frozenset) -> frozenset:

@@ -65,6 +65,7 @@ FACTORY_FUNCTIONS = frozenset(
         "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "rand", "randn",
         "randint", "randperm", "eye", "tensor", "as_tensor", "zeros_like", "ones_like",
         "empty_like", "full_like", "rand_like", "randn_like", "randint_like", "empty_strided",
+        "from_numpy", "frombuffer",
     }
 )
 #: Context managers and decorators that turn grad mode off (``torch.no_grad()``, ...).
@@ -87,4 +88,15 @@ DEFAULT_MODEL_OUTPUT_PARAMS = ("output", "outputs", "model_output", "model_outpu
 DEFAULT_MODEL_CALL_PATTERNS = (
     "model", "*_model", "module", "*_module", "policy", "actor", "critic", "lm_head",
     "*_head", "backbone", "transformer", "net", "*_net", "engine_model",
+)
+
+#: Tensor methods and torch functions whose result is a new tensor computed from their inputs: it needs
+#: grad only if an input does (so on tensors that need no grad, the result needs none either).
+ARITHMETIC = frozenset(
+    {
+        "add", "sub", "mul", "div", "pow", "neg", "abs", "log", "log1p", "log2", "log10", "expm1", "lerp",
+        "clamp", "clip", "clamp_min", "clamp_max", "cumsum", "cumprod", "flip", "roll", "sum", "mean",
+        "prod", "square", "reciprocal", "sin", "cos", "atan2", "floor", "ceil", "round", "where",
+        "cat", "stack", "diff", "maximum", "minimum", "matmul", "outer", "repeat", "tile", "sign",
+    }
 )

@@ -42,7 +42,8 @@ def function_of(origin: Origin) -> Optional[Tuple[str, int]]:
 
 def no_grad_value(origins) -> bool:
     """Every origin is known and needs no grad (a factory's tensor, arithmetic on one, made under no_grad)."""
-    return bool(origins) and all(o.root_no_grad and param_index(o) is None and not o.steps for o in origins)
+    return bool(origins) and all(o.root_no_grad and param_index(o) is None and function_of(o) is None
+                                 for o in origins)
 
 
 def param_index(origin: Origin) -> Optional[int]:
