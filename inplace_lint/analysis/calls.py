@@ -279,9 +279,9 @@ class CallsMixin:
         if ctx is None or not isinstance(cls_node, (ast.Name, ast.Attribute)):
             return False
         qual, imported = qualify(cls_node, self.names, self.is_local_name)
-        if qual is None:
-            return False
-        found = ctx.project.resolve(qual if imported else f"{ctx.module}.{qual}")
+        if not imported:
+            qual = f"{ctx.module}.{dotted_name(cls_node)}"  # a class of this module
+        found = ctx.project.resolve(qual)
         if not found or found[0] != "class":
             return False
         forward = ctx.method(found[1], "forward")
@@ -317,6 +317,9 @@ class CallsMixin:
         qual, imported = qualify(func, self.names, self.is_local_name)
         if imported and qual is not None and not is_torch(qual):
             return ctx.function(qual)
+        head = dotted_name(func)
+        if head is not None and head.split(".")[0] in ctx.index_classes():
+            return ctx.function(f"{ctx.module}.{head}")  # Cls.static_method(...) of a class of this module
         return None
 
     def callable_ref(self, node: ast.expr) -> Optional[Tuple[str, int]]:

@@ -108,6 +108,8 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
     recording: bool = True
     #: parameters annotated with a type that is not a model output (``output: QAct``)
     typed_params: Set[str] = field(default_factory=set)
+    #: plain names bound in this scope or an enclosing one (they shadow imports and literal guesses)
+    assigned: Set[str] = field(default_factory=set)
 
     def _handler(self, prefix: str, node_type: type):
         return _handler(type(self), prefix, node_type)
@@ -116,13 +118,13 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
         return name in self.params
 
     def is_local_name(self, head: str) -> bool:
-        return head in self.env or head in self.params or head in self.local_funcs
+        return head in self.env or head in self.params or head in self.local_funcs or head in self.assigned
 
     def new_scope(self, params, func, env, no_grad, inplace_modules, qual) -> "Scope":
         return Scope(self.settings, self.sink, params=params, func=func, env=env, no_grad=no_grad,
                      facts_cache=self.facts_cache, inplace_modules=inplace_modules, names=dict(self.names),
                      ctx=self.ctx, qual=qual, package=self.package, local_funcs=dict(self.local_funcs),
-                     cls_qual=self.cls_qual, self_name=self.self_name)
+                     cls_qual=self.cls_qual, self_name=self.self_name, assigned=set(self.assigned))
 
     def child_scope(self, args: ast.arguments, no_grad: bool, func: Optional[ast.AST], qual: str) -> "Scope":
         """A nested function: it reads the enclosing names (closures); its parameters shadow them."""

@@ -482,6 +482,10 @@ class ModuleContext:
         self.deps: Dict[str, str] = {}
         self.params: Dict[str, Tuple[Tuple[str, ...], bool]] = {}
 
+    def index_classes(self):
+        index = self.project.indexes.get(self.module)
+        return index.classes if index is not None else {}
+
     def function(self, qual: str):
         if qual in self.params:
             return qual, 0

@@ -133,7 +133,12 @@ class ReportingMixin:
             return False
         if isinstance(arg, (ast.Call, ast.BinOp)):
             return True
-        if not isinstance(arg, ast.Name):
+        if not isinstance(arg, ast.Name) or self.loop_stack:
             return False
-        applicable, _ = fixplan.applicability(self.facts(), self.params, arg.id, [], [], call, self.loop_stack)
+        facts = self.facts()
+        end = (call.end_lineno or call.lineno, call.end_col_offset or 0)
+        if any(load.id == arg.id and (load.lineno, load.col_offset) >= end for load in facts.loads):
+            return False  # the caller reads what it passed (fix planning would only look at other names)
+        # other aliases read afterwards, escapes before the call, parameters, globals
+        applicable, _ = fixplan.applicability(facts, self.params, arg.id, [], [], call, self.loop_stack)
         return applicable.value == "safe"

@@ -264,6 +264,7 @@ class StatementsMixin:
         for name, target in bound.items():
             self.bind_name(name, EMPTY)
             self.names[name] = target
+            self.assigned.discard(name)
             self.local_funcs.pop(name, None)
 
     stmt_ImportFrom = stmt_Import
@@ -282,6 +283,7 @@ class StatementsMixin:
         if "." not in key:
             self.local_funcs.pop(key, None)
             self.names.pop(key, None)
+            self.assigned.add(key)
         if self.no_grad:
             self.nograd_bound.add(key)
 
