@@ -310,6 +310,12 @@ class CallsMixin:
                 return None
             found = ctx.method(self.cls_qual, func.attr)
             return (found[0], 0 if found[1] else 1) if found else None
+        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
+                and value.value.id == self.self_name and self.cls_qual:
+            # self.runner.execute(...) where __init__ did self.runner = Runner(...)
+            owner = ctx.attribute_class(self.cls_qual, value.attr)
+            found = ctx.method(owner, func.attr) if owner else None
+            return (found[0], 0 if found[1] else 1) if found else None
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super" \
                 and self.cls_qual:
             found = ctx.method(self.cls_qual, func.attr, skip_self=True)

@@ -89,6 +89,9 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
                     static = any(dotted_name(d) == "staticmethod" for d in item.decorator_list)
                     methods[item.name] = (_params(item), static)
             index.classes[node.name] = (bases, methods)
+            attributes = _init_attributes(node)
+            if attributes:
+                index.attributes[node.name] = attributes
         elif isinstance(node, ast.If):  # if TYPE_CHECKING: / try-imports at top level
             for sub in node.body + node.orelse:
                 if isinstance(sub, (ast.Import, ast.ImportFrom)):
@@ -98,6 +101,27 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
                 if isinstance(sub, (ast.Import, ast.ImportFrom)):
                     index.imports.update(import_bindings(sub, package))
     return index
+
+
+def _init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
+    """``self.x = SomeClass(...)`` (or ``self.x: SomeClass = ...``) in ``__init__``: x -> "SomeClass"."""
+    out: Dict[str, str] = {}
+    for item in cls.body:
+        if not (isinstance(item, ast.FunctionDef) and item.name == "__init__" and item.args.args):
+            continue
+        me = item.args.args[0].arg
+        for node in ast.walk(item):
+            target = value = None
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+                value = value.func if isinstance(value, ast.Call) else None
+            elif isinstance(node, ast.AnnAssign):
+                target, value = node.target, node.annotation
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
+                name = dotted_name(value) if value is not None else None
+                if name and name[:1].isupper() or (name and "." in name and name.rsplit(".", 1)[1][:1].isupper()):
+                    out.setdefault(target.attr, name)
+    return out
 
 
 def _params(node) -> Tuple[str, ...]:
@@ -193,6 +217,31 @@ class Project:
             found = self.resolve(target)
             if found and found[0] == "class":
                 hit = self.method(found[1], name, False, depth + 1)
+                if hit:
+                    return hit
+        return None
+
+    def attribute_class(self, cls_qual: str, attr: str) -> Optional[str]:
+        """The in-project class ``self.<attr>`` was built from in ``__init__`` (this class or a base)."""
+        module, _, name = cls_qual.rpartition(".")
+        index = self.indexes.get(module)
+        if index is None:
+            return None
+        dotted = index.attributes.get(name, {}).get(attr)
+        if dotted is not None:
+            head, _, rest = dotted.partition(".")
+            target = index.imports[head] + (f".{rest}" if rest else "") if head in index.imports \
+                else f"{module}.{dotted}"
+            found = self.resolve(target)
+            return found[1] if found and found[0] == "class" else None
+        info = self._class(cls_qual)
+        for base in info[0] if info else ():
+            head, _, rest = base.partition(".")
+            target = index.imports[head] + (f".{rest}" if rest else "") if head in index.imports \
+                else f"{module}.{base}"
+            found = self.resolve(target)
+            if found and found[0] == "class" and found[1] != cls_qual:
+                hit = self.attribute_class(found[1], attr)
                 if hit:
                     return hit
         return None
@@ -493,6 +542,9 @@ class ModuleContext:
 
     def method(self, cls_qual: str, name: str, skip_self: bool = False):
         return self.project.method(cls_qual, name, skip_self)
+
+    def attribute_class(self, cls_qual: str, attr: str) -> Optional[str]:
+        return self.project.attribute_class(cls_qual, attr)
 
     def params_of(self, qual: str):
         return self.params.get(qual) or self.project.params_of(qual)

@@ -154,6 +154,9 @@ class ModuleIndex:
     functions: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # name -> params
     #: class name -> (qualified bases, method name -> (params, static))
     classes: Dict[str, Tuple[Tuple[str, ...], Dict[str, Tuple[Tuple[str, ...], bool]]]] = field(default_factory=dict)
+    #: class name -> attribute -> the dotted name of the class ``__init__`` builds it from
+    #: (``self.runner = ModelRunner(...)`` -> ``{"runner": "ModelRunner"}``)
+    attributes: Dict[str, Dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass
