@@ -182,6 +182,7 @@ def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = No
         cache_file = disk.cache_path(cache_dir, root, settings)
         entries = disk.load(cache_file)
     if not build and not entries:
+        _PROJECTS[key] = _Loaded(None, cache_file, {})  # no cache: do not look again in this process
         return None
     project = Project(settings, root)
     files = project_files(root)

@@ -69,7 +69,7 @@ class CallsMixin:
         kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
 
         if isinstance(func, ast.Attribute):
-            ns, _ = qualify(func.value, self.names, self.is_local_name)
+            ns, imported = qualify(func.value, self.names, self.is_local_name)
             if ns == "torch.Tensor" and node.args:
                 # torch.Tensor.div_(x, t) is x.div_(t)
                 return self.method_call(node, func.attr, node.args[0], args[0])
@@ -77,7 +77,7 @@ class CallsMixin:
                 return self.function_call(node, func.attr, ns == FUNCTIONAL_NAMESPACE, args, kwargs)
             if is_non_tensor_library(ns):
                 return EMPTY  # math.sqrt, np.exp, random.random: never tensors
-            callee = self.resolve_callee(func)
+            callee = self.resolve_callee(func, (ns, imported)) if self.ctx is not None else None
             if callee is not None:
                 return self.project_call(node, callee, args, kwargs)
             recv = self.eval(func.value)
@@ -288,8 +288,10 @@ class CallsMixin:
         summary = ctx.summary(forward[0]) if forward else None
         return summary is not None and not any(param_index(o) is not None for o in summary.returns)
 
-    def resolve_callee(self, func: ast.expr) -> Optional[Tuple[str, int]]:
-        """``(qualified name, bound arguments)`` of an in-project function, or None (see :mod:`.project`)."""
+    def resolve_callee(self, func: ast.expr, receiver: Optional[Tuple[Optional[str], bool]] = None
+                       ) -> Optional[Tuple[str, int]]:
+        """``(qualified name, bound arguments)`` of an in-project function, or None (see :mod:`.project`).
+        ``receiver``: ``qualify(func.value)`` when the caller has it already."""
         ctx = self.ctx
         if ctx is None:
             return None
@@ -320,12 +322,13 @@ class CallsMixin:
                 and self.cls_qual:
             found = ctx.method(self.cls_qual, func.attr, skip_self=True)
             return (found[0], 0 if found[1] else 1) if found else None
-        qual, imported = qualify(func, self.names, self.is_local_name)
-        if imported and qual is not None and not is_torch(qual):
-            return ctx.function(qual)
-        head = dotted_name(func)
-        if head is not None and head.split(".")[0] in ctx.index_classes():
-            return ctx.function(f"{ctx.module}.{head}")  # Cls.static_method(...) of a class of this module
+        if receiver is None:
+            receiver = qualify(value, self.names, self.is_local_name)
+        ns, imported = receiver
+        if imported and ns is not None and not is_torch(ns):
+            return ctx.function(f"{ns}.{func.attr}")
+        if isinstance(value, ast.Name) and value.id in ctx.index_classes():
+            return ctx.function(f"{ctx.module}.{value.id}.{func.attr}")  # Cls.static_method(...) of this module
         return None
 
     def callable_ref(self, node: ast.expr) -> Optional[Tuple[str, int]]:

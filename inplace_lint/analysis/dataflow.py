@@ -126,8 +126,10 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
                      ctx=self.ctx, qual=qual, package=self.package, local_funcs=dict(self.local_funcs),
                      cls_qual=self.cls_qual, self_name=self.self_name, assigned=set(self.assigned))
 
-    def child_scope(self, args: ast.arguments, no_grad: bool, func: Optional[ast.AST], qual: str) -> "Scope":
-        """A nested function: it reads the enclosing names (closures); its parameters shadow them."""
+    def child_scope(self, args: ast.arguments, no_grad: bool, func: Optional[ast.AST], qual: str,
+                    bound_first: bool = False) -> "Scope":
+        """A nested function: it reads the enclosing names (closures); its parameters shadow them.
+        ``bound_first``: a method's ``self``/``cls`` (no placeholder: it is never a tensor)."""
         every = args.posonlyargs + args.args + args.kwonlyargs
         every += [a for a in (args.vararg, args.kwarg) if a is not None]
         names = [a.arg for a in every]
@@ -137,7 +139,7 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
             name = a.arg
             env.pop(name, None)
             held = set()
-            if self.ctx is not None:
+            if self.ctx is not None and not (index == 0 and bound_first):
                 held.add(param_origin(index, a.lineno))
             if name in self.settings.model_output_params:
                 if model_outputs.annotation_allows_guess(a.annotation):

@@ -59,6 +59,10 @@ def cut_tracking(origins: frozenset, text: str, line: int, keep_saved: bool) -> 
     return cap(out)
 
 
+#: node type -> ``eval_<Node>`` (dispatch is the hot path: one dict lookup)
+_EVAL: dict = {}
+
+
 class ExpressionsMixin:
     """``eval_<Node>`` handlers for everything but calls."""
 
@@ -75,7 +79,10 @@ class ExpressionsMixin:
     def eval(self, node: Optional[ast.AST]) -> frozenset:
         if node is None:
             return EMPTY
-        handler = self._handler("eval_", type(node))
+        try:
+            handler = _EVAL[type(node)]
+        except KeyError:
+            handler = _EVAL[type(node)] = getattr(type(self), "eval_" + type(node).__name__, None)
         if handler is not None:
             return handler(self, node)
         for child in ast.iter_child_nodes(node):

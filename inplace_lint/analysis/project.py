@@ -110,7 +110,11 @@ def _init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
         if not (isinstance(item, ast.FunctionDef) and item.name == "__init__" and item.args.args):
             continue
         me = item.args.args[0].arg
-        for node in ast.walk(item):
+        nodes = list(item.body)
+        for stmt in item.body:  # the top level of __init__ and one level of if/else, try, with
+            for field in ("body", "orelse", "finalbody"):
+                nodes.extend(getattr(stmt, field, ()) if not isinstance(stmt, ast.FunctionDef) else ())
+        for node in nodes:
             target = value = None
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target, value = node.targets[0], node.value
@@ -530,6 +534,8 @@ class ModuleContext:
         self.calls: List[CallSite] = []
         self.deps: Dict[str, str] = {}
         self.params: Dict[str, Tuple[Tuple[str, ...], bool]] = {}
+        #: resolutions of names to in-project functions (builtins like `len` are looked up once)
+        self._functions: Dict[str, Optional[Tuple[str, int]]] = {}
 
     def index_classes(self):
         index = self.project.indexes.get(self.module)
@@ -538,7 +544,11 @@ class ModuleContext:
     def function(self, qual: str):
         if qual in self.params:
             return qual, 0
-        return self.project.function(qual)
+        try:
+            return self._functions[qual]
+        except KeyError:
+            found = self._functions[qual] = self.project.function(qual)
+            return found
 
     def method(self, cls_qual: str, name: str, skip_self: bool = False):
         return self.project.method(cls_qual, name, skip_self)

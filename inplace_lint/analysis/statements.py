@@ -47,6 +47,10 @@ def merge(envs: Sequence[Dict[str, frozenset]]) -> Dict[str, frozenset]:
     return out
 
 
+#: node type -> ``stmt_<Node>``
+_STMT: dict = {}
+
+
 class StatementsMixin:
     """``stmt_<Node>`` handlers and binding of targets."""
 
@@ -57,7 +61,10 @@ class StatementsMixin:
     def stmt(self, node: ast.stmt) -> None:
         self.stmt_stack.append(node)
         try:
-            handler = self._handler("stmt_", type(node))
+            try:
+                handler = _STMT[type(node)]
+            except KeyError:
+                handler = _STMT[type(node)] = getattr(type(self), "stmt_" + type(node).__name__, None)
             if handler is not None:
                 handler(self, node)
                 return
@@ -217,7 +224,7 @@ class StatementsMixin:
                 declared = not mode
         qual = f"{self.qual}.{node.name}"
         static = any(dotted_name(d) in ("staticmethod",) for d in node.decorator_list)
-        child = self.child_scope(node.args, no_grad, node, qual)
+        child = self.child_scope(node.args, no_grad, node, qual, bound_first=self.in_class and not static)
         if self.in_class:
             child.cls_qual = self.qual
             child.self_name = None if static else (child.params[0] if child.params else None)
