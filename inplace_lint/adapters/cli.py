@@ -98,13 +98,22 @@ def cmd_check(args: argparse.Namespace) -> int:
     for r in errors:
         print(f"{r.path}: {r.error}; skipped", file=sys.stderr)
     crashes = _report_crashes(outcomes)
+    missed = []
+    if args.runtime_report:  # join a sanitizer report (adapters/runtime_report.py)
+        from . import runtime_report
+        try:
+            items, missed = runtime_report.join_report(args.runtime_report, files, items)
+        except runtime_report.ReportError as exc:
+            raise UsageError(f"--runtime-report {args.runtime_report}: {exc}") from exc
     if args.statistics:
         write_statistics(items, sys.stdout)
     else:
         FORMATS[args.format](items, sys.stdout)
+    if missed:
+        runtime_report.write_missed(missed, sys.stderr)
     if not args.quiet:
         print(summary(len(files), items, len(errors), len(crashes)), file=sys.stderr)
-    return 1 if items or errors or crashes else 0
+    return 1 if items or errors or crashes or missed else 0
 
 
 @dataclass(frozen=True)
@@ -206,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-j", "--jobs", type=int, default=None,
                        help="processes to check files with (default: all cores; 1: in this process)")
     check.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
+    check.add_argument("--runtime-report", metavar="FILE", default=None,
+                       help="a report of `python -m inplace_lint.sanitize` (text, json or sarif): mark the findings "
+                            "it confirms and list on stderr what it saw that the static analysis missed")
     check.set_defaults(func=cmd_check)
 
     fix = sub.add_parser("fix", help="rewrite in-place ops out of place (safe fixes only, unless --unsafe-fixes)")

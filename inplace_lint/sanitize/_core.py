@@ -408,6 +408,7 @@ class _OutputRecord:
     tensor: "weakref.ReferenceType[torch.Tensor]"
     holder: Optional[weakref.ReferenceType]  # the output object when it can be weakly referenced
     module: str
+    container: bool  # the output object was a container (tuple, dict, ModelOutput), not the tensor itself
 
 
 # --------------------------------------------------------------------------------------------------
@@ -545,7 +546,7 @@ class Sanitizer(contextlib.ContextDecorator):
                 if not records and self._outputs.get(key) is records:
                     del self._outputs[key]
 
-            record = _OutputRecord(weakref.ref(t, forget), holder, name)
+            record = _OutputRecord(weakref.ref(t, forget), holder, name, t is not output)
             records[id(record)] = record
 
     # --- the check at each write -------------------------------------------------------------------
@@ -560,6 +561,8 @@ class Sanitizer(contextlib.ContextDecorator):
                 holder = record.holder()
                 if holder is None or not any(t is tensor for t in _output_tensors(holder)):
                     continue
+            if tensor is target and not record.container:
+                continue  # ``h = layer(x); h.relu_()``: the output object is the tensor written, no other reader
             return record, tensor is target
         return None
 
