@@ -313,3 +313,17 @@ def test_keeps_no_tensor_alive():
     gc.collect()
     assert [r() for r in refs] == [None, None, None] and out_ref() is None
     assert s._saved == {} and s._outputs == {}  # the graph is gone: so are its records
+
+
+def test_torch_func_needs_saved_tensors_off_and_disabled_hooks_are_respected():
+    x = torch.randn(3)
+    with sanitize(saved_tensors=False) as s:
+        g = torch.func.grad(lambda t: t.sin().sum())(x)  # refuses to run under saved-tensor hooks
+        y = torch.randn(3, requires_grad=True).exp()
+        y.mul_(2)  # IPV006 is not looked for without the hooks
+    assert torch.allclose(g, x.cos()) and s.findings == []
+    with torch.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+        with sanitize() as s:  # entered where PyTorch disabled the hooks: runs without them
+            v = torch.randn(4, requires_grad=True)
+            v.chunk(2)[0].clone()
+    assert s.findings == []

@@ -1,4 +1,4 @@
-"""``python -m inplace_lint.sanitize [--output FILE] [--format text|json|sarif] [--raise] SCRIPT [ARGS...]``.
+"""``python -m inplace_lint.sanitize [--output FILE] [--format text|json|sarif] [--raise] [--no-saved-tensors] [-m] SCRIPT [ARGS...]``.
 
 Runs SCRIPT as ``__main__`` (``sys.argv`` is ``[SCRIPT, *ARGS]``, its directory first on ``sys.path``) under
 the sanitizer, like ``python -m cProfile``. The script's stdout, exceptions and exit code are its own;
@@ -27,6 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "sarif: SARIF 2.1.0 (default: text)")
     parser.add_argument("--raise", dest="raise_on_finding", action="store_true",
                         help="raise InplaceHazardError at the first hazardous write instead of letting it run")
+    parser.add_argument("--no-saved-tensors", dest="saved_tensors", action="store_false",
+                        help="no saved-tensor hooks (no IPV006): for code using torch.func.grad/vjp/jacrev, "
+                             "which refuse to run under such hooks")
     parser.add_argument("-m", dest="module", action="store_true", help="SCRIPT is a module name, run as `python -m`")
     parser.add_argument("script", metavar="SCRIPT", help="the script to run (or a module, with -m)")
     parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's own arguments")
@@ -41,7 +44,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
     from ._core import Sanitizer
 
-    sanitizer = Sanitizer(raise_on_finding=args.raise_on_finding)
+    sanitizer = Sanitizer(raise_on_finding=args.raise_on_finding, saved_tensors=args.saved_tensors)
     sys.argv = [args.script] + list(args.args)
     if not args.module:
         sys.path[0] = os.path.dirname(os.path.abspath(args.script))

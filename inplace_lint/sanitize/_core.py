@@ -224,6 +224,12 @@ _SKIP_DIRS = (
 )
 _AUG_BINARY_OPS = {i: sym for i, (_, sym) in enumerate(getattr(dis, "_nb_ops", ())) if sym.endswith("=")}
 _BINARY_OP = dis.opmap.get("BINARY_OP", -1)
+#: Python 3.10: one opcode per augmented operator
+_INPLACE_OPCODES = {dis.opmap[name]: sym for name, sym in {
+    "INPLACE_ADD": "+=", "INPLACE_SUBTRACT": "-=", "INPLACE_MULTIPLY": "*=", "INPLACE_TRUE_DIVIDE": "/=",
+    "INPLACE_FLOOR_DIVIDE": "//=", "INPLACE_MODULO": "%=", "INPLACE_POWER": "**=", "INPLACE_AND": "&=",
+    "INPLACE_OR": "|=", "INPLACE_XOR": "^=", "INPLACE_LSHIFT": "<<=", "INPLACE_RSHIFT": ">>=",
+    "INPLACE_MATRIX_MULTIPLY": "@="}.items() if name in dis.opmap}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -256,9 +262,12 @@ def _user_site() -> Optional[_Site]:
             if found is not None and found[0] is not None:
                 line, end_line, col, end_col = found
         augmented = ""
-        if 0 <= lasti < len(code.co_code) - 1 and code.co_code[lasti] == _BINARY_OP:
-            augmented = _AUG_BINARY_OPS.get(code.co_code[lasti + 1], "")
-        site = _Site(code.co_filename, line, col or 0, end_line or line, end_col if end_col is not None else (col or 0),
+        if 0 <= lasti < len(code.co_code) - 1:
+            opcode = code.co_code[lasti]
+            augmented = _AUG_BINARY_OPS.get(code.co_code[lasti + 1], "") if opcode == _BINARY_OP else \
+                _INPLACE_OPCODES.get(opcode, "")
+        path = code.co_filename if code.co_filename.startswith("<") else os.path.abspath(code.co_filename)
+        site = _Site(path, line, col or 0, end_line or line, end_col if end_col is not None else (col or 0),
                      augmented)
         if len(_SITES) < 100_000:
             _SITES[(code, lasti)] = site
@@ -385,6 +394,15 @@ def _unpack(packed: _Packed) -> torch.Tensor:
     return tensor
 
 
+def _saved_hooks_allowed() -> bool:
+    """False inside ``torch.autograd.graph.disable_saved_tensors_hooks`` (installing hooks would raise)."""
+    get = getattr(torch._C._autograd, "_saved_tensors_hooks_get_disabled_error_message", None)
+    try:
+        return get is None or get() is None
+    except RuntimeError:
+        return True
+
+
 def _output_tensors(value: Any, depth: int = 2) -> Iterator[torch.Tensor]:
     """Tensors a module's output holds: itself, or items/fields of a tuple, list, mapping or dataclass-like
     object (``ModelOutput``), ``depth`` levels down."""
@@ -442,13 +460,16 @@ class Sanitizer(contextlib.ContextDecorator):
     ``output``: where to write the report when the outermost ``with`` exits (a path, a text stream;
     None: nowhere, read :attr:`findings`). ``format``: ``text``, ``json`` (``check``'s JSON) or ``sarif``.
     ``raise_on_finding``: raise :class:`InplaceHazardError` before the first hazardous write instead of
-    letting it run.
+    letting it run. ``saved_tensors``: install saved-tensor hooks to see IPV006; ``torch.func.grad``/``vjp``/
+    ``jacrev`` refuse to run under any saved-tensor hooks, so pass False for code that uses them (the hooks
+    are also left out, silently, when entered where PyTorch has disabled them).
 
     The program's behaviour is unchanged otherwise: every write runs as it would, and PyTorch raises
     where it would raise (at the write, or at ``backward()`` for a saved tensor).
     """
 
-    def __init__(self, *, output: Output = None, format: str = "text", raise_on_finding: bool = False):
+    def __init__(self, *, output: Output = None, format: str = "text", raise_on_finding: bool = False,
+                 saved_tensors: bool = True):
         from .report import FORMATS
 
         if format not in FORMATS:
@@ -456,6 +477,7 @@ class Sanitizer(contextlib.ContextDecorator):
         self.output = output
         self.format = format
         self.raise_on_finding = raise_on_finding
+        self.saved_tensors = saved_tensors
         self._found: Dict[Tuple[str, int, int, str], RuntimeFinding] = {}
         self._saved: Dict[int, int] = {}  # storage address -> saved tensors alive in some graph
         self._outputs: Dict[int, Dict[int, _OutputRecord]] = {}  # storage address -> top-level outputs
@@ -473,7 +495,8 @@ class Sanitizer(contextlib.ContextDecorator):
                 return self
             stack = contextlib.ExitStack()
             try:
-                stack.enter_context(torch.autograd.graph.saved_tensors_hooks(_pack_hook(self._saved), _unpack))
+                if self.saved_tensors and _saved_hooks_allowed():
+                    stack.enter_context(torch.autograd.graph.saved_tensors_hooks(_pack_hook(self._saved), _unpack))
                 stack.callback(_nn_module.register_module_forward_pre_hook(self._pre_forward).remove)
                 stack.callback(_nn_module.register_module_forward_hook(self._post_forward, always_call=True).remove)
                 stack.enter_context(_Mode(self))
@@ -630,10 +653,11 @@ class Sanitizer(contextlib.ContextDecorator):
                                               message, op, kind, _source_text(site))
 
 
-def sanitize(*, output: Output = None, format: str = "text", raise_on_finding: bool = False) -> Sanitizer:
+def sanitize(*, output: Output = None, format: str = "text", raise_on_finding: bool = False,
+             saved_tensors: bool = True) -> Sanitizer:
     """A :class:`Sanitizer`: ``with sanitize() as s: train_step(); print(s.findings)``, or ``@sanitize(output=...)``.
 
     Raises ``ValueError`` for an unknown ``format``. Inside, writes raise what PyTorch raises; with
     ``raise_on_finding=True`` the first hazardous write raises :class:`InplaceHazardError` instead.
     """
-    return Sanitizer(output=output, format=format, raise_on_finding=raise_on_finding)
+    return Sanitizer(output=output, format=format, raise_on_finding=raise_on_finding, saved_tensors=saved_tensors)

@@ -6,7 +6,8 @@ nothing and never imports torch.
 
 Options: ``--inplace-sanitize``; ``--inplace-sanitize-output FILE`` (default: the terminal summary);
 ``--inplace-sanitize-format text|json|sarif``; ``--inplace-sanitize-raise`` (the first hazardous write raises
-``InplaceHazardError``, so that test fails). Findings do not change the session's exit status.
+``InplaceHazardError``, so that test fails); ``--inplace-sanitize-no-saved-tensors`` (no IPV006, for tests
+using ``torch.func.grad``/``vjp``/``jacrev``). Findings do not change the session's exit status.
 """
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="report format: text, json (as `inplace-lint check`), sarif")
     group.addoption("--inplace-sanitize-raise", action="store_true", default=False,
                     help="raise at the first hazardous write (the test fails)")
+    group.addoption("--inplace-sanitize-no-saved-tensors", action="store_true", default=False,
+                    help="no saved-tensor hooks (no IPV006), for tests that use torch.func.grad/vjp/jacrev")
 
 
 class _SanitizePlugin:
@@ -35,7 +38,8 @@ class _SanitizePlugin:
         from ._core import Sanitizer
 
         self.config = config
-        self.sanitizer = Sanitizer(raise_on_finding=config.getoption("inplace_sanitize_raise"))
+        self.sanitizer = Sanitizer(raise_on_finding=config.getoption("inplace_sanitize_raise"),
+                                   saved_tensors=not config.getoption("inplace_sanitize_no_saved_tensors"))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, Any, None]:
