@@ -6,7 +6,7 @@ and a GELU MLP, tied LM head) does forward, cross-entropy loss and backward on C
 and their ratio (budget: <= 2x). The step also divides the logits by a temperature the way RL
 trainers do, out of place, so the sanitized step has no finding.
 
-    python benchmarks/bench_sanitize.py [--runs 15] [--layers 4] [--threads 1]
+    python benchmarks/bench_sanitize.py [--runs 15] [--layers 4] [--width 128] [--batch 8] [--threads 1]
 """
 from __future__ import annotations
 
@@ -71,10 +71,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--width", type=int, default=128, help="model width d (heads: 4)")
+    parser.add_argument("--batch", type=int, default=8)
     args = parser.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
-    vocab, d, heads, seq, batch = 512, 128, 4, 65, 8
+    vocab, d, heads, seq, batch = 512, args.width, 4, 65, args.batch
     model = Decoder(vocab, d, args.layers, heads, seq)
     ids = torch.randint(0, vocab, (batch, seq))
     for _ in range(3):  # warm up both paths

@@ -101,7 +101,7 @@ def test_seed_with_plain_head_is_ipv001_and_the_step_is_unchanged():
     assert found(s) == [("IPV001", line("seed-div"))]
     f = s.findings[0]
     assert f.op == "div_" and f.count == 1 and f.target == "logits_rmpad.div_(temperature)"
-    assert "output of a top-level `TinyLM` call" in f.message
+    assert "on a view of `output.logits` of a top-level `TinyLM` call that its output object still holds" in f.message
     # the write ran as it would have: same loss, same gradients
     ref_loss = seed_step(TinyLM())
     assert torch.equal(loss, ref_loss)
@@ -327,3 +327,20 @@ def test_torch_func_needs_saved_tensors_off_and_disabled_hooks_are_respected():
             v = torch.randn(4, requires_grad=True)
             v.chunk(2)[0].clone()
     assert s.findings == []
+
+
+class TupleLM(TinyLM):
+    def forward(self, ids):
+        return (super().forward(ids).logits, ids.float())
+
+
+def test_model_output_held_by_a_tuple_or_dropped():
+    with sanitize() as s:
+        outputs = TupleLM()(ids())
+        outputs[0].mul_(2)  # tuple-item
+        logits = TinyLM()(ids()).logits.squeeze(0)  # the output object is dropped at once: no later reader
+        logits.div_(0.7)
+        loss = (outputs[0].sum() + logits.sum())
+        loss.backward()
+    assert found(s) == [("IPV001", line("tuple-item"))]
+    assert "in-place `mul_` on `output[0]` of a top-level `TupleLM` call" in s.findings[0].message

@@ -78,7 +78,7 @@ def test_runner_reports_to_stderr_and_leaves_stdout_argv_and_exit_code_alone(tmp
         f"{script}:{HELPER_LINE}:5: IPV006 in-place `div_` on a tensor that autograd saved for backward, in a graph "
         "that is still alive: backward() will fail (or, through `.data`, compute wrong gradients) (seen 2 times at "
         "run time)",
-        f"{script}:{SEED_LINE}:5: IPV001 in-place `div_` on a view of the output of a top-level `LM` call that its "
+        f"{script}:{SEED_LINE}:5: IPV001 in-place `div_` on a view of `output.logits` of a top-level `LM` call that its "
         "output object still holds: every later reader sees the change (seen 2 times at run time)",
         "inplace-lint sanitize: 2 sites (4 writes) with in-place hazards (IPV001: 1, IPV006: 1).",
     ]

@@ -403,22 +403,24 @@ def _saved_hooks_allowed() -> bool:
         return True
 
 
-def _output_tensors(value: Any, depth: int = 2) -> Iterator[torch.Tensor]:
-    """Tensors a module's output holds: itself, or items/fields of a tuple, list, mapping or dataclass-like
-    object (``ModelOutput``), ``depth`` levels down."""
+def _output_tensors(value: Any, depth: int = 2, where: str = "") -> Iterator[Tuple[str, torch.Tensor]]:
+    """``(where, tensor)`` for the tensors a module's output holds: itself (``where`` empty), or items and
+    fields of a tuple, list, mapping or dataclass-like object (``ModelOutput``), ``depth`` levels down;
+    ``where`` is ``.logits`` / ``[0]``."""
     if isinstance(value, torch.Tensor):
-        yield value
+        yield where, value
         return
     if depth <= 0 or value is None or isinstance(value, (str, bytes, int, float, bool)):
         return
     if isinstance(value, (tuple, list)):
-        items = value
+        items = [(f"{where}[{i}]", item) for i, item in enumerate(value)]
     elif isinstance(value, dict):
-        items = list(value.values())
+        items = [(f"{where}.{k}" if isinstance(k, str) and k.isidentifier() else f"{where}[{k!r}]", v)
+                 for k, v in list(value.items())]
     else:
-        items = list(getattr(value, "__dict__", {}).values())
-    for item in items:
-        yield from _output_tensors(item, depth - 1)
+        items = [(f"{where}.{k}", v) for k, v in list(getattr(value, "__dict__", {}).items())]
+    for sub, item in items:
+        yield from _output_tensors(item, depth - 1, sub)
 
 
 @dataclasses.dataclass(eq=False)
@@ -427,6 +429,7 @@ class _OutputRecord:
     holder: Optional[weakref.ReferenceType]  # the output object when it can be weakly referenced
     module: str
     container: bool  # the output object was a container (tuple, dict, ModelOutput), not the tensor itself
+    where: str  # ``.logits``, ``[0]``; empty when the output is the tensor
 
 
 # --------------------------------------------------------------------------------------------------
@@ -557,7 +560,7 @@ class Sanitizer(contextlib.ContextDecorator):
             except TypeError:  # tuple, list, dict: holding is judged by the tensor being alive
                 holder = None
         name = type(module).__name__
-        for t in tensors:
+        for where, t in tensors:
             key = _storage_key(t)
             if not key:
                 continue
@@ -569,7 +572,7 @@ class Sanitizer(contextlib.ContextDecorator):
                 if not records and self._outputs.get(key) is records:
                     del self._outputs[key]
 
-            record = _OutputRecord(weakref.ref(t, forget), holder, name, t is not output)
+            record = _OutputRecord(weakref.ref(t, forget), holder, name, t is not output, where)
             records[id(record)] = record
 
     # --- the check at each write -------------------------------------------------------------------
@@ -582,7 +585,7 @@ class Sanitizer(contextlib.ContextDecorator):
                 continue
             if record.holder is not None:
                 holder = record.holder()
-                if holder is None or not any(t is tensor for t in _output_tensors(holder)):
+                if holder is None or not any(t is tensor for _, t in _output_tensors(holder)):
                     continue
             if tensor is target and not record.container:
                 continue  # ``h = layer(x); h.relu_()``: the output object is the tensor written, no other reader
@@ -614,8 +617,9 @@ class Sanitizer(contextlib.ContextDecorator):
                 held = self._held_output(target, key)
                 if held is not None:
                     record, itself = held
-                    what = f"the output of a top-level `{record.module}` call" if itself else \
-                        f"a view of the output of a top-level `{record.module}` call"
+                    what = f"`output{record.where}` of a top-level `{record.module}` call"
+                    if not itself:
+                        what = "a view of " + what
                     found.append(("IPV001", _message("IPV001", op, what)))
         return found
 
