@@ -198,6 +198,18 @@ def test_tensor_saved_by_a_custom_function_ipv006():
     assert found(s) == [("IPV006", line("ipv006-saved-input"))]
 
 
+def test_input_saved_by_gather_ipv006():
+    scores = torch.randn(3, 5, requires_grad=True)
+    idx = torch.tensor([[0], [2], [4]])
+    with sanitize() as s:
+        h = scores * 1
+        picked = torch.gather(h, -1, idx)
+        h.div_(2.0)  # ipv006-gather (gather saves its input)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            picked.sum().backward()
+    assert found(s) == [("IPV006", line("ipv006-gather (gather saves its input)"))]
+
+
 def test_write_through_data_on_a_saved_tensor_is_ipv006_and_stays_silent_as_in_pytorch():
     x = torch.randn(4, requires_grad=True)
     with sanitize() as s:
