@@ -356,3 +356,15 @@ def test_model_output_held_by_a_tuple_or_dropped():
         loss.backward()
     assert found(s) == [("IPV001", line("tuple-item"))]
     assert "in-place `mul_` on `output[0]` of a top-level `TupleLM` call" in s.findings[0].message
+
+
+def test_an_internal_error_of_the_sanitizer_does_not_change_the_program(monkeypatch):
+    def broken(*args):
+        raise ValueError("bug in a check")
+
+    with sanitize() as s:
+        monkeypatch.setattr(s, "_check", broken)
+        x = torch.ones(3)
+        x.add_(1)
+    assert torch.equal(x, torch.full((3,), 2.0))
+    assert s.internal_errors == ["add_: ValueError('bug in a check')"]

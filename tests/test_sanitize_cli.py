@@ -78,8 +78,8 @@ def test_runner_reports_to_stderr_and_leaves_stdout_argv_and_exit_code_alone(tmp
         f"{script}:{HELPER_LINE}:5: IPV006 in-place `div_` on a tensor that autograd saved for backward, in a graph "
         "that is still alive: backward() will fail (or, through `.data`, compute wrong gradients) (seen 2 times at "
         "run time)",
-        f"{script}:{SEED_LINE}:5: IPV001 in-place `div_` on a view of `output.logits` of a top-level `LM` call that its "
-        "output object still holds: every later reader sees the change (seen 2 times at run time)",
+        f"{script}:{SEED_LINE}:5: IPV001 in-place `div_` on a view of `output.logits` of a top-level `LM` call "
+        "that its output object still holds: every later reader sees the change (seen 2 times at run time)",
         "inplace-lint sanitize: 2 sites (4 writes) with in-place hazards (IPV001: 1, IPV006: 1).",
     ]
 
@@ -103,6 +103,18 @@ def test_runner_sarif_validates_and_carries_the_count(tmp_path):
     results = log["runs"][0]["results"]
     assert [(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"], r["occurrenceCount"])
             for r in results] == [("IPV006", HELPER_LINE, 2), ("IPV001", SEED_LINE, 2)]
+
+
+def test_runner_runs_a_module_with_dash_m(tmp_path):
+    pkg = tmp_path / "mypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "train.py").write_text(TRAIN)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]))
+    proc = subprocess.run([sys.executable, "-m", "inplace_lint.sanitize", "-m", "mypkg.train", "x", "4"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 4 and proc.stdout == "argv: ['x', '4']\n"
+    assert [line.split(": ")[1].split()[0] for line in report_lines(proc.stderr)[:-1]] == ["IPV006", "IPV001"]
 
 
 def test_runner_usage_errors(tmp_path):

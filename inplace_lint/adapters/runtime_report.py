@@ -107,7 +107,8 @@ def load(path: str) -> List[RuntimeSite]:
     return parse(text, os.path.dirname(os.path.abspath(path)))
 
 
-def join(items: Sequence[Item], sites: Iterable[RuntimeSite], checked: Iterable[str]) -> Tuple[List[Item], List[RuntimeSite]]:
+def join(items: Sequence[Item], sites: Iterable[RuntimeSite],
+         checked: Iterable[str]) -> Tuple[List[Item], List[RuntimeSite]]:
     """Mark the static findings confirmed by ``sites``; return them and the sites in ``checked`` files that no
     static finding covers (by path, line, code)."""
     seen: Dict[Tuple[str, int], Set[str]] = {}

@@ -1,4 +1,5 @@
-"""``python -m inplace_lint.sanitize [--output FILE] [--format text|json|sarif] [--raise] [--no-saved-tensors] [-m] SCRIPT [ARGS...]``.
+"""``python -m inplace_lint.sanitize [--output FILE] [--format text|json|sarif] [--raise] [--no-saved-tensors]
+[-m] SCRIPT [ARGS...]``.
 
 Runs SCRIPT as ``__main__`` (``sys.argv`` is ``[SCRIPT, *ARGS]``, its directory first on ``sys.path``) under
 the sanitizer, like ``python -m cProfile``. The script's stdout, exceptions and exit code are its own;
@@ -11,7 +12,7 @@ import argparse
 import os
 import runpy
 import sys
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
 
 from .report import FORMATS
 

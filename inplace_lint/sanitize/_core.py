@@ -447,9 +447,14 @@ class _Mode(TorchFunctionMode):
             kwargs = {}
         spec = _spec(func)
         if (spec is not None or kwargs.get("out") is not None) and torch.is_grad_enabled():
-            targets = _written(spec, args, kwargs)
-            if targets:
-                self.sanitizer._check(spec, targets, args, kwargs)
+            try:
+                targets = _written(spec, args, kwargs)
+                if targets:
+                    self.sanitizer._check(spec, targets, args, kwargs)
+            except InplaceHazardError:
+                raise
+            except Exception as exc:  # a bug of ours must not change what the program does
+                self.sanitizer.internal_errors.append(f"{getattr(func, '__name__', func)}: {exc!r}")
         return func(*args, **kwargs)
 
 
@@ -482,6 +487,8 @@ class Sanitizer(contextlib.ContextDecorator):
         self.raise_on_finding = raise_on_finding
         self.saved_tensors = saved_tensors
         self._found: Dict[Tuple[str, int, int, str], RuntimeFinding] = {}
+        #: exceptions raised inside the sanitizer's own checks (a bug: the write ran unchecked)
+        self.internal_errors: List[str] = []
         self._saved: Dict[int, int] = {}  # storage address -> saved tensors alive in some graph
         self._outputs: Dict[int, Dict[int, _OutputRecord]] = {}  # storage address -> top-level outputs
         self._module_depth = 0

@@ -76,8 +76,8 @@ def _open(output: Union[None, str, os.PathLike, TextIO]) -> Iterator[TextIO]:
         yield output
 
 
-def write_report(findings: Sequence["RuntimeFinding"], output: Union[None, str, os.PathLike, TextIO] = None,  # noqa: F821
-                 format: str = "text") -> None:
+def write_report(findings: Sequence["RuntimeFinding"],  # noqa: F821
+                 output: Union[None, str, os.PathLike, TextIO] = None, format: str = "text") -> None:
     """Write :func:`render` to ``output``: a path (overwritten), a text stream, or None for stderr."""
     text = render(findings, format)
     with _open(output) as out:
