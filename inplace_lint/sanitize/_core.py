@@ -377,10 +377,15 @@ class _Packed:
                 registry.pop(key, None)
 
 
-def _pack_hook(registry: Dict[int, int]) -> Callable[[torch.Tensor], _Packed]:
-    def pack(t: torch.Tensor) -> _Packed:
-        return _Packed(t.detach(), t._version, _storage_key(t), registry)
-    return pack
+#: storage address -> how many tensors autograd saved from that storage are still held by a live graph;
+#: one table for every sanitizer, so that a sanitizer nested in another (a test's own inside the pytest
+#: plugin's) and the outer one both see the saves made while either is active
+_SAVED: Dict[int, int] = {}
+_HOOKS = threading.local()  # .installed: a sanitizer of this thread has the saved-tensor hooks on
+
+
+def _pack(t: torch.Tensor) -> _Packed:
+    return _Packed(t.detach(), t._version, _storage_key(t), _SAVED)
 
 
 def _unpack(packed: _Packed) -> torch.Tensor:
@@ -489,7 +494,6 @@ class Sanitizer(contextlib.ContextDecorator):
         self._found: Dict[Tuple[str, int, int, str], RuntimeFinding] = {}
         #: exceptions raised inside the sanitizer's own checks (a bug: the write ran unchecked)
         self.internal_errors: List[str] = []
-        self._saved: Dict[int, int] = {}  # storage address -> saved tensors alive in some graph
         self._outputs: Dict[int, Dict[int, _OutputRecord]] = {}  # storage address -> top-level outputs
         self._module_depth = 0
         self._entered = 0
@@ -505,8 +509,10 @@ class Sanitizer(contextlib.ContextDecorator):
                 return self
             stack = contextlib.ExitStack()
             try:
-                if self.saved_tensors and _saved_hooks_allowed():
-                    stack.enter_context(torch.autograd.graph.saved_tensors_hooks(_pack_hook(self._saved), _unpack))
+                if self.saved_tensors and not getattr(_HOOKS, "installed", False) and _saved_hooks_allowed():
+                    stack.enter_context(torch.autograd.graph.saved_tensors_hooks(_pack, _unpack))
+                    _HOOKS.installed = True
+                    stack.callback(setattr, _HOOKS, "installed", False)
                 stack.callback(_nn_module.register_module_forward_pre_hook(self._pre_forward).remove)
                 stack.callback(_nn_module.register_module_forward_hook(self._post_forward, always_call=True).remove)
                 stack.enter_context(_Mode(self))
@@ -616,9 +622,9 @@ class Sanitizer(contextlib.ContextDecorator):
             detail = (": PyTorch does not object here and writes the same memory several times (the base changes)"
                       if quiet else ": PyTorch refuses it; clone() first or use an out-of-place op")
             found.append(("IPV004", _message("IPV004", op, detail)))
-        if self._saved or self._outputs:
+        if _SAVED or self._outputs:
             key = _storage_key(target)
-            if key and key in self._saved:
+            if key and key in _SAVED:
                 found.append(("IPV006", _message("IPV006", op, " (or, through `.data`, compute wrong gradients)")))
             if key and key in self._outputs:
                 held = self._held_output(target, key)
