@@ -371,3 +371,17 @@ def test_an_internal_error_of_the_sanitizer_does_not_change_the_program(monkeypa
         x.add_(1)
     assert torch.equal(x, torch.full((3,), 2.0))
     assert s.internal_errors == ["add_: ValueError('bug in a check')"]
+
+
+def test_double_backward_is_unchanged():
+    def grads():
+        x = torch.tensor([0.3, -1.2, 2.0], requires_grad=True)
+        y = (x.sigmoid() * x.tanh()).sum()
+        (g,) = torch.autograd.grad(y, x, create_graph=True)
+        (h,) = torch.autograd.grad(g.sum(), x)
+        return g.detach(), h
+
+    reference = grads()
+    with sanitize() as s:
+        got = grads()
+    assert all(torch.equal(a, b) for a, b in zip(reference, got)) and s.findings == []

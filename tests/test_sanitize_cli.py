@@ -117,6 +117,14 @@ def test_runner_runs_a_module_with_dash_m(tmp_path):
     assert [line.split(": ")[1].split()[0] for line in report_lines(proc.stderr)[:-1]] == ["IPV006", "IPV001"]
 
 
+def test_runner_leaves_every_argument_after_the_script_to_it():
+    from inplace_lint.sanitize.__main__ import build_parser
+
+    args = build_parser().parse_args(["--format", "json", "s.py", "-h", "--output", "y", "-m"])
+    assert (args.format, args.output, args.module, args.script, args.args) == (
+        "json", None, False, "s.py", ["-h", "--output", "y", "-m"])
+
+
 def test_runner_usage_errors(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run([sys.executable, "-m", "inplace_lint.sanitize", str(tmp_path / "missing.py")],
