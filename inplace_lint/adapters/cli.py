@@ -102,7 +102,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.runtime_report:  # join a sanitizer report (adapters/runtime_report.py)
         from . import runtime_report
         try:
-            items, missed = runtime_report.join_report(args.runtime_report, files, items)
+            items, missed = runtime_report.join_report(args.runtime_report, files, items, job)
         except runtime_report.ReportError as exc:
             raise UsageError(f"--runtime-report {args.runtime_report}: {exc}") from exc
     if args.statistics:

@@ -9,7 +9,9 @@ formats: JSON (``check``'s schema), SARIF 2.1.0, or text (``path:line:col: CODE 
 - A runtime site in one of the checked files that no static finding covers is **missed**: listed on
   stderr after the findings, as ``path:line: CODE message``; ``check`` then exits 1.
 
-Sites outside the checked files are left out: the static analysis did not look there. This module never
+Sites outside the checked files are left out (the static analysis did not look there), and so are sites
+whose code ``check`` would not report there: not selected, ignored (also per file), or suppressed by a
+``# noqa`` on that line or for the whole file; those are choices, not blind spots. This module never
 imports torch.
 """
 from __future__ import annotations
@@ -20,10 +22,13 @@ import os
 import re
 import urllib.parse
 import urllib.request
-from typing import Dict, Iterable, List, Sequence, Set, TextIO, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, TextIO, Tuple
 
+from .. import config
 from ..findings import Finding
-from ..pipeline import FileResult
+from ..pipeline import CheckJob, FileResult
+from . import noqa
+from .files import read_source
 from .reporters import relative_path
 
 Item = Tuple[FileResult, Finding]
@@ -107,10 +112,30 @@ def load(path: str) -> List[RuntimeSite]:
     return parse(text, os.path.dirname(os.path.abspath(path)))
 
 
-def join(items: Sequence[Item], sites: Iterable[RuntimeSite],
-         checked: Iterable[str]) -> Tuple[List[Item], List[RuntimeSite]]:
+def _silenced(job: Optional[CheckJob], path: str, site: RuntimeSite, cache: Dict[str, Tuple[list, dict]]) -> bool:
+    """Whether ``check`` with ``job``'s options would not report ``site.code`` at ``site.line`` of ``path``."""
+    if job is None:
+        return False
+    ignore = list(job.ignore) + config.per_file_ignored(path, list(job.per_file_ignores), job.config_dir)
+    if not config.selected(site.code, job.select, ignore):
+        return True
+    if job.disable_noqa:
+        return False
+    if path not in cache:
+        try:
+            lines = read_source(path).splitlines(keepends=True)
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            lines = []
+        cache[path] = (lines, noqa.line_mapping(lines) if lines else {})
+    lines, mapping = cache[path]
+    return bool(lines) and (noqa.file_is_exempt(lines) or noqa.suppressed(site.code, site.line, mapping, lines))
+
+
+def join(items: Sequence[Item], sites: Iterable[RuntimeSite], checked: Iterable[str],
+         job: Optional[CheckJob] = None) -> Tuple[List[Item], List[RuntimeSite]]:
     """Mark the static findings confirmed by ``sites``; return them and the sites in ``checked`` files that no
-    static finding covers (by path, line, code)."""
+    static finding covers (by path, line, code) and that ``job``'s selection and ``# noqa`` comments do not
+    silence."""
     seen: Dict[Tuple[str, int], Set[str]] = {}
     sites = list(sites)
     for site in sites:
@@ -126,8 +151,10 @@ def join(items: Sequence[Item], sites: Iterable[RuntimeSite],
                 f"confirmed at run time as {', '.join(sorted(codes))}"
             finding = dataclasses.replace(finding, message=f"{finding.message} [{note}]")
         out.append((result, finding))
-    files = {_norm(p) for p in checked}
-    missed = sorted({s for s in sites if s.path in files and (s.path, s.line) not in covered},
+    files = {_norm(p): p for p in checked}
+    cache: Dict[str, Tuple[list, dict]] = {}
+    missed = sorted({s for s in sites if s.path in files and (s.path, s.line) not in covered
+                     and not _silenced(job, files[s.path], s, cache)},
                     key=lambda s: (s.path, s.line, s.code))
     unique: Dict[Tuple[str, int, str], RuntimeSite] = {}
     for s in missed:
@@ -144,6 +171,7 @@ def write_missed(missed: Sequence[RuntimeSite], out: TextIO) -> None:
         out.write(f"{relative_path(s.path)}:{s.line}: {s.code} {s.message}\n")
 
 
-def join_report(path: str, checked: Iterable[str], items: Sequence[Item]) -> Tuple[List[Item], List[RuntimeSite]]:
+def join_report(path: str, checked: Iterable[str], items: Sequence[Item],
+                job: Optional[CheckJob] = None) -> Tuple[List[Item], List[RuntimeSite]]:
     """:func:`load` then :func:`join`: what ``check --runtime-report`` does."""
-    return join(items, load(path), checked)
+    return join(items, load(path), checked, job)
