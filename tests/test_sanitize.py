@@ -385,3 +385,13 @@ def test_double_backward_is_unchanged():
     with sanitize() as s:
         got = grads()
     assert all(torch.equal(a, b) for a, b in zip(reference, got)) and s.findings == []
+
+
+def test_output_replaced_by_a_forward_hook_is_the_model_output():
+    head = nn.Linear(8, 11)
+    head.register_forward_hook(lambda module, args, out: ModelOutput(logits=out * 1))  # as wrappers do
+    with sanitize() as s:
+        output = head(torch.randn(1, 3, 8))
+        output.logits.squeeze(0).div_(0.7)  # hooked-output
+        output.logits.sum().backward()
+    assert found(s) == [("IPV001", line("hooked-output"))]

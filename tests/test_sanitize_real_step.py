@@ -79,24 +79,45 @@ def test_custom_function_head_raises_as_in_pytorch_and_is_reported_as_ipv002():
     assert [(f.code, f.line) for f in s.findings] == [("IPV002", line("seed"))]
 
 
-def test_tensor_parallel_head_is_reported_as_ipv002():
+@pytest.fixture
+def mesh():
     dist = pytest.importorskip("torch.distributed")
     if not dist.is_available():
         pytest.skip("torch.distributed is not available")
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor import Replicate
-    from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     dist.init_process_group("gloo", rank=0, world_size=1, init_method=f"tcp://127.0.0.1:{port}")
     try:
-        model = CausalLM()
-        parallelize_module(model.lm_head, init_device_mesh("cpu", (1,)), ColwiseParallel(output_layouts=Replicate()))
-        with sanitize() as s:
-            with pytest.raises(RuntimeError, match=CF_MSG):
-                actor_step(model, IDS, TEMPERATURE)
+        yield init_device_mesh("cpu", (1,))
     finally:
         dist.destroy_process_group()
+
+
+def test_tensor_parallel_head_is_reported_as_ipv002(mesh):
+    from torch.distributed.tensor import Replicate
+    from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module
+
+    model = CausalLM()
+    parallelize_module(model.lm_head, mesh, ColwiseParallel(output_layouts=Replicate()))
+    with sanitize() as s:
+        with pytest.raises(RuntimeError, match=CF_MSG):
+            actor_step(model, IDS, TEMPERATURE)
     assert [(f.code, f.line) for f in s.findings] == [("IPV002", line("seed"))]
+
+
+def test_dtensor_output_of_a_top_level_call_is_ipv001(mesh):
+    from torch.distributed.tensor import DTensor, Shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module
+
+    head = nn.Linear(8, 16)
+    parallelize_module(head, mesh, ColwiseParallel(output_layouts=Shard(-1), use_local_output=False))
+    with sanitize() as s:
+        logits = head(torch.randn(1, 4, 8))
+        logits.squeeze(0).div_(0.7)  # dtensor-div (a 0-dim divisor: works on a DTensor)
+        logits.full_tensor().sum().backward()
+    assert isinstance(logits, DTensor)
+    marker = "dtensor-div (a 0-dim divisor: works on a DTensor)"
+    assert [(f.code, f.line) for f in s.findings] == [("IPV001", line(marker))]

@@ -19,7 +19,8 @@ How each hazard is seen (what PyTorch does is summarised, with sources, in ``doc
   With hooks installed PyTorch no longer compares versions at ``backward()``, so the unpack hook
   does that comparison itself and raises as PyTorch would.
 - **IPV001**: global module forward hooks find *top-level* module calls (a call made while no other
-  module's forward runs); their output tensors are remembered by weak reference. A write into one
+  module's forward runs); their output tensors (read by a hook of that module, after its own hooks) are
+  remembered by weak reference. A write into one
   of them (or a view of one) while the returned output object still holds it is reported.
 
 Nothing here keeps a tensor alive: outputs are weak references, saved tensors are held only by the
@@ -207,10 +208,14 @@ def _overlaps(t: torch.Tensor) -> bool:
 
 
 def _storage_key(t: torch.Tensor) -> int:
-    """The address of ``t``'s storage (shared by all its views and ``.detach()``/``.data`` aliases), or 0."""
+    """The address of ``t``'s storage (shared by all its views and ``.detach()``/``.data`` aliases; a
+    DTensor's is its local shard's), or 0."""
     try:
         return t.untyped_storage().data_ptr()
-    except Exception:  # tensor subclasses without storage (DTensor wrappers), meta tensors
+    except Exception:  # wrapper subclasses have no storage of their own; meta tensors have none at all
+        local = getattr(t, "_local_tensor", None)  # DTensor
+        if isinstance(local, torch.Tensor) and local is not t:
+            return _storage_key(local)
         return 0
 
 
@@ -555,12 +560,22 @@ class Sanitizer(contextlib.ContextDecorator):
     # --- hooks -----------------------------------------------------------------------------------
 
     def _pre_forward(self, module: torch.nn.Module, args: Any) -> None:
+        if self._module_depth == 0 and torch.is_grad_enabled():
+            # a top-level call: read its output after the module's own forward hooks, which may replace it
+            # (tensor parallelism wraps it in a DTensor or unwraps it with to_local()), so with a hook of
+            # this module registered now, after those; global hooks would run before them
+            handle: List[Any] = []
+
+            def top_level_output(module: torch.nn.Module, args: Any, output: Any) -> None:
+                handle.pop().remove()
+                if torch.is_grad_enabled():
+                    self._record_output(module, output)
+
+            handle.append(module.register_forward_hook(top_level_output, always_call=True))
         self._module_depth += 1
 
     def _post_forward(self, module: torch.nn.Module, args: Any, output: Any) -> None:
         self._module_depth = max(0, self._module_depth - 1)
-        if self._module_depth == 0 and torch.is_grad_enabled():
-            self._record_output(module, output)
 
     def _record_output(self, module: torch.nn.Module, output: Any) -> None:
         tensors = list(_output_tensors(output))
