@@ -231,6 +231,17 @@ def test_inplace_kwarg_and_out_kwarg_writes():
     assert got == {("IPV006", line("inplace-kwarg"), "INPLACE_KWARG"), ("IPV006", line("out-kwarg"), "OUT_KWARG")}
 
 
+def test_writes_through_torch_ops_are_seen_by_their_schema():
+    x = torch.randn(4, requires_grad=True)
+    with sanitize() as s:
+        y = x.exp()
+        torch.ops.aten.mul_.Tensor(y, torch.full((4,), 2.0))  # ops-overload
+        torch.ops.aten.add_(y, 1.0)  # ops-packet
+        torch.ops.aten.add(y, 1.0)  # not a write
+    assert found(s) == [("IPV006", line("ops-overload")), ("IPV006", line("ops-packet"))]
+    assert [f.op for f in s.findings] == ["mul_", "add_"]
+
+
 def test_count_adds_up_over_steps_and_raise_option():
     model = TinyLM()
     with sanitize() as s:

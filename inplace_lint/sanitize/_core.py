@@ -101,6 +101,14 @@ def _schema_writes(name: str) -> Optional[Tuple[int, ...]]:
 
 def _classify(func: Callable) -> Optional[_Spec]:
     """The write a torch callable makes whatever its arguments, or None (``out=`` is checked per call)."""
+    schema = getattr(func, "_schema", None)
+    if schema is not None and hasattr(func, "overloadpacket"):  # torch.ops.aten.add_.Tensor: its own schema says
+        name = getattr(func.overloadpacket, "__name__", "")
+        positions = tuple(i for i, arg in enumerate(schema.arguments)
+                          if arg.alias_info is not None and arg.alias_info.is_write and not arg.kwarg_only)
+        if not positions or name in _NOT_DATA or name.lstrip("_") in _NOT_DATA:
+            return None
+        return _Spec(WriteKind.FUNCTION, name, positions)
     name = getattr(func, "__name__", "")
     if not isinstance(name, str) or not name:
         return None
