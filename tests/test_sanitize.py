@@ -406,3 +406,12 @@ def test_output_replaced_by_a_forward_hook_is_the_model_output():
         output.logits.squeeze(0).div_(0.7)  # hooked-output
         output.logits.sum().backward()
     assert found(s) == [("IPV001", line("hooked-output"))]
+
+
+def test_augmented_item_assignment_is_one_finding():
+    with sanitize() as s:
+        outputs = TupleLM()(ids())
+        outputs[0][0, 0] += 1  # aug-item: a view's add_, then __setitem__ on output[0], both on this line
+        outputs[0].sum().backward()
+    assert found(s) == [("IPV001", line("aug-item: a view's add_, then __setitem__ on output[0], both on this line"))]
+    assert s.findings[0].count == 2  # two writes, one site

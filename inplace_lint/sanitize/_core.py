@@ -504,7 +504,7 @@ class Sanitizer(contextlib.ContextDecorator):
         self.format = format
         self.raise_on_finding = raise_on_finding
         self.saved_tensors = saved_tensors
-        self._found: Dict[Tuple[str, int, int, str], RuntimeFinding] = {}
+        self._found: Dict[Tuple[str, int, str], RuntimeFinding] = {}
         #: exceptions raised inside the sanitizer's own checks (a bug: the write ran unchecked)
         self.internal_errors: List[str] = []
         self._outputs: Dict[int, Dict[int, _OutputRecord]] = {}  # storage address -> top-level outputs
@@ -683,7 +683,7 @@ class Sanitizer(contextlib.ContextDecorator):
                 raise InplaceHazardError(f"{site.path}:{site.line}: {code} {message}")
 
     def _record(self, site: _Site, code: str, message: str, op: str, kind: WriteKind) -> None:
-        key = (site.path, site.line, site.col, code)
+        key = (site.path, site.line, code)  # one finding per line and code, as `check` (x[i] += v writes twice)
         with self._lock:
             found = self._found.get(key)
             if found is not None:
