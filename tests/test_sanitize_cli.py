@@ -236,7 +236,7 @@ def test_pytest_plugin_is_off_by_default(pytester):
 
 
 def test_plugin_module_and_package_do_not_import_torch():
-    code = (f"import sys, {PLUGIN}, inplace_lint.sanitize.report as r; "
+    code = (f"import sys, {PLUGIN}, inplace_lint.sanitize.report, inplace_lint.adapters.runtime_report; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
