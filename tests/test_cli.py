@@ -28,7 +28,7 @@ def test_text_output_and_exit_code(project, capsys):
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1  # .venv is skipped
     assert out[0].startswith(f"{project / 'pkg' / 'bad.py'}:3:5: IPV001 `div_` writes in place to `x`")
-    assert out[0].endswith("use an out-of-place op [fix: safe]")
+    assert out[0].endswith("`x`, a view of model output `model(h).logits` [fix: safe]")
 
 
 def test_text_output_marks_unsafe_and_missing_fixes(tmp_path, capsys):
@@ -36,8 +36,8 @@ def test_text_output_marks_unsafe_and_missing_fixes(tmp_path, capsys):
     path.write_text("def f(output, t):\n    output.logits.squeeze(0).div_(t)\n    x = output.logits\n    x.div_(t)\n")
     assert main(["check", "-q", str(path)]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[0].endswith("use an out-of-place op")  # not a name: no fix
-    assert out[1].endswith("use an out-of-place op [fix: unsafe]")
+    assert out[0].endswith("a view of model output `output.logits`")  # not a name: no fix
+    assert out[1].endswith("`x`, model output `output.logits` [fix: unsafe]")
 
 
 def test_clean_exit_zero(project, capsys):

@@ -22,19 +22,14 @@ from ..rules import DOCS_URL, RULES, url
 
 Item = Tuple[FileResult, Finding]
 
-#: The one place that decides a finding's severity in CI outputs (SARIF ``level``, GitHub ``::error``).
-#: IPV002 and IPV004 always raise when the op runs (a view of a custom Function's output; an expanded
-#: tensor), so they are errors; the others raise only under some conditions or silently change data.
-LEVELS: Dict[str, str] = {"IPV002": "error", "IPV004": "error"}
-DEFAULT_LEVEL = "warning"
 #: the project page, for SARIF ``informationUri``
 PROJECT_URL = DOCS_URL.split("/blob/")[0]
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
 
 def level(code: str) -> str:
-    """``error`` or ``warning`` for a finding's code."""
-    return LEVELS.get(code, DEFAULT_LEVEL)
+    """``error`` or ``warning`` for a finding's code: the rule's own ``severity``."""
+    return RULES[code].severity
 
 
 def ruff_json_item(result: FileResult, finding: Finding) -> dict:
