@@ -834,7 +834,7 @@ class _Scope:
             tensors = [o for o in tensors if o.certain_tensor]
         if not tensors:
             return
-        write = Write(op, op_name, kind, _short(target), _single_element(node, kind))
+        write = Write(op, op_name, kind, _short(target), _point_index(node, kind))
         for rule in PRIORITY:
             if self.no_grad and not (rule.without_grad or self.settings.report_in_no_grad):
                 continue
@@ -871,21 +871,15 @@ def _handler(cls: type, prefix: str, node_type: type):
     return getattr(cls, prefix + node_type.__name__, None)
 
 
-def _single_element(node: ast.AST, kind: WriteKind) -> bool:
-    """Item assignment whose index is integers only (``x[0] = v``, ``x[1, -1] += v``)."""
+def _point_index(node: ast.AST, kind: WriteKind) -> bool:
+    """Item assignment whose index has no slice and no ``...`` (``x[0] = v``, ``x[mask] += v``)."""
     if kind is not WriteKind.SUBSCRIPT:
         return False
     sub = node if isinstance(node, ast.Subscript) else getattr(node, "target", None)
     if not isinstance(sub, ast.Subscript):
         return False
     parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
-
-    def integer(e: ast.expr) -> bool:
-        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
-            e = e.operand
-        return isinstance(e, ast.Constant) and type(e.value) is int
-
-    return all(integer(e) for e in parts)
+    return not any(isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and e.value is Ellipsis) for e in parts)
 
 
 def _arg_line(args: ast.arguments, name: str) -> int:

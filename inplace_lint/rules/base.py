@@ -30,8 +30,9 @@ class Write:
     kind: WriteKind
     #: source text of the written tensor
     target: str
-    #: item assignment whose index is integers only (``rs[0] = v``): one element is written
-    single_element: bool = False
+    #: item assignment whose index has no slice and no ``...`` (``x[0] = v``, ``x[mask] = v``): torch
+    #: writes it through select/index_put_, which skip the overlap check of expanded tensors
+    point_index: bool = False
 
 
 @dataclass(frozen=True)

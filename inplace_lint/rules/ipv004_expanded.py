@@ -1,21 +1,26 @@
 """IPV004: in-place op on an expanded (broadcast) tensor."""
-from ..findings import Origin, StepKind
+from ..findings import Origin, StepKind, WriteKind
 from .base import Example, Rule, Write, target_phrase, root_phrase
 
-#: in-place ops that skip PyTorch's overlap check: on an expanded tensor they write the base, which
-#: is what captured-CUDA-graph code means to do (docs/pytorch-facts.md#expanded-overlap)
-NO_OVERLAP_CHECK = frozenset({"fill_", "zero_"})
+#: in-place ops that skip PyTorch's overlap check and fill the whole tensor: on an expanded tensor
+#: they write the base, which is what captured-CUDA-graph code means to do (not reported;
+#: docs/pytorch-facts.md#expanded-overlap)
+FILLS = frozenset({"fill_", "zero_"})
+#: in-place ops that skip the overlap check but write some elements: they silently write the base
+#: (reported, saying so); item assignment without a slice (``x[0] = v``, ``x[mask] = v``) is one too
+SILENT_BASE_WRITES = frozenset({"masked_fill_", "index_fill_", "index_put_"})
 
 
 def applies(origin: Origin, write: Write) -> bool:
-    return origin.has(StepKind.EXPAND) and origin.is_tensor and write.op_name not in NO_OVERLAP_CHECK
+    return origin.has(StepKind.EXPAND) and origin.is_tensor and write.op_name not in FILLS
 
 
 def message(write: Write, origin: Origin) -> str:
     target = target_phrase(write, origin, root_phrase(origin))
-    if write.single_element:
-        return (f"{write.op} to {target} silently writes its base `{origin.root_text}`: "
-                f"every element of the expanded tensor changes")
+    if write.point_index or write.op_name in SILENT_BASE_WRITES:
+        op = "item assignment to" if write.kind is WriteKind.SUBSCRIPT else f"{write.op} on"
+        return (f"{op} {target}, silently writes its base `{origin.root_text}`: "
+                f"every element that shares the memory changes")
     return f"{write.op} writes in place to {target}; its elements share memory, so this raises"
 
 
@@ -37,9 +42,10 @@ RULE = Rule(
         "location. PyTorch raises `RuntimeError: unsupported operation: more than one element "
         "of the written-to tensor refers to a single memory location. Please clone() the tensor "
         "before performing the operation.` (once a silent bug: pytorch #4664). A broadcast "
-        "temperature that is then `clamp_`ed hits this. Assigning a single element "
-        "(`rs = r.expand(4); rs[0] = 1.0`) does not raise: it silently writes `r`, so every "
-        "element of `rs` and the caller's `r` change (docs/pytorch-facts.md#expanded-overlap)."
+        "temperature that is then `clamp_`ed hits this. Item assignment without a slice "
+        "(`rs = r.expand(4); rs[0] = 1.0`, `rs[mask] = v`), `masked_fill_`, `index_fill_` and "
+        "`index_put_` do not raise: they silently write `r`, so every element of `rs` and the "
+        "caller's `r` change (docs/pytorch-facts.md#expanded-overlap)."
     ),
     fix_safety="Safe when the expanded tensor's base is not read afterwards; otherwise unsafe.",
     references="pytorch #4664; PyTorch docs: torch.Tensor.expand; docs/pytorch-facts.md#expanded-overlap",
@@ -69,7 +75,7 @@ RULE = Rule(
                 rs[0] = 1.0
                 return rs
             """,
-            message="item assignment to `rs`, an expanded view of `r` silently writes its base `r`",
+            message="item assignment to `rs`, an expanded view of `r`, silently writes its base `r`",
             fix="""
                 from torch.distributed.tensor import DTensor
 
