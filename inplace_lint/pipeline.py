@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import pathlib
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from . import config
 from .adapters import noqa
@@ -79,12 +79,13 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
     if not findings:
         return result
     lines = source.splitlines(keepends=True)
-    # flake8's noqa line mapping tokenizes the whole file (twice the cost of the analysis): only
+    # flake8's noqa line mapping tokenizes the file (more than the analysis costs): only where a
+    # finding is, and only
     # when a comment could suppress something
     may_suppress = not disable_noqa and "noqa" in source.lower()
     if may_suppress and noqa.file_is_exempt(lines):
         return result
-    mapping = noqa.line_mapping(lines) if may_suppress else {}
+    mapping = noqa_mapping(tree, lines, {f.line for f in findings}) if may_suppress else {}
     for finding in findings:
         if not config.selected(finding.code, select, ignore):
             continue
@@ -92,6 +93,27 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
             continue
         result.findings.append(finding)
     return result
+
+
+def noqa_mapping(tree: ast.Module, lines: Sequence[str], wanted: Set[int]) -> Dict[int, str]:
+    """flake8's noqa line mapping (:func:`inplace_lint.adapters.noqa.line_mapping`) for the ``wanted``
+    lines, tokenizing only the top-level statements that hold them: a top-level statement starts a
+    logical line at column 0, so tokenizing from there gives the same logical lines as from the top
+    of the file (statements that share a line, ``a = 1; b = 2``, are taken together)."""
+    groups: List[List[int]] = []  # [first line, last line] of runs of top-level statements
+    for stmt in tree.body:
+        start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+        end = stmt.end_lineno or stmt.lineno
+        if groups and start <= groups[-1][1]:
+            groups[-1][1] = max(groups[-1][1], end)
+        else:
+            groups.append([start, end])
+    mapping: Dict[int, str] = {}
+    for start, end in groups:
+        if any(start <= line <= end for line in wanted):
+            part = noqa.line_mapping(lines[start - 1:end])
+            mapping.update({line + start - 1: text for line, text in part.items()})
+    return mapping
 
 
 def check_file(path: str, settings: Settings, select: Sequence[str] = (), ignore: Sequence[str] = (),

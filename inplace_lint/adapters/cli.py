@@ -390,7 +390,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         code = args.func(args)
-        sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
+        if not sys.stdout.closed:  # the language server closes it on exit
+            sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
         return code
     except UsageError as exc:
         return usage_error(str(exc))
