@@ -25,7 +25,19 @@ for _, d in ipairs(vim.diagnostic.get(0)) do
 end
 local clients = {}
 for _, c in pairs(vim.lsp.get_active_clients()) do table.insert(clients, c.name) end
-vim.fn.writefile({ vim.fn.json_encode({ ok = ok, diagnostics = out, clients = clients }) }, vim.env.PROBE_OUT)
+-- the quick fixes offered on the finding's line (what `vim.lsp.buf.code_action()` would list)
+local actions = {}
+if ok and vim.lsp.diagnostic.get_line_diagnostics then
+  vim.api.nvim_win_set_cursor(0, { out[1].lnum + 1, out[1].col })
+  local params = vim.lsp.util.make_range_params()
+  params.context = { diagnostics = vim.lsp.diagnostic.get_line_diagnostics() }
+  local res = vim.lsp.buf_request_sync(0, "textDocument/codeAction", params, 20000)
+  for _, r in pairs(res or {}) do
+    for _, a in ipairs(r.result or {}) do table.insert(actions, a.title) end
+  end
+end
+vim.fn.writefile({ vim.fn.json_encode({ ok = ok, diagnostics = out, clients = clients, actions = actions }) },
+                 vim.env.PROBE_OUT)
 vim.cmd("qa!")
 """
 
@@ -64,3 +76,6 @@ def test_neovim_snippet_shows_diagnostics(tmp_path):
     assert result["ok"], f"{version}: no diagnostics within 30 s ({result})"
     assert result["clients"] == ["inplace-lint"]
     assert result["diagnostics"] == [{"lnum": 2, "col": 4, "code": "IPV001", "source": "inplace-lint"}]
+    if result["actions"]:  # Neovim versions that still have vim.lsp.diagnostic.get_line_diagnostics
+        assert result["actions"] == ["IPV001: rebind `x` to the out-of-place result",
+                                     "Fix all inplace-lint findings in file (safe fixes)"]

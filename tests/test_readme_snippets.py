@@ -38,7 +38,7 @@ def test_pre_commit_local_repo_form_works_from_a_checkout(tmp_path):
     import yaml
 
     config = block("<!-- pre-commit-local -->", "yaml")
-    assert [h["id"] for h in yaml.safe_load(config)["repos"][0]["hooks"]] == ["inplace-lint", "inplace-lint-fix"]
+    assert [h["id"] for h in yaml.safe_load(config)["repos"][0]["hooks"]] == ["inplace-lint-fix", "inplace-lint"]
     repo = tmp_path / "user-repo"
     repo.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
