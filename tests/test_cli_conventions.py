@@ -388,3 +388,20 @@ def test_server_missing_dependency_says_how_to_install_from_the_repository(monke
     err = capsys.readouterr().err
     assert "python -m pip install -e '.[server]'" in err and "git+" in err
     assert "pip install 'inplace-lint[server]' (" not in err
+
+
+def test_stdin_columns_and_fix_edits_come_from_stdin_not_the_file_on_disk(tmp_path):
+    """An editor pipes its unsaved buffer with --stdin-filename naming a file whose saved text differs."""
+    (tmp_path / "m.py").write_text("# the saved version\n")
+    buffer = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    \u00e9 = 1\n    x.div_(t)\n    return x\n"
+    proc = run("check", "-", "--stdin-filename", "m.py", "--format", "json", stdin=buffer.encode(), cwd=tmp_path)
+    [item] = json.loads(proc.stdout)
+    lines = buffer.splitlines(keepends=True)
+    assert item["fix"]["edits"]
+    for edit in sorted(item["fix"]["edits"], key=lambda e: e["location"]["row"], reverse=True):
+        lines[edit["location"]["row"] - 1:edit["end_location"]["row"] - 1] = [edit["content"]]
+    assert 'x = out_of_place(x, "div_", t)' in "".join(lines)
+    # SARIF/GitHub count characters: read from the buffer's line, not the saved file's
+    buffer = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    \u00e9 = 1; x.div_(t)\n"
+    proc = run("check", "-", "--stdin-filename", "m.py", "--format", "github", stdin=buffer.encode(), cwd=tmp_path)
+    assert ",line=3,col=12," in proc.stdout.decode()

@@ -25,7 +25,7 @@ from typing import List, Optional, Sequence, Tuple
 from .. import __version__, config
 from ..pipeline import CANNOT_CHECK, CheckJob, FileResult, check_source, decode_problem
 from .files import decode, iter_python_files
-from .reporters import FORMATS, PROJECT_URL, summary, write_statistics
+from .reporters import FORMATS, PROJECT_URL, register_source, summary, write_statistics
 from ..rules import RULES
 from .parallel import run_files
 
@@ -154,6 +154,7 @@ def _check_stdin(args: argparse.Namespace, job: CheckJob) -> FileResult:
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
         return FileResult(name).fail(decode_problem(exc, raw))
     ignore = list(job.ignore) + config.per_file_ignored(name, list(job.per_file_ignores), job.config_dir)
+    register_source(name, source)  # columns and fix edits come from this text, not from a file of that name
     return check_source(source, name, job.settings, job.select, ignore, job.disable_noqa)
 
 

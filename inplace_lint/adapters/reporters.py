@@ -91,9 +91,21 @@ def _edits(path: str, finding: Finding) -> List[dict]:
     from .files import read_source
 
     try:
-        return fix_edits(read_source(path), path, finding)
+        source = SOURCES.get(path)
+        return fix_edits(read_source(path) if source is None else source, path, finding)
     except (OSError, SyntaxError, UnicodeDecodeError):
         return []
+
+
+#: texts checked that are not (or not as checked) on disk, by the name shown: ``check -`` (stdin)
+SOURCES: Dict[str, str] = {}
+
+
+def register_source(name: str, source: str) -> None:
+    """Make the reporters read ``name``'s lines (columns, fix edits) from ``source``, not from the disk:
+    with ``--stdin-filename`` the file on disk may hold another version (an editor's unsaved buffer)."""
+    SOURCES[name] = source
+    linecache.cache[name] = (len(source), None, source.splitlines(keepends=True), name)
 
 
 def char_column(path: str, line: int, byte_col: int) -> int:
