@@ -319,6 +319,8 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 def _add_selection_options(parser: argparse.ArgumentParser) -> None:
     """``--select``/``--ignore``/``--exclude`` and their ``--extend-`` forms: comma lists, repeatable."""
+    parser.epilog = ("--select, --ignore, --exclude and their --extend- forms take comma lists (IPV001,IPV004) and "
+                     "add up when repeated.\n\n" + (parser.epilog or ""))
     lists = dict(type=config.split_list, action="extend", default=None)
     parser.add_argument("--select", metavar="CODES", **lists,
                         help="report only these codes or prefixes (replaces the config file's select)")
