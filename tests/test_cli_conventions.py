@@ -245,6 +245,8 @@ def test_too_deep_for_the_parser_is_cannot_parse(tmp_path, capsys):
     assert f"{tmp_path / 'deep.py'}:1:1: IPV000 cannot parse: too deeply nested for Python's parser" in captured.out
     assert "internal error" not in captured.err
     assert "IPV001" in captured.out  # the other file is still checked
+    assert main(["fix", "--diff", str(tmp_path / "deep.py")]) == 1
+    assert "cannot parse: too deeply nested" in capsys.readouterr().err
 
 
 def test_null_byte_is_located(tmp_path, capsys):

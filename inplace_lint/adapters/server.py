@@ -15,6 +15,7 @@ action edits only the changed lines (whole-line TextEdits), so cursors and folds
 """
 from __future__ import annotations
 
+import collections
 import pathlib
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -95,9 +96,23 @@ def _document_options(path: Optional[str]) -> Tuple[config.Settings, List[str], 
     return settings, list(cli.get("select", [])), ignore, str(cli.get("fix-style", config.FIX_STYLES[0]))
 
 
+#: the last few checks, by (text, path, options): a save, a re-open or a code action request on text
+#: that did not change is not analysed again
+_RESULTS: "collections.OrderedDict[tuple, FileResult]" = collections.OrderedDict()
+_RESULTS_SIZE = 16
+
+
 def result_for(source: str, path: Optional[str]) -> FileResult:
     settings, select, ignore, _ = _document_options(path)
-    return check_source(source, path or "<document>", settings, select, ignore)
+    key = (source, path, settings, tuple(select), tuple(ignore))
+    result = _RESULTS.get(key)
+    if result is None:
+        result = _RESULTS[key] = check_source(source, path or "<document>", settings, select, ignore)
+        while len(_RESULTS) > _RESULTS_SIZE:
+            _RESULTS.popitem(last=False)
+    else:
+        _RESULTS.move_to_end(key)
+    return result
 
 
 def findings_for(source: str, path: Optional[str]) -> List[Finding]:
