@@ -37,6 +37,9 @@ def test_stdin_with_stdin_filename(tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.decode().startswith("pkg/m.py:3:5: IPV001 ")
     assert run("check", "-", stdin=b"x = 1\n", cwd=tmp_path).returncode == 0
+    # ruff's form: --stdin-filename and no path reads stdin
+    proc = run("check", "--stdin-filename", "pkg/m.py", stdin=BAD.encode(), cwd=tmp_path)
+    assert proc.stdout.decode().startswith("pkg/m.py:3:5: IPV001 ")
     # without a name the output says "-"
     assert run("check", "-", stdin=BAD.encode(), cwd=tmp_path).stdout.decode().startswith("-:3:5: IPV001 ")
 

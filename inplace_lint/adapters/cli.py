@@ -90,9 +90,10 @@ class Options:
 
 
 def _paths(args: argparse.Namespace) -> List[str]:
-    """The paths to check: ``.`` when none is given (as ruff does)."""
+    """The paths to check: ``.`` when none is given, stdin when none is given with ``--stdin-filename``
+    (both as ruff does; flake8's ``-`` works too)."""
     if not args.paths:
-        args.paths = ["."]
+        args.paths = [STDIN] if args.stdin_filename is not None else ["."]
     if args.stdin_filename is not None and STDIN not in args.paths:
         raise UsageError("--stdin-filename names the source read from stdin: give '-' as the path")
     return args.paths
