@@ -15,7 +15,7 @@ def test_unchanged_text_is_not_analysed_again(monkeypatch, tmp_path):
     monkeypatch.setattr(server, "check_source", lambda *a, **k: calls.append(1) or real(*a, **k))
     path = str(tmp_path / "m.py")
     first = server.diagnostics_for(SOURCE, path)
-    assert server.diagnostics_for(SOURCE, path) == first  # a save, or the findings a code action needs
+    assert server.diagnostics_for(SOURCE, path) == first  # a re-open, or the findings a code action needs
     assert server.findings_for(SOURCE, path)[0].code == "IPV001"
     assert len(calls) == 1
     server.diagnostics_for(SOURCE + "\n", path)  # an edit is analysed

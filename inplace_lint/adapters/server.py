@@ -96,8 +96,8 @@ def _document_options(path: Optional[str]) -> Tuple[config.Settings, List[str], 
     return settings, list(cli.get("select", [])), ignore, str(cli.get("fix-style", config.FIX_STYLES[0]))
 
 
-#: the last few checks, by (text, path, options): a save, a re-open or a code action request on text
-#: that did not change is not analysed again
+#: the last few checks, by (text, path, options): a re-open or a code action request on text that did
+#: not change is not analysed again (a save starts afresh)
 _RESULTS: "collections.OrderedDict[tuple, FileResult]" = collections.OrderedDict()
 _RESULTS_SIZE = 16
 
@@ -217,6 +217,7 @@ def make_server() -> LanguageServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: LanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+        _RESULTS.clear()  # a save is when users expect a fresh look (other files may have changed too)
         publish(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
