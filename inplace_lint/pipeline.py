@@ -82,9 +82,8 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
     if not findings:
         return result
     lines = source.splitlines(keepends=True)
-    # flake8's noqa line mapping tokenizes the file (more than the analysis costs): only where a
-    # finding is, and only
-    # when a comment could suppress something
+    # flake8's noqa line mapping tokenizes the file (it cost more than the analysis): only where a
+    # finding is, and only when a comment could suppress something
     may_suppress = not disable_noqa and "noqa" in source.lower()
     if may_suppress and noqa.file_is_exempt(lines):
         return result
