@@ -48,7 +48,9 @@ def test_clean_exit_zero(project, capsys):
 def test_json_is_ruff_schema(project, capsys):
     assert main(["check", "--format", "json", str(project / "pkg")]) == 1
     [item] = json.loads(capsys.readouterr().out)
-    assert set(item) == {"cell", "code", "end_location", "filename", "fix", "location", "message", "noqa_row", "url"}
+    # ruff's keys, plus "related" (the origin chain as locations)
+    assert set(item) == {"cell", "code", "end_location", "filename", "fix", "location", "message", "noqa_row", "url",
+                         "related"}
     assert item["code"] == "IPV001"
     assert item["location"] == {"row": 3, "column": 5}
     assert item["end_location"] == {"row": 3, "column": 14}
@@ -67,10 +69,10 @@ def test_unparsable_file_is_reported_and_others_checked(project, capsys):
 
 
 def test_usage_errors_exit_two(project, capsys):
-    assert main(["check", str(project / "missing")]) == 2
+    # issue 11: a missing path is reported (IPV000) and the rest checked, exit 1; no path checks "."
     assert main(["check", "--select", "XYZ1", str(project)]) == 2
     with pytest.raises(SystemExit) as exc:
-        main(["check"])
+        main(["check", "--format", "xml"])
     assert exc.value.code == 2
 
 

@@ -126,7 +126,8 @@ def test_summary_on_stderr_unless_quiet(bad, capsys):
     (bad.parent / "broken.py").write_text("def f(:\n")
     assert main(["check", "--format", "json", "src dir"]) == 1
     captured = capsys.readouterr()
-    assert len(json.loads(captured.out)) == 2
+    # the two findings, and the file that does not parse as IPV000 (issue 11)
+    assert [item["code"] for item in json.loads(captured.out)] == ["IPV001", "IPV004", "IPV000"]
     assert captured.err.splitlines()[-1] == (
         "Scanned 3 files: 2 findings in 1 file (IPV001: 1, IPV004: 1); 1 file could not be read or parsed.")
     assert main(["check", "-q", "src dir/ok.py"]) == 0
