@@ -1,5 +1,10 @@
-"""Output formats for findings: text, ruff-compatible JSON, SARIF 2.1.0, GitHub workflow annotations,
-and ``--statistics`` counts.
+"""Output formats for findings: text, full (text with the origin chain as note lines), ruff-compatible
+JSON, SARIF 2.1.0, GitHub workflow annotations, and ``--statistics`` counts.
+
+Each finding's related locations (:attr:`inplace_lint.findings.Finding.related`: the origin chain, later
+call sites in other files) are written as ``note`` lines by ``full``, a ``related`` list in ``json``
+and ``relatedLocations`` in ``sarif``. A file that cannot be checked is one item with code ``IPV000``
+(:class:`inplace_lint.pipeline.Problem`) in every format.
 
 ``text`` and ``json`` give 1-based columns counted in UTF-8 bytes, like flake8 (``ast`` offsets);
 ``sarif`` and ``github`` count characters (SARIF ``columnKind: unicodeCodePoints``), read back from
@@ -16,25 +21,44 @@ import urllib.parse
 from typing import Dict, List, Sequence, TextIO, Tuple
 
 from .. import __version__
-from ..pipeline import FileResult
-from ..findings import Finding
+from ..pipeline import CANNOT_CHECK, CANNOT_CHECK_NAME, CANNOT_CHECK_SUMMARY, FileResult
+from ..findings import Finding, Related
 from ..rules import DOCS_URL, RULES, url
 
 Item = Tuple[FileResult, Finding]
 
-#: The one place that decides a finding's severity in CI outputs (SARIF ``level``, GitHub ``::error``).
-#: IPV002 and IPV004 always raise when the op runs (a view of a custom Function's output; an expanded
-#: tensor), so they are errors; the others raise only under some conditions or silently change data.
-LEVELS: Dict[str, str] = {"IPV002": "error", "IPV004": "error"}
-DEFAULT_LEVEL = "warning"
 #: the project page, for SARIF ``informationUri``
 PROJECT_URL = DOCS_URL.split("/blob/")[0]
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+#: where ``IPV000`` (a file that cannot be checked) is documented
+CANNOT_CHECK_URL = PROJECT_URL + "/blob/main/README.md#files-that-cannot-be-checked-ipv000"
 
 
 def level(code: str) -> str:
-    """``error`` or ``warning`` for a finding's code."""
-    return LEVELS.get(code, DEFAULT_LEVEL)
+    """``error`` or ``warning`` for a finding's code: the rule's own ``severity`` (``IPV000``, a file not
+    checked, is an error)."""
+    return "error" if code == CANNOT_CHECK else RULES[code].severity
+
+
+def code_url(code: str) -> str:
+    """The page that documents ``code``."""
+    return CANNOT_CHECK_URL if code == CANNOT_CHECK else url(code)
+
+
+def code_name(code: str) -> str:
+    return CANNOT_CHECK_NAME if code == CANNOT_CHECK else RULES[code].name
+
+
+def related_path(result: FileResult, related: Related) -> str:
+    """The file a related location is in: its own ``path``, else the finding's file."""
+    return related.path if related.path is not None else result.path
+
+
+def json_related(result: FileResult, finding: Finding) -> List[dict]:
+    """``related`` of the JSON output: ``{"message", "filename", "location": {"row", "column"}}``
+    (1-based column in UTF-8 bytes, as ``location``)."""
+    return [{"message": r.message, "filename": os.path.abspath(related_path(result, r)),
+             "location": {"row": r.line, "column": r.col + 1}} for r in finding.related]
 
 
 def ruff_json_item(result: FileResult, finding: Finding) -> dict:
@@ -52,7 +76,8 @@ def ruff_json_item(result: FileResult, finding: Finding) -> dict:
         "location": {"column": finding.col + 1, "row": finding.line},
         "message": finding.message,
         "noqa_row": finding.line,
-        "url": url(finding.code),
+        "related": json_related(result, finding),
+        "url": code_url(finding.code),
     }
 
 
@@ -62,9 +87,21 @@ def _edits(path: str, finding: Finding) -> List[dict]:
     from .files import read_source
 
     try:
-        return fix_edits(read_source(path), path, finding)
+        source = SOURCES.get(path)
+        return fix_edits(read_source(path) if source is None else source, path, finding)
     except (OSError, SyntaxError, UnicodeDecodeError):
         return []
+
+
+#: texts checked that are not (or not as checked) on disk, by the name shown: ``check -`` (stdin)
+SOURCES: Dict[str, str] = {}
+
+
+def register_source(name: str, source: str) -> None:
+    """Make the reporters read ``name``'s lines (columns, fix edits) from ``source``, not from the disk:
+    with ``--stdin-filename`` the file on disk may hold another version (an editor's unsaved buffer)."""
+    SOURCES[name] = source
+    linecache.cache[name] = (len(source), None, source.splitlines(keepends=True), name)
 
 
 def char_column(path: str, line: int, byte_col: int) -> int:
@@ -93,8 +130,23 @@ def fix_note(finding: Finding) -> str:
 
 
 def write_text(items: Sequence[Item], out: TextIO) -> None:
+    """``path:line:col: CODE message [fix: safe]``, one line per finding (grep-friendly)."""
     for result, f in items:
         out.write(f"{result.path}:{f.line}:{f.col + 1}: {f.code} {f.message}{fix_note(f)}\n")
+
+
+def write_full(items: Sequence[Item], out: TextIO) -> None:
+    """``text``, each finding followed by its related locations as indented note lines that editors
+    and terminals can jump to (as compilers print them)::
+
+        pkg/m.py:3:5: IPV001 `div_` writes in place to `x`, ...
+          pkg/m.py:2:9: note: model output `model(h).logits`
+          pkg/m.py:2:24: note: view `.squeeze(0)`
+    """
+    for result, f in items:
+        out.write(f"{result.path}:{f.line}:{f.col + 1}: {f.code} {f.message}{fix_note(f)}\n")
+        for r in f.related:
+            out.write(f"  {related_path(result, r)}:{r.line}:{r.col + 1}: note: {r.message}\n")
 
 
 def write_json(items: Sequence[Item], out: TextIO) -> None:
@@ -105,7 +157,7 @@ def write_json(items: Sequence[Item], out: TextIO) -> None:
 def sarif_log(items: Sequence[Item]) -> dict:
     """A SARIF 2.1.0 log with one run: every rule in ``tool.driver.rules``, one result per finding."""
     index = {code: i for i, code in enumerate(RULES)}
-    rules = [{
+    rules: List[dict] = [{
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
@@ -114,20 +166,25 @@ def sarif_log(items: Sequence[Item]) -> dict:
         "helpUri": url(rule.code),
         "defaultConfiguration": {"level": level(rule.code)},
     } for rule in RULES.values()]
+    if any(f.code == CANNOT_CHECK for _, f in items):
+        index[CANNOT_CHECK] = len(rules)
+        rules.append({
+            "id": CANNOT_CHECK,
+            "name": CANNOT_CHECK_NAME,
+            "shortDescription": {"text": "File could not be read or parsed."},
+            "fullDescription": {"text": CANNOT_CHECK_SUMMARY},
+            "helpUri": CANNOT_CHECK_URL,
+            "defaultConfiguration": {"level": "error"},
+        })
     results = []
     for result, f in items:
-        rel = relative_path(result.path)
-        if os.path.isabs(rel) or rel.startswith("/"):
-            artifact = {"uri": pathlib.Path(os.path.abspath(result.path)).as_uri()}
-        else:
-            artifact = {"uri": urllib.parse.quote(rel), "uriBaseId": "%SRCROOT%"}
-        results.append({
+        entry = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
             "level": level(f.code),
             "message": {"text": f.message},
             "locations": [{"physicalLocation": {
-                "artifactLocation": artifact,
+                "artifactLocation": _artifact(result.path),
                 "region": {
                     "startLine": f.line,
                     "startColumn": char_column(result.path, f.line, f.col) + 1,
@@ -135,7 +192,18 @@ def sarif_log(items: Sequence[Item]) -> dict:
                     "endColumn": char_column(result.path, f.end_line, f.end_col) + 1,
                 },
             }}],
-        })
+        }
+        if f.related:
+            entry["relatedLocations"] = [{
+                "id": i,
+                "message": {"text": r.message},
+                "physicalLocation": {
+                    "artifactLocation": _artifact(related_path(result, r)),
+                    "region": {"startLine": r.line,
+                               "startColumn": char_column(related_path(result, r), r.line, r.col) + 1},
+                },
+            } for i, r in enumerate(f.related)]
+        results.append(entry)
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -151,6 +219,14 @@ def sarif_log(items: Sequence[Item]) -> dict:
             "results": results,
         }],
     }
+
+
+def _artifact(path: str) -> dict:
+    """SARIF ``artifactLocation``: relative to ``%SRCROOT%`` (the working directory) when inside it."""
+    rel = relative_path(path)
+    if os.path.isabs(rel) or rel.startswith("/"):
+        return {"uri": pathlib.Path(os.path.abspath(path)).as_uri()}
+    return {"uri": urllib.parse.quote(rel), "uriBaseId": "%SRCROOT%"}
 
 
 def write_sarif(items: Sequence[Item], out: TextIO) -> None:
@@ -195,7 +271,7 @@ def counts_by_code(items: Sequence[Item]) -> List[Tuple[str, int]]:
 def write_statistics(items: Sequence[Item], out: TextIO) -> None:
     """One line per code, like ``ruff check --statistics``: count, code, rule name."""
     for code, count in counts_by_code(items):
-        out.write(f"{count:>5}  {code}  {RULES[code].name}\n")
+        out.write(f"{count:>5}  {code}  {code_name(code)}\n")
 
 
 def summary(files: int, items: Sequence[Item], unparsed: int, crashed: int) -> str:
@@ -215,4 +291,5 @@ def summary(files: int, items: Sequence[Item], unparsed: int, crashed: int) -> s
     return text + "."
 
 
-FORMATS = {"text": write_text, "json": write_json, "sarif": write_sarif, "github": write_github}
+FORMATS = {"text": write_text, "full": write_full, "json": write_json, "sarif": write_sarif,
+           "github": write_github}

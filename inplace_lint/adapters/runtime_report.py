@@ -171,6 +171,20 @@ def write_missed(missed: Sequence[RuntimeSite], out: TextIO) -> None:
         out.write(f"{relative_path(s.path)}:{s.line}: {s.code} {s.message}\n")
 
 
+def mark_results(path: str, checked: Iterable[str], results: Sequence[FileResult],
+                 job: Optional[CheckJob] = None) -> List[RuntimeSite]:
+    """:func:`load` then :func:`join` on ``results``' findings, replaced in place by their marked copies;
+    returns the missed sites. What ``check --runtime-report`` does."""
+    marked, missed = join([(r, f) for r in results for f in r.findings], load(path), checked, job)
+    by_result: Dict[int, List[Finding]] = {}
+    for result, finding in marked:
+        by_result.setdefault(id(result), []).append(finding)
+    for result in results:
+        if result.findings:
+            result.findings[:] = by_result.get(id(result), [])
+    return missed
+
+
 def join_report(path: str, checked: Iterable[str], items: Sequence[Item],
                 job: Optional[CheckJob] = None) -> Tuple[List[Item], List[RuntimeSite]]:
     """:func:`load` then :func:`join`: what ``check --runtime-report`` does."""

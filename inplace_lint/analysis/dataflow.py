@@ -25,7 +25,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tup
 
 from ..config import DEFAULT_SETTINGS, Settings
 from ..findings import Finding, Origin, RootKind, Step, StepKind, WriteKind
-from ..rules import PRIORITY
+from ..rules import PRIORITY, Write
 from . import fixplan, ops
 from .astutil import dotted_name
 from .astutil import last_name as _last_name
@@ -834,21 +834,21 @@ class _Scope:
             tensors = [o for o in tensors if o.certain_tensor]
         if not tensors:
             return
+        write = Write(op, op_name, kind, _short(target), _point_index(node, kind))
         for rule in PRIORITY:
             if self.no_grad and not (rule.without_grad or self.settings.report_in_no_grad):
                 continue
-            matching = [o for o in tensors if rule.applies(o)]
+            matching = [o for o in tensors if rule.applies(o, write)]
             if not matching:
                 continue
             origin = min(matching, key=_origin_key)
             key = (node.lineno, node.col_offset)
             if key not in self.sink:
-                target_text = _short(target)
                 self.sink[key] = Finding(
                     code=rule.code, line=node.lineno, col=node.col_offset,
                     end_line=node.end_lineno or node.lineno, end_col=node.end_col_offset or node.col_offset,
-                    message=rule.message(op, target_text, origin), op=op, write_kind=kind,
-                    target=target_text, origin=origin, fix=self.plan_fix(node, kind, target, op_name, list(origins)),
+                    message=rule.message(write, origin), op=op, write_kind=kind,
+                    target=write.target, origin=origin, fix=self.plan_fix(node, kind, target, op_name, list(origins)),
                     related=origin.related(),
                 )
             return
@@ -869,6 +869,17 @@ class _Scope:
 def _handler(cls: type, prefix: str, node_type: type):
     """The ``eval_X``/``stmt_X`` method for a node type (cached: dispatch is the hot path)."""
     return getattr(cls, prefix + node_type.__name__, None)
+
+
+def _point_index(node: ast.AST, kind: WriteKind) -> bool:
+    """Item assignment whose index has no slice and no ``...`` (``x[0] = v``, ``x[mask] += v``)."""
+    if kind is not WriteKind.SUBSCRIPT:
+        return False
+    sub = node if isinstance(node, ast.Subscript) else getattr(node, "target", None)
+    if not isinstance(sub, ast.Subscript):
+        return False
+    parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+    return not any(isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and e.value is Ellipsis) for e in parts)
 
 
 def _arg_line(args: ast.arguments, name: str) -> int:
