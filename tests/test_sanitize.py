@@ -415,3 +415,22 @@ def test_augmented_item_assignment_is_one_finding():
         outputs[0].sum().backward()
     assert found(s) == [("IPV001", line("aug-item: a view's add_, then __setitem__ on output[0], both on this line"))]
     assert s.findings[0].count == 2  # two writes, one site
+
+
+def test_a_tensor_returned_by_every_call_has_one_record():
+    class Cached(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+            self.out = None
+
+        def forward(self, x):
+            if self.out is None:
+                self.out = self.lin(x)
+            return (self.out,)
+
+    model = Cached()
+    with sanitize() as s:
+        for _ in range(5):
+            model(torch.randn(2, 3))
+    assert sum(len(records) for records in s._outputs.values()) == 1

@@ -601,6 +601,8 @@ class Sanitizer(contextlib.ContextDecorator):
             if not key:
                 continue
             records = self._outputs.setdefault(key, {})
+            for rid in [rid for rid, rec in records.items() if rec.tensor() is t]:
+                del records[rid]  # the same tensor returned again (a cached buffer): keep one record, the newest
 
             def forget(_ref: Any, key: int = key, records: Dict[int, _OutputRecord] = records) -> None:
                 for rid in [rid for rid, rec in records.items() if rec.tensor is _ref]:
