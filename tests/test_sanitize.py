@@ -139,13 +139,16 @@ def test_overlapping_memory_ipv004_also_where_pytorch_is_silent():
             temperature.clamp_(min=1e-8)  # ipv004-clamp
         base = torch.zeros(1)
         wide = base.expand(3)
-        wide.fill_(2.0)  # ipv004-fill
+        wide.fill_(2.0)  # not reported, as in `check`: fills the base, which is usually the intent
         wide[0] = 5.0  # ipv004-setitem
+        with pytest.warns(UserWarning, match="masked_fill_ on expanded tensors is deprecated"):
+            wide.masked_fill_(torch.tensor([False, True, False]), 7.0)  # ipv004-masked-fill
         (x / temperature).sum().backward()
-    assert found(s) == [("IPV004", line("ipv004-clamp")), ("IPV004", line("ipv004-fill")),
-                        ("IPV004", line("ipv004-setitem"))]
-    assert base.item() == 5.0  # PyTorch let fill_ and the item assignment through: the base changed
-    assert "PyTorch does not object here" in s.findings[1].message
+    assert found(s) == [("IPV004", line("ipv004-clamp")), ("IPV004", line("ipv004-setitem")),
+                        ("IPV004", line("ipv004-masked-fill"))]
+    assert base.item() == 7.0  # PyTorch let the item assignment and masked_fill_ through: the base changed
+    assert "PyTorch raises" in s.findings[0].message
+    assert all("silently writes the base" in f.message for f in s.findings[1:])
 
 
 def test_view_made_in_no_grad_ipv005():

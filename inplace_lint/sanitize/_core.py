@@ -47,6 +47,7 @@ from torch.overrides import TorchFunctionMode
 from ..analysis import ops as _ops
 from ..findings import Finding, Origin, RootKind, WriteKind
 from ..rules import PRIORITY
+from ..rules import ipv004_expanded as _ipv004
 
 __all__ = ["sanitize", "Sanitizer", "RuntimeFinding", "InplaceHazardError"]
 
@@ -63,8 +64,11 @@ _AUGMENTED_DUNDERS = {
 #: ``*_`` names that change metadata, storage or autograd state, not values (same tables as the linter).
 _NOT_DATA = _ops.METADATA_INPLACE_METHODS | _ops.NON_DATA_INPLACE_METHODS | frozenset(
     {"rename_", "retain_grad_", "module_load_", "_coalesced_"})
-#: ops that PyTorch lets through on overlapping memory (no internal-overlap check), so they write the base
-_NO_OVERLAP_CHECK = frozenset({"fill_", "zero_", "__setitem__"})
+#: overlapping memory, as the static rule IPV004 says: ``fill_``/``zero_`` skip PyTorch's overlap check and fill
+#: the whole tensor (its base gets the value, usually the intent: not reported); these others also skip it but
+#: write some elements, so they silently write the base; the rest raise
+_FILLS = _ipv004.FILLS
+_SILENT_BASE_WRITES = _ipv004.SILENT_BASE_WRITES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -630,7 +634,8 @@ class Sanitizer(contextlib.ContextDecorator):
             return record, tensor is target
         return None
 
-    def _hazards(self, spec: Optional[_Spec], op: str, target: torch.Tensor, recorded: bool) -> List[Tuple[str, str]]:
+    def _hazards(self, spec: Optional[_Spec], op: str, target: torch.Tensor, recorded: bool,
+                 point_index: bool) -> List[Tuple[str, str]]:
         found: List[Tuple[str, str]] = []
         recorded = recorded or target.requires_grad
         if recorded and target._is_view():
@@ -641,11 +646,11 @@ class Sanitizer(contextlib.ContextDecorator):
                 found.append(("IPV003", _message("IPV003", op, "")))
             elif meta in ("NO_GRAD_MODE", "INFERENCE_MODE"):
                 found.append(("IPV005", _message("IPV005", op, "")))
-        if _overlaps(target):
-            name = spec.op if spec is not None and spec.kind is not WriteKind.AUGMENTED else ""
-            quiet = name in _NO_OVERLAP_CHECK or (spec is not None and spec.kind is WriteKind.SUBSCRIPT)
-            detail = (": PyTorch does not object here and writes the same memory several times (the base changes)"
-                      if quiet else ": PyTorch refuses it; clone() first or use an out-of-place op")
+        name = spec.op if spec is not None else ""
+        if name not in _FILLS and _overlaps(target):
+            silent = name in _SILENT_BASE_WRITES or point_index
+            detail = (": PyTorch lets it through and silently writes the base; every element that shares the "
+                      "memory changes" if silent else ": PyTorch raises; clone() first or use an out-of-place op")
             found.append(("IPV004", _message("IPV004", op, detail)))
         if _SAVED or self._outputs:
             key = _storage_key(target)
@@ -666,9 +671,13 @@ class Sanitizer(contextlib.ContextDecorator):
         recorded = any(a.requires_grad for a in args if isinstance(a, torch.Tensor)) or any(
             a.requires_grad for a in kwargs.values() if isinstance(a, torch.Tensor))
         site: Optional[_Site] = None
+        point_index = False  # x[0] = v, x[mask] = v: no slice, so an overlapping x is written silently
+        if spec is not None and spec.kind is WriteKind.SUBSCRIPT and len(args) > 1:
+            index = args[1] if isinstance(args[1], tuple) else (args[1],)
+            point_index = not any(isinstance(i, slice) or i is Ellipsis or i is None for i in index)
         for target in targets:
             op = spec.op if spec is not None else "out="
-            hazards = self._hazards(spec, op, target, recorded)
+            hazards = self._hazards(spec, op, target, recorded, point_index)
             if not hazards:
                 continue
             if site is None:
