@@ -1,6 +1,4 @@
 """The rule scaffold writes a rule module, a registry line and a fixture that the project accepts."""
-import importlib.util
-import pathlib
 import shutil
 import subprocess
 import sys

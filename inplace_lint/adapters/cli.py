@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 from .. import __version__, config
-from ..pipeline import CANNOT_CHECK, CheckJob, FileResult, check_source, decode_problem
+from ..pipeline import CheckJob, FileResult, check_source, decode_problem
 from .files import decode, iter_python_files
 from .reporters import FORMATS, PROJECT_URL, register_source, summary, write_statistics
 from ..rules import RULES
