@@ -23,8 +23,13 @@ class FileResult:
 
 
 def check_source(source: str, path: str, settings: Settings, select: Sequence[str] = (),
-                 ignore: Sequence[str] = (), disable_noqa: bool = False) -> FileResult:
-    """Analyze ``source``; a file that does not parse gets ``error`` set and no findings."""
+                 ignore: Sequence[str] = (), disable_noqa: bool = False, fix_style: Optional[str] = None,
+                 memory_aware: bool = False) -> FileResult:
+    """Analyze ``source``; a file that does not parse gets ``error`` set and no findings.
+
+    With ``fix_style`` (a name in ``config.FIX_STYLES``) each planned fix gets its edits in that
+    style, from one codemod pass over the file (:func:`inplace_lint.fix.codemod.attach_edits`); a plan
+    the codemod cannot write loses its fix. Without it (text output, flake8) libcst is never imported."""
     result = FileResult(path)
     try:
         tree = ast.parse(source, filename=path)
@@ -41,16 +46,20 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
         if not disable_noqa and noqa.suppressed(finding.code, finding.line, mapping, lines):
             continue
         result.findings.append(finding)
+    if fix_style is not None and any(f.fix is not None for f in result.findings):
+        from .fix.codemod import attach_edits
+
+        result.findings = attach_edits(source, tree, result.findings, fix_style, memory_aware)
     return result
 
 
 def check_file(path: str, settings: Settings, select: Sequence[str] = (), ignore: Sequence[str] = (),
-               disable_noqa: bool = False) -> FileResult:
+               disable_noqa: bool = False, fix_style: Optional[str] = None) -> FileResult:
     try:
         source = read_source(path)
     except (SyntaxError, UnicodeDecodeError, OSError) as exc:
         return FileResult(path, error=describe_error(exc))
-    return check_source(source, path, settings, select, ignore, disable_noqa)
+    return check_source(source, path, settings, select, ignore, disable_noqa, fix_style=fix_style)
 
 
 @dataclass(frozen=True)
@@ -64,10 +73,12 @@ class CheckJob:
     per_file_ignores: config.PerFileIgnores = ()  # type: ignore[assignment]
     #: the folder ``per_file_ignores`` globs are relative to (the config file's)
     config_dir: Optional[pathlib.Path] = None
+    #: attach each fix's edits in this style (JSON, SARIF); None: plans only (text)
+    fix_style: Optional[str] = None
 
     def __call__(self, path: str) -> FileResult:
         ignore = list(self.ignore) + config.per_file_ignored(path, list(self.per_file_ignores), self.config_dir)
-        return check_file(path, self.settings, self.select, ignore, self.disable_noqa)
+        return check_file(path, self.settings, self.select, ignore, self.disable_noqa, fix_style=self.fix_style)
 
 
 def describe_error(exc: BaseException) -> str:

@@ -27,6 +27,8 @@ from ..rules import RULES
 from .parallel import run_files
 
 ISSUES_URL = PROJECT_URL + "/issues"
+#: output formats that carry each fix's edits (computed once per file, in the configured fix-style)
+EDIT_FORMATS = ("json", "sarif")
 
 
 class UsageError(Exception):
@@ -89,7 +91,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.statistics and args.format != "text":
         raise UsageError("--statistics prints a text table; it cannot be combined with --format " + args.format)
     opts = _common(args)
-    job = CheckJob(opts.settings, opts.select, opts.ignore, args.disable_noqa, opts.per_file_ignores, opts.config_dir)
+    job = CheckJob(opts.settings, opts.select, opts.ignore, args.disable_noqa, opts.per_file_ignores, opts.config_dir,
+                   fix_style=opts.fix_style if args.format in EDIT_FORMATS else None)
     files = list(iter_python_files(args.paths, opts.exclude))
     outcomes = run_files(files, job, args.jobs, progress=_progress(args))
     results = [o.value for o in outcomes if o.value is not None]

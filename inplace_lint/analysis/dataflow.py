@@ -890,8 +890,4 @@ def _tensor_split_args(node: ast.Call) -> bool:
     return isinstance(first, (ast.List, ast.Tuple, ast.BinOp))
 
 
-_AUG_OPS = {
-    ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/=", ast.FloorDiv: "//=", ast.Mod: "%=",
-    ast.Pow: "**=", ast.LShift: "<<=", ast.RShift: ">>=", ast.BitOr: "|=", ast.BitXor: "^=",
-    ast.BitAnd: "&=", ast.MatMult: "@=",
-}
+_AUG_OPS = {getattr(ast, name): symbol for name, symbol in ops.AST_AUGMENTED.items()}  # one operator table (ops.OPERATORS)
