@@ -136,7 +136,13 @@ def cmd_fix(args: argparse.Namespace) -> int:
     opts = _common(args)
     job = FixJob(opts, args.style or opts.fix_style, args.unsafe_fixes, write=not args.diff,
                  memory_aware=args.memory_aware)
-    outcomes = run_files(list(iter_python_files(args.paths, opts.exclude)), job, args.jobs, progress=_progress(args))
+    files, targets = [], set()
+    for path in iter_python_files(args.paths, opts.exclude):
+        target = os.path.realpath(path)  # a symlink and its target (or two links) are one file: fix it once
+        if target not in targets:
+            targets.add(target)
+            files.append(path)
+    outcomes = run_files(files, job, args.jobs, progress=_progress(args))
     results = [o.value for o in outcomes if o.value is not None]
     changed = [r for r in results if r.new_source is not None]
     for r in results:
