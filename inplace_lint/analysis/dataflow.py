@@ -97,10 +97,8 @@ def _is_str_constant(node: ast.AST) -> bool:
 
 def _inplace_flag(node: ast.Call, name: str) -> bool:
     """``F.relu(x, inplace=True)`` or ``F.relu(x, True)`` (by the parameter's position)."""
-    if _is_true(_kw(node, "inplace")):
-        return True
-    position = ops.INPLACE_POSITION.get(name)
-    return position is not None and len(node.args) > position and _is_true(node.args[position])
+    where = ops.inplace_argument(name, len(node.args), [k.arg for k in node.keywords])
+    return _is_true(_kw(node, "inplace") if where == "inplace" else None if where is None else node.args[where])
 
 
 def _is_true(node: Optional[ast.expr]) -> bool:

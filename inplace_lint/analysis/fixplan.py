@@ -398,7 +398,6 @@ def _loop_variable(facts: FunctionFacts, node: ast.AST, name: str) -> bool:
     return False
 
 
-
 def _reads_watched_outside(facts: FunctionFacts, stmt: ast.stmt, node: ast.AST, name: str,
                            origins: Sequence[Origin], aliases: Iterable[str]) -> bool:
     observers = set(aliases) | {name}

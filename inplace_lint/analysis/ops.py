@@ -64,9 +64,6 @@ OPERATORS = (
 AUGMENTED_INPLACE = {sym + "=": method for sym, method, _, _ in OPERATORS if method}
 #: ``ast`` operator class name -> augmented assignment symbol (``"Div"`` -> ``"/="``).
 AST_AUGMENTED = {name: sym + "=" for sym, _, name, _ in OPERATORS}
-#: in-place method -> the binary operator that computes it out of place (``div_`` -> ``/``).
-INPLACE_OPERATOR = {method: sym for sym, method, _, _ in OPERATORS if method}
-INPLACE_OPERATOR["true_divide_"] = "/"
 #: augmented-assignment dunder -> in-place method (``__itruediv__`` -> ``div_``; ``__idiv__`` is Python 2's).
 DUNDER_INPLACE = {f"__i{stem}__": method for _, method, _, stem in OPERATORS if method}
 DUNDER_INPLACE["__idiv__"] = "div_"

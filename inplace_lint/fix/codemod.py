@@ -40,7 +40,6 @@ Also runnable as ``python -m libcst.tool codemod -x inplace_lint.fix.codemod.Inp
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import bisect
 import dataclasses

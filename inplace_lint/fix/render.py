@@ -15,7 +15,7 @@ from .codemod import DTENSOR_MODULE, RUNTIME_MODULE, _Group, _ImportNames, _modu
 
 
 def render(groups: List[_Group], newline: str, unit: str, style: str, memory_aware: bool,
-            names: _ImportNames) -> None:
+           names: _ImportNames) -> None:
     """Parse every group's statement (one libcst module for all indented ones), rewrite, and store
     each group's rebuilt lines in ``group.text``."""
     wrapped = [g for g in groups if g.indent]
@@ -62,11 +62,6 @@ def _rewrite(module: cst.Module, groups: List[_Group], newline: str, unit: str, 
 
 # --------------------------------------------------------------------------- syntax
 
-_CST_OPERATORS = {
-    "+": cst.Add, "-": cst.Subtract, "*": cst.Multiply, "/": cst.Divide, "//": cst.FloorDivide,
-    "%": cst.Modulo, "**": cst.Power, "&": cst.BitAnd, "|": cst.BitOr, "^": cst.BitXor,
-    "<<": cst.LeftShift, ">>": cst.RightShift,
-}
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)
 
 
