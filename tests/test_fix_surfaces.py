@@ -74,3 +74,26 @@ def test_json_runs_the_codemod_once_per_file(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(codemod, "attach_edits", lambda *a, **k: calls.append(1) or real(*a, **k))
     assert main(["check", "-q", "-j", "1", "--format", "json", str(path)]) == 1
     assert calls == [1]
+
+
+def test_libcst_is_loaded_only_for_statements_the_text_path_does_not_cover(tmp_path):
+    """Its native parser costs a start-up time comparable to a whole `check` of a small file."""
+    import subprocess
+    import sys
+
+    simple = tmp_path / "simple.py"
+    simple.write_text("def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)\n    return x\n")
+    probe = ("import sys, io, contextlib\nfrom inplace_lint.adapters.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n    main(sys.argv[1:])\n"
+             "print('libcst' in sys.modules)\n")
+
+    def loads_libcst(*args):
+        proc = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True)
+        return proc.stdout.strip().splitlines()[-1] == "True"
+
+    assert not loads_libcst("check", "-q", "-j", "1", str(simple))
+    assert not loads_libcst("check", "-q", "-j", "1", "--format", "json", str(simple))
+    assert loads_libcst("check", "-q", "-j", "1", "--format", "sarif", str(tmp_path / "simple.py")) is False
+    inline = tmp_path / "setup.cfg"
+    inline.write_text("[inplace_lint]\nfix-style = inline\n")
+    assert loads_libcst("check", "-q", "-j", "1", "--format", "json", str(simple))
