@@ -94,11 +94,13 @@ def main():
             _cli("fix", "-j", "1", "-q", str(copy))
 
         fix_cli = _median(fix_copy, args.repeat)
+        diff_cli = _median(lambda: _cli("fix", "-j", "1", "-q", "--diff", str(big)), args.repeat)
         print(f"{lines} lines, {len(result.applied)} fixes applied:")
         print(f"  check (in-process)             {check:8.3f} s")
         print(f"  fix, nothing written           {fix:8.3f} s   ratio {fix / check:.2f}  (target <= 3)")
         print(f"  check (CLI)                    {check_cli:8.3f} s")
         print(f"  fix, writing (CLI)             {fix_cli:8.3f} s   ratio {fix_cli / check_cli:.2f}")
+        print(f"  fix --diff (CLI)               {diff_cli:8.3f} s   ratio {diff_cli / check_cli:.2f}")
 
 
 if __name__ == "__main__":

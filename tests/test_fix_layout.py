@@ -53,3 +53,41 @@ def test_crlf_inline_guard_keeps_crlf():
     assert "\n" not in new.replace("\r\n", "")
     assert ("    if t:\r\n        if isinstance(x, DTensor) and not isinstance(t, DTensor):\r\n"
             "            x = x.full_tensor()\r\n        x = x.clone().div_(t)\r\n") in new
+
+
+def _patch(source, diff):
+    """Apply a unified diff (as produced by difflib) to ``source``."""
+    import re
+
+    lines = source.splitlines(keepends=True)
+    out, pos = [], 0
+    for i, line in enumerate(diff):
+        m = re.match(r"@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", line)
+        if not m:
+            continue
+        start = int(m.group(1)) - (0 if m.group(2) != "0" else -1) - 1
+        out += lines[pos:start]
+        pos = start
+        for body in diff[i + 1:]:
+            if body.startswith("@@"):
+                break
+            if body[0] in " -":
+                assert lines[pos] == body[1:]
+                pos += 1
+            if body[0] in " +":
+                out.append(body[1:])
+    return "".join(out + lines[pos:])
+
+
+@pytest.mark.parametrize("source, expected", CASES[:2] + CASES[3:])
+def test_diff_from_edits_applies_and_matches_difflib_line_counts(source, expected):
+    import difflib
+
+    from inplace_lint.fix.codemod import unified_diff
+
+    result = fix_code(source)
+    diff = unified_diff("m.py", source, result.edits)
+    assert _patch(source, diff) == expected
+    reference = list(difflib.unified_diff(source.splitlines(keepends=True), expected.splitlines(keepends=True),
+                                          fromfile="m.py", tofile="m.py"))
+    assert sum(d.startswith("+") for d in diff) >= sum(d.startswith("+") for d in reference)

@@ -149,7 +149,10 @@ def cmd_fix(args: argparse.Namespace) -> int:
         if r.error:
             print(f"{r.path}: {r.error}; skipped", file=sys.stderr)
         if args.diff and r.new_source is not None:
-            sys.stdout.writelines(difflib.unified_diff(
+            from ..fix.codemod import unified_diff
+
+            diff = unified_diff(r.path, r.old_source, r.edits)
+            sys.stdout.writelines(diff if diff is not None else difflib.unified_diff(
                 r.old_source.splitlines(keepends=True), r.new_source.splitlines(keepends=True),
                 fromfile=r.path, tofile=r.path))
         for f in r.remaining:

@@ -74,6 +74,8 @@ class FixResult:
     old_source: Optional[str] = None
     error: Optional[str] = None
     written: bool = False
+    #: the edits applied (merged, in source order)
+    edits: List[Edit] = field(default_factory=list)
 
     @property
     def remaining(self) -> List[Finding]:
@@ -503,7 +505,8 @@ def fix_findings(source: str, result: FixResult, findings: Sequence[Finding], un
     if not todo:
         return
     try:
-        new = apply_edits(source, [e for f in todo for e in f.fix.edits])
+        edits = merge_edits(e for f in todo for e in f.fix.edits)
+        new = apply_edits(source, edits)
         ast.parse(new)  # a rewrite is re-parsed before anyone sees it
     except (SyntaxError, ValueError, RecursionError) as exc:  # pragma: no cover - a bug in the codemod
         result.error = f"internal error: the rewrite does not apply or parse ({exc}); file left unchanged"
@@ -511,6 +514,58 @@ def fix_findings(source: str, result: FixResult, findings: Sequence[Finding], un
     result.applied.extend(todo)
     if new != source:
         result.new_source = new
+        result.edits = edits
+
+
+def unified_diff(path: str, source: str, edits: Sequence[Edit], context: int = 3) -> Optional[List[str]]:
+    """``difflib.unified_diff``-style lines for ``edits`` applied to ``source``, built from the edits
+    themselves (cost proportional to the change, not to the file: difflib's matcher is slow on a large
+    file with thousands of edits)."""
+    lines = textpos.split_lines(source)
+    changes: List[Tuple[int, int, List[str]]] = []  # old [a, b) -> new lines
+    for e in merge_edits(edits):
+        a = e.line - 1
+        b = e.end_line - 1 if e.end_col == 0 else e.end_line
+        if e.col:
+            b = max(b, a + 1)
+        prefix = lines[a][:e.col] if e.col and a < len(lines) else ""
+        suffix = lines[e.end_line - 1][e.end_col:] if e.end_col and e.end_line - 1 < len(lines) else ""
+        if changes and changes[-1][1] > a:
+            return None  # two edits on one line (not made by this codemod): let difflib do it
+        changes.append((a, b, textpos.split_lines(prefix + e.content + suffix)))
+    if not changes:
+        return []
+    out = [f"--- {path}\n", f"+++ {path}\n"]
+
+    def rng(start: int, length: int) -> str:
+        return f"{start + 1}" if length == 1 else f"{start if not length else start + 1},{length}"
+
+    delta = 0
+    i = 0
+    while i < len(changes):
+        j = i
+        while j + 1 < len(changes) and changes[j + 1][0] - changes[j][1] <= 2 * context:
+            j += 1
+        lo = max(0, changes[i][0] - context)
+        hi = min(len(lines), changes[j][1] + context)
+        body: List[str] = []
+        pos = lo
+        new_len = 0
+        for a, b, new in changes[i:j + 1]:
+            body += [" " + ln for ln in lines[pos:a]]
+            body += ["-" + ln for ln in lines[a:b]]
+            body += ["+" + ln for ln in new]
+            new_len += (a - pos) + len(new)
+            pos = b
+        body += [" " + ln for ln in lines[pos:hi]]
+        new_len += hi - pos
+        old_len = hi - lo
+        new_start = lo + delta
+        out.append(f"@@ -{rng(lo, old_len)} +{rng(new_start, new_len)} @@\n")
+        out += body
+        delta += sum(len(new) - (b - a) for a, b, new in changes[i:j + 1])
+        i = j + 1
+    return out
 
 
 def fix_code(source: str, path: str = "<string>", *, settings: Settings = DEFAULT_SETTINGS, style: str = "runtime",
