@@ -141,15 +141,30 @@ def test_family_size():
     assert len(FAMILY) * len(STYLES) == len(FORMS) * len(SUITES) * 3 == 624
 
 
-@pytest.mark.parametrize("form, suite", [p for p in FAMILY if p[0].startswith(("method", "augmented"))])
+@pytest.mark.parametrize("form, suite", FAMILY)
 def test_text_path_writes_what_libcst_writes(form, suite, monkeypatch):
     source = family_source(form, suite)
-    for memory_aware in (False, True):
-        fast = check_source(source, "m.py", DEFAULT_SETTINGS, fix_style="runtime", memory_aware=memory_aware).findings
+    for style, memory_aware in STYLES:
+        fast = check_source(source, "m.py", DEFAULT_SETTINGS, fix_style=style, memory_aware=memory_aware).findings
         with monkeypatch.context() as patch:
-            patch.setattr(codemod, "_fast_runtime", lambda *args: False)
-            slow = check_source(source, "m.py", DEFAULT_SETTINGS, fix_style="runtime", memory_aware=memory_aware).findings
-        assert [f.fix and f.fix.edits for f in fast] == [f.fix and f.fix.edits for f in slow]
+            patch.setattr(codemod, "_fast", lambda *args: False)
+            slow = check_source(source, "m.py", DEFAULT_SETTINGS, fix_style=style, memory_aware=memory_aware).findings
+        assert [f.fix and f.fix.edits for f in fast] == [f.fix and f.fix.edits for f in slow], style
+
+
+@pytest.mark.parametrize("operand", ["t", "2", "-1.5", "t.clamp(min=1e-8).unsqueeze(-1).to(x.dtype)", "a + b * c",
+                                     "a and b or c", "self.scale", "temps[i]", "torch.ones(3)", "math.pi", "f(t)",
+                                     "(t)", "x > 0", "*args", "t, alpha=s", "'s'", "None", "...", "f'{t}'"])
+@pytest.mark.parametrize("style, memory_aware", STYLES)
+def test_text_path_operands(operand, style, memory_aware, monkeypatch):
+    """The guard's operand rule in the text path (ast) and the libcst path agree."""
+    source = ("import math\nimport torch\n\ndef f(model, h, t, a, b, c, s, temps, i, args):\n"
+              f"    x = model(h).logits.squeeze(0)\n    x.mul_({operand})\n    return x\n")
+    fast = check_source(source, "m.py", DEFAULT_SETTINGS, fix_style=style, memory_aware=memory_aware).findings
+    with monkeypatch.context() as patch:
+        patch.setattr(codemod, "_fast", lambda *args: False)
+        slow = check_source(source, "m.py", DEFAULT_SETTINGS, fix_style=style, memory_aware=memory_aware).findings
+    assert [f.fix and f.fix.edits for f in fast] == [f.fix and f.fix.edits for f in slow]
 
 
 # ---------------------------------------------------------------- the two disagreements of issue 8

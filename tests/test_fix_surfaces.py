@@ -96,4 +96,8 @@ def test_libcst_is_loaded_only_for_statements_the_text_path_does_not_cover(tmp_p
     assert loads_libcst("check", "-q", "-j", "1", "--format", "sarif", str(tmp_path / "simple.py")) is False
     inline = tmp_path / "setup.cfg"
     inline.write_text("[inplace_lint]\nfix-style = inline\n")
-    assert loads_libcst("check", "-q", "-j", "1", "--format", "json", str(simple))
+    assert not loads_libcst("check", "-q", "-j", "1", "--format", "json", str(simple))
+    hoisted = tmp_path / "hoisted.py"
+    hoisted.write_text("import torch\ndef f(model, h, t):\n    x = model(h).logits.squeeze(0)\n"
+                       "    y = torch.neg(x.div_(t))\n    return y\n")
+    assert loads_libcst("check", "-q", "-j", "1", "--format", "json", str(hoisted))

@@ -189,7 +189,7 @@ def attach_edits(source: str, tree: ast.Module, findings: Sequence[Finding], sty
     unit = _indent_unit(tree, lines)
     for g in groups:
         g.indent = g.indent.replace("\0", unit)
-    slow = [g for g in groups if not (style == "runtime" and _fast_runtime(g, lines, newline, memory_aware, names))]
+    slow = [g for g in groups if not _fast(g, lines, newline, style, memory_aware, unit, names)]
     if slow:
         from .render import render  # libcst: only for statements the text path does not cover
 
@@ -229,11 +229,13 @@ def attach_edits(source: str, tree: ast.Module, findings: Sequence[Finding], sty
     return out
 
 
-def _fast_runtime(group: _Group, lines: List[str], newline: str, memory_aware: bool, names: "_ImportNames") -> bool:
-    """The runtime-style rewrite of a one-line ``x.op_(args)`` / ``x op= v`` statement, written from its
-    text without libcst (byte for byte what :mod:`.render` writes; a test compares the two). Returns
-    False, leaving the group to libcst, for any other shape."""
-    if group.prefix or group.first != group.last or len(group.findings) != 1:
+def _fast(group: _Group, lines: List[str], newline: str, style: str, memory_aware: bool, unit: str,
+          names: "_ImportNames") -> bool:
+    """The rewrite of a one-line ``x.op_(args)`` / ``x op= v`` statement (alone on its line or in a
+    one-line suite), written from its text without libcst: byte for byte what :mod:`.render` writes
+    (a test compares the two over the generated family). Returns False, leaving the group to libcst,
+    for any other shape."""
+    if group.first != group.last or len(group.findings) != 1:
         return False
     finding = group.findings[0]
     stmt = group.stmt
@@ -256,6 +258,9 @@ def _fast_runtime(group: _Group, lines: List[str], newline: str, memory_aware: b
         method, args = func.attr, text[len(head):-1]
         if args != args.strip() or (memory_aware and args.endswith(",")):
             return False
+        operands = [a.value if isinstance(a, ast.Starred) else a for a in stmt.value.args] + \
+            [k.value for k in stmt.value.keywords]
+        operands.sort(key=lambda n: (n.lineno, n.col_offset))
     elif finding.write_kind is WriteKind.AUGMENTED and isinstance(stmt, ast.AugAssign) and \
             isinstance(stmt.target, ast.Name) and stmt.target.id == name:
         symbol = ops.AST_AUGMENTED.get(type(stmt.op).__name__)
@@ -264,16 +269,79 @@ def _fast_runtime(group: _Group, lines: List[str], newline: str, memory_aware: b
         if method is None or not rest.startswith(symbol):
             return False
         args = rest[len(symbol):].strip()
+        operands = [stmt.value]
     else:
         return False
-    local, _ = names.get(RUNTIME_MODULE, "out_of_place")
-    call = [name, f'"{method}"'] + ([args] if args else []) + (['inplace="auto"'] if memory_aware else [])
-    group.text = f"{group.indent}{name} = {local}({', '.join(call)}){tail}"
-    if not group.text.endswith(("\n", "\r")):
-        group.text += newline
-    group.imports[id(finding)] = {(RUNTIME_MODULE, "out_of_place")}
+    indent = group.indent
+    out: List[str] = []
+    if style == "runtime":
+        local, _ = names.get(RUNTIME_MODULE, "out_of_place")
+        call = [name, f'"{method}"'] + ([args] if args else []) + (['inplace="auto"'] if memory_aware else [])
+        out.append(f"{indent}{name} = {local}({', '.join(call)}){tail}")
+        group.imports[id(finding)] = {(RUNTIME_MODULE, "out_of_place")}
+    else:
+        if any(not _ast_literal(o) for o in operands):
+            dt, _ = names.get(DTENSOR_MODULE, "DTensor")
+            skip = _module_names(names.tree) | {dt}
+            roots: List[str] = []
+            for operand in operands:
+                for root in _ast_operand_roots(operand, skip):
+                    if root != name and root not in roots:
+                        roots.append(root)
+            condition = f"isinstance({name}, {dt})" + "".join(f" and not isinstance({r}, {dt})" for r in roots)
+            out += [f"{indent}if {condition}:{newline}", f"{indent}{unit}{name} = {name}.full_tensor(){newline}"]
+            group.imports[id(finding)] = {(DTENSOR_MODULE, "DTensor")}
+        if method not in ops.OUT_OF_PLACE_TWINS:
+            out += [f"{indent}{name} = {name}.clone(){newline}", f"{indent}{text}{tail}"]
+        else:
+            out.append(f"{indent}{name} = {name}.clone().{method}({args}){tail}")
+    text = "".join(out)
+    if not text.endswith(("\n", "\r")):
+        text += newline
+    group.text = (group.prefix + newline if group.prefix else "") + text
     group.done.add(id(finding))
     return True
+
+
+def _ast_literal(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is not Ellipsis
+
+
+def _ast_dotted(node: ast.expr) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = _ast_dotted(node.value)
+        return None if head is None else f"{head}.{node.attr}"
+    return None
+
+
+def _ast_operand_roots(node: ast.expr, skip: Set[str]) -> List[str]:
+    """:func:`inplace_lint.fix.render._operand_roots` on an ``ast`` node (the same rule, same order)."""
+    if _ast_literal(node):
+        return []
+    if isinstance(node, ast.BinOp):
+        return _ast_operand_roots(node.left, skip) + _ast_operand_roots(node.right, skip)
+    if isinstance(node, ast.BoolOp):
+        return [r for v in node.values for r in _ast_operand_roots(v, skip)]
+    if isinstance(node, ast.UnaryOp):
+        return _ast_operand_roots(node.operand, skip)
+    if isinstance(node, ast.Compare):
+        return _ast_operand_roots(node.left, skip)
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _ast_dotted(node.func.value) is None:
+            node = node.func.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                (_ast_dotted(node.func.value) or "").split(".")[0] not in skip:
+            node = node.func.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            break
+    dotted = _ast_dotted(node)
+    if dotted is None or dotted.split(".")[0] in skip:
+        return []
+    return [dotted]
 
 
 def _newline(lines: List[str]) -> str:
