@@ -71,8 +71,13 @@ class FileResult:
 
 
 def check_source(source: str, path: str, settings: Settings, select: Sequence[str] = (),
-                 ignore: Sequence[str] = (), disable_noqa: bool = False) -> FileResult:
-    """Analyze ``source``; a file that does not parse gets ``error`` set and no findings."""
+                 ignore: Sequence[str] = (), disable_noqa: bool = False, fix_style: Optional[str] = None,
+                 memory_aware: bool = False) -> FileResult:
+    """Analyze ``source``; a file that does not parse gets ``error`` set and no findings.
+
+    With ``fix_style`` (a name in ``config.FIX_STYLES``) each planned fix gets its edits in that
+    style, from one codemod pass over the file (:func:`inplace_lint.fix.codemod.attach_edits`); a plan
+    the codemod cannot write loses its fix. Without it (text output, flake8) libcst is never imported."""
     result = FileResult(path)
     try:
         tree = ast.parse(source, filename=path)
@@ -94,6 +99,10 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
         if may_suppress and noqa.suppressed(finding.code, finding.line, mapping, lines):
             continue
         result.findings.append(finding)
+    if fix_style is not None and any(f.fix is not None for f in result.findings):
+        from .fix.codemod import attach_edits
+
+        result.findings = attach_edits(source, tree, result.findings, fix_style, memory_aware)
     return result
 
 
@@ -119,7 +128,7 @@ def noqa_mapping(tree: ast.Module, lines: Sequence[str], wanted: Set[int]) -> Di
 
 
 def check_file(path: str, settings: Settings, select: Sequence[str] = (), ignore: Sequence[str] = (),
-               disable_noqa: bool = False) -> FileResult:
+               disable_noqa: bool = False, fix_style: Optional[str] = None) -> FileResult:
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
@@ -129,7 +138,7 @@ def check_file(path: str, settings: Settings, select: Sequence[str] = (), ignore
         source = decode(raw)
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
         return FileResult(path).fail(decode_problem(exc, raw))
-    return check_source(source, path, settings, select, ignore, disable_noqa)
+    return check_source(source, path, settings, select, ignore, disable_noqa, fix_style=fix_style)
 
 
 @dataclass(frozen=True)
@@ -143,16 +152,12 @@ class CheckJob:
     per_file_ignores: config.PerFileIgnores = ()  # type: ignore[assignment]
     #: the folder ``per_file_ignores`` globs are relative to (the config file's)
     config_dir: Optional[pathlib.Path] = None
+    #: attach each fix's edits in this style (JSON, SARIF); None: plans only (text)
+    fix_style: Optional[str] = None
 
     def __call__(self, path: str) -> FileResult:
         ignore = list(self.ignore) + config.per_file_ignored(path, list(self.per_file_ignores), self.config_dir)
-        return check_file(path, self.settings, self.select, ignore, self.disable_noqa)
-
-
-def describe_error(exc: BaseException) -> str:
-    if isinstance(exc, SyntaxError):
-        return f"cannot parse: {exc.msg} (line {exc.lineno}, column {exc.offset})"
-    return f"cannot read: {exc}"
+        return check_file(path, self.settings, self.select, ignore, self.disable_noqa, fix_style=self.fix_style)
 
 
 def _byte_col(source: str, line: int, char_offset: Optional[int]) -> int:

@@ -65,6 +65,8 @@ under a short-circuit or conditional expression. check marks each finding [fix: 
 Safe fixes are applied; unsafe ones (another reader of the tensor, e.g. the caller of a function
 whose parameter is written, could notice the change) only with --unsafe-fixes.
 "fix -" reads the source from stdin and prints the fixed text to stdout."""
+#: output formats that carry each fix's edits (computed once per file, in the configured fix-style)
+EDIT_FORMATS = ("json", "sarif")
 
 
 class UsageError(Exception):
@@ -156,14 +158,15 @@ def _check_stdin(args: argparse.Namespace, job: CheckJob) -> FileResult:
         return FileResult(name).fail(decode_problem(exc, raw))
     ignore = list(job.ignore) + config.per_file_ignored(name, list(job.per_file_ignores), job.config_dir)
     register_source(name, source)  # columns and fix edits come from this text, not from a file of that name
-    return check_source(source, name, job.settings, job.select, ignore, job.disable_noqa)
+    return check_source(source, name, job.settings, job.select, ignore, job.disable_noqa, fix_style=job.fix_style)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     if args.statistics and args.format != "text":
         raise UsageError("--statistics prints a text table; it cannot be combined with --format " + args.format)
     opts = _common(args)
-    job = CheckJob(opts.settings, opts.select, opts.ignore, args.disable_noqa, opts.per_file_ignores, opts.config_dir)
+    job = CheckJob(opts.settings, opts.select, opts.ignore, args.disable_noqa, opts.per_file_ignores, opts.config_dir,
+                   fix_style=opts.fix_style if args.format in EDIT_FORMATS else None)
     files = list(iter_python_files([p for p in args.paths if p != STDIN], opts.exclude))
     outcomes = run_files(files, job, args.jobs, progress=_progress(args))
     results = [o.value for o in outcomes if o.value is not None]
@@ -262,14 +265,23 @@ def cmd_fix(args: argparse.Namespace) -> int:
         return _fix_stdin(args, opts)
     job = FixJob(opts, args.style or opts.fix_style, args.unsafe_fixes, write=not args.diff,
                  memory_aware=args.memory_aware)
-    outcomes = run_files(list(iter_python_files(args.paths, opts.exclude)), job, args.jobs, progress=_progress(args))
+    files, targets = [], set()
+    for path in iter_python_files(args.paths, opts.exclude):
+        target = os.path.realpath(path)  # a symlink and its target (or two links) are one file: fix it once
+        if target not in targets:
+            targets.add(target)
+            files.append(path)
+    outcomes = run_files(files, job, args.jobs, progress=_progress(args))
     results = [o.value for o in outcomes if o.value is not None]
     changed = [r for r in results if r.new_source is not None]
     for r in results:
         if r.error:
             print(f"{r.path}: {r.error}; skipped", file=sys.stderr)
         if args.diff and r.new_source is not None:
-            sys.stdout.writelines(difflib.unified_diff(
+            from ..fix.codemod import unified_diff
+
+            diff = unified_diff(r.path, r.old_source, r.edits)
+            sys.stdout.writelines(diff if diff is not None else difflib.unified_diff(
                 r.old_source.splitlines(keepends=True), r.new_source.splitlines(keepends=True),
                 fromfile=r.path, tofile=r.path))
         for f in r.remaining:

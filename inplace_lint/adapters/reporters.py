@@ -22,7 +22,8 @@ from typing import Dict, List, Sequence, TextIO, Tuple
 
 from .. import __version__
 from ..pipeline import CANNOT_CHECK, CANNOT_CHECK_NAME, CANNOT_CHECK_SUMMARY, FileResult
-from ..findings import Finding, Related
+from .. import textpos
+from ..findings import Applicability, Finding, Related
 from ..rules import DOCS_URL, RULES, url
 
 Item = Tuple[FileResult, Finding]
@@ -71,7 +72,7 @@ def ruff_json_item(result: FileResult, finding: Finding) -> dict:
         "fix": None if finding.fix is None else {
             "applicability": finding.fix.applicability.value,
             "message": finding.fix.message + (f" (unsafe: {finding.fix.reason})" if finding.fix.reason else ""),
-            "edits": _edits(result.path, finding),
+            "edits": json_edits(finding),
         },
         "location": {"column": finding.col + 1, "row": finding.line},
         "message": finding.message,
@@ -81,16 +82,28 @@ def ruff_json_item(result: FileResult, finding: Finding) -> dict:
     }
 
 
-def _edits(path: str, finding: Finding) -> List[dict]:
-    """The codemod's edits for this finding alone (libcst runs only here, for findings with a fix)."""
-    from ..fix.codemod import fix_edits
-    from .files import read_source
-
-    try:
-        source = SOURCES.get(path)
-        return fix_edits(read_source(path) if source is None else source, path, finding)
-    except (OSError, SyntaxError, UnicodeDecodeError):
+def json_edits(finding: Finding) -> List[dict]:
+    """The finding's own edits (``Fix.edits``, attached once per file by the codemod) in ruff's JSON
+    shape: ``{"content", "location": {"row", "column"}, "end_location": {...}}``, 1-based character
+    columns. Empty when the check ran without a fix style (nothing re-runs the codemod here)."""
+    if finding.fix is None:
         return []
+    return [{"content": e.content, "location": {"row": e.line, "column": e.col + 1},
+             "end_location": {"row": e.end_line, "column": e.end_col + 1}} for e in finding.fix.edits]
+
+
+def sarif_fixes(finding: Finding, artifact: dict) -> List[dict]:
+    """SARIF ``fixes`` from the finding's own edits (columns in characters, 1-based)."""
+    if finding.fix is None or not finding.fix.edits:
+        return []
+    fix = finding.fix
+    description = fix.message + (f" (unsafe: {fix.reason})" if fix.applicability is not Applicability.SAFE else "")
+    return [{"description": {"text": description}, "artifactChanges": [{
+        "artifactLocation": artifact,
+        "replacements": [{"deletedRegion": {"startLine": e.line, "startColumn": e.col + 1,
+                                            "endLine": e.end_line, "endColumn": e.end_col + 1},
+                          "insertedContent": {"text": e.content}} for e in fix.edits],
+    }]}]
 
 
 #: texts checked that are not (or not as checked) on disk, by the name shown: ``check -`` (stdin)
@@ -106,10 +119,7 @@ def register_source(name: str, source: str) -> None:
 
 def char_column(path: str, line: int, byte_col: int) -> int:
     """0-based character column of ``ast``'s 0-based UTF-8 byte column on ``line`` of ``path``."""
-    text = linecache.getline(path, line)
-    if not text or text.isascii():
-        return byte_col
-    return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+    return textpos.char_column(linecache.getline(path, line), byte_col)
 
 
 def relative_path(path: str) -> str:
@@ -203,6 +213,9 @@ def sarif_log(items: Sequence[Item]) -> dict:
                                "startColumn": char_column(related_path(result, r), r.line, r.col) + 1},
                 },
             } for i, r in enumerate(f.related)]
+        fixes = sarif_fixes(f, _artifact(result.path))
+        if fixes:
+            entry["fixes"] = fixes
         results.append(entry)
     return {
         "$schema": SARIF_SCHEMA,

@@ -17,7 +17,6 @@ origins are matched against the rules in :data:`inplace_lint.rules.PRIORITY`.
 from __future__ import annotations
 
 import ast
-import fnmatch
 import functools
 import sys
 from dataclasses import dataclass, field
@@ -97,10 +96,8 @@ def _is_str_constant(node: ast.AST) -> bool:
 
 def _inplace_flag(node: ast.Call, name: str) -> bool:
     """``F.relu(x, inplace=True)`` or ``F.relu(x, True)`` (by the parameter's position)."""
-    if _is_true(_kw(node, "inplace")):
-        return True
-    position = ops.INPLACE_POSITION.get(name)
-    return position is not None and len(node.args) > position and _is_true(node.args[position])
+    where = ops.inplace_argument(name, len(node.args), [k.arg for k in node.keywords])
+    return _is_true(_kw(node, "inplace") if where == "inplace" else None if where is None else node.args[where])
 
 
 def _is_true(node: Optional[ast.expr]) -> bool:
@@ -901,8 +898,4 @@ def _tensor_split_args(node: ast.Call) -> bool:
     return isinstance(first, (ast.List, ast.Tuple, ast.BinOp))
 
 
-_AUG_OPS = {
-    ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/=", ast.FloorDiv: "//=", ast.Mod: "%=",
-    ast.Pow: "**=", ast.LShift: "<<=", ast.RShift: ">>=", ast.BitOr: "|=", ast.BitXor: "^=",
-    ast.BitAnd: "&=", ast.MatMult: "@=",
-}
+_AUG_OPS = {getattr(ast, name): symbol for name, symbol in ops.AST_AUGMENTED.items()}  # one operator table (ops.OPERATORS)
