@@ -168,11 +168,48 @@ def per_file_ignored(path: str, per_file: PerFileIgnores, base: Optional[pathlib
     return codes
 
 
+_TOML_TYPES = {"list": "an array of strings", "extend": "an array of strings", "bool": "true or false",
+               "fix-style": "a string", "per-file": "a table of glob = [codes]"}
+
+
+def _toml_type_name(value: object) -> str:
+    for kind, name in ((bool, "a boolean"), (str, "a string"), (int, "an integer"), (float, "a number"),
+                       (list, "an array"), (dict, "a table")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
+def check_toml_type(kind: str, value: object, where: str) -> None:
+    """Reject a pyproject.toml value of the wrong type (``ignore = "IPV001"``, ``report-in-no-grad = "yes"``):
+    TOML has types, so a string where an array or a boolean belongs is a mistake, not a shorthand."""
+    if kind in ("list", "extend"):
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    elif kind == "bool":
+        ok = isinstance(value, bool)
+    elif kind == "fix-style":
+        ok = isinstance(value, str)
+    elif kind == "per-file":
+        ok = isinstance(value, dict) and all(
+            isinstance(v, str) or (isinstance(v, list) and all(isinstance(c, str) for c in v))
+            for v in value.values())
+    else:  # pragma: no cover - every kind is listed above
+        ok = True
+    if not ok:
+        hint = f" (write [{value!r}])".replace("'", '"') if kind in ("list", "extend") and isinstance(value, str) else ""
+        raise ConfigError(f"{where}: expected {_TOML_TYPES[kind]}, got {_toml_type_name(value)} {value!r}{hint}")
+
+
 def apply(values: Dict[str, object], where: str,
-          base: Settings = DEFAULT_SETTINGS) -> Tuple[Settings, Dict[str, object]]:
+          base: Settings = DEFAULT_SETTINGS, typed: bool = False) -> Tuple[Settings, Dict[str, object]]:
     """Apply raw ``key -> value`` pairs (file or flake8 options) to ``base``; return settings and the
     CLI-only values (``select``/``ignore``/``exclude``: lists; ``per-file-ignores``: ``(glob, codes)``
-    pairs; ``fix-style``: a string)."""
+    pairs; ``fix-style``: a string).
+
+    ``typed``: the values come from TOML (``pyproject.toml``) and must have their key's type (an array
+    of strings, a boolean, a string, a table); INI values are all strings and are parsed instead.
+    Raises :class:`ConfigError` naming ``where`` and the key.
+    """
     changes: Dict[str, object] = {}
     cli: Dict[str, object] = {}
     for raw_key, value in values.items():
@@ -180,6 +217,8 @@ def apply(values: Dict[str, object], where: str,
         if key not in OPTIONS:
             raise ConfigError(f"{where}: unknown key {raw_key!r} (known: {', '.join(sorted(OPTIONS))})")
         field, kind, _ = OPTIONS[key]
+        if typed:
+            check_toml_type(kind, value, f"{where}: {raw_key}")
         if kind == "per-file":
             cli[key] = parse_per_file_ignores(value, f"{where}: {raw_key}")
         elif kind == "fix-style":
@@ -237,7 +276,11 @@ def _pyproject_table(path: pathlib.Path):
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
-    return data.get("tool", {}).get("inplace-lint")
+    tool = data.get("tool", {})
+    table = tool.get("inplace-lint") if isinstance(tool, dict) else None
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{path}: tool.inplace-lint: expected a table, got {table!r}")
+    return table
 
 
 def load(start: pathlib.Path) -> Tuple[Settings, Dict[str, object], Optional[pathlib.Path]]:
@@ -247,7 +290,7 @@ def load(start: pathlib.Path) -> Tuple[Settings, Dict[str, object], Optional[pat
     if found is None:
         return DEFAULT_SETTINGS, {}, None
     path, values = found
-    settings, cli = apply(values, str(path))
+    settings, cli = apply(values, str(path), typed=path.name == "pyproject.toml")
     return settings, cli, path
 
 

@@ -28,7 +28,7 @@ def test_text_output_and_exit_code(project, capsys):
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1  # .venv is skipped
     assert out[0].startswith(f"{project / 'pkg' / 'bad.py'}:3:5: IPV001 `div_` writes in place to `x`")
-    assert out[0].endswith("use an out-of-place op [fix: safe]")
+    assert out[0].endswith("`x`, a view of model output `model(h).logits` [fix: safe]")
 
 
 def test_text_output_marks_unsafe_and_missing_fixes(tmp_path, capsys):
@@ -36,8 +36,8 @@ def test_text_output_marks_unsafe_and_missing_fixes(tmp_path, capsys):
     path.write_text("def f(output, t):\n    output.logits.squeeze(0).div_(t)\n    x = output.logits\n    x.div_(t)\n")
     assert main(["check", "-q", str(path)]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[0].endswith("use an out-of-place op")  # not a name: no fix
-    assert out[1].endswith("use an out-of-place op [fix: unsafe]")
+    assert out[0].endswith("a view of model output `output.logits`")  # not a name: no fix
+    assert out[1].endswith("`x`, model output `output.logits` [fix: unsafe]")
 
 
 def test_clean_exit_zero(project, capsys):
@@ -48,7 +48,9 @@ def test_clean_exit_zero(project, capsys):
 def test_json_is_ruff_schema(project, capsys):
     assert main(["check", "--format", "json", str(project / "pkg")]) == 1
     [item] = json.loads(capsys.readouterr().out)
-    assert set(item) == {"cell", "code", "end_location", "filename", "fix", "location", "message", "noqa_row", "url"}
+    # ruff's keys, plus "related" (the origin chain as locations)
+    assert set(item) == {"cell", "code", "end_location", "filename", "fix", "location", "message", "noqa_row", "url",
+                         "related"}
     assert item["code"] == "IPV001"
     assert item["location"] == {"row": 3, "column": 5}
     assert item["end_location"] == {"row": 3, "column": 14}
@@ -67,10 +69,10 @@ def test_unparsable_file_is_reported_and_others_checked(project, capsys):
 
 
 def test_usage_errors_exit_two(project, capsys):
-    assert main(["check", str(project / "missing")]) == 2
+    # issue 11: a missing path is reported (IPV000) and the rest checked, exit 1; no path checks "."
     assert main(["check", "--select", "XYZ1", str(project)]) == 2
     with pytest.raises(SystemExit) as exc:
-        main(["check"])
+        main(["check", "--format", "xml"])
     assert exc.value.code == 2
 
 

@@ -86,7 +86,7 @@ def test_base_from_a_parameter_makes_the_fix_unsafe(tmp_path, capsys):
     assert ("[unsafe fix not applied: `output` is a parameter: the caller would no longer see the change to "
             "`output.logits`; use --unsafe-fixes]") in capsys.readouterr().out
     assert main(["fix", "--unsafe-fixes", "--style", "inline", str(path)]) == 0
-    assert "    x = (x / t).to(x.dtype)  # scale\n" in path.read_text()
+    assert "    x = x.clone().div_(t)  # scale\n" in path.read_text()
 
 
 def test_base_read_after_the_write_makes_the_fix_unsafe(tmp_path, capsys):

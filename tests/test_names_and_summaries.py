@@ -50,7 +50,7 @@ def test_shadowing_an_import_ends_it():
 def test_callee_finding_names_the_call_site_and_its_fix_checked_the_callers():
     findings = {f.line: f for f in analyze_source(FIXTURE.read_text(), filename=str(FIXTURE))}
     inside = findings[16]
-    assert "which the call at line 13 passes as model output `model_forward_step(...)` (line 12)" in inside.message
+    assert inside.message.endswith("model output `model_forward_step(...)`, passed by the call at line 13")
     assert inside.related[0].line == 13 and inside.related[0].message.startswith("call site passing")
     assert inside.fix is not None and inside.fix.applicability is Applicability.SAFE
     assert "callers in this project checked: 1" in inside.fix.message

@@ -59,7 +59,7 @@ def test_whole_project_matches_expectations(project, capsys):
     out = capsys.readouterr().out
     assert _found(out, project) == expected(project)
     # the finding in the callee names the call site (path:line); the call of a mutating helper names it
-    assert "which the call at rl/engine.py:11 passes as model output `out.logits`" in out
+    assert "writes in place to `logits`, model output `out.logits`, passed by the call at rl/engine.py:11" in out
     assert "`div_` in `scale_()` (line 5) writes in place to `out.logits.squeeze(0)`" in out
 
 

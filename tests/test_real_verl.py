@@ -71,10 +71,10 @@ def test_verl_080_fix_rewrites_the_seed_only(style, tmp_path, capsys):
     text = (work / "workers/engine/fsdp/transformer_impl.py").read_text()
     if style == "inline":
         # the upstream fix: gather a DTensor, divide out of place, divisor in the logits dtype
-        assert ("                if isinstance(logits_rmpad, DTensor):\n"
+        assert ("                if isinstance(logits_rmpad, DTensor) and not isinstance(temperature_rmpad, DTensor):\n"
                 "                    logits_rmpad = logits_rmpad.full_tensor()\n"
-                "                logits_rmpad = (logits_rmpad / temperature_rmpad.clamp(min=1e-8).unsqueeze(-1)"
-                ".to(logits_rmpad.dtype)).to(logits_rmpad.dtype)\n") in text
+                "                logits_rmpad = logits_rmpad.clone().div_(temperature_rmpad.clamp(min=1e-8).unsqueeze(-1)"
+                ".to(logits_rmpad.dtype))\n") in text
         assert "from torch.distributed.tensor import DTensor\n" in text
     else:
         assert ('                logits = out_of_place(logits, "div_", temperature.clamp(min=1e-8)'

@@ -54,7 +54,7 @@ async def test_diagnostics_on_open_change_close(client: LanguageClient, tmp_path
         ("IPV004", 4, 11, 4, 20, error, "inplace-lint"),
     ]
     first = client.diagnostics[uri][0]
-    assert first.message.startswith("`div_` writes in place to `x`, a view (`.squeeze(0)`, line 2)")
+    assert first.message == "`div_` writes in place to `x`, a view of model output `model(h).logits`"
     assert first.code_description.href.endswith("/docs/rules.md#ipv001")
 
     fixed = SOURCE.replace("    x.div_(t)\n", "    x = x / t\n")
@@ -126,3 +126,40 @@ async def test_quick_fixes_from_the_codemod(client: LanguageClient, tmp_path):
     assert spans == [[(0, 0), (2, 3)], [(0, 0), (7, 8)], [(0, 0), (2, 3)]]
     texts = [apply(FIXABLE, a.edit.changes[uri]) for a in actions]
     assert texts == [IMPORT + F_FIXED, IMPORT + G_FIXED, IMPORT + F_FIXED]
+
+
+@pytest.mark.asyncio
+async def test_related_information_is_the_origin_chain(client: LanguageClient, tmp_path):
+    uri = (tmp_path / "model.py").as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=SOURCE)))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    first = client.diagnostics[uri][0]
+    related = [(r.message, r.location.uri, r.location.range.start.line, r.location.range.start.character,
+                r.location.range.end.line, r.location.range.end.character) for r in first.related_information]
+    # each step of the chain is a location in the document (line 2: `x = model(h).logits.squeeze(0)`)
+    assert related == [("model output `model(h).logits`", uri, 1, 0, 1, 34), ("view `.squeeze(0)`", uri, 1, 0, 1, 34)]
+
+
+@pytest.mark.asyncio
+async def test_syntax_error_is_a_diagnostic(client: LanguageClient, tmp_path):
+    """While the buffer does not parse, one IPV000 error says where and why (the findings come back after)."""
+    uri = (tmp_path / "model.py").as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=SOURCE)))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    broken = SOURCE.replace("    x.div_(t)\n", "    x.div_(t\n")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=broken)]))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    [d] = client.diagnostics[uri]
+    assert (d.code, d.severity, d.source) == ("IPV000", types.DiagnosticSeverity.Error, "inplace-lint")
+    assert d.message == "cannot parse: '(' was never closed"
+    assert (d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character) == (2, 10, 2, 12)
+    assert d.code_description.href.endswith("README.md#files-that-cannot-be-checked-ipv000")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=3),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=SOURCE)]))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert [d.code for d in client.diagnostics[uri]] == ["IPV001", "IPV004"]

@@ -1,5 +1,10 @@
-"""Output formats for findings: text, ruff-compatible JSON, SARIF 2.1.0, GitHub workflow annotations,
-and ``--statistics`` counts.
+"""Output formats for findings: text, full (text with the origin chain as note lines), ruff-compatible
+JSON, SARIF 2.1.0, GitHub workflow annotations, and ``--statistics`` counts.
+
+Each finding's related locations (:attr:`inplace_lint.findings.Finding.related`: the origin chain, later
+call sites in other files) are written as ``note`` lines by ``full``, a ``related`` list in ``json``
+and ``relatedLocations`` in ``sarif``. A file that cannot be checked is one item with code ``IPV000``
+(:class:`inplace_lint.pipeline.Problem`) in every format.
 
 ``text`` and ``json`` give 1-based columns counted in UTF-8 bytes, like flake8 (``ast`` offsets);
 ``sarif`` and ``github`` count characters (SARIF ``columnKind: unicodeCodePoints``), read back from
@@ -16,25 +21,45 @@ import urllib.parse
 from typing import Dict, List, Sequence, TextIO, Tuple
 
 from .. import __version__
-from ..pipeline import FileResult
-from ..findings import Finding
+from ..pipeline import CANNOT_CHECK, CANNOT_CHECK_NAME, CANNOT_CHECK_SUMMARY, FileResult
+from .. import textpos
+from ..findings import Applicability, Finding, Related
 from ..rules import DOCS_URL, RULES, url
 
 Item = Tuple[FileResult, Finding]
 
-#: The one place that decides a finding's severity in CI outputs (SARIF ``level``, GitHub ``::error``).
-#: IPV002 and IPV004 always raise when the op runs (a view of a custom Function's output; an expanded
-#: tensor), so they are errors; the others raise only under some conditions or silently change data.
-LEVELS: Dict[str, str] = {"IPV002": "error", "IPV004": "error"}
-DEFAULT_LEVEL = "warning"
 #: the project page, for SARIF ``informationUri``
 PROJECT_URL = DOCS_URL.split("/blob/")[0]
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+#: where ``IPV000`` (a file that cannot be checked) is documented
+CANNOT_CHECK_URL = PROJECT_URL + "/blob/main/README.md#files-that-cannot-be-checked-ipv000"
 
 
 def level(code: str) -> str:
-    """``error`` or ``warning`` for a finding's code."""
-    return LEVELS.get(code, DEFAULT_LEVEL)
+    """``error`` or ``warning`` for a finding's code: the rule's own ``severity`` (``IPV000``, a file not
+    checked, is an error)."""
+    return "error" if code == CANNOT_CHECK else RULES[code].severity
+
+
+def code_url(code: str) -> str:
+    """The page that documents ``code``."""
+    return CANNOT_CHECK_URL if code == CANNOT_CHECK else url(code)
+
+
+def code_name(code: str) -> str:
+    return CANNOT_CHECK_NAME if code == CANNOT_CHECK else RULES[code].name
+
+
+def related_path(result: FileResult, related: Related) -> str:
+    """The file a related location is in: its own ``path``, else the finding's file."""
+    return related.path if related.path is not None else result.path
+
+
+def json_related(result: FileResult, finding: Finding) -> List[dict]:
+    """``related`` of the JSON output: ``{"message", "filename", "location": {"row", "column"}}``
+    (1-based column in UTF-8 bytes, as ``location``)."""
+    return [{"message": r.message, "filename": os.path.abspath(related_path(result, r)),
+             "location": {"row": r.line, "column": r.col + 1}} for r in finding.related]
 
 
 def ruff_json_item(result: FileResult, finding: Finding) -> dict:
@@ -47,32 +72,54 @@ def ruff_json_item(result: FileResult, finding: Finding) -> dict:
         "fix": None if finding.fix is None else {
             "applicability": finding.fix.applicability.value,
             "message": finding.fix.message + (f" (unsafe: {finding.fix.reason})" if finding.fix.reason else ""),
-            "edits": _edits(result.path, finding),
+            "edits": json_edits(finding),
         },
         "location": {"column": finding.col + 1, "row": finding.line},
         "message": finding.message,
         "noqa_row": finding.line,
-        "url": url(finding.code),
+        "related": json_related(result, finding),
+        "url": code_url(finding.code),
     }
 
 
-def _edits(path: str, finding: Finding) -> List[dict]:
-    """The codemod's edits for this finding alone (libcst runs only here, for findings with a fix)."""
-    from ..fix.codemod import fix_edits
-    from .files import read_source
-
-    try:
-        return fix_edits(read_source(path), path, finding)
-    except (OSError, SyntaxError, UnicodeDecodeError):
+def json_edits(finding: Finding) -> List[dict]:
+    """The finding's own edits (``Fix.edits``, attached once per file by the codemod) in ruff's JSON
+    shape: ``{"content", "location": {"row", "column"}, "end_location": {...}}``, 1-based character
+    columns. Empty when the check ran without a fix style (nothing re-runs the codemod here)."""
+    if finding.fix is None:
         return []
+    return [{"content": e.content, "location": {"row": e.line, "column": e.col + 1},
+             "end_location": {"row": e.end_line, "column": e.end_col + 1}} for e in finding.fix.edits]
+
+
+def sarif_fixes(finding: Finding, artifact: dict) -> List[dict]:
+    """SARIF ``fixes`` from the finding's own edits (columns in characters, 1-based)."""
+    if finding.fix is None or not finding.fix.edits:
+        return []
+    fix = finding.fix
+    description = fix.message + (f" (unsafe: {fix.reason})" if fix.applicability is not Applicability.SAFE else "")
+    return [{"description": {"text": description}, "artifactChanges": [{
+        "artifactLocation": artifact,
+        "replacements": [{"deletedRegion": {"startLine": e.line, "startColumn": e.col + 1,
+                                            "endLine": e.end_line, "endColumn": e.end_col + 1},
+                          "insertedContent": {"text": e.content}} for e in fix.edits],
+    }]}]
+
+
+#: texts checked that are not (or not as checked) on disk, by the name shown: ``check -`` (stdin)
+SOURCES: Dict[str, str] = {}
+
+
+def register_source(name: str, source: str) -> None:
+    """Make the reporters read ``name``'s lines (columns, fix edits) from ``source``, not from the disk:
+    with ``--stdin-filename`` the file on disk may hold another version (an editor's unsaved buffer)."""
+    SOURCES[name] = source
+    linecache.cache[name] = (len(source), None, source.splitlines(keepends=True), name)
 
 
 def char_column(path: str, line: int, byte_col: int) -> int:
     """0-based character column of ``ast``'s 0-based UTF-8 byte column on ``line`` of ``path``."""
-    text = linecache.getline(path, line)
-    if not text or text.isascii():
-        return byte_col
-    return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+    return textpos.char_column(linecache.getline(path, line), byte_col)
 
 
 def relative_path(path: str) -> str:
@@ -93,8 +140,23 @@ def fix_note(finding: Finding) -> str:
 
 
 def write_text(items: Sequence[Item], out: TextIO) -> None:
+    """``path:line:col: CODE message [fix: safe]``, one line per finding (grep-friendly)."""
     for result, f in items:
         out.write(f"{result.path}:{f.line}:{f.col + 1}: {f.code} {f.message}{fix_note(f)}\n")
+
+
+def write_full(items: Sequence[Item], out: TextIO) -> None:
+    """``text``, each finding followed by its related locations as indented note lines that editors
+    and terminals can jump to (as compilers print them)::
+
+        pkg/m.py:3:5: IPV001 `div_` writes in place to `x`, ...
+          pkg/m.py:2:9: note: model output `model(h).logits`
+          pkg/m.py:2:24: note: view `.squeeze(0)`
+    """
+    for result, f in items:
+        out.write(f"{result.path}:{f.line}:{f.col + 1}: {f.code} {f.message}{fix_note(f)}\n")
+        for r in f.related:
+            out.write(f"  {related_path(result, r)}:{r.line}:{r.col + 1}: note: {r.message}\n")
 
 
 def write_json(items: Sequence[Item], out: TextIO) -> None:
@@ -105,7 +167,7 @@ def write_json(items: Sequence[Item], out: TextIO) -> None:
 def sarif_log(items: Sequence[Item]) -> dict:
     """A SARIF 2.1.0 log with one run: every rule in ``tool.driver.rules``, one result per finding."""
     index = {code: i for i, code in enumerate(RULES)}
-    rules = [{
+    rules: List[dict] = [{
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
@@ -114,20 +176,25 @@ def sarif_log(items: Sequence[Item]) -> dict:
         "helpUri": url(rule.code),
         "defaultConfiguration": {"level": level(rule.code)},
     } for rule in RULES.values()]
+    if any(f.code == CANNOT_CHECK for _, f in items):
+        index[CANNOT_CHECK] = len(rules)
+        rules.append({
+            "id": CANNOT_CHECK,
+            "name": CANNOT_CHECK_NAME,
+            "shortDescription": {"text": "File could not be read or parsed."},
+            "fullDescription": {"text": CANNOT_CHECK_SUMMARY},
+            "helpUri": CANNOT_CHECK_URL,
+            "defaultConfiguration": {"level": "error"},
+        })
     results = []
     for result, f in items:
-        rel = relative_path(result.path)
-        if os.path.isabs(rel) or rel.startswith("/"):
-            artifact = {"uri": pathlib.Path(os.path.abspath(result.path)).as_uri()}
-        else:
-            artifact = {"uri": urllib.parse.quote(rel), "uriBaseId": "%SRCROOT%"}
-        results.append({
+        entry = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
             "level": level(f.code),
             "message": {"text": f.message},
             "locations": [{"physicalLocation": {
-                "artifactLocation": artifact,
+                "artifactLocation": _artifact(result.path),
                 "region": {
                     "startLine": f.line,
                     "startColumn": char_column(result.path, f.line, f.col) + 1,
@@ -135,7 +202,21 @@ def sarif_log(items: Sequence[Item]) -> dict:
                     "endColumn": char_column(result.path, f.end_line, f.end_col) + 1,
                 },
             }}],
-        })
+        }
+        if f.related:
+            entry["relatedLocations"] = [{
+                "id": i,
+                "message": {"text": r.message},
+                "physicalLocation": {
+                    "artifactLocation": _artifact(related_path(result, r)),
+                    "region": {"startLine": r.line,
+                               "startColumn": char_column(related_path(result, r), r.line, r.col) + 1},
+                },
+            } for i, r in enumerate(f.related)]
+        fixes = sarif_fixes(f, _artifact(result.path))
+        if fixes:
+            entry["fixes"] = fixes
+        results.append(entry)
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -151,6 +232,14 @@ def sarif_log(items: Sequence[Item]) -> dict:
             "results": results,
         }],
     }
+
+
+def _artifact(path: str) -> dict:
+    """SARIF ``artifactLocation``: relative to ``%SRCROOT%`` (the working directory) when inside it."""
+    rel = relative_path(path)
+    if os.path.isabs(rel) or rel.startswith("/"):
+        return {"uri": pathlib.Path(os.path.abspath(path)).as_uri()}
+    return {"uri": urllib.parse.quote(rel), "uriBaseId": "%SRCROOT%"}
 
 
 def write_sarif(items: Sequence[Item], out: TextIO) -> None:
@@ -195,7 +284,7 @@ def counts_by_code(items: Sequence[Item]) -> List[Tuple[str, int]]:
 def write_statistics(items: Sequence[Item], out: TextIO) -> None:
     """One line per code, like ``ruff check --statistics``: count, code, rule name."""
     for code, count in counts_by_code(items):
-        out.write(f"{count:>5}  {code}  {RULES[code].name}\n")
+        out.write(f"{count:>5}  {code}  {code_name(code)}\n")
 
 
 def summary(files: int, items: Sequence[Item], unparsed: int, crashed: int) -> str:
@@ -215,4 +304,5 @@ def summary(files: int, items: Sequence[Item], unparsed: int, crashed: int) -> s
     return text + "."
 
 
-FORMATS = {"text": write_text, "json": write_json, "sarif": write_sarif, "github": write_github}
+FORMATS = {"text": write_text, "full": write_full, "json": write_json, "sarif": write_sarif,
+           "github": write_github}

@@ -26,10 +26,8 @@ _DTYPE_CASTS = frozenset({"float", "half", "double", "bfloat16", "long", "int", 
 
 def inplace_flag(node: ast.Call, name: str) -> bool:
     """``F.relu(x, inplace=True)`` or ``F.relu(x, True)`` (by the parameter's position)."""
-    if is_true(kw(node, "inplace")):
-        return True
-    position = ops.INPLACE_POSITION.get(name)
-    return position is not None and len(node.args) > position and is_true(node.args[position])
+    where = ops.inplace_argument(name, len(node.args), [k.arg for k in node.keywords])
+    return is_true(kw(node, "inplace") if where == "inplace" else None if where is None else node.args[where])
 
 
 def tensor_split_args(node: ast.Call) -> bool:
@@ -385,11 +383,13 @@ class CallsMixin:
                 op = f"{w.op} in `{helper[0]}()` (line {helper[2]})"
                 real = [with_steps(o, w.steps) for o in origins if param_index(o) is None]
                 if real:
-                    self.report(node, w.kind, op, arg_node, cap(real), None, no_fix=True, write_no_grad=w.no_grad)
+                    self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
+                                write_no_grad=w.no_grad)
                 for o in origins:
                     i = param_index(o)
                     if i is not None:
-                        self.record_param_write(node, w.kind, op, arg_node, with_steps(o, w.steps), i, helper)
+                        self.record_param_write(node, w.kind, op, arg_node, with_steps(o, w.steps), i, helper,
+                                                w.op_name)
             for i in summary.observed:
                 if i in binding and self.is_unread_after(binding[i][1], node):
                     unread.add(i)

@@ -131,7 +131,7 @@ def write_target_name(kind: WriteKind, target: ast.expr) -> Optional[str]:
 def fix_kind(kind: WriteKind, node: ast.AST, op_name: Optional[str], stmt: Optional[ast.stmt],
              target_name: str, facts: FunctionFacts) -> Optional[FixKind]:
     """Which rewrite the write at ``node`` (inside statement ``stmt``) admits, if any."""
-    if stmt is None:
+    if stmt is None or _shares_a_line(stmt, facts):
         return None
     if kind is WriteKind.METHOD and (op_name in ops.METADATA_INPLACE_METHODS or op_name is None):
         return None
@@ -147,14 +147,19 @@ def fix_kind(kind: WriteKind, node: ast.AST, op_name: Optional[str], stmt: Optio
         return None  # nn.ReLU(inplace=True) applied to the tensor: fix the module, not the call
     if isinstance(stmt, ast.Expr) and stmt.value is node:
         return FixKind.STATEMENT
+    if isinstance(stmt, ast.Assign) and stmt.value is node and len(stmt.targets) == 1 and \
+            isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == target_name:
+        return FixKind.STATEMENT  # h = F.relu(h, inplace=True) -> h = F.relu(h); x = x.div_(t) likewise
     if kind is WriteKind.OUT_KWARG or not isinstance(stmt, _HOIST_STATEMENTS):
         return None
     return FixKind.HOIST if _hoistable(stmt, node, target_name, facts) else None
 
 
 def _inplace_flag_in_call(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and (
-        any(k.arg == "inplace" for k in node.keywords) or _last_name(node.func) in ops.INPLACE_POSITION)
+    """The call itself passes ``inplace`` (``F.relu(x, inplace=True)``, ``F.relu(x, True)``); a module
+    built with ``inplace=True`` and applied later (``self.dropout(x)``) has nothing in the call to drop."""
+    return isinstance(node, ast.Call) and ops.inplace_argument(
+        _last_name(node.func) or "", len(node.args), [k.arg for k in node.keywords]) is not None
 
 
 def _hoistable(stmt: ast.stmt, node: ast.AST, target_name: str, facts: FunctionFacts) -> bool:
@@ -391,6 +396,31 @@ def _exclusive_spans(facts: FunctionFacts, write: ast.AST) -> List[Tuple[int, in
 # --------------------------------------------------------------------------- helpers
 
 
+def _shares_a_line(stmt: ast.stmt, facts: FunctionFacts) -> bool:
+    """Another statement sits on one of ``stmt``'s lines (``a = 1; x.div_(t)``): a rewrite replaces whole
+    lines, so it would have to split them. A one-line suite (``if c: x.div_(t)``) is fine: it becomes a block."""
+    parent = facts.parent(stmt)
+    for field in ("body", "orelse", "finalbody"):
+        siblings = getattr(parent, field, None)
+        if isinstance(siblings, list) and any(s is stmt for s in siblings):
+            return any(s is not stmt and s.lineno <= (stmt.end_lineno or stmt.lineno)
+                       and (s.end_lineno or s.lineno) >= stmt.lineno for s in siblings)
+    return False
+
+
+def _loop_variable(facts: FunctionFacts, node: ast.AST, name: str) -> bool:
+    """``name`` is bound by a ``for`` loop (or comprehension) around ``node``: ``for t in x.unbind(0): t.sub_(m)``."""
+    path = facts.path_to(node)
+    for parent, child in zip(path, path[1:]):
+        if isinstance(parent, (ast.For, ast.AsyncFor)) and child is not parent.iter:
+            if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(parent.target)):
+                return True
+        if isinstance(parent, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            if any(isinstance(n, ast.Name) and n.id == name for g in parent.generators for n in ast.walk(g.target)):
+                return True
+    return False
+
+
 def _reads_watched_outside(facts: FunctionFacts, stmt: ast.stmt, node: ast.AST, name: str,
                            origins: Sequence[Origin], aliases: Iterable[str]) -> bool:
     observers = set(aliases) | {name}
@@ -439,6 +469,10 @@ def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast
     name = write_target_name(kind, target)
     if name is None:
         return None
+    if name not in params and not facts.is_local(name):
+        return None  # a closure, global or module-level name: rebinding it here would make it local
+    if _loop_variable(facts, node, name):
+        return None  # rebinding a loop variable is lost at the next iteration: the write would vanish
     fkind = fix_kind(kind, node, op_name, stmt, name, facts)
     if fkind is None:
         return None

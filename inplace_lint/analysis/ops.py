@@ -48,12 +48,40 @@ EXPAND_METHODS = frozenset({"expand", "expand_as", "broadcast_to"})
 #: Methods that return a DTensor's local tensor through a custom autograd Function
 #: (``_ToTorchTensor`` in torch.distributed.tensor): in-place on the result raises under grad.
 DTENSOR_LOCAL_METHODS = frozenset({"to_local", "full_tensor"})
+#: THE operator table (one row per binary operator): symbol, the in-place Tensor method its augmented
+#: assignment calls (``x /= t`` is ``x.div_(t)``, Python data model "Emulating numeric types"; None for
+#: ``@=``, which has no in-place tensor method), the ``ast`` operator class name, and the dunder stem
+#: (``__itruediv__``). Every operator map below is derived from it; nothing else spells these pairs.
+OPERATORS = (
+    ("+", "add_", "Add", "add"), ("-", "sub_", "Sub", "sub"), ("*", "mul_", "Mult", "mul"),
+    ("/", "div_", "Div", "truediv"), ("//", "floor_divide_", "FloorDiv", "floordiv"),
+    ("%", "remainder_", "Mod", "mod"), ("**", "pow_", "Pow", "pow"), ("&", "bitwise_and_", "BitAnd", "and"),
+    ("|", "bitwise_or_", "BitOr", "or"), ("^", "bitwise_xor_", "BitXor", "xor"),
+    ("<<", "bitwise_left_shift_", "LShift", "lshift"), (">>", "bitwise_right_shift_", "RShift", "rshift"),
+    ("@", None, "MatMult", "matmul"),
+)
 #: Augmented assignment operator -> the in-place method it calls on a tensor (``x /= t`` is ``x.div_(t)``).
-AUGMENTED_INPLACE = {
-    "+=": "add_", "-=": "sub_", "*=": "mul_", "/=": "div_", "//=": "floor_divide_", "%=": "remainder_",
-    "**=": "pow_", "&=": "bitwise_and_", "|=": "bitwise_or_", "^=": "bitwise_xor_",
-    "<<=": "bitwise_left_shift_", ">>=": "bitwise_right_shift_",
-}
+AUGMENTED_INPLACE = {sym + "=": method for sym, method, _, _ in OPERATORS if method}
+#: ``ast`` operator class name -> augmented assignment symbol (``"Div"`` -> ``"/="``).
+AST_AUGMENTED = {name: sym + "=" for sym, _, name, _ in OPERATORS}
+#: augmented-assignment dunder -> in-place method (``__itruediv__`` -> ``div_``; ``__idiv__`` is Python 2's).
+DUNDER_INPLACE = {f"__i{stem}__": method for _, method, _, stem in OPERATORS if method}
+DUNDER_INPLACE["__idiv__"] = "div_"
+
+
+def inplace_argument(func_name: str, positional: int, keywords) -> "int | str | None":
+    """Where ``inplace`` is passed in a call of ``func_name`` (a ``torch.nn.functional`` name) with
+    ``positional`` positional arguments and keyword names ``keywords``: ``"inplace"`` when passed by
+    keyword, its position when passed positionally (:data:`INPLACE_POSITION`), else None. The one
+    reading of the ``inplace`` parameter's position, for the analysis, fix planning and the codemod."""
+    if "inplace" in keywords:
+        return "inplace"
+    position = INPLACE_POSITION.get(func_name)
+    if position is not None and positional > position:
+        return position
+    return None
+
+
 #: Ops whose backward reads their own output, so an in-place write to the output fails at backward
 #: ("one of the variables needed for gradient computation has been modified by an inplace operation").
 #: Checked one by one on torch 2.13 (facts d6): these raise; elu, gelu, silu, log, pow, square, abs,

@@ -25,7 +25,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..config import DEFAULT_SETTINGS, Settings
 from ..findings import Finding, Origin, Related, RootKind
-from ..rules import PRIORITY
+from ..rules import PRIORITY, Write
 from . import model_outputs
 from .astutil import dotted_name
 from .names import import_bindings
@@ -278,8 +278,9 @@ class Project:
                     from ..adapters.files import read_source
                     source = read_source(path)
                 tree = ast.parse(source, filename=path)
-            except (SyntaxError, ValueError, UnicodeDecodeError, OSError) as exc:
-                return str(exc)
+            except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, OSError, RecursionError,
+                    MemoryError) as exc:
+                return str(exc) or type(exc).__name__
         if digest is None:
             digest = hashlib.sha1((source or "").encode("utf-8", "surrogatepass")).hexdigest() if source else ""
         index = index_module(tree, module, path, is_package)
@@ -482,7 +483,8 @@ class Project:
                 continue  # a mutating helper: reported at the call (by the caller's walk)
             no_grad = w.no_grad or site.no_grad or self._grad_off(grad_off, w.func) \
                 or self._grad_off(grad_off, site.caller)
-            rule, shown = match([with_steps(origin, w.steps)], w.kind, no_grad, self.settings.report_in_no_grad)
+            write = Write(w.op, w.op_name, w.kind, w.target, w.point_index)
+            rule, shown = match([with_steps(origin, w.steps)], write, no_grad, self.settings.report_in_no_grad)
             if rule is None:
                 continue
             rank = PRIORITY.index(rule)
@@ -492,8 +494,8 @@ class Project:
             return None
         _, rule, shown, site = best
         where = self._where(site, path)
-        message = (f"{w.op} writes in place to `{w.target}`, which the call at {where} passes as "
-                   f"{shown.describe()}; {rule.advice}")
+        write = Write(w.op, w.op_name, w.kind, w.target, w.point_index)
+        message = f"{rule.message(write, shown)}, passed by the call at {where}"
         related = (Related(f"call site passing {shown.root.value} `{shown.root_text}`", site.line, site.col,
                            None if site.path == path else site.path),)
         related += tuple(replace(r, path=None if site.path == path else site.path) for r in shown.related())

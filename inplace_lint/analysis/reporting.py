@@ -6,7 +6,7 @@ import ast
 from typing import Optional, Sequence, Tuple
 
 from ..findings import Finding, Origin, RootKind, WriteKind
-from ..rules import PRIORITY
+from ..rules import PRIORITY, Write
 from . import fixplan, model_outputs
 from .astutil import short
 from .statements import origin_key
@@ -21,8 +21,20 @@ def as_written_tensor(origin: Origin, kind: WriteKind) -> Origin:
     return origin
 
 
-def match(origins: Sequence[Origin], kind: WriteKind, no_grad: bool, report_in_no_grad: bool):
+def point_index(node: ast.AST, kind: WriteKind) -> bool:
+    """Item assignment whose index has no slice and no ``...`` (``x[0] = v``, ``x[mask] += v``)."""
+    if kind is not WriteKind.SUBSCRIPT:
+        return False
+    sub = node if isinstance(node, ast.Subscript) else getattr(node, "target", None)
+    if not isinstance(sub, ast.Subscript):
+        return False
+    parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+    return not any(isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and e.value is Ellipsis) for e in parts)
+
+
+def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_grad: bool):
     """The first rule (by priority) some origin matches, and the origin that shows it; or (None, None)."""
+    kind = write.kind
     tensors = [o for o in (as_written_tensor(o, kind) for o in origins) if o.is_tensor]
     if kind in (WriteKind.AUGMENTED, WriteKind.SUBSCRIPT):
         tensors = [o for o in tensors if o.certain_tensor]
@@ -31,7 +43,7 @@ def match(origins: Sequence[Origin], kind: WriteKind, no_grad: bool, report_in_n
     for rule in PRIORITY:
         if no_grad and not (rule.without_grad or report_in_no_grad):
             continue
-        matching = [o for o in tensors if rule.applies(o)]
+        matching = [o for o in tensors if rule.applies(o, write)]
         if matching:
             return rule, min(matching, key=origin_key)
     return None, None
@@ -51,13 +63,14 @@ class ReportingMixin:
                 self.record_param_write(node, kind, op, target, o, index, None, op_name)
         if not real:
             return
-        rule, origin = match(real, kind, self.no_grad or write_no_grad, self.settings.report_in_no_grad)
+        write = Write(op, op_name, kind, short(target), point_index(node, kind))
+        rule, origin = match(real, write, self.no_grad or write_no_grad, self.settings.report_in_no_grad)
         if rule is None:
             return
         key = (node.lineno, node.col_offset)
         if key in self.sink:
             return
-        target_text = short(target)
+        target_text = write.target
         fix = observed = alt = None
         if not no_fix:
             fix = self.plan_fix(node, kind, target, op_name, real)
@@ -73,7 +86,7 @@ class ReportingMixin:
         finding = Finding(
             code=rule.code, line=node.lineno, col=node.col_offset,
             end_line=node.end_lineno or node.lineno, end_col=node.end_col_offset or node.col_offset,
-            message=rule.message(op, target_text, origin), op=op, write_kind=kind,
+            message=rule.message(write, origin), op=op, write_kind=kind,
             target=target_text, origin=origin, fix=fix, related=origin.related(),
         )
         self.sink[key] = LocalFinding(finding, self.qual, grad_rule=not rule.without_grad,
@@ -101,7 +114,8 @@ class ReportingMixin:
         self.param_writes.append(ParamWrite(
             self.qual, index, self.ctx.path, node.lineno, node.col_offset, node.end_lineno or node.lineno,
             node.end_col_offset or node.col_offset, op, kind, origin.steps, short(target), self.no_grad,
-            kept=via is None and self.read_after(target, node), via=via, fix=fix, fix_if_callers=alt))
+            kept=via is None and self.read_after(target, node), via=via, op_name=op_name,
+            point_index=point_index(node, kind), fix=fix, fix_if_callers=alt))
 
     def read_after(self, target: ast.expr, node: ast.AST) -> bool:
         """The written name (or the base of the written item) is read after the write in this function."""

@@ -21,11 +21,8 @@ from .summaries import FunctionSummary, function_ref, param_index
 EMPTY: frozenset = frozenset()
 _MAX_ORIGINS = 12
 
-AUG_OPS = {
-    ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/=", ast.FloorDiv: "//=", ast.Mod: "%=",
-    ast.Pow: "**=", ast.LShift: "<<=", ast.RShift: ">>=", ast.BitOr: "|=", ast.BitXor: "^=",
-    ast.BitAnd: "&=", ast.MatMult: "@=",
-}
+#: ``ast`` operator -> its augmented assignment (one operator table: ``ops.OPERATORS``)
+AUG_OPS = {getattr(ast, name): symbol for name, symbol in ops.AST_AUGMENTED.items()}
 
 
 def origin_key(o: Origin):

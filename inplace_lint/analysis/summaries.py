@@ -81,6 +81,10 @@ class ParamWrite:
     kept: bool = False
     #: the helper whose parameter this write reaches, for writes that pass through a call: (name, line)
     via: Optional[Tuple[str, str, int]] = None
+    #: the in-place method the write amounts to, and whether it is an item write without a slice
+    #: (:class:`inplace_lint.rules.Write`)
+    op_name: Optional[str] = None
+    point_index: bool = False
     fix: Optional[Fix] = field(default=None, compare=False)
     #: the fix when every caller is checked (see ``CallSite.unread``)
     fix_if_callers: Optional[Fix] = field(default=None, compare=False)

@@ -1,62 +1,64 @@
-"""The codemod: rewrite in-place writes found by the engine to out-of-place form (libcst).
+"""The codemod: turn the analysis's fix plans into text edits, once per file (libcst).
 
-The engine decides which findings have a fix and whether it is safe
-(:mod:`inplace_lint.fixplan`); this module only writes the syntax, keeping every
-other byte of the file (comments, blank lines, quotes, CRLF, a BOM, an encoding
-cookie) as it was. Only files with findings are parsed with libcst.
+The analysis decides which findings have a fix and whether it is safe
+(:mod:`inplace_lint.analysis.fixplan`). :func:`attach_edits` turns the plans of one file into
+:class:`~inplace_lint.findings.Edit` lists, stored in ``Finding.fix.edits``; ``fix``, JSON
+``fix.edits``, SARIF ``fixes`` and the language server's quick fixes all apply those same edits
+(:func:`apply_edits`), so what is advertised is what is applied. A plan the codemod cannot write
+loses its fix there (``fix`` None), so it is not advertised either.
 
-Two styles (``--style``):
+Only the statements that carry a fix are parsed with libcst, all of one file in one small module
+(each wrapped in ``if True:`` at its own indentation, so their text, comments and continuation
+lines come back byte for byte); the file itself is never parsed with libcst, and no analysis runs
+again. Every other byte of the file (comments, blank lines, quotes, CRLF, a BOM, an encoding
+cookie) is kept. An edit replaces whole lines; an import is inserted where libcst's
+``AddImportsVisitor`` would put it.
+
+Styles (``--style``, names in :data:`inplace_lint.config.FIX_STYLES`):
 
 - ``runtime`` (default): one readable line that calls :func:`inplace_lint.runtime.out_of_place`,
-  which keeps the in-place op's dtype and gathers a ``DTensor`` operand mix:
-  ``x = out_of_place(x, "div_", t)``. Needs this package (and torch) where the code runs.
-- ``inline``: plain torch, no dependency, like the upstream verl fix (PR 6935)::
+  which keeps the in-place op's dtype, raises where the in-place op raises (a result dtype that
+  cannot be cast back, a shape that would grow) and gathers a ``DTensor`` operand mix:
+  ``x = out_of_place(x, "div_", t)``. ``--memory-aware`` adds ``inplace="auto"``.
+- ``inline``: plain torch, no dependency, with the DTensor guard of the upstream verl fix (PR 6935)::
 
-      if isinstance(x, DTensor):
+      if isinstance(x, DTensor) and not isinstance(t, DTensor):
           x = x.full_tensor()
-      x = (x / t).to(x.dtype)
+      x = x.clone().div_(t)
 
-  ``.to(x.dtype)`` keeps the in-place op's dtype (``x / t`` promotes bf16 by fp32 to fp32);
-  the guard and the out-of-place op go together, since a guard followed by the original
-  in-place op still raises (``full_tensor()`` returns a view made in a custom Function).
+  The op runs in place on a copy: same kernel, so the same values, dtype, and the same error where
+  the original raises (``int64 /= 2``, a broadcast that would grow ``x``), which ``(x / t).to(x.dtype)``
+  would hide. The guard gathers ``x`` only when no operand is itself a DTensor (a DTensor op with a
+  DTensor operand needs no gather; gathering one side would mix them).
 
-Ops with no out-of-place twin (``copy_``, ``zero_``, ``fill_``, random fills) and item
-assignment get ``x = x.clone()`` first: correct, at the cost of one copy.
+Ops with no out-of-place twin (``copy_``, ``zero_``, ``fill_``, random fills) and item assignment
+get ``x = x.clone()`` first: correct, at the cost of one copy. ``torch.relu_(x)`` becomes
+``x = torch.relu_(x.clone())``; ``out=x`` becomes ``out=torch.empty_like(x)`` (the same dtype check
+and resize rules); ``F.relu(x, inplace=True)`` loses its flag.
 
 Also runnable as ``python -m libcst.tool codemod -x inplace_lint.fix.codemod.InplaceToOutOfPlace PATH``.
 """
 from __future__ import annotations
 
-import argparse
 import ast
+import bisect
+import dataclasses
 import os
 import re
 import tempfile
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-import libcst as cst
-from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
-from libcst.codemod.visitors import AddImportsVisitor
-from libcst.metadata import PositionProvider
-
-from .. import config
+from .. import config, textpos
 from ..analysis import ops
-from ..pipeline import check_source
 from ..config import DEFAULT_SETTINGS, Settings
-from ..adapters.files import decode
-from ..findings import Applicability, Finding, FixKind, WriteKind
+from ..findings import Applicability, Edit, Finding, FixKind, WriteKind
 
-STYLES = ("runtime", "inline")
+STYLES = config.FIX_STYLES
 RUNTIME_MODULE = "inplace_lint.runtime"
 DTENSOR_MODULE = "torch.distributed.tensor"
-
-#: in-place method -> binary operator of its out-of-place twin (one positional argument, no keywords)
-_OPERATORS = {
-    "add_": "+", "sub_": "-", "mul_": "*", "div_": "/", "true_divide_": "/", "floor_divide_": "//",
-    "remainder_": "%", "pow_": "**", "bitwise_and_": "&", "bitwise_or_": "|", "bitwise_xor_": "^",
-    "bitwise_left_shift_": "<<", "bitwise_right_shift_": ">>",
-}
+#: modules whose ``DTensor`` is the real class (an existing import of it is reused)
+DTENSOR_MODULES = (DTENSOR_MODULE, "torch.distributed._tensor")
 
 
 @dataclass
@@ -72,422 +74,627 @@ class FixResult:
     old_source: Optional[str] = None
     error: Optional[str] = None
     written: bool = False
+    #: the edits applied (merged, in source order)
+    edits: List[Edit] = field(default_factory=list)
 
     @property
     def remaining(self) -> List[Finding]:
         return self.unsafe_skipped + self.unfixed
 
 
-# --------------------------------------------------------------------------- the libcst command
+# --------------------------------------------------------------------------- edits
 
 
-class InplaceToOutOfPlace(VisitorBasedCodemodCommand):
-    """Rewrite in-place writes on views and model outputs to out-of-place form (inplace-lint)."""
+def apply_edits(source: str, edits: Iterable[Edit]) -> str:
+    """``source`` with ``edits`` applied (lines 1-based, character columns 0-based).
 
-    DESCRIPTION = "Rewrite in-place PyTorch ops on views and model outputs to out-of-place form."
+    Identical edits (two findings sharing an import or a statement) count once; insertions at one
+    point (imports) are merged into one import block (:func:`merge_edits`). Overlapping
+    replacements raise ``ValueError``.
+    """
+    lines = textpos.split_lines(source)
+    starts = textpos.offsets(lines)
 
-    def __init__(self, context: CodemodContext, style: str = "runtime", unsafe_fixes: bool = False,
-                 settings: Optional[Settings] = None, select: Sequence[str] = (),
-                 ignore: Sequence[str] = (), memory_aware: bool = False,
-                 only: Optional[Tuple[int, int]] = None) -> None:
-        super().__init__(context)
-        self.memory_aware = memory_aware
-        #: fix only the finding at this (line, col): one quick fix, one JSON ``fix.edits``
-        self.only = only
-        if style not in STYLES:
-            raise ValueError(f"style must be one of {STYLES}, got {style!r}")
-        self.style = style
-        self.unsafe_fixes = unsafe_fixes
-        self.settings = settings
-        self.select, self.ignore = list(select), list(ignore)
-        self.result = FixResult(context.filename or "<string>")
+    def offset(line: int, col: int) -> int:
+        if line > len(lines):
+            return len(source)
+        return starts[line - 1] + col
 
-    @staticmethod
-    def add_args(arg_parser: argparse.ArgumentParser) -> None:
-        arg_parser.add_argument("--style", choices=STYLES, default="runtime",
-                                help="runtime: call inplace_lint.runtime; inline: plain torch")
-        arg_parser.add_argument("--unsafe-fixes", action="store_true", default=False,
-                                help="also apply fixes that other readers of the tensor could notice")
-        arg_parser.add_argument("--memory-aware", action="store_true", default=False,
-                                help='runtime style: pass inplace="auto" (in place wherever PyTorch allows it)')
-
-    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        settings = self.settings
-        if settings is None:  # run by libcst.tool: read the project's configuration
-            start = os.path.dirname(os.path.abspath(self.context.filename or ".")) or "."
-            import pathlib
-
-            settings, file_cfg, _ = config.load(pathlib.Path(start))
-            self.select = self.select or file_cfg.get("select", [])
-            self.ignore = self.ignore or file_cfg.get("ignore", [])
-        code = tree.code
-        checked = check_source(code, self.result.path, settings, self.select, self.ignore)
-        if checked.error:
-            raise SyntaxError(checked.error)
-        todo: List[Finding] = []
-        for finding in checked.findings:
-            if self.only is not None and (finding.line, finding.col) != self.only:
-                continue
-            if _applicable(finding, self.unsafe_fixes):
-                todo.append(finding)
-            else:
-                (self.result.unfixed if finding.fix is None else self.result.unsafe_skipped).append(finding)
-        if not todo:
-            return tree
-        rewriter = _Rewriter(tree, code, todo, self.style, self.memory_aware)
-        new_tree = cst.MetadataWrapper(tree, unsafe_skip_copy=True).visit(rewriter)
-        self.result.applied.extend(f for f in todo if id(f) in rewriter.done)
-        self.result.unfixed.extend(f for f in todo if id(f) not in rewriter.done)
-        for module, obj in sorted(rewriter.imports):
-            AddImportsVisitor.add_needed_import(self.context, module, obj)
-        return new_tree
+    out: List[str] = []
+    pos = 0
+    for edit in merge_edits(edits):
+        start, end = offset(edit.line, edit.col), offset(edit.end_line, edit.end_col)
+        if start < pos:
+            raise ValueError(f"overlapping edits at line {edit.line}")
+        out.append(source[pos:start])
+        out.append(edit.content)
+        pos = end
+    out.append(source[pos:])
+    return "".join(out)
 
 
-# --------------------------------------------------------------------------- syntax
-
-
-def _split_lines(code: str) -> List[str]:
-    """Lines as ``ast`` numbers them (``\n``, ``\r\n``, ``\r``; not form feeds, unlike ``str.splitlines``)."""
-    return re.split(r"\r\n|\r|\n", code)
-
-
-def _char_col(lines: List[str], line: int, byte_col: int) -> int:
-    """ast columns are UTF-8 byte offsets; libcst columns are characters."""
-    text = lines[line - 1] if 0 < line <= len(lines) else ""
-    return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
-
-
-_CST_OPERATORS = {
-    "+": cst.Add, "-": cst.Subtract, "*": cst.Multiply, "/": cst.Divide, "//": cst.FloorDivide,
-    "%": cst.Modulo, "**": cst.Power, "&": cst.BitAnd, "|": cst.BitOr, "^": cst.BitXor,
-    "<<": cst.LeftShift, ">>": cst.RightShift,
-}
-_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.Imaginary,
-          cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List, cst.Tuple, cst.Dict, cst.Set)
-
-
-def _comma() -> cst.Comma:
-    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-
-
-def _atom(value: cst.BaseExpression) -> cst.BaseExpression:
-    """``value``, parenthesized unless it binds tighter than any binary operator."""
-    if isinstance(value, _ATOMS) or value.lpar:
-        return value
-    return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-
-
-def _cast_back(name: str, value: cst.BaseExpression) -> cst.Call:
-    """``value.to(name.dtype)``: the in-place op's dtype (``x.div_(y)`` keeps ``x.dtype``)."""
-    return cst.Call(func=cst.Attribute(value=_atom(value), attr=cst.Name("to")),
-                    args=[cst.Arg(cst.Attribute(value=cst.Name(name), attr=cst.Name("dtype")))])
-
-
-def _without(args: Sequence[cst.Arg], index: int) -> List[cst.Arg]:
-    """``args`` minus the one at ``index``; the new last argument takes over the removed one's comma."""
-    kept = [a for i, a in enumerate(args) if i != index]
-    if kept and index == len(args) - 1:
-        kept[-1] = kept[-1].with_changes(comma=args[index].comma)
-    return kept
-
-
-def _assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
-    return cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=value)])
-
-
-class _Rewriter(cst.CSTTransformer):
-    """Replaces each planned write by statements that rebind the name; the original argument nodes
-    (with their comments and line breaks) are reused, never re-typed."""
-
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
-    def __init__(self, module: cst.Module, code: str, findings: Sequence[Finding], style: str,
-                 memory_aware: bool = False) -> None:
-        super().__init__()
-        self.module = module
-        self.style = style
-        self.memory_aware = memory_aware
-        lines = _split_lines(code)
-        self.by_pos: Dict[Tuple[int, int, int, int], Finding] = {
-            (f.line, _char_col(lines, f.line, f.col), f.end_line, _char_col(lines, f.end_line, f.end_col)): f
-            for f in findings
-        }
-        self.done: set = set()
-        self.imports: set = set()
-        self._hoisted: List[Tuple[bool, List[cst.BaseStatement]]] = []
-
-    # ---- helpers
-
-    def code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
-
-    def finding_at(self, node: cst.CSTNode) -> Optional[Finding]:
-        span = self.get_metadata(PositionProvider, node)
-        return self.by_pos.get((span.start.line, span.start.column, span.end.line, span.end.column))
-
-    def guard(self, name: str, any_style: bool = False) -> List[cst.BaseStatement]:
-        """The DTensor guard: gather a sharded tensor before a mixed op. Runtime-style calls guard
-        inside the runtime, so there it is written out only for item assignment (``any_style``)."""
-        if self.style != "inline" and not any_style:
-            return []
-        self.imports.add((DTENSOR_MODULE, "DTensor"))
-        return [cst.parse_statement(f"if isinstance({name}, DTensor):\n    {name} = {name}.full_tensor()\n")]
-
-    def method_statements(self, name: str, method: str, call: Optional[cst.Call], args: Sequence[cst.Arg],
-                          original: Optional[cst.BaseStatement]) -> Optional[List[cst.BaseStatement]]:
-        """Statements equivalent to ``name.<method>(args)`` that rebind ``name`` instead of writing it."""
-        ws_before_args = call.whitespace_before_args if call is not None else cst.SimpleWhitespace("")
-        if self.style == "runtime":
-            self.imports.add((RUNTIME_MODULE, "out_of_place"))
-            head = [cst.Arg(cst.Name(name), comma=_comma()),
-                    cst.Arg(cst.SimpleString(f'"{method}"'), comma=_comma() if args else cst.MaybeSentinel.DEFAULT)]
-            rest = list(args)
-            if self.memory_aware:
-                if rest and rest[-1].comma == cst.MaybeSentinel.DEFAULT:
-                    rest[-1] = rest[-1].with_changes(comma=_comma())
-                elif not rest:
-                    head[-1] = head[-1].with_changes(comma=_comma())
-                no_space = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                           whitespace_after=cst.SimpleWhitespace(""))
-                rest.append(cst.Arg(cst.SimpleString('"auto"'), keyword=cst.Name("inplace"), equal=no_space))
-            value = cst.Call(func=cst.Name("out_of_place"), args=head + rest, whitespace_before_args=ws_before_args)
-            return [_assign(name, value)]
-        operands = [a for a in args if not (isinstance(a.value, (cst.Integer, cst.Float)) or
-                                            (isinstance(a.value, cst.Name) and a.value.value in ("True", "False", "None")))]
-        guard = self.guard(name) if operands else []
-        twin = ops.OUT_OF_PLACE_TWINS.get(method)
-        if twin is None:  # no out-of-place twin: write a copy
-            if original is None:
-                return None
-            return guard + [cst.parse_statement(f"{name} = {name}.clone()\n"), original]
-        plain = len(args) == 1 and args[0].keyword is None and args[0].star == "" and \
-            (call is None or "#" not in self.code(call))
-        if method in _OPERATORS and plain:
-            op = _CST_OPERATORS[_OPERATORS[method]]()
-            value = cst.BinaryOperation(left=cst.Name(name), operator=op, right=_atom(args[0].value))
+def merge_edits(edits: Iterable[Edit]) -> List[Edit]:
+    """Edits in source order, duplicates dropped, insertions at one point merged into one import
+    block: the import lines of all of them, sorted, then the widest separator."""
+    unique = sorted(set(edits), key=lambda e: (e.line, e.col, e.end_line, e.end_col, e.content))
+    merged: List[Edit] = []
+    for edit in unique:
+        prev = merged[-1] if merged else None
+        if prev is not None and _is_insertion(prev) and _is_insertion(edit) and \
+                (prev.line, prev.col) == (edit.line, edit.col):
+            merged[-1] = _merge_imports(prev, edit)
         else:
-            value = cst.Call(func=cst.Attribute(value=cst.Name(name), attr=cst.Name(twin)), args=list(args),
-                             whitespace_before_args=ws_before_args)
-        return guard + [_assign(name, _cast_back(name, value))]
+            merged.append(edit)
+    return merged
 
-    def statements_for(self, finding: Finding, node: cst.CSTNode,
-                       original: Optional[cst.BaseStatement]) -> Optional[List[cst.BaseStatement]]:
-        """Statements replacing the write (``node`` is the Call, AugAssign or Subscript target);
-        ``original`` is the whole statement (None when the write is used as a value)."""
-        name = finding.target
-        kind = finding.write_kind
-        if kind is WriteKind.METHOD and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-            args = list(node.args)
-            if self._is_unbound_method(node):  # torch.Tensor.div_(x, t)
-                args = args[1:]
-            return self.method_statements(name, node.func.attr.value, node, args, original)
-        if kind is WriteKind.AUGMENTED and isinstance(node, cst.AugAssign):
-            method = ops.AUGMENTED_INPLACE[self.code(node.operator).strip()]
-            return self.method_statements(name, method, None, [cst.Arg(node.value)], original)
-        if kind is WriteKind.SUBSCRIPT and original is not None:
-            return self.guard(name, any_style=True) + [cst.parse_statement(f"{name} = {name}.clone()\n"), original]
-        if kind is WriteKind.FUNCTION and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-            func = node.func.with_changes(attr=cst.Name(node.func.attr.value[:-1]))
-            return [_assign(name, _cast_back(name, node.with_changes(func=func)))]
-        if kind is WriteKind.INPLACE_KWARG and isinstance(node, cst.Call):
-            index = next((i for i, a in enumerate(node.args) if a.keyword is not None and a.keyword.value == "inplace"),
-                         None)
-            if index is None:
-                func_name = node.func.attr.value if isinstance(node.func, cst.Attribute) else \
-                    getattr(node.func, "value", "")
-                index = ops.INPLACE_POSITION.get(func_name)
-            if index is None or index >= len(node.args):
-                return None
-            return [_assign(name, node.with_changes(args=_without(node.args, index)))]
-        if kind is WriteKind.OUT_KWARG and isinstance(node, cst.Call):
-            index = next((i for i, a in enumerate(node.args) if a.keyword is not None and a.keyword.value == "out"), None)
-            if index is None:
-                return None
-            return [_assign(name, _cast_back(name, node.with_changes(args=_without(node.args, index))))]
-        return None
 
-    @staticmethod
-    def _is_unbound_method(call: cst.Call) -> bool:
-        func = call.func
-        if not isinstance(func, cst.Attribute):
+def _is_insertion(edit: Edit) -> bool:
+    return (edit.line, edit.col) == (edit.end_line, edit.end_col)
+
+
+def _merge_imports(a: Edit, b: Edit) -> Edit:
+    def parts(content: str) -> Tuple[str, List[str], str, str]:
+        nl = "\r\n" if "\r\n" in content else ("\r" if "\r" in content and "\n" not in content else "\n")
+        lead = nl if content.startswith(nl) else ""
+        body = content[len(lead):]
+        lines = [ln for ln in body.split(nl) if ln.strip()]
+        tail = body[len(body.rstrip("\r\n")):]
+        return lead, lines, tail, nl
+
+    lead_a, lines_a, tail_a, nl = parts(a.content)
+    lead_b, lines_b, tail_b, _ = parts(b.content)
+    lines = sorted(set(lines_a) | set(lines_b))
+    tail = max(tail_a, tail_b, key=len)
+    return dataclasses.replace(a, content=(lead_a or lead_b) + nl.join(lines) + tail)
+
+
+# --------------------------------------------------------------------------- planning edits
+
+
+@dataclass
+class _Group:
+    """One statement that carries fixes, and how its whole lines are rebuilt."""
+
+    stmt: ast.stmt
+    findings: List[Finding]
+    first: int  # first replaced line (1-based)
+    last: int  # last replaced line
+    indent: str  # the statement's indentation in the output ("" at module level)
+    prefix: str = ""  # one-line suite: the header (``if T != 1:``), which stays on its line
+    snippet: str = ""  # the statement's text, from its first character
+    #: per hoisted finding: the source text of its write (to find it again in the libcst tree)
+    segments: Dict[int, str] = field(default_factory=dict)
+    #: per finding: the imports it needs, (module, name)
+    imports: Dict[int, Set[Tuple[str, str]]] = field(default_factory=dict)
+    done: Set[int] = field(default_factory=set)
+    text: Optional[str] = None  # the rebuilt lines
+
+
+def attach_edits(source: str, tree: ast.Module, findings: Sequence[Finding], style: str = "runtime",
+                 memory_aware: bool = False) -> List[Finding]:
+    """``findings`` with ``fix.edits`` filled for ``style``; a planned fix the codemod cannot write
+    loses its ``fix``. One libcst parse for all the file's fixable statements, no analysis.
+
+    ``tree`` is ``ast.parse(source)``. Raises ``ValueError`` for an unknown style.
+    """
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {STYLES}, got {style!r}")
+    todo = [f for f in findings if f.fix is not None]
+    if not todo:
+        return list(findings)
+    lines = textpos.split_lines(source)
+    groups = _groups(tree, lines, todo)
+    newline = _newline(lines)
+    names = _ImportNames(source, tree)
+    unit = _indent_unit(tree, lines)
+    for g in groups:
+        g.indent = g.indent.replace("\0", unit)
+    slow = [g for g in groups if not _fast(g, lines, newline, style, memory_aware, unit, names)]
+    if slow:
+        from .render import render  # libcst: only for statements the text path does not cover
+
+        render(slow, newline, unit, style, memory_aware, names)
+    importer = _Imports(tree, lines, newline, names)
+    edits: Dict[int, Tuple[Edit, ...]] = {}
+    fixes: Dict[int, object] = {}
+    for group in groups:
+        if group.text is None or not group.done:
+            continue
+        end = (group.last + 1, 0) if group.last < len(lines) or lines[-1].endswith(("\n", "\r")) else \
+            (group.last, len(textpos.line_text(lines, group.last)))
+        text = group.text
+        if end[1] != 0 and text.endswith(newline):  # the last line had no newline: keep it that way
+            text = text[: -len(newline)]
+        statement_edit = Edit(group.first, 0, end[0], end[1], text)
+        done = [f for f in group.findings if id(f) in group.done]
+        # findings that share a statement share its edit: they are applied together, so they carry the
+        # weakest applicability of the group (what is advertised stays what is applied)
+        unsafe = [f for f in done if f.fix.applicability is not Applicability.SAFE]
+        for f in done:
+            needed = set().union(*(group.imports.get(id(g), set()) for g in done))
+            extra = importer.edit(needed)
+            edits[id(f)] = tuple(([extra] if extra else []) + [statement_edit])
+            fix = f.fix
+            if unsafe and fix.applicability is Applicability.SAFE:
+                fix = dataclasses.replace(fix, applicability=unsafe[0].fix.applicability, reason=unsafe[0].fix.reason)
+            fixes[id(f)] = fix
+    out = []
+    for f in findings:
+        if f.fix is None:
+            out.append(f)
+        elif id(f) in edits:
+            out.append(dataclasses.replace(f, fix=dataclasses.replace(fixes[id(f)], edits=edits[id(f)])))
+        else:
+            out.append(dataclasses.replace(f, fix=None))
+    return out
+
+
+def _fast(group: _Group, lines: List[str], newline: str, style: str, memory_aware: bool, unit: str,
+          names: "_ImportNames") -> bool:
+    """The rewrite of a one-line ``x.op_(args)`` / ``x op= v`` statement (alone on its line or in a
+    one-line suite), written from its text without libcst: byte for byte what :mod:`.render` writes
+    (a test compares the two over the generated family). Returns False, leaving the group to libcst,
+    for any other shape."""
+    if group.first != group.last or len(group.findings) != 1:
+        return False
+    finding = group.findings[0]
+    stmt = group.stmt
+    if finding.fix.kind is not FixKind.STATEMENT:
+        return False
+    line = textpos.line_text(lines, group.first)
+    start = textpos.char_column(line, stmt.col_offset)
+    end = textpos.char_column(line, stmt.end_col_offset or 0)
+    text, tail = line[start:end], lines[group.first - 1][end:]
+    if "#" in text or "\\" in text:
+        return False
+    name = finding.target
+    if finding.write_kind is WriteKind.METHOD and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        func = stmt.value.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == name):
             return False
-        value = func.value
-        if isinstance(value, cst.Name):
-            return value.value == "Tensor"
-        return isinstance(value, cst.Attribute) and value.attr.value == "Tensor" and \
-            isinstance(value.value, cst.Name) and value.value.value == "torch"
+        head = f"{name}.{func.attr}("
+        if not (text.startswith(head) and text.endswith(")")):
+            return False
+        method, args = func.attr, text[len(head):-1]
+        if args != args.strip() or (memory_aware and args.endswith(",")):
+            return False
+        operands = [a.value if isinstance(a, ast.Starred) else a for a in stmt.value.args] + \
+            [k.value for k in stmt.value.keywords]
+        operands.sort(key=lambda n: (n.lineno, n.col_offset))
+    elif finding.write_kind is WriteKind.AUGMENTED and isinstance(stmt, ast.AugAssign) and \
+            isinstance(stmt.target, ast.Name) and stmt.target.id == name:
+        symbol = ops.AST_AUGMENTED.get(type(stmt.op).__name__)
+        method = ops.AUGMENTED_INPLACE.get(symbol or "")
+        rest = text[len(name):].lstrip()
+        if method is None or not rest.startswith(symbol):
+            return False
+        args = rest[len(symbol):].strip()
+        operands = [stmt.value]
+    else:
+        return False
+    indent = group.indent
+    out: List[str] = []
+    if style == "runtime":
+        local, _ = names.get(RUNTIME_MODULE, "out_of_place")
+        call = [name, f'"{method}"'] + ([args] if args else []) + (['inplace="auto"'] if memory_aware else [])
+        out.append(f"{indent}{name} = {local}({', '.join(call)}){tail}")
+        group.imports[id(finding)] = {(RUNTIME_MODULE, "out_of_place")}
+    else:
+        if any(not _ast_literal(o) for o in operands):
+            dt, _ = names.get(DTENSOR_MODULE, "DTensor")
+            skip = _module_names(names.tree) | {dt}
+            roots: List[str] = []
+            for operand in operands:
+                for root in _ast_operand_roots(operand, skip):
+                    if root != name and root not in roots:
+                        roots.append(root)
+            condition = f"isinstance({name}, {dt})" + "".join(f" and not isinstance({r}, {dt})" for r in roots)
+            out += [f"{indent}if {condition}:{newline}", f"{indent}{unit}{name} = {name}.full_tensor(){newline}"]
+            group.imports[id(finding)] = {(DTENSOR_MODULE, "DTensor")}
+        if method not in ops.OUT_OF_PLACE_TWINS:
+            out += [f"{indent}{name} = {name}.clone(){newline}", f"{indent}{text}{tail}"]
+        else:
+            out.append(f"{indent}{name} = {name}.clone().{method}({args}){tail}")
+    text = "".join(out)
+    if not text.endswith(("\n", "\r")):
+        text += newline
+    group.text = (group.prefix + newline if group.prefix else "") + text
+    group.done.add(id(finding))
+    return True
 
-    # ---- hoisting (a write used as a value)
 
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        # hoisting moves statements before the whole line: only when the line holds one statement
-        self._hoisted.append((len(node.body) == 1, []))
+def _ast_literal(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is not Ellipsis
 
-    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        finding = self.finding_at(original)
-        if finding is None or finding.fix.kind is not FixKind.HOIST or not self._hoisted or not self._hoisted[-1][0]:
-            return updated
-        statements = self.statements_for(finding, updated, None)
+
+def _ast_dotted(node: ast.expr) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = _ast_dotted(node.value)
+        return None if head is None else f"{head}.{node.attr}"
+    return None
+
+
+def _ast_operand_roots(node: ast.expr, skip: Set[str]) -> List[str]:
+    """:func:`inplace_lint.fix.render._operand_roots` on an ``ast`` node (the same rule, same order)."""
+    if _ast_literal(node):
+        return []
+    if isinstance(node, ast.BinOp):
+        return _ast_operand_roots(node.left, skip) + _ast_operand_roots(node.right, skip)
+    if isinstance(node, ast.BoolOp):
+        return [r for v in node.values for r in _ast_operand_roots(v, skip)]
+    if isinstance(node, ast.UnaryOp):
+        return _ast_operand_roots(node.operand, skip)
+    if isinstance(node, ast.Compare):
+        return _ast_operand_roots(node.left, skip)
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _ast_dotted(node.func.value) is None:
+            node = node.func.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                (_ast_dotted(node.func.value) or "").split(".")[0] not in skip:
+            node = node.func.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            break
+    dotted = _ast_dotted(node)
+    if dotted is None or dotted.split(".")[0] in skip:
+        return []
+    return [dotted]
+
+
+def _newline(lines: List[str]) -> str:
+    for text in lines:
+        if text.endswith("\r\n"):
+            return "\r\n"
+        if text.endswith("\n"):
+            return "\n"
+        if text.endswith("\r"):
+            return "\r"
+    return "\n"
+
+
+def _leading_ws(text: str) -> str:
+    return text[: len(text) - len(text.lstrip(" \t\f"))]
+
+
+def _indent_unit(tree: ast.Module, lines: List[str]) -> str:
+    """The file's indentation step, as libcst infers it: the first indented block's indentation."""
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.stmt, ast.ExceptHandler)) and isinstance(body, list) and body and \
+                isinstance(body[0], ast.stmt) and body[0].lineno > node.lineno:
+            outer = _leading_ws(textpos.line_text(lines, node.lineno))
+            inner = _leading_ws(textpos.line_text(lines, body[0].lineno))
+            if inner.startswith(outer) and len(inner) > len(outer):
+                return inner[len(outer):]
+    return "    "
+
+
+_COMPOUND_BODIES = ("body", "orelse", "finalbody")
+
+
+def _groups(tree: ast.Module, lines: List[str], todo: Sequence[Finding]) -> List[_Group]:
+    """The simple statements that hold the findings in ``todo``, each with the lines to rebuild."""
+    pending = sorted(todo, key=lambda f: (f.line, f.col))
+    keys = [(f.line, f.col) for f in pending]
+    groups: List[_Group] = []
+    _visit_statements(tree.body, None, lines, pending, keys, groups)
+    return groups
+
+
+def _visit_statements(body: List[ast.stmt], owner: Optional[ast.AST], lines: List[str],
+                      pending: List[Finding], keys: List[Tuple[int, int]], groups: List[_Group]) -> None:
+    for stmt in body:
+        end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
+        lo = bisect.bisect_left(keys, (stmt.lineno, stmt.col_offset))
+        hi = bisect.bisect_right(keys, end)
+        if lo == hi:
+            continue
+        blocks: List[Tuple[List[ast.stmt], ast.AST]] = []
+        for name in _COMPOUND_BODIES:
+            value = getattr(stmt, name, None)
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                blocks.append((value, stmt))
+        for handler in getattr(stmt, "handlers", []) or []:
+            blocks.append((handler.body, handler))
+        for case in getattr(stmt, "cases", []) or []:
+            blocks.append((case.body, case.pattern))
+        if blocks:
+            for block, block_owner in blocks:
+                _visit_statements(block, block_owner, lines, pending, keys, groups)
+            continue
+        group = _group(stmt, body, owner, lines, pending[lo:hi])
+        if group is not None:
+            groups.append(group)
+
+
+def _group(stmt: ast.stmt, siblings: List[ast.stmt], owner: Optional[ast.AST], lines: List[str],
+           findings: List[Finding]) -> Optional[_Group]:
+    """Where ``stmt``'s lines are and how they are re-parsed; None when its layout has no whole-line rewrite."""
+    first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
+    head = textpos.line_text(lines, first)
+    col = textpos.char_column(head, stmt.col_offset)
+    tail = textpos.line_text(lines, last)[textpos.char_column(textpos.line_text(lines, last), stmt.end_col_offset or 0):]
+    if tail.strip() and not tail.strip().startswith("#"):
+        return None  # `x.div_(t); y = 1`
+    before = head[:col]
+    body = "".join(lines[first - 1:last])
+    segments = {id(f): _segment(lines, f) for f in findings if f.fix.kind is FixKind.HOIST}
+    if not before.strip():
+        return _Group(stmt, findings, first, last, before, "", body[len(before):], segments)
+    if not before.rstrip().endswith(":") or owner is None or len(siblings) != 1:
+        return None  # after a semicolon, or one of several statements in a one-line suite
+    owner_line = getattr(owner, "lineno", first)
+    indent = _leading_ws(textpos.line_text(lines, owner_line)) + "\0"  # + the unit, filled in by _render
+    return _Group(stmt, findings, first, last, indent, before.rstrip(), body[col:], segments)
+
+
+def _segment(lines: List[str], f: Finding) -> str:
+    """The source text of finding ``f``'s node."""
+    head, tail = textpos.line_text(lines, f.line), textpos.line_text(lines, f.end_line)
+    start, end = textpos.char_column(head, f.col), textpos.char_column(tail, f.end_col)
+    if f.line == f.end_line:
+        return head[start:end]
+    return head[start:] + lines[f.line - 1][len(head):] + "".join(lines[f.line:f.end_line - 1]) + tail[:end]
+
+
+class _ImportNames:
+    """The names the rewrite uses for ``out_of_place`` and ``DTensor`` in one file: an existing
+    top-level import of the real object is reused; otherwise the plain name when the file never
+    uses it, else a fresh one (``DTensor = None`` must not turn the guard into a TypeError)."""
+
+    def __init__(self, source: str, tree: ast.Module) -> None:
+        self.source = source
+        self.tree = tree
+        self._cache: Dict[Tuple[str, str], Tuple[str, bool]] = {}
+
+    def get(self, module: str, name: str) -> Tuple[str, bool]:
+        """(local name, already imported)."""
+        key = (module, name)
+        if key not in self._cache:
+            self._cache[key] = self._decide(module, name)
+        return self._cache[key]
+
+    def _decide(self, module: str, name: str) -> Tuple[str, bool]:
+        modules = DTENSOR_MODULES if module == DTENSOR_MODULE else (module,)
+        bound: Dict[str, int] = {}
+        found: Optional[str] = None
+        for stmt in self.tree.body:
+            if isinstance(stmt, ast.ImportFrom) and stmt.module in modules and stmt.level == 0:
+                for alias in stmt.names:
+                    if alias.name == name:
+                        found = alias.asname or alias.name
+        if found is not None:
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)) and node.id == found:
+                    bound[found] = bound.get(found, 0) + 1
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == found:
+                    bound[found] = bound.get(found, 0) + 1
+                elif isinstance(node, ast.arg) and node.arg == found:
+                    bound[found] = bound.get(found, 0) + 1
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                    for alias in node.names:
+                        if (alias.asname or alias.name.split(".")[0]) == found and not (
+                                isinstance(node, ast.ImportFrom) and node.module in modules and alias.name == name):
+                            bound[found] = bound.get(found, 0) + 1
+            if not bound.get(found):
+                return found, True
+        candidates = [name] + [f"_{name}"] + [f"_{name}{i}" for i in range(2, 100)]
+        for candidate in candidates:
+            if not re.search(rf"\b{re.escape(candidate)}\b", self.source):
+                return candidate, False
+        return f"_{name}_inplace_lint", False  # pragma: no cover
+
+
+class _Imports:
+    """Import insertions, placed as libcst's ``AddImportsVisitor`` places them: after the first block
+    of imports at the top (after the docstring), with a blank line before the next statement."""
+
+    def __init__(self, tree: ast.Module, lines: List[str], newline: str, names: _ImportNames) -> None:
+        self.newline = newline
+        self.names = names
+        body = tree.body
+        start = 1 if body and _is_docstring_or_strict(body[0]) else 0
+        index = start
+        while index < len(body) and isinstance(body[index], (ast.Import, ast.ImportFrom)) and \
+                not _shares_line(body, index):
+            index += 1
+        self.lead = ""
+        if index == 0:
+            self.line = _first_line(body[0]) if body else len(lines) + 1
+            self.sep = newline if body else ""
+        else:
+            self.line = (body[index - 1].end_lineno or body[index - 1].lineno) + 1
+            if index < len(body):
+                next_line = textpos.line_text(lines, self.line)
+                starts_next = _first_line(body[index]) == self.line
+                self.sep = newline if starts_next or next_line.lstrip().startswith("#") else ""
+            else:
+                self.sep = ""
+        self.col = 0
+        if self.line > len(lines) and lines and not lines[-1].endswith(("\n", "\r")):
+            self.line, self.col = len(lines), len(textpos.line_text(lines, len(lines)))
+            self.lead = newline
+
+    def edit(self, needed: Set[Tuple[str, str]]) -> Optional[Edit]:
+        statements = []
+        for module, name in sorted(needed):
+            local, present = self.names.get(module, name)
+            if present:
+                continue
+            statements.append(f"from {module} import {name}" + (f" as {local}" if local != name else ""))
         if not statements:
-            return updated
-        self._hoisted[-1][1].extend(statements)
-        self.done.add(id(finding))
-        return cst.Name(finding.target)
-
-    # ---- whole-statement writes
-
-    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
-        hoisted = self._hoisted.pop()[1] if self._hoisted else []
-        replacement: Optional[List[cst.BaseStatement]] = None
-        if len(original.body) == 1:
-            small = original.body[0]
-            node: Optional[cst.CSTNode] = None
-            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-                node = small.value
-            elif isinstance(small, cst.AugAssign):
-                node = small
-            elif isinstance(small, cst.Assign) and len(small.targets) == 1:
-                node = small.targets[0].target
-            finding = self.finding_at(node) if node is not None else None
-            if finding is not None and finding.fix.kind is FixKind.STATEMENT:
-                bare = updated.with_changes(leading_lines=(), trailing_whitespace=cst.TrailingWhitespace())
-                new_small = updated.body[0]
-                write = new_small.value if isinstance(new_small, cst.Expr) else new_small
-                replacement = self.statements_for(finding, write, bare)
-                if replacement:
-                    self.done.add(id(finding))
-                else:
-                    replacement = None
-        if replacement is None:
-            if not hoisted:
-                return updated
-            replacement = [updated.with_changes(leading_lines=())]
-        replacement = hoisted + replacement
-        replacement[0] = replacement[0].with_changes(leading_lines=original.leading_lines)
-        if isinstance(replacement[-1], cst.SimpleStatementLine):
-            replacement[-1] = replacement[-1].with_changes(trailing_whitespace=original.trailing_whitespace)
-        return cst.FlattenSentinel(replacement)
+            return None
+        content = self.lead + self.newline.join(sorted(statements)) + ("" if self.lead else self.newline) + self.sep
+        return Edit(self.line, self.col, self.line, self.col, content)
 
 
-# --------------------------------------------------------------------------- files
+def _is_docstring_or_strict(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+        return True
+    return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+        isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == "__strict__"
+
+
+def _shares_line(body: List[ast.stmt], index: int) -> bool:
+    stmt = body[index]
+    prev = body[index - 1] if index else None
+    nxt = body[index + 1] if index + 1 < len(body) else None
+    return (prev is not None and (prev.end_lineno or prev.lineno) == stmt.lineno) or \
+        (nxt is not None and nxt.lineno == (stmt.end_lineno or stmt.lineno))
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    decorators = getattr(stmt, "decorator_list", None) or []
+    return min([stmt.lineno] + [d.lineno for d in decorators])
+
+
+# --------------------------------------------------------------------------- fix: apply the advertised edits
+
+
+def _applicable(finding: Finding, unsafe_fixes: bool) -> bool:
+    return finding.fix is not None and bool(finding.fix.edits) and \
+        (unsafe_fixes or finding.fix.applicability is Applicability.SAFE)
+
+
+def fix_findings(source: str, result: FixResult, findings: Sequence[Finding], unsafe_fixes: bool) -> None:
+    """Apply the edits of the applicable ``findings`` (with edits attached) to ``source``: sets
+    ``result.applied`` / ``unsafe_skipped`` / ``unfixed`` and ``new_source`` (None when unchanged)."""
+    todo: List[Finding] = []
+    for finding in findings:
+        if _applicable(finding, unsafe_fixes):
+            todo.append(finding)
+        elif finding.fix is None:
+            result.unfixed.append(finding)
+        else:
+            result.unsafe_skipped.append(finding)
+    if not todo:
+        return
+    try:
+        edits = merge_edits(e for f in todo for e in f.fix.edits)
+        new = apply_edits(source, edits)
+        ast.parse(new)  # a rewrite is re-parsed before anyone sees it
+    except (SyntaxError, ValueError, RecursionError) as exc:  # pragma: no cover - a bug in the codemod
+        result.error = f"internal error: the rewrite does not apply or parse ({exc}); file left unchanged"
+        return
+    result.applied.extend(todo)
+    if new != source:
+        result.new_source = new
+        result.edits = edits
+
+
+def unified_diff(path: str, source: str, edits: Sequence[Edit], context: int = 3) -> Optional[List[str]]:
+    """``difflib.unified_diff``-style lines for ``edits`` applied to ``source``, built from the edits
+    themselves (cost proportional to the change, not to the file: difflib's matcher is slow on a large
+    file with thousands of edits)."""
+    lines = textpos.split_lines(source)
+    changes: List[Tuple[int, int, List[str]]] = []  # old [a, b) -> new lines
+    for e in merge_edits(edits):
+        a = e.line - 1
+        b = e.end_line - 1 if e.end_col == 0 else e.end_line
+        if e.col:
+            b = max(b, a + 1)
+        prefix = lines[a][:e.col] if e.col and a < len(lines) else ""
+        suffix = lines[e.end_line - 1][e.end_col:] if e.end_col and e.end_line - 1 < len(lines) else ""
+        if changes and changes[-1][1] > a:
+            return None  # two edits on one line (not made by this codemod): let difflib do it
+        changes.append((a, b, textpos.split_lines(prefix + e.content + suffix)))
+    if not changes:
+        return []
+    out = [f"--- {path}\n", f"+++ {path}\n"]
+
+    def rng(start: int, length: int) -> str:
+        return f"{start + 1}" if length == 1 else f"{start if not length else start + 1},{length}"
+
+    delta = 0
+    i = 0
+    while i < len(changes):
+        j = i
+        while j + 1 < len(changes) and changes[j + 1][0] - changes[j][1] <= 2 * context:
+            j += 1
+        lo = max(0, changes[i][0] - context)
+        hi = min(len(lines), changes[j][1] + context)
+        body: List[str] = []
+        pos = lo
+        new_len = 0
+        for a, b, new in changes[i:j + 1]:
+            body += [" " + ln for ln in lines[pos:a]]
+            body += ["-" + ln for ln in lines[a:b]]
+            body += ["+" + ln for ln in new]
+            new_len += (a - pos) + len(new)
+            pos = b
+        body += [" " + ln for ln in lines[pos:hi]]
+        new_len += hi - pos
+        old_len = hi - lo
+        new_start = lo + delta
+        out.append(f"@@ -{rng(lo, old_len)} +{rng(new_start, new_len)} @@\n")
+        out += body
+        delta += sum(len(new) - (b - a) for a, b, new in changes[i:j + 1])
+        i = j + 1
+    return out
 
 
 def fix_code(source: str, path: str = "<string>", *, settings: Settings = DEFAULT_SETTINGS, style: str = "runtime",
              unsafe_fixes: bool = False, select: Sequence[str] = (), ignore: Sequence[str] = (),
              memory_aware: bool = False) -> FixResult:
     """Fix ``source`` (text); ``result.new_source`` is the rewritten text, or None when unchanged."""
+    from ..pipeline import check_source
+
     result = FixResult(path, old_source=source)
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError as exc:
-        result.error = f"cannot parse: {exc.message} (line {exc.raw_line}, column {exc.raw_column})"
+    checked = check_source(source, path, settings, select, ignore, fix_style=style, memory_aware=memory_aware)
+    if checked.error:
+        result.error = checked.error
         return result
-    new = _run(module, result, settings, style, unsafe_fixes, select, ignore, memory_aware)
-    if new is not None and result.error is None:
-        result.new_source = new.code
+    fix_findings(source, result, checked.findings, unsafe_fixes)
     return result
-
-
-def _run(module: cst.Module, result: FixResult, settings, style, unsafe_fixes, select, ignore,
-         memory_aware=False, only=None) -> Optional[cst.Module]:
-    command = InplaceToOutOfPlace(CodemodContext(filename=result.path), style=style, unsafe_fixes=unsafe_fixes,
-                                  settings=settings, select=select, ignore=ignore, memory_aware=memory_aware,
-                                  only=only)
-    command.result = result
-    try:
-        new = command.transform_module(module)
-    except SyntaxError as exc:
-        result.error = str(exc)
-        return None
-    if not result.applied or new.code == module.code:
-        return None
-    try:  # a rewrite is re-parsed before anyone sees it
-        ast.parse(new.code)
-        cst.parse_module(new.bytes)
-    except (SyntaxError, cst.ParserSyntaxError) as exc:  # pragma: no cover - a bug in the codemod
-        result.error = f"internal error: the rewrite does not parse ({exc}); file left unchanged"
-        return None
-    return new
 
 
 def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = "runtime", unsafe_fixes: bool = False,
              select: Sequence[str] = (), ignore: Sequence[str] = (), write: bool = True,
              memory_aware: bool = False) -> FixResult:
-    """Fix one file in place (atomically: temp file + rename); encoding, BOM and newlines are kept.
+    """Fix one file in place (atomically: temp file + rename; a symlink keeps pointing at its target,
+    which is rewritten); encoding, BOM and newlines are kept.
 
     A file that cannot be read or parsed is reported in ``result.error`` and left untouched.
     """
+    import io
+    import tokenize
+
     result = FixResult(path)
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
-        source = decode(raw)
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        source = raw.decode(encoding)
     except (OSError, UnicodeDecodeError, LookupError, SyntaxError) as exc:
         result.error = f"cannot read: {exc}"
         return result
-    # Decide with the engine (stdlib ast) first: files without an applicable fix never pay for libcst.
-    checked = check_source(source, path, settings, select, ignore)
-    if checked.error:
-        result.error = checked.error
-        return result
-    if not any(_applicable(f, unsafe_fixes) for f in checked.findings):
-        for finding in checked.findings:
-            (result.unfixed if finding.fix is None else result.unsafe_skipped).append(finding)
-        return result
-    try:
-        module = cst.parse_module(raw)
-    except cst.ParserSyntaxError as exc:
-        result.error = f"cannot parse: {exc.message} (line {exc.raw_line}, column {exc.raw_column})"
-        return result
-    result.old_source = module.code
-    new = _run(module, result, settings, style, unsafe_fixes, select, ignore, memory_aware)
-    if new is None:
-        return result
-    result.new_source = new.code
-    if write:
-        _atomic_write(path, new.bytes)
-        result.written = True
-    return result
+    fixed = fix_code(source, path, settings=settings, style=style, unsafe_fixes=unsafe_fixes, select=select,
+                     ignore=ignore, memory_aware=memory_aware)
+    fixed.old_source = source
+    if fixed.new_source is not None and write:
+        atomic_write(path, fixed.new_source.encode(encoding))
+        fixed.written = True
+    return fixed
 
 
 def fix_one(source: str, path: str, finding: Finding, *, settings: Settings = DEFAULT_SETTINGS,
             style: str = "runtime", select: Sequence[str] = (), ignore: Sequence[str] = ()) -> Optional[str]:
-    """``source`` with ``finding`` alone fixed (safe or not: the caller asked for this one), or None."""
-    result = FixResult(path, old_source=source)
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError:
+    """``source`` with ``finding``'s advertised edits applied (safe or not: the caller asked for this
+    one), or None when it has none. ``finding`` must carry its edits (``check_source(fix_style=...)``)."""
+    if finding.fix is None or not finding.fix.edits:
         return None
-    new = _run(module, result, settings, style, True, select, ignore, only=(finding.line, finding.col))
-    return None if new is None else new.code
+    return apply_edits(source, finding.fix.edits)
 
 
-def line_edits(old: str, new: str) -> List[Tuple[int, int, str]]:
-    """Whole-line edits turning ``old`` into ``new``: (first line, end line, replacement), 0-based, end exclusive."""
-    import difflib
-
-    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
-    return [(i1, i2, "".join(b[j1:j2])) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
-
-
-def fix_edits(source: str, path: str, finding: Finding, *, settings: Settings = DEFAULT_SETTINGS,
-              style: str = "runtime") -> List[dict]:
-    """The edits that fix ``finding`` alone, as ruff's JSON ``fix.edits``: whole-line replacements
-    ``{"content", "location": {"row", "column"}, "end_location": {...}}`` (1-based, end exclusive)."""
-    new = fix_one(source, path, finding, settings=settings, style=style)
-    if new is None:
-        return []
-    return [{"content": text, "location": {"row": start + 1, "column": 1}, "end_location": {"row": end + 1, "column": 1}}
-            for start, end, text in line_edits(source, new)]
-
-
-def _applicable(finding: Finding, unsafe_fixes: bool) -> bool:
-    return finding.fix is not None and (unsafe_fixes or finding.fix.applicability is Applicability.SAFE)
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
+def atomic_write(path: str, data: bytes) -> None:
+    """Replace the contents of ``path`` by ``data`` via a temp file and a rename in the same folder.
+    A symlink is resolved first: its target is written (once, even when several links or the target
+    itself are fixed in one run, since the second run finds nothing to fix) and the link stays a link."""
+    path = os.path.realpath(path)
+    folder = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".inplace-lint-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -501,3 +708,29 @@ def _atomic_write(path: str, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+_atomic_write = atomic_write  # the old private name
+
+
+def __getattr__(name: str):
+    if name == "InplaceToOutOfPlace":  # the libcst command (imports libcst.codemod, so only on demand)
+        from .libcst_command import InplaceToOutOfPlace
+
+        return InplaceToOutOfPlace
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _terminated(text: str, newline: str) -> str:
+    return text if text.endswith(("\n", "\r")) else text + newline
+
+
+def _module_names(tree: ast.Module) -> Set[str]:
+    """Names bound by imports anywhere in the module (``torch``, ``F``, ``math``): never tensors."""
+    out: Set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            out.update((a.asname or a.name.split(".")[0]) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            out.update((a.asname or a.name) for a in node.names if a.name[:1].islower() or a.name in ("F",))
+    return out

@@ -1,32 +1,30 @@
-"""All rules, one module each; ``RULES`` is the one table from code to rule.
+"""All rules, one module each. ``_REGISTRY`` is the one table from code to rule.
 
-``PRIORITY`` says which rule reports a site whose target matches several: the
-more certain failure first.
+To add a rule: one module in this package, one line in ``_REGISTRY`` (see CONTRIBUTING.md, or
+``python scripts/add_rule.py``). The order of ``_REGISTRY`` is ``PRIORITY``: which rule reports a
+site whose target matches several, the more certain failure first.
 """
 from __future__ import annotations
 
-from typing import Dict
+import importlib
+from typing import Dict, Tuple
 
-from .base import Rule
-from . import (
-    ipv001_model_output,
-    ipv002_custom_function_output,
-    ipv003_multi_output_view,
-    ipv004_expanded,
-    ipv005_no_grad_view,
-    ipv006_saved_output,
+from .base import Example, Rule, Write
+
+_REGISTRY = (
+    "ipv004_expanded",
+    "ipv002_custom_function_output",
+    "ipv003_multi_output_view",
+    "ipv006_saved_output",
+    "ipv005_no_grad_view",
+    "ipv001_model_output",
 )
 
-PRIORITY = (
-    ipv004_expanded.RULE,
-    ipv002_custom_function_output.RULE,
-    ipv003_multi_output_view.RULE,
-    ipv006_saved_output.RULE,
-    ipv005_no_grad_view.RULE,
-    ipv001_model_output.RULE,
-)
+PRIORITY: Tuple[Rule, ...] = tuple(importlib.import_module(f"{__name__}.{m}").RULE for m in _REGISTRY)
 RULES: Dict[str, Rule] = {r.code: r for r in sorted(PRIORITY, key=lambda r: r.code)}
 DOCS_URL = "https://github.com/inplace-lint/inplace-lint/blob/main/docs/rules.md#{code}"
+
+__all__ = ["DOCS_URL", "Example", "PRIORITY", "RULES", "Rule", "Write", "url"]
 
 
 def url(code: str) -> str:

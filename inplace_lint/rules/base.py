@@ -1,44 +1,129 @@
-"""The rule type: one code, its detection predicate and its documentation in one place."""
+"""The rule type: a rule's whole story in one place.
+
+A rule is its code, name and severity, the predicate that decides when a write is its business, the
+one-clause message for the case at hand, its documentation (ruff's sections: What it does / Why is
+this bad? / Example / Use instead / Fix safety / References) and executable examples (Fixit's
+``VALID`` / ``INVALID``). The examples run as tests (``tests/test_rule_examples.py``), the first
+INVALID one is the documented Example and the first VALID one is "Use instead", so the page
+``inplace-lint rule CODE`` prints can never show code the linter does not handle as it says.
+"""
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional, Tuple
 
-from ..findings import Origin
+from ..findings import Origin, RootKind, StepKind, WriteKind
+
+#: severities, as SARIF ``level`` and GitHub annotation commands spell them
+SEVERITIES = ("error", "warning")
+
+
+@dataclass(frozen=True)
+class Write:
+    """What the analysis knows about one in-place write, for a rule's predicate and message."""
+
+    #: how the write is spelled, for messages: ``"`div_`"``, ``"`/=`"``, ``"item assignment"``
+    op: str
+    #: the in-place method it amounts to (``"div_"`` for ``x.div_(t)`` and ``x /= t``), if any
+    op_name: Optional[str]
+    kind: WriteKind
+    #: source text of the written tensor
+    target: str
+    #: item assignment whose index has no slice and no ``...`` (``x[0] = v``, ``x[mask] = v``): torch
+    #: writes it through select/index_put_, which skip the overlap check of expanded tensors
+    point_index: bool = False
+
+
+@dataclass(frozen=True)
+class Example:
+    """An executable example: ``code`` is a whole module.
+
+    For an INVALID example, ``message`` is a fragment the rule's finding must contain and ``fix`` is
+    the exact text ``inplace-lint fix --unsafe-fixes`` (runtime style) makes of ``code``, or None when
+    the finding has no fix.
+    """
+
+    code: str
+    message: str = ""
+    fix: Optional[str] = None
+
+    @property
+    def source(self) -> str:
+        return textwrap.dedent(self.code).strip() + "\n"
+
+    @property
+    def fixed(self) -> Optional[str]:
+        return None if self.fix is None else textwrap.dedent(self.fix).strip() + "\n"
+
+
+def target_phrase(write: Write, origin: Origin, root_phrase: str) -> str:
+    """```x`, a view of <root>``, or just ``<root>`` when the target is the root itself."""
+    views = [s for s in origin.steps if s.kind is not StepKind.ALIAS]
+    if not views:
+        return root_phrase if write.target == origin.root_text else f"`{write.target}`, {root_phrase}"
+    if views[-1].kind is StepKind.ELEMENT:
+        noun = "an element of"
+    elif all(s.kind is StepKind.MAY_ALIAS for s in views):
+        noun = "a possible alias of"
+    elif any(s.kind is StepKind.EXPAND for s in views):
+        noun = "an expanded view of"
+    else:
+        noun = "a view of"
+    return f"`{write.target}`, {noun} {root_phrase}"
+
+
+def root_phrase(origin: Origin) -> str:
+    if origin.root is RootKind.TENSOR:
+        return f"`{origin.root_text}`"
+    return f"{origin.root.value} `{origin.root_text}`"
+
+
+def default_message(write: Write, origin: Origin) -> str:
+    """One clause: ``"`div_` writes in place to `x`, a view of model output `out.logits`"``."""
+    return f"{write.op} writes in place to {target_phrase(write, origin, root_phrase(origin))}"
 
 
 @dataclass(frozen=True)
 class Rule:
-    """A rule: its code, when it applies to a written tensor's origin, and its docs.
-
-    Docs follow ruff's sections (What it does / Why is this bad? / Example /
-    Use instead / Fix safety / References); ``inplace-lint rule CODE`` and the
-    README table are generated from them.
-    """
+    """One rule. ``applies(origin, write)`` decides; ``message(write, origin)`` says why, in one clause."""
 
     code: str
     name: str
+    severity: str
     summary: str
-    #: short reason appended to every message of this rule
-    advice: str
-    applies: Callable[[Origin], bool]
+    applies: Callable[[Origin, Write], bool]
     what: str
     why: str
-    example: str
-    use_instead: str
     fix_safety: str
     references: str
+    #: examples the rule must report (the first is the documented Example)
+    invalid: Tuple[Example, ...]
+    #: modules the rule must leave clean (the first is the documented "Use instead")
+    valid: Tuple[str, ...]
+    message: Callable[[Write, Origin], str] = default_message
     #: the hazard exists with grad off too (so the rule is checked inside ``torch.no_grad()``)
     without_grad: bool = False
 
-    def message(self, op: str, target: str, origin: Origin) -> str:
-        return f"{op} writes in place to `{target}`, {origin.describe()}; {self.advice}"
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"{self.code}: severity must be one of {SEVERITIES}, got {self.severity!r}")
+        if not self.invalid or not self.valid:
+            raise ValueError(f"{self.code}: a rule needs at least one INVALID and one VALID example")
+
+    @property
+    def example(self) -> str:
+        return self.invalid[0].source
+
+    @property
+    def use_instead(self) -> str:
+        return textwrap.dedent(self.valid[0]).strip() + "\n"
 
     def document(self) -> str:
         return (
-            f"# {self.code} ({self.name})\n\n{self.summary}\n\n"
+            f"# {self.code} ({self.name})\n\n{self.summary}\n\nSeverity: {self.severity}.\n\n"
             f"## What it does\n\n{self.what}\n\n## Why is this bad?\n\n{self.why}\n\n"
-            f"## Example\n\n```python\n{self.example.strip()}\n```\n\n"
-            f"## Use instead\n\n```python\n{self.use_instead.strip()}\n```\n\n"
+            f"## Example\n\n```python\n{self.example}```\n\n"
+            f"## Use instead\n\n```python\n{self.use_instead}```\n\n"
             f"## Fix safety\n\n{self.fix_safety}\n\n## References\n\n{self.references}\n"
         )

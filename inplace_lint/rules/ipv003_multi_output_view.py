@@ -1,18 +1,26 @@
 """IPV003: in-place op on an element of split/chunk/unbind, or on the loop variable over a tensor."""
 from ..findings import Origin, RootKind, StepKind
-from .base import Rule
+from .base import Example, Rule, Write, root_phrase
 
 
-def applies(origin: Origin) -> bool:
+def applies(origin: Origin, write: Write) -> bool:
     return origin.has(StepKind.ELEMENT) and origin.is_tensor and origin.root is not RootKind.FRESH
+
+
+def message(write: Write, origin: Origin) -> str:
+    views = [s for s in origin.steps if s.kind in (StepKind.MULTI_VIEW, StepKind.ELEMENT)]
+    how = next((f"`{s.text}`" for s in views if s.kind is StepKind.MULTI_VIEW), None)
+    source = f"{how} of {root_phrase(origin)}" if how else f"the loop over {root_phrase(origin)}"
+    return f"{write.op} writes in place to `{write.target}`, one output of {source}"
 
 
 RULE = Rule(
     code="IPV003",
     name="inplace-on-multi-output-view",
+    severity="warning",
     summary="In-place op on one output of `split`, `chunk`, `unbind`, `tensor_split`, or on `for t in tensor`.",
-    advice="in-place on one output of a multi-output view raises when its base requires grad; use an out-of-place op",
     applies=applies,
+    message=message,
     what=(
         "Finds in-place writes to an element of a multi-output view op (`split`, `chunk`, "
         "`unbind`, `tensor_split`, `hsplit`, ...), by index, by tuple unpacking or as the loop "
@@ -21,18 +29,58 @@ RULE = Rule(
     ),
     why=(
         "Autograd cannot track an in-place change to one of several views made by one op. "
-        "With a base that requires grad it raises `RuntimeError: Output 0 of SplitBackward0 is "
+        "With a base that requires grad it raises `RuntimeError: Output 0 of Split is "
         "a view and is being modified inplace. This view is the output of a function that "
         "returns multiple views. Such functions do not allow the output views to be modified "
-        "inplace.` (torchvision `make_grid`, pytorch #48149)."
+        "inplace.` (torchvision `make_grid`, pytorch #48149; docs/pytorch-facts.md#multi-output-view)."
     ),
-    example="""
-for row in images:
-    row.sub_(row.min())
-""",
-    use_instead="""
-images = torch.stack([row - row.min() for row in images])
-""",
-    fix_safety="Unsafe: the in-place write also changes the base, which the out-of-place form does not.",
-    references="pytorch #48149, #36608; PyTorch docs: Tensor Views",
+    fix_safety=(
+        "Unsafe: the in-place write also changes the base, which the out-of-place form does not. "
+        "A write through a loop variable has no automatic fix (rebinding the loop variable would "
+        "make the loop do nothing)."
+    ),
+    references="pytorch #48149, #36608; PyTorch docs: Tensor Views; docs/pytorch-facts.md#multi-output-view",
+    invalid=(
+        Example(
+            """
+            def rotate_half(qk, scale):
+                q, k = qk.chunk(2, dim=-1)
+                q.mul_(scale)
+                return q, k
+            """,
+            message="`mul_` writes in place to `q`, one output of `.chunk(2, dim=-1)` of `qk`",
+            fix="""
+                from inplace_lint.runtime import out_of_place
+
+                def rotate_half(qk, scale):
+                    q, k = qk.chunk(2, dim=-1)
+                    q = out_of_place(q, "mul_", scale)
+                    return q, k
+                """,
+        ),
+        Example(
+            """
+            def normalize(images):
+                for row in images.unbind(0):
+                    row.sub_(row.min())
+                return images
+            """,
+            message="`sub_` writes in place to `row`, one output of `.unbind(0)` of `images`",
+            fix=None,
+        ),
+    ),
+    valid=(
+        """
+        def rotate_half(qk, scale):
+            q, k = qk.chunk(2, dim=-1)
+            q = q * scale
+            return q, k
+        """,
+        """
+        def first_row(x):
+            head = x[0]
+            head.mul_(2)
+            return x
+        """,
+    ),
 )

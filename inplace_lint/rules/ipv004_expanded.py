@@ -1,38 +1,105 @@
 """IPV004: in-place op on an expanded (broadcast) tensor."""
-from ..findings import Origin, StepKind
-from .base import Rule
+from ..findings import Origin, StepKind, WriteKind
+from .base import Example, Rule, Write, target_phrase, root_phrase
+
+#: in-place ops that skip PyTorch's overlap check and fill the whole tensor: on an expanded tensor
+#: they write the base, which is what captured-CUDA-graph code means to do (not reported;
+#: docs/pytorch-facts.md#expanded-overlap)
+FILLS = frozenset({"fill_", "zero_"})
+#: in-place ops that skip the overlap check but write some elements: they silently write the base
+#: (reported, saying so); item assignment without a slice (``x[0] = v``, ``x[mask] = v``) is one too
+SILENT_BASE_WRITES = frozenset({"masked_fill_", "index_fill_", "index_put_"})
 
 
-def applies(origin: Origin) -> bool:
-    return origin.has(StepKind.EXPAND) and origin.is_tensor
+def applies(origin: Origin, write: Write) -> bool:
+    return origin.has(StepKind.EXPAND) and origin.is_tensor and write.op_name not in FILLS
+
+
+def message(write: Write, origin: Origin) -> str:
+    target = target_phrase(write, origin, root_phrase(origin))
+    if write.point_index or write.op_name in SILENT_BASE_WRITES:
+        op = "item assignment to" if write.kind is WriteKind.SUBSCRIPT else f"{write.op} on"
+        return (f"{op} {target}, silently writes its base `{origin.root_text}`: "
+                f"every element that shares the memory changes")
+    return f"{write.op} writes in place to {target}; its elements share memory, so this raises"
 
 
 RULE = Rule(
     code="IPV004",
     name="inplace-on-expanded-tensor",
+    severity="error",
     summary="In-place op on the result of `expand`, `expand_as` or `broadcast_to`.",
-    advice=(
-        "its elements share memory, so the write raises with or without grad; "
-        "use an out-of-place op or clone() first"
-    ),
     applies=applies,
+    message=message,
     without_grad=True,
-    what="Finds in-place writes to a tensor made by `expand`, `expand_as` or `broadcast_to`, or a view of one.",
+    what=(
+        "Finds in-place writes to a tensor made by `expand`, `expand_as` or `broadcast_to`, or a view "
+        "of one, with or without grad. `fill_` and `zero_` are not reported: they skip the overlap check "
+        "and write the base, which is usually the intent."
+    ),
     why=(
         "An expanded tensor has stride 0 along the broadcast dims: many elements are one memory "
         "location. PyTorch raises `RuntimeError: unsupported operation: more than one element "
         "of the written-to tensor refers to a single memory location. Please clone() the tensor "
         "before performing the operation.` (once a silent bug: pytorch #4664). A broadcast "
-        "temperature that is then `clamp_`ed hits this."
+        "temperature that is then `clamp_`ed hits this. Item assignment without a slice "
+        "(`rs = r.expand(4); rs[0] = 1.0`, `rs[mask] = v`), `masked_fill_`, `index_fill_` and "
+        "`index_put_` do not raise: they silently write `r`, so every element of `rs` and the "
+        "caller's `r` change (docs/pytorch-facts.md#expanded-overlap)."
     ),
-    example="""
-t = temperature.expand(n)
-t.clamp_(min=1e-8)
-""",
-    use_instead="""
-t = temperature.expand(n)
-t = t.clamp(min=1e-8)
-""",
     fix_safety="Safe when the expanded tensor's base is not read afterwards; otherwise unsafe.",
-    references="pytorch #4664; PyTorch docs: torch.Tensor.expand",
+    references="pytorch #4664; PyTorch docs: torch.Tensor.expand; docs/pytorch-facts.md#expanded-overlap",
+    invalid=(
+        Example(
+            """
+            def clamp_temperature(temperature, n):
+                t = temperature.expand(n)
+                t.clamp_(min=1e-8)
+                return t
+            """,
+            message="`clamp_` writes in place to `t`, an expanded view of `temperature`; its elements share "
+                    "memory, so this raises",
+            fix="""
+                from inplace_lint.runtime import out_of_place
+
+                def clamp_temperature(temperature, n):
+                    t = temperature.expand(n)
+                    t = out_of_place(t, "clamp_", min=1e-8)
+                    return t
+                """,
+        ),
+        Example(
+            """
+            def mark_first(r, t):
+                rs = r.expand_as(t)
+                rs[0] = 1.0
+                return rs
+            """,
+            message="item assignment to `rs`, an expanded view of `r`, silently writes its base `r`",
+            fix="""
+                from torch.distributed.tensor import DTensor
+
+                def mark_first(r, t):
+                    rs = r.expand_as(t)
+                    if isinstance(rs, DTensor):
+                        rs = rs.full_tensor()
+                    rs = rs.clone()
+                    rs[0] = 1.0
+                    return rs
+                """,
+        ),
+    ),
+    valid=(
+        """
+        def clamp_temperature(temperature, n):
+            t = temperature.expand(n)
+            t = t.clamp(min=1e-8)
+            return t
+        """,
+        """
+        def reset_static_input(static_input, n):
+            view = static_input.expand(n, -1)
+            view.fill_(0.0)
+        """,
+    ),
 )

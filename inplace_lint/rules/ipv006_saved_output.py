@@ -1,22 +1,25 @@
 """IPV006: in-place op on the output of an op that saves its output for backward."""
 from ..findings import Origin, RootKind
-from .base import Rule
+from .base import Example, Rule, Write, target_phrase
 
 
-def applies(origin: Origin) -> bool:
+def applies(origin: Origin, write: Write) -> bool:
     return origin.root is RootKind.SAVED_OUTPUT and origin.is_tensor and not origin.root_no_grad
+
+
+def message(write: Write, origin: Origin) -> str:
+    root = f"`{origin.root_text}`, whose output autograd saves for backward"
+    return f"{write.op} writes in place to {target_phrase(write, origin, root)}"
 
 
 RULE = Rule(
     code="IPV006",
     name="inplace-on-saved-output",
+    severity="warning",
     summary="In-place op on what `exp`, `sigmoid`, `tanh`, `softmax`, `log_softmax`, `relu`, `sqrt`, `rsqrt` "
             "or `logsumexp` returns, or a view of it, with grad on.",
-    advice=(
-        "the op saved this output for its backward, so backward fails with \"one of the variables needed for "
-        "gradient computation has been modified by an inplace operation\"; use an out-of-place op"
-    ),
     applies=applies,
+    message=message,
     what=(
         "Finds in-place writes, outside `torch.no_grad()`, to the result of an op whose backward reads its "
         "own output: `exp`, `sigmoid`, `tanh`, `softmax`, `log_softmax`, `relu`, `sqrt`, `rsqrt` and "
@@ -26,20 +29,48 @@ RULE = Rule(
         "The forward call succeeds; the error comes later, at `loss.backward()`: `RuntimeError: one of the "
         "variables needed for gradient computation has been modified by an inplace operation: [...], which "
         "is output 0 of ExpBackward0, is at version 1; expected version 0 instead.` The list was checked op "
-        "by op on torch 2.13: the same write after `elu`, `gelu`, `silu`, `log`, `pow`, a Linear layer, "
-        "`add` or `mul` is legal. A review bot caught this in TRL's `entropy_from_logits` "
-        "(`probs = logps.exp(); probs.mul_(logps)`, TRL PR 7125)."
+        "by op on torch 2.13 (docs/pytorch-facts.md#saved-output): the same write after `elu`, `gelu`, "
+        "`silu`, `log`, `pow`, a Linear layer, `add` or `mul` is legal. A review bot caught this in TRL's "
+        "`entropy_from_logits` (`probs = logps.exp(); probs.mul_(logps)`, TRL PR 7125). It is a warning: "
+        "when the input does not require grad, nothing raises."
     ),
-    example="""
-probs = logps.exp()
-probs.mul_(logps)
-entropy = -probs.sum(-1)
-""",
-    use_instead="""
-probs = logps.exp()
-probs = probs * logps
-entropy = -probs.sum(-1)
-""",
     fix_safety="Safe when nothing else holds the output; the out-of-place form costs one copy.",
-    references="TRL PR 7125 review; PyTorch docs: Autograd mechanics, In-place operations (saved tensors)",
+    references="TRL PR 7125 review; PyTorch docs: Autograd mechanics, In-place operations (saved tensors); "
+               "docs/pytorch-facts.md#saved-output",
+    invalid=(
+        Example(
+            """
+            def entropy(logits):
+                probs = logits.softmax(-1)
+                log_probs = logits.log_softmax(-1)
+                probs.mul_(log_probs)
+                return -probs.sum(-1)
+            """,
+            message="`mul_` writes in place to `probs`, `logits.softmax(-1)`, whose output autograd saves for "
+                    "backward",
+            fix="""
+                from inplace_lint.runtime import out_of_place
+
+                def entropy(logits):
+                    probs = logits.softmax(-1)
+                    log_probs = logits.log_softmax(-1)
+                    probs = out_of_place(probs, "mul_", log_probs)
+                    return -probs.sum(-1)
+                """,
+        ),
+    ),
+    valid=(
+        """
+        def entropy(logits):
+            probs = logits.softmax(-1)
+            log_probs = logits.log_softmax(-1)
+            return -(probs * log_probs).sum(-1)
+        """,
+        """
+        def gelu_then_scale(x, scale):
+            h = x.gelu()
+            h.mul_(scale)
+            return h
+        """,
+    ),
 )

@@ -38,8 +38,7 @@ __all__ = [
     "out_of_place",
     "setitem",
     "inplace_hazard",
-    "OUT_OF_PLACE_TWINS",
-    "RENAMED_TWINS",
+    "TWINS",
     "CLONE_FIRST_OPS",
     "NOT_DATA_MUTATING_OPS",
     "AUGMENTED_ASSIGNMENT_OPS",
@@ -51,31 +50,13 @@ InplaceMode = Union[bool, str]
 # Op tables
 # --------------------------------------------------------------------------
 
-#: In-place ops ``name_`` whose out-of-place twin ``name`` computes the same
-#: values from the same arguments (the in-place op then only casts to
-#: ``target.dtype`` and requires the broadcast shape to equal ``target.shape``,
-#: which :func:`out_of_place` reproduces).  Anything not listed here or in
-#: :data:`RENAMED_TWINS` uses clone-first, which is always correct.
-OUT_OF_PLACE_TWINS = frozenset(_ops.OUT_OF_PLACE_TWINS.values())  # one table, generated from torch
-
-#: In-place ops whose out-of-place twin has a different name.
-#: In torch 2.13 every twin above is spelled ``op[:-1]``; augmented
-#: assignment dunders are mapped to their method first
-#: (:data:`AUGMENTED_ASSIGNMENT_OPS`).  Add ``"name_": "other"`` entries here
-#: when a twin's name differs.
-RENAMED_TWINS: dict = {}
-
-#: In-place ops that have no true out-of-place twin: they run on a clone.
-#: (``bernoulli_(p)`` fills with draws of probability ``p`` while
-#: ``bernoulli()`` reads probabilities from ``self``; ``float_power_`` raises
-#: unless ``self`` is double while ``float_power`` always returns double.)
-CLONE_FIRST_OPS = frozenset(
-    """
-    copy_ zero_ fill_ fill_diagonal_ normal_ uniform_ bernoulli_ random_
-    exponential_ geometric_ cauchy_ log_normal_ apply_ map_ map2_
-    float_power_ index_reduce_
-    """.split()
-)
+#: In-place op -> its out-of-place twin, which computes the same values from the same arguments
+#: (the in-place op then only casts to ``target.dtype`` and requires the broadcast shape to equal
+#: ``target.shape``, which :func:`out_of_place` reproduces). THE table of twins:
+#: :data:`inplace_lint.analysis.ops.OUT_OF_PLACE_TWINS`, generated from torch by
+#: ``scripts/generate_ops.py`` (whose ``NOT_TWINS`` names the same-named methods that are not twins:
+#: ``bernoulli_``, ``float_power_``, ``index_reduce_``). Fix planning and the codemod read it too.
+TWINS = _ops.OUT_OF_PLACE_TWINS
 
 #: Names ending in ``_`` that change metadata, storage or autograd state
 #: rather than writing values: :func:`out_of_place` refuses them.
@@ -87,21 +68,13 @@ NOT_DATA_MUTATING_OPS = (
     | frozenset({"rename_", "retain_grad_", "module_load_", "_coalesced_"})
 )
 
-#: Augmented-assignment dunders accepted as ``op`` and the in-place method
-#: each one is.
-AUGMENTED_ASSIGNMENT_OPS = {
-    "__iadd__": "add_",
-    "__isub__": "sub_",
-    "__imul__": "mul_",
-    "__itruediv__": "div_",
-    "__idiv__": "div_",
-    "__ifloordiv__": "floor_divide_",
-    "__imod__": "remainder_",
-    "__ipow__": "pow_",
-    "__iand__": "bitwise_and_",
-    "__ior__": "bitwise_or_",
-    "__ixor__": "bitwise_xor_",
-}
+#: In-place ops with no out-of-place twin: they run on a clone (``copy_``, ``zero_``, ``fill_``,
+#: random fills, ``bernoulli_``, ...). Derived from :data:`TWINS`, not a second list.
+CLONE_FIRST_OPS = frozenset(_ops.TENSOR_INPLACE_METHODS) - frozenset(TWINS) - NOT_DATA_MUTATING_OPS
+
+#: Augmented-assignment dunders accepted as ``op`` and the in-place method each one is
+#: (derived from the one operator table, :data:`inplace_lint.analysis.ops.OPERATORS`).
+AUGMENTED_ASSIGNMENT_OPS = _ops.DUNDER_INPLACE
 
 
 # --------------------------------------------------------------------------
@@ -451,7 +424,7 @@ def out_of_place(target: torch.Tensor, op: str, *args: Any,
         A tensor with ``target.shape`` and ``target.dtype``.  Values equal the
         in-place result bit for bit: the twin op (``div``, ``mul``, ``add``,
         ``clamp``, ``masked_fill``, ``addcmul``, ``pow``, ``exp``...; table
-        :data:`OUT_OF_PLACE_TWINS`) computes in the promoted dtype as the
+        :data:`TWINS`) computes in the promoted dtype as the
         in-place op does, then casts to ``target.dtype`` (so a bf16 target
         divided by an fp32 tensor stays bf16).  Ops without a true twin
         (``copy_``, ``zero_``, ``fill_``, random fills, and any name not in the
@@ -489,9 +462,7 @@ def out_of_place(target: torch.Tensor, op: str, *args: Any,
 
     target, (args, kwargs) = _guard(target, (args, kwargs),
                                     keep_sharded=keep_sharded, mutate_target=False)
-    twin = RENAMED_TWINS.get(op)
-    if twin is None and op not in CLONE_FIRST_OPS and op[:-1] in OUT_OF_PLACE_TWINS:
-        twin = op[:-1]
+    twin = TWINS.get(op)
     if twin is not None:
         result = getattr(target, twin)(*args, **kwargs)
         return _finish_like(result, target, op)
