@@ -413,23 +413,27 @@ class Project:
                     grad_off[qual] = changed = True
             if not changed:
                 break
-        incoming: Dict[Tuple[str, int], Dict[Origin, CallSite]] = {}
+        #: (callee, parameter) -> origin -> (the call site that passes it, whether every call on the way
+        #: from where the origin was made runs with grad off)
+        incoming: Dict[Tuple[str, int], Dict[Origin, Tuple[CallSite, bool]]] = {}
         for _ in range(4):
             changed = False
             for site in all_sites:
                 for index, origins in site.args:
                     slot = incoming.setdefault((site.callee, index), {})
+                    here = site.no_grad or self._grad_off(grad_off, site.caller)
                     for o in origins:
                         k = param_index(o)
                         if k is None:
                             if model_outputs.is_guessed_object(o):
                                 continue
-                            new = [o]
+                            new = [(o, here)]
                         else:
-                            new = [with_steps(o2, o.steps) for o2 in incoming.get((site.caller, k), {})]
-                        for n in new:
+                            new = [(with_steps(o2, o.steps), here or before)
+                                   for o2, (_, before) in incoming.get((site.caller, k), {}).items()]
+                        for n, flag in new:
                             if n not in slot and len(slot) < _MAX_INCOMING:
-                                slot[n] = site
+                                slot[n] = (site, flag)
                                 changed = True
             if not changed:
                 break
@@ -476,13 +480,12 @@ class Project:
             return 0
         return len(sites)
 
-    def _param_finding(self, path: str, w, incoming: Dict[Origin, CallSite], grad_off, calls_to) -> Optional[Finding]:
+    def _param_finding(self, path: str, w, incoming, grad_off, calls_to) -> Optional[Finding]:
         best = None
-        for origin, site in incoming.items():
+        for origin, (site, chain_no_grad) in incoming.items():
             if not (w.kept or site.callback):
                 continue  # a mutating helper: reported at the call (by the caller's walk)
-            no_grad = w.no_grad or site.no_grad or self._grad_off(grad_off, w.func) \
-                or self._grad_off(grad_off, site.caller)
+            no_grad = w.no_grad or chain_no_grad or self._grad_off(grad_off, w.func)
             write = Write(w.op, w.op_name, w.kind, w.target, w.point_index)
             rule, shown = match([with_steps(origin, w.steps)], write, no_grad, self.settings.report_in_no_grad)
             if rule is None:
