@@ -288,17 +288,18 @@ def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = No
     Returns None when ``build`` is False and there is no cache.
     """
     from .analysis import cache as disk
-    from .analysis.project import Project, find_root
+    from .analysis.project import Project, find_root, is_loose
 
     mode = mode or project_mode()
     root = find_root(path)
-    key = (str(root), settings, mode.use_cache, mode.cache_dir, build)
+    loose = is_loose(path)
+    key = (os.path.abspath(path) if loose else str(root), settings, mode.use_cache, mode.cache_dir, build)
     loaded = _PROJECTS.get(key)
     if loaded is not None:
         return loaded.project
     cache_file = None
     entries: Dict[str, tuple] = {}
-    if mode.use_cache:
+    if mode.use_cache and not loose:  # a loose script gets no cache folder beside it
         cache_dir = pathlib.Path(mode.cache_dir) if mode.cache_dir else disk.default_dir(root)
         cache_file = disk.cache_path(cache_dir, root, settings)
         entries = disk.load(cache_file)
@@ -306,8 +307,8 @@ def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = No
         _PROJECTS[key] = _Loaded(None, cache_file, {})  # no cache: do not look again in this process
         return None
     project = Project(settings, root)
-    files = project_files(root)
     here = os.path.abspath(path)
+    files = [] if loose else project_files(root)
     if here not in files:
         files.append(here)
     to_walk = []
@@ -393,11 +394,13 @@ def prepare_projects(paths: Sequence[str], settings: Settings) -> None:
     mode = project_mode()
     if not mode.enabled:
         return
-    from .analysis.project import find_root
+    from .analysis.project import find_root, is_loose
 
     seen = set()
     for path in paths:
         root = find_root(path)
+        if is_loose(path):
+            continue  # analysed alone, in its worker
         if root not in seen:
             seen.add(root)
             load_project(path, settings, mode)

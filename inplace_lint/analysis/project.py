@@ -49,6 +49,16 @@ def find_root(path: str) -> pathlib.Path:
     return _root_of(folder)
 
 
+def is_loose(path: str) -> bool:
+    """A file with no project marker above it and in no package: its project is the file alone
+    (a script in ``/tmp`` must not pull in every file under ``/tmp``)."""
+    start = pathlib.Path(path).resolve()
+    folder = start if start.is_dir() else start.parent
+    root = _root_of(folder)
+    return root == folder and not any((root / marker).exists() for marker in ROOT_MARKERS) \
+        and not (folder / "__init__.py").exists()
+
+
 @functools.lru_cache(maxsize=1024)
 def _root_of(folder: pathlib.Path) -> pathlib.Path:
     for candidate in [folder, *folder.parents]:
