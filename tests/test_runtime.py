@@ -1,6 +1,6 @@
 """Tests for inplace_lint.runtime on plain tensors (CPU, real torch).
 
-Case ids (a1, e1, ...) refer to /work/shared/research/pytorch-inplace-facts.md.
+Facts are cited by their anchor in docs/pytorch-facts.md.
 """
 
 import subprocess
@@ -24,7 +24,7 @@ from tests.torch_models import CF_MSG, ViewFn  # noqa: E402
 
 
 class PassThroughFn(torch.autograd.Function):
-    """Custom Function that returns its input as-is (facts a2)."""
+    """Custom Function that returns its input as-is (docs/pytorch-facts.md#custom-function-view)."""
 
     @staticmethod
     def forward(ctx, x):
@@ -52,7 +52,7 @@ class RecordOps(TorchDispatchMode):
 
 
 def _cf_logits(n=4, h=3, v=6, dtype=torch.float32, seed=0):
-    """(1, n, v) logits made by a custom Function view (verl crash shape a1)."""
+    """(1, n, v) logits made by a custom Function view (the verl crash shape)."""
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(1, n, h, generator=g, dtype=dtype).requires_grad_()
     w = torch.randn(v, h, generator=g, dtype=dtype).requires_grad_()
@@ -151,7 +151,7 @@ def test_scale_logits_makes_no_full_size_fp32_copy(dtype):
 def test_scale_logits_never_uses_clamp_inplace_on_broadcast_temperature():
     t = torch.tensor([0.0]).expand(5)
     with pytest.raises(RuntimeError, match="single memory location"):
-        torch.tensor([0.0]).expand(5).clamp_(min=1e-8)  # noqa: IPV004 (the bug, g2)
+        torch.tensor([0.0]).expand(5).clamp_(min=1e-8)  # noqa: IPV004 (the bug: docs/pytorch-facts.md#expanded-overlap)
     out = scale_logits(torch.ones(5, 3), t, eps=0.25)
     assert torch.equal(out, torch.full((5, 3), 4.0))
 
@@ -207,7 +207,7 @@ def test_scale_logits_gradients_match_reference(dtype, layout):
 
 
 def test_custom_function_crash_reproduced_and_cured():
-    """verl crash shape (a1): custom-Function view logits, .squeeze(0).div_(T)."""
+    """verl crash shape: custom-Function view logits, .squeeze(0).div_(T)."""
     x, w, logits = _cf_logits()
     t = torch.tensor([0.5, 1.0, 2.0, 0.0])
     with pytest.raises(RuntimeError, match=CF_MSG) as exc:
@@ -503,7 +503,7 @@ SAFE = [
     ("plain_nongrad_view", lambda: torch.randn(5, 6)[1:]),
     ("grad_nonleaf", lambda: torch.randn(4, 6, requires_grad=True) * 2),
     ("default_view_of_nonleaf", lambda: (torch.randn(1, 4, 6, requires_grad=True) * 2).squeeze(0)),
-    ("chunk_without_grad", lambda: torch.randn(8, 6).chunk(2)[0]),  # e5
+    ("chunk_without_grad", lambda: torch.randn(8, 6).chunk(2)[0]),  # no grad: docs/pytorch-facts.md#multi-output-view
 ]
 
 
@@ -595,16 +595,16 @@ def test_hazard_depends_on_operands_and_grad_mode():
     v = torch.randn(8, 6).chunk(2)[0]
     assert inplace_hazard(v) is None
     assert "several views" in inplace_hazard(v, torch.ones(6, requires_grad=True))
-    # leaf under no_grad is fine (c3)
+    # leaf under no_grad is fine (docs/pytorch-facts.md#leaf-requires-grad)
     leaf = torch.randn(3, requires_grad=True)
     with torch.no_grad():
         assert inplace_hazard(leaf) is None
         assert inplace_hazard(leaf[1:]) is None
-    # custom-Function view made with grad on, modified under no_grad, fails later (l3)
+    # custom-Function view made with grad on, modified under no_grad, fails later (docs/pytorch-facts.md#no-grad-view)
     v = _cf_view()
     with torch.no_grad():
         assert "custom autograd Function" in inplace_hazard(v)
-    # ... but the whole pattern inside no_grad is fine (l1)
+    # ... but the whole pattern inside no_grad is fine (docs/pytorch-facts.md#grad-off)
     with torch.no_grad():
         assert inplace_hazard(_cf_view()) is None
     # inference tensor inside inference mode is fine

@@ -2,8 +2,8 @@
 
 World size 1 runs in this process; world size 2 runs in two spawned
 processes that check against the single-process reference and report through
-their exit code.  Case ids (m1, m16, ...) refer to
-/work/shared/research/pytorch-inplace-facts.md.
+their exit code. Facts cited: docs/pytorch-facts.md#dtensor-mixing,
+#dtensor-local-is-custom-function.
 """
 
 import multiprocessing
@@ -62,9 +62,9 @@ def _head(mesh, w, *, sharded_output):
     head = torch.nn.Linear(H, V, bias=False)
     with torch.no_grad():
         head.weight.copy_(w)
-    if sharded_output:  # m17: vocab-sharded DTensor logits
+    if sharded_output:  # vocab-sharded DTensor logits (docs/pytorch-facts.md#dtensor-mixing)
         plan = ColwiseParallel(output_layouts=Shard(-1), use_local_output=False)
-    else:  # m16: logits are a view made in the custom Function _ToTorchTensor
+    else:  # logits are a view made in the custom Function _ToTorchTensor (#dtensor-local-is-custom-function)
         plan = ColwiseParallel(output_layouts=Replicate(), use_local_output=True)
     return parallelize_module(head, mesh, plan)
 
@@ -74,11 +74,11 @@ def _as_plain(t):
 
 
 def _check_tp_heads(mesh):
-    """m16/m17 reproduced and cured; values and weight grads vs reference."""
+    """A tensor-parallel head, as a custom-Function view and as DTensor logits, reproduced and cured; values and weight grads vs reference."""
     x, w, t, upstream = _data()
     ref_out, ref_grad = _reference(x, w, t, upstream)
 
-    # m16: Replicate output, use_local_output=True -> custom-Function view
+    # Replicate output, use_local_output=True -> custom-Function view
     head = _head(mesh, w, sharded_output=False)
     logits = head(x)
     assert not isinstance(logits, DTensor)
@@ -90,7 +90,7 @@ def _check_tp_heads(mesh):
     torch.testing.assert_close(out.detach(), ref_out)
     torch.testing.assert_close(_as_plain(head.weight.grad), ref_grad)
 
-    # m17: Shard(-1) output, use_local_output=False -> DTensor logits
+    # Shard(-1) output, use_local_output=False -> DTensor logits
     for keep_sharded in (False, True):
         head = _head(mesh, w, sharded_output=True)
         logits = head(x)
@@ -128,7 +128,7 @@ def _check_dtensor_ops(mesh):
         got = scale_logits(dt, t, keep_sharded=True)
         assert isinstance(got, DTensor) and got.placements == (Shard(1),)
         assert got.dtype == dtype and torch.equal(got.full_tensor(), ref)
-        # 0-d and Python temperatures mix fine (m2, m3); T == 1 is the input
+        # 0-d and Python temperatures mix fine (docs/pytorch-facts.md#dtensor-mixing); T == 1 is the input
         t0 = torch.tensor(0.7)
         assert torch.equal(_as_plain(scale_logits(dt, t0)), fl / t0.to(dtype))
         assert scale_logits(dt, 1) is dt
@@ -160,7 +160,7 @@ def _check_dtensor_ops(mesh):
 
         assert torch.equal(dt.full_tensor(), before), "input DTensor was mutated"
 
-    # inplace=True on a DTensor target lifts the operand and writes into it (m7)
+    # inplace=True on a DTensor target lifts the operand and writes into it (docs/pytorch-facts.md#dtensor-mixing)
     dt = distribute_tensor(full.clone(), mesh, [Shard(-1)])
     out = out_of_place(dt, "div_", t.unsqueeze(-1), inplace=True)
     assert out is dt and torch.equal(dt.full_tensor(), full / t.unsqueeze(-1))

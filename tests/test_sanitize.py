@@ -310,7 +310,7 @@ def test_backward_errors_unchanged_and_legal_gradients_equal():
     lin = nn.Linear(4, 4)
     with sanitize():
         y = lin(x)
-        F.relu(y, inplace=True)  # legal (d3): relu's output is not saved by the linear
+        F.relu(y, inplace=True)  # legal (docs/pytorch-facts.md#saved-output): relu's output is not saved by the linear
         y.sum().backward()
     reference = x.grad.clone()
     x.grad = None

@@ -1,4 +1,4 @@
-"""Tiny torch pieces shared by the runtime and codemod tests (facts a1: a custom Function returning a view)."""
+"""Tiny torch pieces shared by the runtime and codemod tests (a custom Function returning a view: docs/pytorch-facts.md#custom-function-view)."""
 import torch
 
 CF_MSG = "is a view and is being modified inplace"

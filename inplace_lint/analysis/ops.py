@@ -1,9 +1,9 @@
 """Op tables the engine reads: what writes in place, what makes a view, what is a model output.
 
-The in-place tables are generated from torch (see ``generate_ops.py`` beside this
-file); the view tables follow the PyTorch docs page "Tensor Views"
-(https://pytorch.org/docs/stable/tensor_view.html) and the runtime truth table in
-``shared/research/pytorch-inplace-facts.md``. Nothing here imports torch.
+The in-place tables are generated from torch (``python scripts/generate_ops.py`` writes
+``_ops_generated.py`` beside this file); the view tables follow the PyTorch docs page "Tensor Views"
+(https://pytorch.org/docs/stable/tensor_view.html) and the facts checked on torch 2.13 in
+``docs/pytorch-facts.md`` (``#may-alias``, ``#saved-output``). Nothing here imports torch.
 """
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def inplace_argument(func_name: str, positional: int, keywords) -> "int | str | 
 
 #: Ops whose backward reads their own output, so an in-place write to the output fails at backward
 #: ("one of the variables needed for gradient computation has been modified by an inplace operation").
-#: Checked one by one on torch 2.13 (facts d6): these raise; elu, gelu, silu, log, pow, square, abs,
+#: Checked one by one on torch 2.13 (docs/pytorch-facts.md#saved-output): these raise; elu, gelu, silu, log, pow, square, abs,
 #: matmul/Linear, add, mul, layer_norm, normalize, cumsum and clamp do not.
 SAVES_OUTPUT = frozenset({"exp", "sigmoid", "tanh", "softmax", "log_softmax", "relu", "sqrt", "rsqrt", "logsumexp"})
 #: ``torch.<name>(...)`` factories: a fresh tensor that needs no grad unless ``requires_grad=True``.

@@ -19,8 +19,8 @@ Sources of the behaviour: PyTorch docs "Tensor Views"
 (https://pytorch.org/docs/stable/tensor_view.html), autograd mechanics
 "In-place operations with autograd"
 (https://pytorch.org/docs/stable/notes/autograd.html), torch's
-``check_inplace`` / ``handle_view_on_rebase`` (VariableTypeUtils.h), and
-``/work/shared/research/pytorch-inplace-facts.md`` (cases cited as a1, m16...).
+``check_inplace`` / ``handle_view_on_rebase`` (VariableTypeUtils.h), and the facts checked on
+torch 2.13 in ``docs/pytorch-facts.md`` (cited by anchor, e.g. ``#custom-function-view``).
 """
 
 from __future__ import annotations
@@ -129,8 +129,8 @@ def _tensors_in(obj: Any) -> list:
 
 
 def _needs_mixing_fix(tensors) -> bool:
-    """True when DTensors meet plain tensors of ndim > 0 (facts table §1.7:
-    plain 0-dim tensors and Python numbers mix fine)."""
+    """True when DTensors meet plain tensors of ndim > 0 (plain 0-dim tensors and
+    Python numbers mix fine; docs/pytorch-facts.md#dtensor-mixing)."""
     has_dt = any(_is_dtensor(t) for t in tensors)
     has_plain = any(_is_plain_tensor(t) and t.ndim > 0 for t in tensors)
     return has_dt and has_plain
@@ -256,7 +256,7 @@ def _partial_overlap(target: torch.Tensor, other: torch.Tensor) -> bool:
 def _saved_result_of_grad_fn(t: torch.Tensor) -> Optional[str]:
     """Name of the node that saved ``t`` (or its base) as its *result* for
     backward (exp, sigmoid, tanh, softmax, log_softmax, relu, sqrt, rsqrt,
-    logsumexp... facts d6); in-place on it fails at backward."""
+    logsumexp...; docs/pytorch-facts.md#saved-output); in-place on it fails at backward."""
     for cand in (t, t._base if t._is_view() else None):
         if cand is None or not cand.requires_grad:
             continue
@@ -281,31 +281,31 @@ def inplace_hazard(tensor: torch.Tensor, *operands: Any) -> Optional[str]:
     allowed as far as the metadata can tell.
 
     Conditions (PyTorch ``check_inplace`` / autograd notes "In-place
-    operations"; facts cases in brackets):
+    operations"; the fact in docs/pytorch-facts.md in brackets):
 
     - a view created inside a custom autograd Function, or an input it
-      returned as-is [a1, a2, m16]; with grad disabled this still fails later
-      when the graph is used [l3], so it counts whenever the view requires grad;
+      returned as-is [#custom-function-view]; with grad disabled this still fails
+      later when the graph is used [#no-grad-view], so it counts whenever the view requires grad;
     - a view from a multi-output op (split/chunk/unbind) when the op would be
-      recorded (grad mode on and the view or an operand requires grad) [e1-e4];
+      recorded (grad mode on and the view or an operand requires grad) [#multi-output-view];
     - a view created in no_grad (or inference) mode, modified with grad mode on
-      while autograd would record the op [f1];
-    - a leaf that requires grad, or a view of one, with grad mode on [c1, c2];
-    - an inference tensor outside inference mode [l4];
+      while autograd would record the op [#no-grad-view];
+    - a leaf that requires grad, or a view of one, with grad mode on [#leaf-requires-grad];
+    - an inference tensor outside inference mode [#grad-off];
     - overlapping memory, e.g. after ``expand`` (``torch._debug_has_internal_
-      overlap`` when present, else a stride-0 check) [g1, g2]; an operand that
+      overlap`` when present, else a stride-0 check) [#expanded-overlap]; an operand that
       partly overlaps the target;
     - the target or its base is the saved *result* of its own grad_fn (exp,
-      sigmoid, softmax, ...) so backward would fail [d1, d6];
+      sigmoid, softmax, ...) so backward would fail [#saved-output];
     - a DTensor next to a plain operand of ndim > 0 ("mixed torch.Tensor and
-      DTensor") [m1, m13, m17].
+      DTensor") [#dtensor-mixing].
 
     What it cannot know (in place may still fail or surprise): a tensor saved
     for backward by a *later* op or by a custom Function's
-    ``save_for_backward`` fails loudly at backward [d4]; ``.detach()`` and
-    ``.data`` aliases share the version counter but not view metadata [n6,
-    n8]; other aliases (the view's base, the caller's tensor) observe the
-    mutation [s1].
+    ``save_for_backward`` fails loudly at backward [#saved-output]; ``.detach()``
+    and ``.data`` aliases share storage but not view metadata
+    [#detach-ends-tracking]; other aliases (the view's base, the caller's
+    tensor) observe the mutation [#silent-alias].
 
     ``torch._C._autograd._get_creation_meta`` is private; when it is missing or
     cannot describe a view, a view is reported as unsafe whenever autograd
@@ -428,7 +428,7 @@ def out_of_place(target: torch.Tensor, op: str, *args: Any,
         in-place op does, then casts to ``target.dtype`` (so a bf16 target
         divided by an fp32 tensor stays bf16).  Ops without a true twin
         (``copy_``, ``zero_``, ``fill_``, random fills, and any name not in the
-        tables) run on ``target.clone()``, which breaks the alias (facts b2).
+        tables) run on ``target.clone()``, which breaks the alias (docs/pytorch-facts.md#may-alias).
         A DTensor target mixed with a plain operand gives a plain tensor by
         default (gathered), a DTensor with ``keep_sharded=True``.
 
@@ -476,7 +476,7 @@ def setitem(target: torch.Tensor, index: Any, value: Any, *,
     """Return ``target`` with ``target[index] = value`` applied.
 
     Out of place by default: ``out = target.clone(); out[index] = value``
-    (clone-first; ``clone()`` breaks the alias, facts b2).  The result keeps
+    (clone-first; ``clone()`` breaks the alias, docs/pytorch-facts.md#may-alias).  The result keeps
     ``target.dtype`` and shape: a tensor ``value`` of another dtype is cast to
     ``target.dtype`` first (subscript assignment casts for basic indexing but
     raises "Index put requires the source and destination dtypes match" for
@@ -549,7 +549,7 @@ def _temperature_divisor(logits: torch.Tensor, temperature: torch.Tensor,
             "expected a number, a 0-d tensor, one entry per leading row "
             f"(shape {lshape[:1]} or {lshape[:-1]}), or a shape that broadcasts "
             f"to the logits with the same number of dims (e.g. {lshape[:-1] + (1,)})")
-    # out of place: a broadcast temperature raises on clamp_ (facts g2)
+    # out of place: a broadcast temperature raises on clamp_ (docs/pytorch-facts.md#expanded-overlap)
     return t.clamp(min=eps).to(logits.dtype)
 
 
