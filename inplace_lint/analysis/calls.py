@@ -376,7 +376,7 @@ class CallsMixin:
         unread = set()
         if summary is not None:
             for w in summary.writes:
-                if w.kept or w.index not in binding:
+                if w.kept or w.index not in binding or any(g not in binding for g in w.guard):
                     continue
                 origins, arg_node = binding[w.index]
                 helper = w.via or (short_name, ctx.path, w.line)
@@ -393,9 +393,11 @@ class CallsMixin:
             for i in summary.observed:
                 if i in binding and self.is_unread_after(binding[i][1], node):
                     unread.add(i)
+        starred = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
         ctx.calls.append(CallSite(self.qual, qual, ctx.path, node.lineno, node.col_offset,
                                   tuple((i, o) for i, (o, _) in sorted(binding.items()) if o),
-                                  self.no_grad, unread=frozenset(unread)))
+                                  self.no_grad, unread=frozenset(unread),
+                                  bound=None if starred else frozenset(binding)))
         if summary is None or not summary.returns:
             return EMPTY
         out = []

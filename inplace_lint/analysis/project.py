@@ -495,6 +495,8 @@ class Project:
         for origin, (site, chain_no_grad) in incoming.items():
             if not (w.kept or site.callback):
                 continue  # a mutating helper: reported at the call (by the caller's walk)
+            if w.guard and site.bound is not None and any(g not in site.bound for g in w.guard):
+                continue  # the call leaves a parameter at the default that skips the write
             no_grad = w.no_grad or chain_no_grad or self._grad_off(grad_off, w.func)
             write = Write(w.op, w.op_name, w.kind, w.target, w.point_index)
             rule, shown = match([with_steps(origin, w.steps)], write, no_grad, self.settings.report_in_no_grad)

@@ -115,7 +115,31 @@ class ReportingMixin:
             self.qual, index, self.ctx.path, node.lineno, node.col_offset, node.end_lineno or node.lineno,
             node.end_col_offset or node.col_offset, op, kind, origin.steps, short(target), self.no_grad,
             kept=via is None and self.read_after(target, node), via=via, op_name=op_name,
-            point_index=point_index(node, kind), fix=fix, fix_if_callers=alt))
+            point_index=point_index(node, kind), guard=self.default_guard(), fix=fix, fix_if_callers=alt))
+
+    def default_guard(self) -> tuple:
+        """Parameters whose default skips the statement being walked: ``if t != 1.0:`` (``t=1.0``),
+        ``if t is not None:`` / ``if t:`` (``t=None``)."""
+        args = getattr(self.func, "args", None)
+        if args is None:
+            return ()
+        defaults = {}
+        positional = args.posonlyargs + args.args
+        for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults):
+            defaults[a.arg] = d
+        for a, d in zip(args.kwonlyargs, args.kw_defaults):
+            if d is not None:
+                defaults[a.arg] = d
+        if not defaults:
+            return ()
+        out = []
+        for outer, inner in zip(self.stmt_stack, self.stmt_stack[1:]):
+            if not isinstance(outer, ast.If) or not any(inner is s for s in outer.body):
+                continue
+            name = _skipped_by_default(outer.test, defaults)
+            if name is not None and name in self.params:
+                out.append(list(self.params).index(name))
+        return tuple(out)
 
     def read_after(self, target: ast.expr, node: ast.AST) -> bool:
         """The written name (or the base of the written item) is read after the write in this function."""
@@ -156,3 +180,19 @@ class ReportingMixin:
         # other aliases read afterwards, escapes before the call, parameters, globals
         applicable, _ = fixplan.applicability(facts, self.params, arg.id, [], [], call, self.loop_stack)
         return applicable.value == "safe"
+
+
+def _skipped_by_default(test: ast.expr, defaults) -> Optional[str]:
+    """The parameter whose default value makes ``test`` false, or None."""
+    if isinstance(test, ast.Name) and test.id in defaults:
+        d = defaults[test.id]
+        return test.id if isinstance(d, ast.Constant) and not d.value else None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name) \
+            and test.left.id in defaults:
+        d, right, op = defaults[test.left.id], test.comparators[0], test.ops[0]
+        if isinstance(d, ast.Constant) and isinstance(right, ast.Constant):
+            if isinstance(op, ast.NotEq) and d.value == right.value:
+                return test.left.id
+            if isinstance(op, ast.IsNot) and d.value is None and right.value is None:
+                return test.left.id
+    return None

@@ -85,6 +85,9 @@ class ParamWrite:
     #: (:class:`inplace_lint.rules.Write`)
     op_name: Optional[str] = None
     point_index: bool = False
+    #: parameters whose default value skips the write (``if temperature != 1.0: logits.div_(temperature)``
+    #: with ``temperature=1.0``): a call that does not pass them never reaches it
+    guard: Tuple[int, ...] = ()
     fix: Optional[Fix] = field(default=None, compare=False)
     #: the fix when every caller is checked (see ``CallSite.unread``)
     fix_if_callers: Optional[Fix] = field(default=None, compare=False)
@@ -107,6 +110,8 @@ class CallSite:
     callback: bool = False
     #: parameter indexes whose argument is a name the caller never reads (nor lets escape) after the call
     unread: FrozenSet[int] = frozenset()
+    #: parameter indexes the call passes an argument to (None: unknown, e.g. ``*args``)
+    bound: Optional[FrozenSet[int]] = None
 
 
 @dataclass(frozen=True)
