@@ -263,6 +263,45 @@ class _Loaded:
     project: "object"
     cache_file: Optional[pathlib.Path]
     entries: Dict[str, tuple]
+    #: when the files on disk were last compared with what the project holds (time.monotonic())
+    checked_at: float = 0.0
+
+
+#: a loaded project compares its files with the disk again after this many seconds (a language server
+#: lives long; a file saved by the editor or changed by git must reach the other files' findings)
+REFRESH_AFTER_S = 2.0
+
+
+def _refresh(loaded: _Loaded, build: bool) -> None:
+    """Walk again the files of a loaded project that changed on disk since it was loaded."""
+    import time
+
+    now = time.monotonic()
+    if now - loaded.checked_at < REFRESH_AFTER_S or loaded.project is None:
+        return
+    loaded.checked_at = now
+    project = loaded.project
+    changed = []
+    for file, entry in list(loaded.entries.items()):
+        try:
+            st = os.stat(file)
+        except OSError:
+            continue
+        if (st.st_mtime_ns, st.st_size) == entry[:2]:
+            continue
+        try:
+            source = read_source(file)
+        except (SyntaxError, UnicodeDecodeError, LookupError, OSError):
+            continue
+        loaded.entries[file] = (st.st_mtime_ns, st.st_size, entry[2])
+        digest = _digest(source)
+        result = project.results.get(file)
+        if result is not None and result.digest == digest:
+            continue
+        if project.add_file(file, source=source, digest=digest) is None:
+            changed.append(file)
+    if changed and build:
+        project.build(changed)
 
 
 _PROJECTS: Dict[tuple, _Loaded] = {}
@@ -296,6 +335,7 @@ def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = No
     key = (os.path.abspath(path) if loose else str(root), settings, mode.use_cache, mode.cache_dir, build)
     loaded = _PROJECTS.get(key)
     if loaded is not None:
+        _refresh(loaded, build)
         return loaded.project
     cache_file = None
     entries: Dict[str, tuple] = {}
@@ -360,7 +400,9 @@ def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = No
             disk.save(cache_file, {**fresh, _FINAL: project.finalize()})
     elif final is not None:
         project._final = final
-    _PROJECTS[key] = _Loaded(project, cache_file, fresh)
+    import time
+
+    _PROJECTS[key] = _Loaded(project, cache_file, fresh, time.monotonic())
     return project
 
 

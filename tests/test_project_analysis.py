@@ -148,3 +148,16 @@ def test_language_server_buffer_with_project_summaries(project):
     pipeline.set_project_mode(True)
     result = pipeline.check_source(buffer, str(project / "rl" / "engine.py"), DEFAULT_SETTINGS)
     assert [(f.line, f.code) for f in result.findings] == [(10, "IPV001")]
+
+
+def test_a_long_lived_process_sees_other_files_change(project, monkeypatch):
+    """The language server keeps its project: a helper edited on disk changes its callers' findings."""
+    monkeypatch.setattr(pipeline, "REFRESH_AFTER_S", 0.0)
+    pipeline.set_project_mode(True)
+    engine = project / "rl" / "engine.py"
+    first = pipeline.check_source(engine.read_text(), str(engine), DEFAULT_SETTINGS)
+    assert [f.line for f in first.findings] == [9, 10]
+    ops = project / "rl" / "ops.py"
+    ops.write_text(ops.read_text().replace("    logits.div_(t)  # a mutating helper", "    logits = logits / t  #"))
+    again = pipeline.check_source(engine.read_text(), str(engine), DEFAULT_SETTINGS)
+    assert again.findings == []
