@@ -1,6 +1,11 @@
 """The analysis: stdlib ``ast`` in, findings (with their planned fixes) out. Never imports torch.
 
-- :mod:`.dataflow`: origins of values through a function (the interpreter).
+- :mod:`.dataflow`: origins of values through a function (the interpreter), split by job into
+  :mod:`.statements`, :mod:`.expressions`, :mod:`.calls`, :mod:`.grad`, :mod:`.model_outputs`,
+  :mod:`.reporting`; :mod:`.names` resolves names through imports.
+- :mod:`.summaries`, :mod:`.project`: function summaries, calls resolved across the project, the
+  project pass (grad-off functions, parameter origins, fix safety from callers); :mod:`.cache`: the
+  on-disk cache (``docs/analysis.md``).
 - :mod:`.ops`, :mod:`._ops_generated`: op tables (generated from torch by ``scripts/generate_ops.py``).
 - :mod:`.fixplan`: which findings have a fix and whether it is safe.
 
