@@ -412,7 +412,9 @@ class Project:
             for site in result.calls:
                 calls_to.setdefault(site.callee, []).append(site)
                 all_sites.append(site)
-        grad_off = {q: s.declared_no_grad for q, s in self.summaries.items()}
+        # guess: no backward runs through what a constructor computes (schedules, buffers, masks), so
+        # `__init__` and what only `__init__` calls count as grad-off for the autograd rules
+        grad_off = {q: s.declared_no_grad or q.endswith(".__init__") for q, s in self.summaries.items()}
         for _ in range(10):
             changed = False
             for qual in self.summaries:
