@@ -160,8 +160,13 @@ def write_full(items: Sequence[Item], out: TextIO) -> None:
 
 
 def write_json(items: Sequence[Item], out: TextIO) -> None:
-    json.dump([ruff_json_item(r, f) for r, f in items], out, indent=2)
-    out.write("\n")
+    """A JSON array, one finding per line: ``json``'s C encoder does each line (with ``indent`` it falls
+    back to pure Python, which cost more than the analysis of the findings it prints)."""
+    if not items:
+        out.write("[]\n")
+        return
+    lines = ",\n  ".join(json.dumps(ruff_json_item(r, f)) for r, f in items)
+    out.write(f"[\n  {lines}\n]\n")
 
 
 def sarif_log(items: Sequence[Item]) -> dict:
