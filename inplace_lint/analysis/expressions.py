@@ -10,7 +10,7 @@ import ast
 from typing import Optional, Sequence, Set
 
 from ..findings import Origin, RootKind, Step, StepKind
-from . import model_outputs, ops
+from . import ops
 from .astutil import dotted_name, last_name, short
 from .statements import EMPTY, cap
 from .summaries import function_of, param_index

@@ -21,17 +21,16 @@ import hashlib
 import os
 import pathlib
 from dataclasses import replace
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ..config import DEFAULT_SETTINGS, Settings
-from ..findings import Finding, Origin, Related, RootKind
+from ..findings import Finding, Origin, Related
 from ..rules import PRIORITY, Write
 from . import model_outputs
 from .astutil import dotted_name
 from .names import import_bindings
 from .reporting import match
-from .statements import cap
-from .summaries import CallSite, FileResult, FunctionSummary, LocalFinding, ModuleIndex, param_index, with_steps
+from .summaries import CallSite, FileResult, FunctionSummary, ModuleIndex, param_index, with_steps
 
 _MAX_ROUNDS = 3
 _MAX_INCOMING = 12
