@@ -9,7 +9,11 @@ generated file of the same size when the registry cannot be reached, or ``PATH``
 Prints the median and the 90th percentile in ms, ``ast.parse`` of the same text in this process
 (interleaved with the edits, so both see the same machine load), and their ratio. Budget (issue 11): median <= 50 ms.
 
-Usage: python benchmarks/bench_server.py [PATH] [--edits N]
+``--project``: the document is ``verl/trainer/ppo/core_algos.py`` inside a copy of the whole verl
+tree (with a ``pyproject.toml``), so the server analyses it with the project's summaries (a first,
+untimed run of the server writes the project cache; the timed run starts from that warm cache).
+
+Usage: python benchmarks/bench_server.py [PATH] [--edits N] [--project]
 """
 from __future__ import annotations
 
@@ -133,14 +137,40 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", nargs="?", help="a Python file (default: verl's core_algos.py + the seed function)")
     parser.add_argument("--edits", type=int, default=41, help="number of didChange notifications timed")
+    parser.add_argument("--project", action="store_true",
+                        help="open the document inside a copy of the verl tree (project summaries, warm cache)")
     args = parser.parse_args()
     text, label = document(args.path)
     folder = pathlib.Path(os.environ.get("TMPDIR", "/tmp")) / "inplace-lint-bench-server"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "core_algos.py"
-    path.write_text(text, encoding="utf-8")
+    if args.project:
+        from tests.realcode import fetch
+        import shutil
+
+        root = fetch("verl", "0.8.0")
+        if root is None:
+            print("--project needs verl 0.8.0 (the registry could not be reached)", file=sys.stderr)
+            return 2
+        folder = folder.with_name(folder.name + "-project")
+        if not (folder / "verl").is_dir():
+            shutil.copytree(root / "verl", folder / "verl")
+        (folder / "pyproject.toml").write_text("[project]\nname = 'verl-bench'\n", encoding="utf-8")
+        path = folder / "verl" / "trainer" / "ppo" / "core_algos.py"
+        label += ", in the verl project"
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "core_algos.py"
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
     uri = path.as_uri()
     lines = text.count("\n")
+    if args.project:  # an untimed first run writes the project cache (as the CLI or an earlier session would)
+        warm = Client([sys.executable, "-m", "inplace_lint", "server"])
+        warm.request("initialize", {"processId": os.getpid(), "rootUri": folder.as_uri(), "capabilities": {}})
+        warm.notify("initialized", {})
+        warm.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                              "text": text}})
+        warm.diagnostics(uri, 1)
+        warm.close()
 
     client = Client([sys.executable, "-m", "inplace_lint", "server"])
     client.request("initialize", {"processId": os.getpid(), "rootUri": folder.as_uri(), "capabilities": {}})

@@ -98,11 +98,17 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
     findings: Optional[List[Finding]] = None
     tree: Optional[ast.Module] = None
     if use_project and os.path.isfile(path):
-        findings = project_findings(source, path, settings)
+        if project_needs_text(source, path, settings):  # parsed once, here, and handed to the project
+            try:
+                tree = ast.parse(source, filename=path)
+            except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+                return result.fail(parse_problem(exc, source))
+        findings = project_findings(source, path, settings, tree=tree)
         if findings is not None and not findings:
-            return result  # nothing to report: no need to parse again
+            return result  # nothing to report: no need to parse
     try:
-        tree = ast.parse(source, filename=path)
+        if tree is None:
+            tree = ast.parse(source, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return result.fail(parse_problem(exc, source))
     if findings is None:
@@ -406,13 +412,24 @@ def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = No
     return project
 
 
+def project_needs_text(source: str, path: str, settings: Settings, mode: Optional[ProjectMode] = None,
+                       build: bool = True) -> bool:
+    """Whether :func:`project_findings` would parse ``source`` (the project holds other text for ``path``)."""
+    project = load_project(path, settings, mode, build)
+    if project is None:
+        return False
+    result = project.results.get(os.path.abspath(path))
+    return result is None or result.digest != _digest(source)
+
+
 def project_findings(source: str, path: str, settings: Settings, mode: Optional[ProjectMode] = None,
-                     build: bool = True) -> Optional[List[Finding]]:
+                     build: bool = True, tree: Optional[ast.Module] = None) -> Optional[List[Finding]]:
     """Findings of ``source`` (the text of ``path``, maybe unsaved) with its project's summaries.
 
     The language server calls this with an open buffer: the buffer replaces the file's entry (its
     dependents are walked again if its summaries changed). Returns None when the file does not parse
-    (the caller reports the error) or, with ``build=False``, when there is no cache.
+    (the caller reports the error) or, with ``build=False``, when there is no cache. ``tree``: the
+    caller's ``ast.parse`` of ``source`` (not parsed again).
     """
     project = load_project(path, settings, mode, build)
     if project is None:
@@ -421,7 +438,7 @@ def project_findings(source: str, path: str, settings: Settings, mode: Optional[
     digest = _digest(source)
     result = project.results.get(here)
     if result is None or result.digest != digest:
-        if project.add_file(here, source=source, digest=digest) is not None:
+        if project.add_file(here, source=source, tree=tree, digest=digest) is not None:
             return None
         project.build([here], follow=build)
     crash = project.crashes.get(here)

@@ -33,6 +33,8 @@ from .reporting import match
 from .summaries import CallSite, FileResult, FunctionSummary, ModuleIndex, param_index, with_steps
 
 _MAX_ROUNDS = 3
+#: a dependency on a function the walk looked for in an in-project module and did not find
+ABSENT = "\x00absent"
 _MAX_INCOMING = 12
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 
@@ -160,13 +162,20 @@ class Project:
         #: files whose walk raised (a bug): :func:`inplace_lint.pipeline.project_findings` re-raises it
         self.crashes: Dict[str, BaseException] = {}
         self._final = None
+        #: the inputs of the last project pass and its result (:meth:`finalize`): an edit that leaves
+        #: every call site and grad-off declaration as it was reuses it (the language server, per keystroke)
+        self._final_memo: Optional[tuple] = None
+        #: :meth:`_ordered`'s answer, until a file is added or its module or imports change
+        self._order: Optional[List[str]] = None
 
     # ---- resolution
 
-    def resolve(self, qual: str, depth: int = 0) -> Optional[Tuple[str, str]]:
+    def resolve(self, qual: str, depth: int = 0, missing: Optional[List[str]] = None) -> Optional[Tuple[str, str]]:
         """``("function"|"class"|"method"|"module", qualified name)`` of an in-project name, or None.
 
         Follows re-exports (``from .mod import f`` in a package ``__init__``) up to 8 hops.
+        ``missing``: where the name is not found in an in-project module, ``module.name`` is added to it
+        (a function defined there later makes the caller's walk stale).
         """
         if depth > 8 or not qual:
             return None
@@ -190,15 +199,17 @@ class Project:
                     return ("method", found[0]) if found else None
                 return None
             if head in index.imports:
-                return self.resolve(".".join([index.imports[head]] + rest[1:]), depth + 1)
+                return self.resolve(".".join([index.imports[head]] + rest[1:]), depth + 1, missing)
+            if missing is not None and head not in index.functions:
+                missing.append(f"{module}.{head}")
             if cut < len(parts):
                 return None
         return None
 
-    def function(self, qual: str) -> Optional[Tuple[str, int]]:
+    def function(self, qual: str, missing: Optional[List[str]] = None) -> Optional[Tuple[str, int]]:
         if qual in self.nested_params:
             return qual, 0
-        found = self.resolve(qual)
+        found = self.resolve(qual, missing=missing)
         if found and found[0] in ("function", "method"):
             return found[1], 0
         return None
@@ -293,6 +304,14 @@ class Project:
         if digest is None:
             digest = hashlib.sha1((source or "").encode("utf-8", "surrogatepass")).hexdigest() if source else ""
         index = index_module(tree, module, path, is_package)
+        old = self.results.get(path)
+        if old is None or old.module != module or old.index.imports != index.imports:
+            self._order = None
+        if old is not None:  # new text of a file (an edited buffer): what it no longer defines is gone
+            for qual in old.functions:
+                if not _defines(index, module, qual):
+                    self.summaries.pop(qual, None)
+                    self.nested_params.pop(qual, None)
         self.indexes[module] = index
         self._trees[path] = tree
         self.results[path] = FileResult(path, module, digest, index)
@@ -301,6 +320,7 @@ class Project:
 
     def add_result(self, result: FileResult) -> None:
         """A file's result read from the cache (its tree is not needed unless it must be walked again)."""
+        self._order = None
         self.indexes[result.module] = result.index
         self.results[result.path] = result
         self._publish(result)
@@ -341,7 +361,10 @@ class Project:
     def stale(self, result: FileResult) -> bool:
         for qual, seen in result.deps.items():
             summary = self.summaries.get(qual)
-            if (summary.digest() if summary else "") != seen:
+            if seen == ABSENT:
+                if summary is not None:  # a function the walk could not find is defined now
+                    return True
+            elif (summary.digest() if summary else "") != seen:
                 return True
         return False
 
@@ -364,6 +387,11 @@ class Project:
 
     def _ordered(self) -> List[str]:
         """Files with the modules they import first (depth-first post-order; cycles cut anywhere)."""
+        if self._order is None or len(self._order) != len(self.results):
+            self._order = self._compute_order()
+        return self._order
+
+    def _compute_order(self) -> List[str]:
         by_module = {r.module: p for p, r in self.results.items()}
         seen: Set[str] = set()
         out: List[str] = []
@@ -411,6 +439,17 @@ class Project:
             for site in result.calls:
                 calls_to.setdefault(site.callee, []).append(site)
                 all_sites.append(site)
+        # what the pass reads: the call sites (in order), the functions that start grad-off, and which
+        # called functions have a summary; a function nobody calls only gets its own starting value
+        calls = [(path, result.calls) for path, result in self.results.items()]
+        start = frozenset(q for q, s in self.summaries.items() if s.declared_no_grad or q.endswith(".__init__"))
+        known = frozenset(q for q in calls_to if q in self.summaries)
+        memo = self._final_memo
+        if memo is not None and memo[1] == start and memo[2] == known and len(memo[0]) == len(calls) \
+                and all(p == mp and (c is mc or c == mc) for (p, c), (mp, mc) in zip(calls, memo[0])):
+            self._final = memo[3]
+            self._final_memo = (calls, start, known, memo[3])
+            return self._final
         # guess: no backward runs through what a constructor computes (schedules, buffers, masks), so
         # `__init__` and what only `__init__` calls count as grad-off for the autograd rules
         grad_off = {q: s.declared_no_grad or q.endswith(".__init__") for q, s in self.summaries.items()}
@@ -449,6 +488,7 @@ class Project:
             if not changed:
                 break
         self._final = (calls_to, grad_off, incoming)
+        self._final_memo = (calls, start, known, self._final)
         return self._final
 
     @staticmethod
@@ -536,6 +576,18 @@ class Project:
         return f"{shown}:{site.line}"
 
 
+def _defines(index: ModuleIndex, module: str, qual: str) -> bool:
+    """Whether the module still defines the function ``qual`` (its top-level function or class method;
+    a function nested in one that is still there counts as there)."""
+    if not qual.startswith(module + "."):
+        return False
+    parts = qual[len(module) + 1:].split(".")
+    if parts[0] in index.functions:
+        return True
+    cls = index.classes.get(parts[0])
+    return cls is not None and len(parts) > 1 and parts[1] in cls[1]
+
+
 def _checked(fix, callers: int):
     """A fix made safe by checking its callers says so (in its message: ``reason`` is for unsafe fixes)."""
     return replace(fix, message=f"{fix.message} (safe: callers in this project checked: {callers})", reason="")
@@ -565,7 +617,11 @@ class ModuleContext:
         try:
             return self._functions[qual]
         except KeyError:
-            found = self._functions[qual] = self.project.function(qual)
+            missing: List[str] = []
+            found = self._functions[qual] = self.project.function(qual, missing)
+            if found is None:
+                for name in missing:  # not (yet) in its module: walked again when it appears
+                    self.deps.setdefault(name, ABSENT)
             return found
 
     def method(self, cls_qual: str, name: str, skip_self: bool = False):

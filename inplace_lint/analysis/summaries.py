@@ -130,6 +130,14 @@ class FunctionSummary:
 
     def digest(self) -> str:
         """Stable across processes (for the cache): what callers read from this summary."""
+        try:
+            return self.__dict__["_digest"]
+        except KeyError:
+            value = self._compute_digest()
+            object.__setattr__(self, "_digest", value)  # a frozen value: computed once
+            return value
+
+    def _compute_digest(self) -> str:
         if not self.returns and not self.writes and not self.observed:
             return ""
         parts = sorted(repr(o) for o in self.returns)
