@@ -412,6 +412,16 @@ def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = No
     return project
 
 
+_KEEP_FUNCTION_WALKS = False
+
+
+def keep_function_walks(enabled: bool = True) -> None:
+    """A long-lived process (the language server): a buffer analysed again walks only the functions
+    whose text (or what they read from the project) changed (:mod:`inplace_lint.analysis.incremental`)."""
+    global _KEEP_FUNCTION_WALKS
+    _KEEP_FUNCTION_WALKS = enabled
+
+
 def project_needs_text(source: str, path: str, settings: Settings, mode: Optional[ProjectMode] = None,
                        build: bool = True) -> bool:
     """Whether :func:`project_findings` would parse ``source`` (the project holds other text for ``path``)."""
@@ -438,6 +448,8 @@ def project_findings(source: str, path: str, settings: Settings, mode: Optional[
     digest = _digest(source)
     result = project.results.get(here)
     if result is None or result.digest != digest:
+        if _KEEP_FUNCTION_WALKS:
+            project.keep_function_walks(here)
         if project.add_file(here, source=source, tree=tree, digest=digest) is not None:
             return None
         project.build([here], follow=build)

@@ -69,26 +69,30 @@ def project(tmp_path, monkeypatch):
     server._RESULTS.clear()
     monkeypatch.setattr(pipeline, "REFRESH_AFTER_S", 0.0)
     pipeline.set_project_mode(True)
+    pipeline.keep_function_walks(True)  # as the server does
     yield work
     pipeline._PROJECTS.clear()
     server._RESULTS.clear()
     pipeline.set_project_mode(False)
+    pipeline.keep_function_walks(False)
 
 
 def full_check(source: str, path: pathlib.Path):
-    """The findings of ``source`` (the buffer of ``path``) from a project built from scratch, without a cache."""
-    mode = pipeline.ProjectMode(True, use_cache=False)
+    """What a check of ``source`` (the buffer of ``path``) reports from a project built from scratch,
+    without a cache, in a process that never saw an earlier edit."""
     fresh_key = lambda key: key[2] is False  # noqa: E731  (use_cache is the third part of the key)
     for key in [k for k in pipeline._PROJECTS if fresh_key(k)]:
         del pipeline._PROJECTS[key]
+    pipeline.set_project_mode(True, use_cache=False)
+    pipeline.keep_function_walks(False)
     try:
-        findings = pipeline.project_findings(source, str(path), DEFAULT_SETTINGS, mode)
+        result = pipeline.check_source(source, str(path), DEFAULT_SETTINGS)
     finally:
+        pipeline.set_project_mode(True)
+        pipeline.keep_function_walks(True)
         for key in [k for k in pipeline._PROJECTS if fresh_key(k)]:
             del pipeline._PROJECTS[key]
-    if findings is None:  # does not parse
-        return pipeline.check_source(source, str(path), DEFAULT_SETTINGS, project=False).problem
-    return findings
+    return result.problem if result.problem is not None else result.findings
 
 
 def incremental(source: str, path: pathlib.Path):
@@ -164,3 +168,121 @@ def test_an_edit_that_changes_no_call_reuses_the_project_pass(project):
     assert project_.finalize() is before
     incremental(OPS + CALLER.replace("scale_(", "temper("), path)  # a call changed: computed again
     assert project_.finalize() is not before
+
+
+def test_unchanged_functions_are_not_walked_again(project):
+    path = project / "rl" / "ops.py"
+    incremental(OPS + CALLER + SEED, path)
+    project_ = pipeline.load_project(str(path), DEFAULT_SETTINGS)
+    cache = project_._function_caches[str(path)]
+    hits, misses = cache.hits, cache.misses
+    # typing in the last function: the four above it are reused
+    typed = SEED.replace("    return logits_rmpad", "    return logits_rmpad  # x")
+    incremental(OPS + CALLER + typed, path)
+    assert (cache.hits - hits, cache.misses - misses) == (4, 1)
+    # scale_'s summary changes: `fresh` and `use` (its callers) are walked again, `temper` is not
+    hits, misses = cache.hits, cache.misses
+    text = OPS.replace("    logits.div_(t)  # a mutating helper: reported at each risky call", "    logits = logits / t")
+    assert incremental(text + CALLER + typed, path) == full_check(text + CALLER + typed, path)
+    assert (cache.hits - hits, cache.misses - misses) == (2, 3)
+    # lines shift: the functions below the edit are walked again (their findings carry lines)
+    hits, misses = cache.hits, cache.misses
+    shifted = text.replace("def temper(", "# a comment\ndef temper(") + CALLER + typed
+    assert incremental(shifted, path) == full_check(shifted, path)
+    assert (cache.hits - hits, cache.misses - misses) == (1, 4)
+
+
+DETECT = sorted((pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "detect").rglob("*.py"))
+
+
+def _edits(text: str, seed: int):
+    """A few typing-like edits of ``text``, each applied to the last: lines inserted, removed, repeated,
+    an in-place method made out of place and back (some edits leave a syntax error for a while)."""
+    import random
+
+    rng = random.Random(seed)
+    lines = text.split("\n")
+    out = []
+    for _ in range(6):
+        i = rng.randrange(len(lines))
+        kind = rng.randrange(5)
+        if kind == 0:
+            lines.insert(i, "")
+        elif kind == 1 and len(lines) > 3:
+            del lines[i]
+        elif kind == 2:
+            lines.insert(i, lines[i])
+        elif kind == 3:
+            targets = [k for k, line in enumerate(lines) if "_(" in line]
+            if targets:
+                k = rng.choice(targets)
+                lines[k] = lines[k].replace("_(", "(", 1)
+        else:
+            lines[i] = lines[i] + "  # typed"
+        out.append("\n".join(lines))
+    return out
+
+
+@pytest.mark.parametrize("fixture", DETECT, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_random_edits_of_a_detection_fixture(project, fixture):
+    """Each detection fixture as a buffer of the project, edited six times: always a full check's answer."""
+    path = project / "rl" / "buffer.py"
+    text = fixture.read_text()
+    path.write_text(text)
+    assert incremental(text, path) == full_check(text, path)
+    for step, edited in enumerate(_edits(text, seed=len(text))):
+        assert incremental(edited, path) == full_check(edited, path), f"edit {step}"
+
+
+MODULE_STATE = (
+    "import torch\n"
+    "\n"
+    "BASE = torch.zeros(3).expand(2, 3)\n"
+    "\n"
+    "\n"
+    "def grow():\n"
+    "    BASE.add_(1)\n"
+    "\n"
+    "\n"
+    "def fresh():\n"
+    "    y = torch.zeros(3).expand(2, 3)\n"
+    "    y.mul_(2)\n"
+)
+
+
+def test_what_a_function_reads_from_its_module_and_its_lines_are_part_of_its_key(project):
+    """``grow``'s text never changes, but what its walk starts from does (a module-level name); ``fresh``
+    (no parameter, so nothing in its scope carries a line) moves down with an edit above it."""
+    path = project / "rl" / "buffer.py"
+    path.write_text(MODULE_STATE)
+    steps = [
+        MODULE_STATE,
+        MODULE_STATE.replace("BASE = torch.zeros(3).expand(2, 3)", "BASE = torch.zeros(2, 3)"),
+        MODULE_STATE,
+        MODULE_STATE.replace("def fresh", "# moved\ndef fresh"),
+        MODULE_STATE,
+    ]
+    found = []
+    for step, text in enumerate(steps):
+        got = incremental(text, path)
+        assert got == full_check(text, path), f"step {step}"
+        found.append([(f.line, f.code) for f in got])
+    assert found[0] == [(7, "IPV004"), (12, "IPV004")] and found[1] == [(12, "IPV004")]
+    assert found[3] == [(7, "IPV004"), (13, "IPV004")] and found[4] == found[0]
+
+
+def test_a_function_that_appears_walks_the_callers_that_missed_it(project, capsys):
+    """The on-disk cache too: engine.py is unchanged, but the helper it calls now exists."""
+    from inplace_lint.adapters.cli import main
+
+    pipeline.set_project_mode(False)
+    engine = project / "rl" / "engine.py"
+    engine.write_text(engine.read_text() + "\n\ndef late(model, ids, t):\n"
+                      "    out = model(ids)\n    m.halve_(out.logits.squeeze(0))\n")
+    main(["check", "-q", "-j", "1", str(project)])  # writes the cache: `m.halve_` finds nothing
+    assert ":16:" not in capsys.readouterr().out
+    ops = project / "rl" / "ops.py"
+    ops.write_text(ops.read_text() + "\n\ndef halve_(x):\n    x.mul_(0.5)\n")
+    main(["check", "-q", "-j", "1", str(project)])
+    out = capsys.readouterr().out
+    assert "rl/engine.py:16:5: IPV001" in out.replace(str(project) + "/", ""), out

@@ -258,4 +258,7 @@ def make_server() -> LanguageServer:
 
 
 def serve() -> None:
+    from .. import pipeline
+
+    pipeline.keep_function_walks(True)  # an edit walks only the functions it changed
     make_server().start_io()

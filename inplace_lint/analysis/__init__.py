@@ -5,7 +5,8 @@
   :mod:`.reporting`; :mod:`.names` resolves names through imports.
 - :mod:`.summaries`, :mod:`.project`: function summaries, calls resolved across the project, the
   project pass (grad-off functions, parameter origins, fix safety from callers); :mod:`.cache`: the
-  on-disk cache (``docs/analysis.md``).
+  on-disk cache (``docs/analysis.md``); :mod:`.incremental`: an open buffer walked again function by
+  function (the language server).
 - :mod:`.ops`, :mod:`._ops_generated`: op tables (generated from torch by ``scripts/generate_ops.py``).
 - :mod:`.fixplan`: which findings have a fix and whether it is safe.
 

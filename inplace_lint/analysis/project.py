@@ -167,6 +167,9 @@ class Project:
         self._final_memo: Optional[tuple] = None
         #: :meth:`_ordered`'s answer, until a file is added or its module or imports change
         self._order: Optional[List[str]] = None
+        #: files (open buffers) whose functions' walks are kept and reused (:mod:`.incremental`), and their text
+        self._function_caches: Dict[str, object] = {}
+        self._sources: Dict[str, str] = {}
 
     # ---- resolution
 
@@ -304,6 +307,11 @@ class Project:
         if digest is None:
             digest = hashlib.sha1((source or "").encode("utf-8", "surrogatepass")).hexdigest() if source else ""
         index = index_module(tree, module, path, is_package)
+        if path in self._function_caches:
+            if source is not None:
+                self._sources[path] = source
+            else:
+                self._sources.pop(path, None)
         old = self.results.get(path)
         if old is None or old.module != module or old.index.imports != index.imports:
             self._order = None
@@ -317,6 +325,14 @@ class Project:
         self.results[path] = FileResult(path, module, digest, index)
         self._final = None
         return None
+
+    def keep_function_walks(self, path: str) -> None:
+        """Walk ``path`` again function by function: a function whose text, scope and every answer its
+        walk read are unchanged is not walked again (:mod:`.incremental`; the language server's buffers)."""
+        if path not in self._function_caches:
+            from .incremental import FunctionCache
+
+            self._function_caches[path] = FunctionCache()
 
     def add_result(self, result: FileResult) -> None:
         """A file's result read from the cache (its tree is not needed unless it must be walked again)."""
@@ -341,6 +357,9 @@ class Project:
             if tree is None:
                 return old
         ctx = ModuleContext(self, old.module, path, old.index.is_package)
+        cache = self._function_caches.get(path)
+        if cache is not None and path in self._sources:
+            ctx.function_walk = cache.start(tree, self._sources[path], ctx)
         package = old.module if old.index.is_package else old.module.rpartition(".")[0]
         try:
             sink = walk_module(tree, self.settings, ctx, old.module, package)
@@ -606,6 +625,8 @@ class ModuleContext:
         self.params: Dict[str, Tuple[Tuple[str, ...], bool]] = {}
         #: resolutions of names to in-project functions (builtins like `len` are looked up once)
         self._functions: Dict[str, Optional[Tuple[str, int]]] = {}
+        #: an open buffer's walk that reuses unchanged functions (:mod:`.incremental`), else None
+        self.function_walk = None
 
     def index_classes(self):
         index = self.project.indexes.get(self.module)

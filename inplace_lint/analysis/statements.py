@@ -230,6 +230,10 @@ class StatementsMixin:
         if self.ctx is not None:
             self.ctx.params[qual] = (tuple(child.params), static)
         child.local_funcs[node.name] = qual  # recursion
+        walk = getattr(self.ctx, "function_walk", None)
+        if walk is not None:  # an open buffer: a function whose text did not change is not walked again
+            self.ctx.functions[qual] = walk.walk(child, node, declared, static)
+            return
         child.run_body(node.body)
         if self.ctx is not None:
             self.ctx.functions[qual] = child.summary(declared, static)
