@@ -450,6 +450,7 @@ def project_findings(source: str, path: str, settings: Settings, mode: Optional[
     if result is None or result.digest != digest:
         if _KEEP_FUNCTION_WALKS:
             project.keep_function_walks(here)
+            project.keep_function_walks()  # and the files that depend on it, walked again after it
         if project.add_file(here, source=source, tree=tree, digest=digest) is not None:
             return None
         project.build([here], follow=build)

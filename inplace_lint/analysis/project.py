@@ -170,6 +170,8 @@ class Project:
         #: files (open buffers) whose functions' walks are kept and reused (:mod:`.incremental`), and their text
         self._function_caches: Dict[str, object] = {}
         self._sources: Dict[str, str] = {}
+        #: every file walked from now on keeps its function walks (the files that depend on a buffer)
+        self._walks_everywhere = False
 
     # ---- resolution
 
@@ -307,7 +309,7 @@ class Project:
         if digest is None:
             digest = hashlib.sha1((source or "").encode("utf-8", "surrogatepass")).hexdigest() if source else ""
         index = index_module(tree, module, path, is_package)
-        if path in self._function_caches:
+        if self._walks_everywhere or path in self._function_caches:
             if source is not None:
                 self._sources[path] = source
             else:
@@ -326,10 +328,13 @@ class Project:
         self._final = None
         return None
 
-    def keep_function_walks(self, path: str) -> None:
+    def keep_function_walks(self, path: Optional[str] = None) -> None:
         """Walk ``path`` again function by function: a function whose text, scope and every answer its
-        walk read are unchanged is not walked again (:mod:`.incremental`; the language server's buffers)."""
-        if path not in self._function_caches:
+        walk read are unchanged is not walked again (:mod:`.incremental`; the language server's buffers).
+        Without ``path``: every file walked from now on (the files that read a buffer's summaries)."""
+        if path is None:
+            self._walks_everywhere = True
+        elif path not in self._function_caches:
             from .incremental import FunctionCache
 
             self._function_caches[path] = FunctionCache()
@@ -358,6 +363,10 @@ class Project:
                 return old
         ctx = ModuleContext(self, old.module, path, old.index.is_package)
         cache = self._function_caches.get(path)
+        if cache is None and self._walks_everywhere and path in self._sources:
+            from .incremental import FunctionCache
+
+            cache = self._function_caches[path] = FunctionCache()
         if cache is not None and path in self._sources:
             ctx.function_walk = cache.start(tree, self._sources[path], ctx)
         package = old.module if old.index.is_package else old.module.rpartition(".")[0]
@@ -472,38 +481,64 @@ class Project:
         # guess: no backward runs through what a constructor computes (schedules, buffers, masks), so
         # `__init__` and what only `__init__` calls count as grad-off for the autograd rules
         grad_off = {q: s.declared_no_grad or q.endswith(".__init__") for q, s in self.summaries.items()}
+        chains: Dict[str, Tuple[str, ...]] = {}
+
+        def off(qual: str) -> bool:  # _grad_off, with each name's enclosing names split once
+            chain = chains.get(qual)
+            if chain is None:
+                chain = chains[qual] = _enclosing(qual)
+            for name in chain:
+                if grad_off.get(name):
+                    return True
+            return False
+
+        # the functions that can still turn grad-off (called, not grad-off yet), in the summaries' order
+        candidates = [q for q in self.summaries if not grad_off[q] and calls_to.get(q)]
         for _ in range(10):
             changed = False
-            for qual in self.summaries:
-                if grad_off.get(qual):
+            for qual in candidates:
+                if grad_off[qual]:
                     continue
-                sites = calls_to.get(qual)
-                if sites and all(s.no_grad or self._grad_off(grad_off, s.caller) for s in sites):
+                if all(s.no_grad or off(s.caller) for s in calls_to[qual]):
                     grad_off[qual] = changed = True
             if not changed:
                 break
         #: (callee, parameter) -> origin -> (the call site that passes it, whether every call on the way
         #: from where the origin was made runs with grad off)
         incoming: Dict[Tuple[str, int], Dict[Origin, Tuple[CallSite, bool]]] = {}
-        for _ in range(4):
+        #: the arguments made from the caller's own parameters: after the first round, only they can
+        #: bring anything new (an origin made in the caller is added in the first round, or its slot is full)
+        derived: List[Tuple[CallSite, Dict[Origin, Tuple[CallSite, bool]], bool, List[Tuple[Origin, int]]]] = []
+        for site in all_sites:
+            here = site.no_grad or off(site.caller)
+            for index, origins in site.args:
+                slot = incoming.setdefault((site.callee, index), {})
+                from_params = []
+                for o in origins:
+                    k = param_index(o)
+                    if k is None:
+                        if model_outputs.is_guessed_object(o):
+                            continue
+                        new = [(o, here)]
+                    else:
+                        from_params.append((o, k))
+                        new = [(with_steps(o2, o.steps), here or before)
+                               for o2, (_, before) in incoming.get((site.caller, k), {}).items()]
+                    for n, flag in new:
+                        if n not in slot and len(slot) < _MAX_INCOMING:
+                            slot[n] = (site, flag)
+                if from_params:
+                    derived.append((site, slot, here, from_params))
+        for _ in range(3):
             changed = False
-            for site in all_sites:
-                for index, origins in site.args:
-                    slot = incoming.setdefault((site.callee, index), {})
-                    here = site.no_grad or self._grad_off(grad_off, site.caller)
-                    for o in origins:
-                        k = param_index(o)
-                        if k is None:
-                            if model_outputs.is_guessed_object(o):
-                                continue
-                            new = [(o, here)]
-                        else:
-                            new = [(with_steps(o2, o.steps), here or before)
-                                   for o2, (_, before) in incoming.get((site.caller, k), {}).items()]
-                        for n, flag in new:
-                            if n not in slot and len(slot) < _MAX_INCOMING:
-                                slot[n] = (site, flag)
-                                changed = True
+            for site, slot, here, from_params in derived:
+                for o, k in from_params:
+                    new = [(with_steps(o2, o.steps), here or before)
+                           for o2, (_, before) in incoming.get((site.caller, k), {}).items()]
+                    for n, flag in new:
+                        if n not in slot and len(slot) < _MAX_INCOMING:
+                            slot[n] = (site, flag)
+                            changed = True
             if not changed:
                 break
         self._final = (calls_to, grad_off, incoming)
@@ -593,6 +628,15 @@ class Project:
             except ValueError:
                 pass
         return f"{shown}:{site.line}"
+
+
+def _enclosing(qual: str) -> Tuple[str, ...]:
+    """``a.b.c``, ``a.b``, ``a``: a function and the functions (classes, module) it is nested in."""
+    out = []
+    while qual:
+        out.append(qual)
+        qual = qual.rpartition(".")[0]
+    return tuple(out)
 
 
 def _defines(index: ModuleIndex, module: str, qual: str) -> bool:
