@@ -492,15 +492,28 @@ class Project:
                     return True
             return False
 
-        # the functions that can still turn grad-off (called, not grad-off yet), in the summaries' order
+        # the functions that can still turn grad-off (called, not grad-off yet), in the summaries' order;
+        # one is looked at again only when a function its callers are (nested in) turned grad-off since
         candidates = [q for q in self.summaries if not grad_off[q] and calls_to.get(q)]
+        readers: Dict[str, List[str]] = {}
+        for qual in candidates:
+            for s in calls_to[qual]:
+                if not s.no_grad:
+                    chain = chains.get(s.caller)
+                    if chain is None:
+                        chain = chains[s.caller] = _enclosing(s.caller)
+                    for name in chain:
+                        readers.setdefault(name, []).append(qual)
+        dirty = set(candidates)
         for _ in range(10):
             changed = False
             for qual in candidates:
-                if grad_off[qual]:
+                if grad_off[qual] or qual not in dirty:
                     continue
+                dirty.discard(qual)
                 if all(s.no_grad or off(s.caller) for s in calls_to[qual]):
                     grad_off[qual] = changed = True
+                    dirty.update(readers.get(qual, ()))
             if not changed:
                 break
         #: (callee, parameter) -> origin -> (the call site that passes it, whether every call on the way
