@@ -21,6 +21,7 @@ from inplace_lint.config import DEFAULT_SETTINGS  # noqa: E402
 PROJECT = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "project" / "rlpkg"
 
 OPS = (PROJECT / "rl" / "ops.py").read_text()
+HELPER_WRITE = "    logits.div_(t)  # a mutating helper: reported at each risky call"
 CALLER = (
     "\n\ndef use(model, ids, t):\n"
     "    out = model(ids)\n"
@@ -41,8 +42,7 @@ OPS_EDITS = [
     OPS + CALLER + SEED,
     OPS + CALLER + SEED.replace("temperature)\n    return", "temperature)  # typing\n    return"),
     # a callee another function depends on changes: scale_ no longer writes in place
-    OPS.replace("    logits.div_(t)  # a mutating helper: reported at each risky call", "    logits = logits / t")
-    + CALLER + SEED,
+    OPS.replace(HELPER_WRITE, "    logits = logits / t") + CALLER + SEED,
     # and back
     OPS + CALLER + SEED,
     # lines shift: everything below moves down three lines
@@ -53,8 +53,7 @@ OPS_EDITS = [
     "# a header\n# of comments\n\n" + OPS + CALLER + SEED + "def broken(:\n",
     "# a header\n# of comments\n\n" + OPS + CALLER + SEED,
     # scale_ keeps using what it writes: reported in scale_ itself, no longer at the calls in engine.py
-    ("# a header\n\n" + OPS + CALLER + SEED).replace("    logits.div_(t)  # a mutating helper: reported at each risky call",
-                                                     "    logits.div_(t)\n    return logits"),
+    ("# a header\n\n" + OPS + CALLER + SEED).replace(HELPER_WRITE, "    logits.div_(t)\n    return logits"),
     # lines shift up again, the caller goes away
     OPS + SEED,
     OPS,
@@ -126,8 +125,7 @@ def test_edits_of_a_callee_on_disk_reach_the_open_buffer(project):
     text = engine.read_text()
     steps = [
         (text, None),
-        (text + "\n", OPS.replace("    logits.div_(t)  # a mutating helper: reported at each risky call",
-                                  "    logits = logits / t")),
+        (text + "\n", OPS.replace(HELPER_WRITE, "    logits = logits / t")),
         ("\n\n" + text, None),
         ("\n\n" + text, OPS),
         (text.replace("scale_(out.logits.squeeze(0), t)", "pass"), None),
@@ -144,8 +142,8 @@ def test_the_server_publishes_what_a_full_check_reports(project):
     for step, text in enumerate(OPS_EDITS):
         found = full_check(text, path)
         lines = text.splitlines()
-        want = [server.to_diagnostic(f, lines, path.as_uri()) for f in ([found] if not isinstance(found, list)
-                                                                         else found)]
+        shown = found if isinstance(found, list) else [found]
+        want = [server.to_diagnostic(f, lines, path.as_uri()) for f in shown]
         assert server.diagnostics_for(text, str(path)) == want, f"edit {step}"
 
 
@@ -182,7 +180,7 @@ def test_unchanged_functions_are_not_walked_again(project):
     assert (cache.hits - hits, cache.misses - misses) == (4, 1)
     # scale_'s summary changes: `fresh` and `use` (its callers) are walked again, `temper` is not
     hits, misses = cache.hits, cache.misses
-    text = OPS.replace("    logits.div_(t)  # a mutating helper: reported at each risky call", "    logits = logits / t")
+    text = OPS.replace(HELPER_WRITE, "    logits = logits / t")
     assert incremental(text + CALLER + typed, path) == full_check(text + CALLER + typed, path)
     assert (cache.hits - hits, cache.misses - misses) == (2, 3)
     # lines shift: the functions below the edit are walked again (their findings carry lines)
@@ -286,3 +284,19 @@ def test_a_function_that_appears_walks_the_callers_that_missed_it(project, capsy
     main(["check", "-q", "-j", "1", str(project)])
     out = capsys.readouterr().out
     assert "rl/engine.py:16:5: IPV001" in out.replace(str(project) + "/", ""), out
+
+
+def test_the_server_freezes_a_loaded_project_once(project, monkeypatch):
+    """A full garbage collection walked every loaded summary every few edits: after a project load the
+    server moves what is alive out of its reach (once per load, not per edit)."""
+    import gc
+
+    frozen = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(1))
+    monkeypatch.setattr(server, "_frozen_projects", 0)
+    path = project / "rl" / "ops.py"
+    server.diagnostics_for(OPS, str(path))
+    server._freeze_loaded_projects()
+    server.diagnostics_for(OPS + SEED, str(path))
+    server._freeze_loaded_projects()
+    assert frozen == [1]

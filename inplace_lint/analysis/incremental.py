@@ -20,7 +20,7 @@ import ast
 import dataclasses
 import itertools
 import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 #: the scope fields a function's walk does not start from (shared containers, the node, the project)
