@@ -110,6 +110,10 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
     typed_params: Set[str] = field(default_factory=set)
     #: plain names bound in this scope or an enclosing one (they shadow imports and literal guesses)
     assigned: Set[str] = field(default_factory=set)
+    #: names bound, in a module's ``forward``, to what a submodule returned (``outputs = self.backbone(x)``,
+    #: the callee not matching the model-call patterns): intermediate activations, not model outputs,
+    #: whatever their name (see :mod:`.model_outputs`)
+    submodule_results: Set[str] = field(default_factory=set)
 
     def _handler(self, prefix: str, node_type: type):
         return _handler(type(self), prefix, node_type)

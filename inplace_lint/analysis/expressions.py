@@ -159,6 +159,8 @@ class ExpressionsMixin:
     def _is_model_output_receiver(self, recv_node: ast.expr, recv: frozenset, attr: str) -> bool:
         if any(o.root is RootKind.MODEL_OUTPUT_OBJECT and not o.steps for o in recv):
             return True
+        if isinstance(recv_node, ast.Name) and recv_node.id in self.submodule_results:
+            return False  # a submodule's result inside a module's forward: an activation
         name = last_name(recv_node)
         if name in self.settings.model_output_names and not self.is_shadowed_output_name(recv_node):
             return True

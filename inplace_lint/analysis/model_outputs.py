@@ -8,7 +8,11 @@ Guessed, and so kept narrow: a parameter *named* like an output object (``output
 holds a model's output only for reading its configured tensor fields
 (``output.logits``); the name alone never makes ``output.view(...)`` or
 ``output.data`` a model output (a caller-allocated out-buffer, a dataclass), and a
-parameter annotated with another type (``output: QAct``) is never guessed.
+parameter annotated with another type (``output: QAct``) is never guessed. Inside a module's own
+``forward``, what a submodule returns (``outputs = self.backbone(x)``, ``self.decoder(...)``: callees
+that do not match the model-call patterns) is an intermediate activation, not a model output, whatever
+the variable is called: writing it in place is the module's own business (a memory saving), and the
+runtime sanitizer likewise counts only top-level module calls.
 """
 from __future__ import annotations
 

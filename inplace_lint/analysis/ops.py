@@ -103,8 +103,10 @@ SET_GRAD_CONTEXT = "set_grad_enabled"
 ENABLE_GRAD_CONTEXT = "enable_grad"
 
 # Defaults for the configurable model-output heuristics.
+#: Not ``loss``: a loss is a reduction's fresh 0-dim result, so ``outputs.loss += reg`` neither raises
+#: nor surprises a reader (adding a regulariser to the returned loss is the intent; peft's AdaLoRA).
 DEFAULT_MODEL_OUTPUT_FIELDS = (
-    "logits", "last_hidden_state", "hidden_states", "loss", "log_probs", "logprobs",
+    "logits", "last_hidden_state", "hidden_states", "log_probs", "logprobs",
     "entropy", "attentions", "pooler_output", "prediction_logits", "start_logits",
     "end_logits", "vpreds", "value_preds",
 )

@@ -324,8 +324,21 @@ class StatementsMixin:
         key = dotted_name(target)
         if key is not None:
             self.bind_name(key, value)
+            if isinstance(target, ast.Name):
+                if self.is_submodule_call(value_node):
+                    self.submodule_results.add(key)
+                else:
+                    self.submodule_results.discard(key)
         else:
             self.eval(target)
+
+    def is_submodule_call(self, node: Optional[ast.expr]) -> bool:
+        """``self.backbone(x)`` in a ``forward`` method, the callee not a configured model-call name."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and self.self_name is not None
+                and node.func.value.id == self.self_name and self.qual.rsplit(".", 1)[-1] == "forward"):
+            return False
+        return not self.settings.is_model_call_name(node.func.attr)
 
     def bind_iter(self, target: ast.expr, iterable: ast.expr) -> None:
         """Bind a ``for``/comprehension target to the elements of ``iterable``."""

@@ -156,7 +156,13 @@ class _Rewriter(cst.CSTTransformer):
 
     def guard(self, name: str, operands: Sequence[cst.BaseExpression] = ()) -> List[cst.BaseStatement]:
         """The DTensor guard: gather the target before a mixed op, unless an operand is itself a DTensor."""
-        dt = self.use(DTENSOR_MODULE, "DTensor")
+        # runtime style: the guard's class comes from the runtime (a stand-in on a torch without DTensor),
+        # so the rewritten module imports nothing torch may lack; an existing real import is reused
+        local, imported = self.names.get(DTENSOR_MODULE, "DTensor")
+        if self.style == "runtime" and not imported:
+            dt = self.use(RUNTIME_MODULE, "DTensor")
+        else:
+            dt = self.use(DTENSOR_MODULE, "DTensor")
         roots: List[str] = []
         for operand in operands:
             for root in _operand_roots(operand, self._modules | {dt}):

@@ -77,7 +77,7 @@ RULE = Rule(
             """,
             message="item assignment to `rs`, an expanded view of `r`, silently writes its base `r`",
             fix="""
-                from torch.distributed.tensor import DTensor
+                from inplace_lint.runtime import DTensor
 
                 def mark_first(r, t):
                     rs = r.expand_as(t)
