@@ -57,3 +57,20 @@ def test_report_in_no_grad_setting():
 def test_module_level_code_is_analyzed():
     [f] = analyze_source("out = model(x)\nout.logits.mul_(2)\n")
     assert (f.code, f.line, f.col) == ("IPV001", 2, 0)
+
+
+def test_target_that_is_its_own_root_is_not_named_twice():
+    src = ("import torch\ndef f(model, x, t):\n    output = model(x)\n"
+           "    output['logits'] = output['logits'].to(torch.float32)\n    output['logits'].div_(t)\n")
+    [f] = analyze_source(src)
+    assert (f.code, f.line) == ("IPV001", 5)
+    assert f.message == "`div_` writes in place to a possible alias of model output `output['logits']`"
+
+
+def test_custom_function_output_returned_by_a_helper_is_not_called_a_custom_function():
+    src = ("def forward_step(model, x):\n    return model(x).full_tensor()\n\n"
+           "def step(model, x, t):\n    logits = forward_step(model, x)\n    logits.div_(t)\n")
+    [f] = analyze_source(src)
+    assert f.code == "IPV002"
+    assert f.message.startswith(
+        "`div_` writes in place to `logits`, what `forward_step(...)` returns, a custom autograd Function's output")

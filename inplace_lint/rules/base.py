@@ -70,6 +70,8 @@ def target_phrase(write: Write, origin: Origin, root_phrase: str) -> str:
         noun = "an expanded view of"
     else:
         noun = "a view of"
+    if write.target == origin.root_text:  # output["logits"] = output["logits"].float(); output["logits"].div_(t)
+        return f"{noun} {root_phrase}"
     return f"`{write.target}`, {noun} {root_phrase}"
 
 

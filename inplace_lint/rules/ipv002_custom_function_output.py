@@ -14,8 +14,10 @@ def message(write: Write, origin: Origin) -> str:
     if text.endswith((".to_local()", ".full_tensor()")):
         method = text.rsplit(".", 1)[1]
         root = f"`{text}` (`DTensor.{method}` runs a custom autograd Function)"
-    else:
+    elif ".apply(" in text:
         root = f"the output of custom autograd Function `{text}`"
+    else:  # an in-project function that returns one (its summary says so)
+        root = f"what `{text}` returns, a custom autograd Function's output"
     return f"{write.op} writes in place to {target_phrase(write, origin, root)}"
 
 
