@@ -161,3 +161,36 @@ def test_a_long_lived_process_sees_other_files_change(project, monkeypatch):
     ops.write_text(ops.read_text().replace("    logits.div_(t)  # a mutating helper", "    logits = logits / t  #"))
     again = pipeline.check_source(engine.read_text(), str(engine), DEFAULT_SETTINGS)
     assert again.findings == []
+
+
+@pytest.mark.parametrize("use", [
+    'HANDLERS = {"scale": scale_logits}',
+    "def step(output, t, fn=scale_logits):\n    return fn(output, t)",
+    "import functools\nSCALE = functools.partial(scale_logits, temperature=2.0)",
+    'import rl.helpers as h\nFN = getattr(h, "scale_logits")',
+])
+def test_a_helper_handed_around_as_a_value_keeps_its_fix_unsafe(tmp_path, use, capsys):
+    """Callers are "all checked" only when every use of the function is a visible call: a helper also
+    stored, passed or looked up by name may be called where no call site shows it."""
+    root = tmp_path / "proj"
+    (root / "rl").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'rl'\n")
+    (root / "rl" / "__init__.py").write_text("")
+    (root / "rl" / "helpers.py").write_text(
+        "def scale_logits(output, temperature):\n    logits = output.logits.squeeze(0)\n"
+        "    logits.div_(temperature)\n    return logits\n")
+    engine = ("from rl.helpers import scale_logits\n\n\ndef forward_step(model, batch, t):\n"
+              "    return scale_logits(model(batch), t)\n")
+    (root / "rl" / "engine.py").write_text(engine)
+    pipeline._PROJECTS.clear()
+    try:
+        assert main(["check", "--no-cache", str(root)]) == 1
+        assert "[fix: safe]" in capsys.readouterr().out  # the one call is checked
+        (root / "rl" / "engine.py").write_text(engine + "\n\n" + use + "\n")
+        pipeline._PROJECTS.clear()
+        assert main(["check", "--no-cache", str(root)]) == 1
+        out = capsys.readouterr().out
+        assert "helpers.py:3:5: IPV001" in out and "[fix: unsafe]" in out, out
+    finally:
+        pipeline._PROJECTS.clear()
+        pipeline.set_project_mode(False)

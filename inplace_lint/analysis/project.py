@@ -111,7 +111,26 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
             for sub in node.body:
                 if isinstance(sub, (ast.Import, ast.ImportFrom)):
                     index.imports.update(import_bindings(sub, package))
+    index.value_refs = value_refs(tree)
     return index
+
+
+def value_refs(tree: ast.Module) -> frozenset:
+    """Names used as a value rather than called: loads of a name or attribute that are not a call's
+    callee, and identifier strings (``getattr(obj, "name")``). Imports and definitions are not uses."""
+    nodes = list(ast.walk(tree))
+    callees = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+    out = set()
+    for n in nodes:
+        if id(n) in callees:
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
+            out.add(n.attr)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier():
+            out.add(n.value)
+    return frozenset(out)
 
 
 def _init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
@@ -596,6 +615,9 @@ class Project:
         sites = calls_to.get(qual, [])
         if not sites or any(s.callback or not set(observed) <= s.unread for s in sites):
             return 0
+        name = qual.rsplit(".", 1)[-1]
+        if any(name in index.value_refs for index in self.indexes.values()):
+            return 0  # handed around as a value: some calls are not visible as call sites
         return len(sites)
 
     def _param_finding(self, path: str, w, incoming, grad_off, calls_to) -> Optional[Finding]:

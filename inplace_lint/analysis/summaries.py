@@ -174,6 +174,10 @@ class ModuleIndex:
     #: class name -> attribute -> the dotted name of the class ``__init__`` builds it from
     #: (``self.runner = ModelRunner(...)`` -> ``{"runner": "ModelRunner"}``)
     attributes: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    #: names this module uses as a value, not as the callee of a call (``HANDLERS = {"s": scale}``,
+    #: ``self.fn = self._scale``, ``partial(scale, ...)``, ``getattr(m, "scale")``): a function named so
+    #: may be called where no call site shows it, so its callers are never "all checked"
+    value_refs: FrozenSet[str] = frozenset()
 
 
 @dataclass
