@@ -336,3 +336,44 @@ def test_no_hoist_when_an_alias_is_read_in_the_same_statement():
 def test_function_form_keeps_the_dtype():
     src = "import torch\ndef f(model, h, w):\n    x = model(h).logits\n    torch.xlogy_(x, w)\n    return x\n"
     assert "    x = torch.xlogy_(x.clone(), w)\n" in fix_code(src).new_source
+
+
+@pytest.mark.parametrize("src, reason", [
+    ("""
+     def f(model, h, t):
+         logits = model(h).squeeze(0)
+         logits.register_hook(lambda g: g.clamp(-0.01, 0.01))
+         logits.div_(t)
+         return (logits ** 2).sum()
+     """, "`logits` has `.register_hook` on the tensor object (line 4), where the change would no longer be seen"),
+    ("""
+     def f(model, h, t):
+         logits = model(h).squeeze(0)
+         logits.retain_grad()
+         logits.div_(t)
+         return logits
+     """, "`logits` has `.retain_grad` on the tensor object (line 4), where the change would no longer be seen"),
+    ("""
+     import torch
+     def f(model, h, t):
+         logits = model(h).logits
+         alias = torch.einsum("ij->ji", logits)
+         logits.div_(t)
+         return alias.sum()
+     """, "`alias` is read after the write (line 7) and would no longer see the change"),
+])
+def test_hooks_and_einsum_views_make_the_fix_unsafe(src, reason):
+    """A hook or retained grad lives on the tensor object the rebinding leaves behind; einsum with a
+    permutation-only equation returns a view."""
+    assert _only_fix(src) == (Applicability.UNSAFE, reason)
+
+
+def test_matmul_augmented_assignment_is_a_rebinding_not_a_write():
+    src = textwrap.dedent("""\
+        def f(Fn, h, w, t):
+            x = Fn.apply(h)
+            x @= w
+            x.div_(t)
+            return x
+        """)
+    assert analyze_source(src) == []  # `@=` rebinds x to x @ w, a new tensor; nothing is written in place

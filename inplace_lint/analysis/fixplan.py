@@ -44,12 +44,13 @@ _PURE_CALLEES = frozenset({"len", "isinstance", "print", "str", "repr", "id", "t
 #: calls that return one of their arguments
 _RETURNS_ARGUMENT = frozenset({"max", "min"})
 #: methods and torch functions whose result is a new tensor (or a number): everything else that takes
-#: the tensor may return it or a view of it, and is followed as an alias
+#: the tensor may return it or a view of it, and is followed as an alias (not ``einsum``: a permutation-only
+#: equation such as ``"ij->ji"`` returns a view)
 _FRESH_RESULTS = ops.SAVES_OUTPUT | frozenset({
     "sum", "mean", "max", "min", "std", "var", "norm", "prod", "argmax", "argmin", "topk", "sort", "argsort",
     "item", "tolist", "size", "dim", "numel", "clone", "log", "log1p", "log2", "log10", "expm1", "abs", "neg",
     "sign", "round", "floor", "ceil", "trunc", "add", "sub", "mul", "div", "true_divide", "floor_divide",
-    "remainder", "fmod", "pow", "square", "matmul", "mm", "bmm", "einsum", "dot", "outer", "cat", "concat",
+    "remainder", "fmod", "pow", "square", "matmul", "mm", "bmm", "dot", "outer", "cat", "concat",
     "stack", "where", "gather", "index_select", "masked_fill", "masked_select", "nonzero", "eq", "ne", "lt",
     "le", "gt", "ge", "isnan", "isinf", "isfinite", "any", "all", "cumsum", "cumprod", "clamp", "clip",
     "clamp_min", "clamp_max", "maximum", "minimum", "amax", "amin", "lerp", "addcmul", "addcdiv", "gelu",
@@ -344,8 +345,20 @@ def _alias_closure(facts: FunctionFacts, names: Set[str], before: Optional[Tuple
     return watched
 
 
+#: what autograd attaches to a tensor *object* (not its storage): a rewrite that rebinds the name to a
+#: new tensor leaves it behind (the hook no longer fires, ``.grad`` stays on the old object)
+TENSOR_OBJECT_STATE = frozenset({
+    "register_hook", "register_post_accumulate_grad_hook", "retain_grad", "requires_grad_", "grad",
+    "retains_grad", "_backward_hooks", "register_multi_grad_hook",
+})
+
+
 def _escape(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
     """How the tensor named at ``load`` could be kept elsewhere, or None when it cannot."""
+    attr = facts.parent(load)
+    if isinstance(attr, ast.Attribute) and attr.value is load and attr.attr in TENSOR_OBJECT_STATE:
+        # a hook or a retained grad belongs to this tensor object: the rebound name is another object
+        return f"has `.{attr.attr}` on the tensor object"
     top, keeper = _climb(facts, load)
     if keeper is not None:
         return f"is passed to `{_dotted(keeper.func) or ast.unparse(keeper.func)}`, which may keep it"

@@ -109,6 +109,10 @@ class StatementsMixin:
             self.eval(target.slice)
             if not is_str_constant(target.slice):
                 self.report(node, WriteKind.SUBSCRIPT, f"`{op}` on an item", target.value, base)
+        elif isinstance(target, (ast.Name, ast.Attribute)) and ops.AUGMENTED_INPLACE.get(op) is None:
+            # `x @= w`: a Tensor has no __imatmul__, so Python rebinds x = x @ w (a new tensor)
+            self.eval(target)
+            self.assign(target, None, EMPTY)
         elif isinstance(target, (ast.Name, ast.Attribute)):
             origins = self.eval(target)
             self.report(node, WriteKind.AUGMENTED, f"`{op}`", target, origins, ops.AUGMENTED_INPLACE.get(op))
