@@ -11,7 +11,7 @@ BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)\n 
 RUNTIME = ("from inplace_lint.runtime import out_of_place\n\n"
            "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x = out_of_place(x, \"div_\", t)\n    return x\n")
 INLINE = ("from torch.distributed.tensor import DTensor\n\n"
-          "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    if isinstance(x, DTensor) and not isinstance(t, DTensor):\n"
+          "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    if isinstance(x, DTensor) and not isinstance(t, DTensor) and getattr(t, \"ndim\", 0) > 0:\n"
           "        x = x.full_tensor()\n    x = x.clone().div_(t)\n    return x\n")
 
 

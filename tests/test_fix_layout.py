@@ -51,7 +51,7 @@ def test_crlf_inline_guard_keeps_crlf():
     source = "def f(model, h, t):\r\n" + BODY.replace("\n", "\r\n") + "    if t: x.div_(t)\r\n    return x\r\n"
     new = fix_code(source, style="inline").new_source
     assert "\n" not in new.replace("\r\n", "")
-    assert ("    if t:\r\n        if isinstance(x, DTensor) and not isinstance(t, DTensor):\r\n"
+    assert ("    if t:\r\n        if isinstance(x, DTensor) and not isinstance(t, DTensor) and getattr(t, \"ndim\", 0) > 0:\r\n"
             "            x = x.full_tensor()\r\n        x = x.clone().div_(t)\r\n") in new
 
 

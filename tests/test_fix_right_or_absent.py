@@ -126,7 +126,7 @@ def test_inline_guard_imports_the_real_dtensor_under_a_free_name():
     new = fix_code(src, style="inline").new_source
     assert new == ("from torch.distributed.tensor import DTensor as _DTensor\n\nDTensor = None\n\n"
                    "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n"
-                   "    if isinstance(x, _DTensor) and not isinstance(t, _DTensor):\n        x = x.full_tensor()\n"
+                   "    if isinstance(x, _DTensor) and not isinstance(t, _DTensor) and getattr(t, \"ndim\", 0) > 0:\n        x = x.full_tensor()\n"
                    "    x = x.clone().div_(t)\n    return x\n")
     namespace = {}
     exec(compile(new, "<m>", "exec"), namespace)
@@ -140,7 +140,7 @@ def test_an_existing_real_import_is_reused():
            "    x = model(h).logits.squeeze(0)\n    x.div_(t)\n    return x\n")
     new = fix_code(src, style="inline").new_source
     assert new.startswith("from torch.distributed.tensor import DTensor\n\ndef f(")
-    assert "    if isinstance(x, DTensor) and not isinstance(t, DTensor):\n" in new
+    assert "    if isinstance(x, DTensor) and not isinstance(t, DTensor) and getattr(t, \"ndim\", 0) > 0:\n" in new
 
 
 # ------------------------------------------------------------------ 7. symlinks
@@ -231,7 +231,7 @@ def test_dtensor_operand_is_not_mixed_with_a_gathered_target(placement, style, m
 
     new = fix_code(ENTROPY, style=style, memory_aware=memory_aware).new_source
     if style == "inline":
-        assert "    if isinstance(probs, DTensor) and not isinstance(log_probs, DTensor):\n" in new
+        assert "    if isinstance(probs, DTensor) and not isinstance(log_probs, DTensor) and getattr(log_probs, \"ndim\", 0) > 0:\n" in new
     namespace = {}
     exec(compile(new, "<m>", "exec"), namespace)
     w = torch.linspace(-2, 2, 12).reshape(3, 4).requires_grad_()
@@ -244,3 +244,45 @@ def test_dtensor_operand_is_not_mixed_with_a_gathered_target(placement, style, m
     expected.sum().backward()
     torch.testing.assert_close(out.detach(), expected.detach())
     torch.testing.assert_close(w.grad, w_ref.grad)
+
+
+SCALAR_ON_DTENSOR = textwrap.dedent("""\
+    def scaled(model, h, temperature, weight):
+        logits = model(h).logits
+        logits.div_(temperature)
+        return logits * weight
+    """)
+ITEM_ON_DTENSOR = textwrap.dedent("""\
+    def halve_first(model, h):
+        logits = model(h).logits
+        logits[0] *= 0.5
+        return logits
+    """)
+
+
+@pytest.mark.parametrize("style, memory_aware", STYLES)
+def test_a_dtensor_that_works_as_it_is_is_not_gathered(style, memory_aware, mesh):
+    """A DTensor divided by a Python number, or one item scaled by a literal, works in place: the rewrite
+    must keep it a DTensor (a gathered target next to the DTensor `weight` would raise "mixed")."""
+    import types
+
+    import torch
+    from torch.distributed.tensor import DTensor, Shard
+
+    w = torch.linspace(-2, 2, 12).reshape(3, 4)
+
+    def model(d):
+        return types.SimpleNamespace(logits=d * 1.0)
+
+    for src, args in ((SCALAR_ON_DTENSOR, lambda d: (model, d, 2.0, d)), (ITEM_ON_DTENSOR, lambda d: (model, d))):
+        new = fix_code(src, style=style, memory_aware=memory_aware, unsafe_fixes=True).new_source
+        assert new is not None and new != src
+        original, rewritten = {}, {}
+        exec(compile(src, "<orig>", "exec"), original)
+        exec(compile(new, "<new>", "exec"), rewritten)
+        name = "scaled" if src is SCALAR_ON_DTENSOR else "halve_first"
+        dt = DTensor.from_local(w.clone(), mesh, [Shard(1)], run_check=False)
+        want = original[name](*args(dt))
+        got = rewritten[name](*args(DTensor.from_local(w.clone(), mesh, [Shard(1)], run_check=False)))
+        assert isinstance(want, DTensor) and isinstance(got, DTensor), new
+        torch.testing.assert_close(got.full_tensor(), want.full_tensor())

@@ -21,7 +21,7 @@ def test_runtime_style_guard_takes_dtensor_from_the_runtime():
 
         def mask_first(model, h, v):
             x = model(h).logits.squeeze(0)
-            if isinstance(x, DTensor) and not isinstance(v, DTensor):
+            if isinstance(x, DTensor) and not isinstance(v, DTensor) and getattr(v, "ndim", 0) > 0:
                 x = x.full_tensor()
             x = x.clone()
             x[:, 0] = v

@@ -35,7 +35,7 @@ def test_try_repo_fix_hook_rewrites_inline(root, tmp_path):
     assert "- hook id: inplace-lint-fix\n- files were modified by this hook\n" in output
     assert (repo / "bad.py").read_text() == (
         "from torch.distributed.tensor import DTensor\n\n"
-        "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    if isinstance(x, DTensor) and not isinstance(t, DTensor):\n"
+        "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    if isinstance(x, DTensor) and not isinstance(t, DTensor) and getattr(t, \"ndim\", 0) > 0:\n"
         "        x = x.full_tensor()\n    x = x.clone().div_(t)\n")
     assert (repo / "good.py").read_text() == "def f(x, t):\n    return x / t\n"
 

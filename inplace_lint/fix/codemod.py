@@ -288,7 +288,9 @@ def _fast(group: _Group, lines: List[str], newline: str, style: str, memory_awar
                 for root in _ast_operand_roots(operand, skip):
                     if root != name and root not in roots:
                         roots.append(root)
-            condition = f"isinstance({name}, {dt})" + "".join(f" and not isinstance({r}, {dt})" for r in roots)
+            loose = [o for o in operands if not _ast_literal(o)]
+            bare = [o.id for o in loose] if all(isinstance(o, ast.Name) and o.id != name for o in loose) else None
+            condition = guard_condition(name, dt, roots, bare)
             out += [f"{indent}if {condition}:{newline}", f"{indent}{unit}{name} = {name}.full_tensor(){newline}"]
             group.imports[id(finding)] = {(DTENSOR_MODULE, "DTensor")}
         if method not in ops.OUT_OF_PLACE_TWINS:
@@ -301,6 +303,18 @@ def _fast(group: _Group, lines: List[str], newline: str, style: str, memory_awar
     group.text = (group.prefix + newline if group.prefix else "") + text
     group.done.add(id(finding))
     return True
+
+
+def guard_condition(name: str, dt: str, roots: Sequence[str], bare_names: Optional[Sequence[str]]) -> str:
+    """The DTensor guard's test: gather ``name`` when it is a DTensor and no operand root is one, and, when
+    every non-literal operand is a bare name (``bare_names``), only when one of them is a tensor with
+    ndim > 0: a DTensor mixes fine with a Python number or a 0-dim tensor (docs/pytorch-facts.md#dtensor-mixing),
+    so gathering there would turn working DTensor code into a plain tensor."""
+    condition = f"isinstance({name}, {dt})" + "".join(f" and not isinstance({r}, {dt})" for r in roots)
+    if bare_names:
+        sized = " or ".join(f'getattr({n}, "ndim", 0) > 0' for n in bare_names)
+        condition += f" and ({sized})" if len(bare_names) > 1 else f" and {sized}"
+    return condition
 
 
 def _ast_literal(node: ast.expr) -> bool:

@@ -11,7 +11,7 @@ import libcst as cst
 
 from ..analysis import ops
 from ..findings import Finding, FixKind, WriteKind
-from .codemod import DTENSOR_MODULE, RUNTIME_MODULE, _Group, _ImportNames, _module_names, _terminated
+from .codemod import DTENSOR_MODULE, RUNTIME_MODULE, _Group, _ImportNames, _module_names, _terminated, guard_condition
 
 
 def render(groups: List[_Group], newline: str, unit: str, style: str, memory_aware: bool,
@@ -63,6 +63,10 @@ def _rewrite(module: cst.Module, groups: List[_Group], newline: str, unit: str, 
 # --------------------------------------------------------------------------- syntax
 
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)
+
+
+def _is_literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, _LITERALS) or (isinstance(node, cst.Name) and node.value in ("True", "False", "None"))
 
 
 def _comma() -> cst.Comma:
@@ -155,7 +159,12 @@ class _Rewriter(cst.CSTTransformer):
         return local
 
     def guard(self, name: str, operands: Sequence[cst.BaseExpression] = ()) -> List[cst.BaseStatement]:
-        """The DTensor guard: gather the target before a mixed op, unless an operand is itself a DTensor."""
+        """The DTensor guard: gather the target before a mixed op, unless an operand is itself a DTensor;
+        none when every operand is a literal (the op works on a DTensor as it is)."""
+        loose = [o for o in operands if not _is_literal(o)]
+        if operands and not loose:
+            return []
+        bare = [o.value for o in loose] if all(isinstance(o, cst.Name) and o.value != name for o in loose) else None
         # runtime style: the guard's class comes from the runtime (a stand-in on a torch without DTensor),
         # so the rewritten module imports nothing torch may lack; an existing real import is reused
         local, imported = self.names.get(DTENSOR_MODULE, "DTensor")
@@ -168,7 +177,7 @@ class _Rewriter(cst.CSTTransformer):
             for root in _operand_roots(operand, self._modules | {dt}):
                 if root != name and root not in roots:
                     roots.append(root)
-        condition = f"isinstance({name}, {dt})" + "".join(f" and not isinstance({r}, {dt})" for r in roots)
+        condition = guard_condition(name, dt, roots, bare)
         unit = self.module.default_indent
         return [cst.parse_statement(f"if {condition}:\n{unit}{name} = {name}.full_tensor()\n",
                                     config=self.module.config_for_parsing)]

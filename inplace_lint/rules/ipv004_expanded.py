@@ -77,12 +77,8 @@ RULE = Rule(
             """,
             message="item assignment to `rs`, an expanded view of `r`, silently writes its base `r`",
             fix="""
-                from inplace_lint.runtime import DTensor
-
                 def mark_first(r, t):
                     rs = r.expand_as(t)
-                    if isinstance(rs, DTensor):
-                        rs = rs.full_tensor()
                     rs = rs.clone()
                     rs[0] = 1.0
                     return rs
