@@ -25,7 +25,7 @@ from .summaries import FileResult
 
 CACHE_DIR_NAME = ".inplace_lint_cache"
 #: bump when the pickled types change shape
-FORMAT = 2
+FORMAT = 3
 
 Entry = Tuple[int, int, FileResult]  # (mtime_ns, size, result)
 

@@ -20,6 +20,7 @@ import functools
 import hashlib
 import os
 import pathlib
+import re
 from dataclasses import replace
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
@@ -83,7 +84,8 @@ def module_name(path: str) -> Tuple[str, bool]:
     return ".".join(reversed(parts)) or p.stem, is_package
 
 
-def index_module(tree: ast.Module, module: str, path: str, is_package: bool = False) -> ModuleIndex:
+def index_module(tree: ast.Module, module: str, path: str, is_package: bool = False,
+                 source: Optional[str] = None) -> ModuleIndex:
     """What other modules need to resolve names into this one (no function body is walked)."""
     package = module if is_package else module.rpartition(".")[0]
     index = ModuleIndex(module, path, is_package)
@@ -111,8 +113,39 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
             for sub in node.body:
                 if isinstance(sub, (ast.Import, ast.ImportFrom)):
                     index.imports.update(import_bindings(sub, package))
-    index.value_refs = value_refs(tree)
+    index.value_refs = value_refs_in_text(source, tree) if source is not None else None
     return index
+
+
+#: an identifier not followed by a call's ``(``: in code, comments and strings alike (a superset of the
+#: uses as a value, which only ever makes a fix "unsafe"); a regex over the text costs far less than a
+#: second walk of the tree
+_NOT_CALLED = re.compile(r"\b([A-Za-z_]\w*)\b(?!\s*\()")
+
+
+class _Everything(frozenset):
+    def __contains__(self, item) -> bool:
+        return True
+
+
+_EVERY_NAME = _Everything()
+
+
+def value_refs_in_text(source: str, tree: ast.Module) -> frozenset:
+    """:func:`value_refs` from the source text: every identifier not directly followed by ``(``, outside
+    the module's top-level imports (an import names a function without using it)."""
+    lines = source.splitlines()
+    top = list(tree.body)
+    for node in tree.body:
+        if isinstance(node, ast.If):
+            top += node.body + node.orelse
+        elif isinstance(node, ast.Try):
+            top += node.body
+    for node in top:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for i in range(node.lineno - 1, min(node.end_lineno or node.lineno, len(lines))):
+                lines[i] = ""
+    return frozenset(_NOT_CALLED.findall("\n".join(lines)))
 
 
 def value_refs(tree: ast.Module) -> frozenset:
@@ -327,7 +360,7 @@ class Project:
                 return str(exc) or type(exc).__name__
         if digest is None:
             digest = hashlib.sha1((source or "").encode("utf-8", "surrogatepass")).hexdigest() if source else ""
-        index = index_module(tree, module, path, is_package)
+        index = index_module(tree, module, path, is_package, source)
         if self._walks_everywhere or path in self._function_caches:
             if source is not None:
                 self._sources[path] = source
@@ -616,9 +649,17 @@ class Project:
         if not sites or any(s.callback or not set(observed) <= s.unread for s in sites):
             return 0
         name = qual.rsplit(".", 1)[-1]
-        if any(name in index.value_refs for index in self.indexes.values()):
+        if any(name in self._value_refs(index) for index in self.indexes.values()):
             return 0  # handed around as a value: some calls are not visible as call sites
         return len(sites)
+
+    def _value_refs(self, index: ModuleIndex) -> frozenset:
+        if index.value_refs is None:
+            tree = self._trees.get(index.path)
+            if tree is None:
+                return _EVERY_NAME  # neither text nor tree: assume the worst
+            index.value_refs = value_refs(tree)
+        return index.value_refs
 
     def _param_finding(self, path: str, w, incoming, grad_off, calls_to) -> Optional[Finding]:
         best = None

@@ -177,7 +177,8 @@ class ModuleIndex:
     #: names this module uses as a value, not as the callee of a call (``HANDLERS = {"s": scale}``,
     #: ``self.fn = self._scale``, ``partial(scale, ...)``, ``getattr(m, "scale")``): a function named so
     #: may be called where no call site shows it, so its callers are never "all checked"
-    value_refs: FrozenSet[str] = frozenset()
+    #: (None until needed when the text was not at hand: computed from the tree then)
+    value_refs: Optional[FrozenSet[str]] = None
 
 
 @dataclass
