@@ -1,4 +1,5 @@
 import pathlib
+import socket
 
 import pytest
 
@@ -9,3 +10,20 @@ FIXTURES = ROOT / "fixtures"
 @pytest.fixture
 def root():
     return ROOT
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    """A 1-process gloo device mesh on CPU for DTensor tests (set up once per test module)."""
+    pytest.importorskip("torch")
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available() or dist.is_initialized():
+        pytest.skip("torch.distributed unavailable or already initialised")
+    from torch.distributed.device_mesh import init_device_mesh
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dist.init_process_group("gloo", rank=0, world_size=1, init_method=f"tcp://127.0.0.1:{port}")
+    yield init_device_mesh("cpu", (1,))
+    dist.destroy_process_group()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import pathlib
-import socket
 from types import SimpleNamespace
 
 import pytest
@@ -124,21 +123,6 @@ def test_rewrite_runs_where_original_raises(case, style):
     got = _run_with_grads(rewritten.run, model, h, temperature)
     assert got[0].dtype == dtype
     _assert_same(got, _reference(original, model, h, temperature))
-
-
-@pytest.fixture(scope="module")
-def mesh():
-    dist = pytest.importorskip("torch.distributed")
-    if not dist.is_available() or dist.is_initialized():
-        pytest.skip("torch.distributed unavailable or already initialised")
-    from torch.distributed.device_mesh import init_device_mesh
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    dist.init_process_group("gloo", rank=0, world_size=1, init_method=f"tcp://127.0.0.1:{port}")
-    yield init_device_mesh("cpu", (1,))
-    dist.destroy_process_group()
 
 
 @pytest.mark.parametrize("style", STYLES)

@@ -17,7 +17,6 @@ plain tensors.
 from __future__ import annotations
 
 import itertools
-import socket
 
 import pytest
 
@@ -94,21 +93,6 @@ def run(code: str, dtype: torch.dtype, kind: str, mesh=None):
         (sum((o.float() * weights).sum() for o in outs)).backward()
         grad = w.grad
     return ("ok", [o.detach() for o in outs], outs[0].dtype, grad)
-
-
-@pytest.fixture(scope="module")
-def mesh():
-    dist = pytest.importorskip("torch.distributed")
-    if not dist.is_available() or dist.is_initialized():
-        pytest.skip("torch.distributed unavailable or already initialised")
-    from torch.distributed.device_mesh import init_device_mesh
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    dist.init_process_group("gloo", rank=0, world_size=1, init_method=f"tcp://127.0.0.1:{port}")
-    yield init_device_mesh("cpu", (1,))
-    dist.destroy_process_group()
 
 
 def test_family_size():

@@ -4,7 +4,6 @@ item 11 is ``benchmarks/bench_fix.py``.)"""
 from __future__ import annotations
 
 import os
-import socket
 import textwrap
 
 import pytest
@@ -196,22 +195,6 @@ def test_fix_runs_the_analysis_once(monkeypatch):
 
 
 # ------------------------------------------------------------------ 3. DTensor operands (inline guard)
-
-
-@pytest.fixture(scope="module")
-def mesh():
-    pytest.importorskip("torch")
-    dist = pytest.importorskip("torch.distributed")
-    if not dist.is_available() or dist.is_initialized():
-        pytest.skip("torch.distributed unavailable or already initialised")
-    from torch.distributed.device_mesh import init_device_mesh
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    dist.init_process_group("gloo", rank=0, world_size=1, init_method=f"tcp://127.0.0.1:{port}")
-    yield init_device_mesh("cpu", (1,))
-    dist.destroy_process_group()
 
 
 ENTROPY = textwrap.dedent("""\
