@@ -117,21 +117,23 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
     return index
 
 
+def refs_text(names: Iterable[str]) -> str:
+    """A set of identifiers as one string (``"\\na\\nb\\n"``): the cache loads one string per file
+    instead of a set of thousands of strings (most of the cost of reading a warm cache)."""
+    return "\n" + "\n".join(sorted(names)) + "\n"
+
+
+def refers(refs: str, name: str) -> bool:
+    return f"\n{name}\n" in refs
+
+
 #: an identifier not followed by a call's ``(``: in code, comments and strings alike (a superset of the
 #: uses as a value, which only ever makes a fix "unsafe"); a regex over the text costs far less than a
 #: second walk of the tree
 _NOT_CALLED = re.compile(r"\b([A-Za-z_]\w*)\b(?!\s*\()")
 
 
-class _Everything(frozenset):
-    def __contains__(self, item) -> bool:
-        return True
-
-
-_EVERY_NAME = _Everything()
-
-
-def value_refs_in_text(source: str, tree: ast.Module) -> frozenset:
+def value_refs_in_text(source: str, tree: ast.Module) -> str:
     """:func:`value_refs` from the source text: every identifier not directly followed by ``(``, outside
     the module's top-level imports (an import names a function without using it)."""
     lines = source.splitlines()
@@ -145,10 +147,10 @@ def value_refs_in_text(source: str, tree: ast.Module) -> frozenset:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for i in range(node.lineno - 1, min(node.end_lineno or node.lineno, len(lines))):
                 lines[i] = ""
-    return frozenset(_NOT_CALLED.findall("\n".join(lines)))
+    return refs_text(set(_NOT_CALLED.findall("\n".join(lines))))
 
 
-def value_refs(tree: ast.Module) -> frozenset:
+def value_refs(tree: ast.Module) -> str:
     """Names used as a value rather than called: loads of a name or attribute that are not a call's
     callee, and identifier strings (``getattr(obj, "name")``). Imports and definitions are not uses."""
     nodes = list(ast.walk(tree))
@@ -163,7 +165,7 @@ def value_refs(tree: ast.Module) -> frozenset:
             out.add(n.attr)
         elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier():
             out.add(n.value)
-    return frozenset(out)
+    return refs_text(out)
 
 
 def _init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
@@ -649,15 +651,19 @@ class Project:
         if not sites or any(s.callback or not set(observed) <= s.unread for s in sites):
             return 0
         name = qual.rsplit(".", 1)[-1]
-        if any(name in self._value_refs(index) for index in self.indexes.values()):
-            return 0  # handed around as a value: some calls are not visible as call sites
+        for index in self.indexes.values():
+            refs = self._value_refs(index)
+            if refs is None or refers(refs, name):
+                return 0  # handed around as a value: some calls are not visible as call sites
         return len(sites)
 
-    def _value_refs(self, index: ModuleIndex) -> frozenset:
+    def _value_refs(self, index: ModuleIndex) -> Optional[str]:
+        """:func:`value_refs` of a module; None when neither its text nor its tree is at hand (then any
+        name may be used as a value there)."""
         if index.value_refs is None:
             tree = self._trees.get(index.path)
             if tree is None:
-                return _EVERY_NAME  # neither text nor tree: assume the worst
+                return None
             index.value_refs = value_refs(tree)
         return index.value_refs
 

@@ -177,8 +177,9 @@ class ModuleIndex:
     #: names this module uses as a value, not as the callee of a call (``HANDLERS = {"s": scale}``,
     #: ``self.fn = self._scale``, ``partial(scale, ...)``, ``getattr(m, "scale")``): a function named so
     #: may be called where no call site shows it, so its callers are never "all checked"
-    #: (None until needed when the text was not at hand: computed from the tree then)
-    value_refs: Optional[FrozenSet[str]] = None
+    #: (None until needed when the text was not at hand: computed from the tree then); one string,
+    #: ``"\\nname\\nother\\n"`` (:func:`.project.refs_text`), not a set: it is cheap to read from the cache
+    value_refs: Optional[str] = None
 
 
 @dataclass
