@@ -389,7 +389,7 @@ class CallsMixin:
                     i = param_index(o)
                     if i is not None:
                         self.record_param_write(node, w.kind, op, arg_node, with_steps(o, w.steps), i, helper,
-                                                w.op_name)
+                                                w.op_name, w.no_grad)
             for i in summary.observed:
                 if i in binding and self.is_unread_after(binding[i][1], node):
                     unread.add(i)

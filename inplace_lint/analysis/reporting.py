@@ -60,7 +60,7 @@ class ReportingMixin:
             if index is None:
                 real.append(o)
             elif self.ctx is not None and self.recording:
-                self.record_param_write(node, kind, op, target, o, index, None, op_name)
+                self.record_param_write(node, kind, op, target, o, index, None, op_name, write_no_grad)
         if not real:
             return
         write = Write(op, op_name, kind, short(target), point_index(node, kind))
@@ -99,7 +99,8 @@ class ReportingMixin:
         return frozenset(i for i, p in enumerate(self.params) if p in names)
 
     def record_param_write(self, node: ast.AST, kind: WriteKind, op: str, target: ast.expr, origin: Origin, index: int,
-                           via: Optional[Tuple[str, str, int]], op_name: Optional[str] = None) -> None:
+                           via: Optional[Tuple[str, str, int]], op_name: Optional[str] = None,
+                           write_no_grad: bool = False) -> None:
         if any(w.line == node.lineno and w.col == node.col_offset and w.index == index for w in self.param_writes):
             return
         fix = alt = None
@@ -113,7 +114,7 @@ class ReportingMixin:
                     self.observed.add(index)
         self.param_writes.append(ParamWrite(
             self.qual, index, self.ctx.path, node.lineno, node.col_offset, node.end_lineno or node.lineno,
-            node.end_col_offset or node.col_offset, op, kind, origin.steps, short(target), self.no_grad,
+            node.end_col_offset or node.col_offset, op, kind, origin.steps, short(target), self.no_grad or write_no_grad,
             kept=via is None and self.read_after(target, node), via=via, op_name=op_name,
             point_index=point_index(node, kind), guard=self.default_guard(), fix=fix, fix_if_callers=alt))
 

@@ -320,7 +320,10 @@ class StatementsMixin:
             base = self.eval(target.value)
             self.eval(target.slice)
             if not is_str_constant(target.slice):  # x["key"] = v: a mapping, not a tensor
-                self.report(target, WriteKind.SUBSCRIPT, "item assignment", target.value, base)
+                # guess: `small[k:] = False` writes a bool mask, and a bool tensor never requires grad
+                # (docs/pytorch-facts.md#grad-off): the autograd rules do not apply, the alias rules do
+                self.report(target, WriteKind.SUBSCRIPT, "item assignment", target.value, base,
+                            write_no_grad=isinstance(value_node, ast.Constant) and isinstance(value_node.value, bool))
             key = self.key_of(target)
             if key is not None and not any(o.is_tensor for o in base):
                 self.bind_name(key, value)  # output["logits"] = ... on a dict-like model output
