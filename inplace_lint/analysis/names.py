@@ -25,6 +25,9 @@ _UNBOUND_ALIASES = {"F": "torch.nn.functional", "nn.functional": "torch.nn.funct
                     "Tensor": "torch.Tensor"}
 #: libraries whose results are never torch tensors (numbers, numpy arrays, random values)
 NON_TENSOR_LIBRARIES = frozenset({"math", "cmath", "numpy", "random", "statistics", "decimal", "fractions"})
+#: the heads :func:`qualify` reads literally when no import binds them and no local shadows them: the
+#: only names whose becoming local changes what an expression means (a loop's second pass relies on it)
+LITERAL_HEADS = frozenset({h.split(".")[0] for h in _UNBOUND_ALIASES} | NON_TENSOR_LIBRARIES | {"functools", "partial"})
 
 
 def import_bindings(node: ast.stmt, package: str = "") -> Dict[str, str]:

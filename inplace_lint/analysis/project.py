@@ -430,7 +430,7 @@ class Project:
             self.crashes[path] = exc
             return old
         self.crashes.pop(path, None)
-        result = FileResult(path, old.module, old.digest, old.index, dict(ctx.functions), ctx.calls,
+        result = FileResult(path, old.module, old.digest, old.index, dict(ctx.functions), ctx.call_sites(),
                             list(sink.values()), ctx.deps)
         for qual in old.functions:
             if qual not in result.functions:
@@ -753,6 +753,15 @@ class ModuleContext:
         self._functions: Dict[str, Optional[Tuple[str, int]]] = {}
         #: an open buffer's walk that reuses unchanged functions (:mod:`.incremental`), else None
         self.function_walk = None
+
+    def call_sites(self) -> List[CallSite]:
+        """``calls`` with one site per call (a loop's second pass records its calls again: the later
+        record, which saw the values carried around the loop, replaces the earlier)."""
+        out: Dict[tuple, CallSite] = {}
+        for site in self.calls:
+            key = (site.caller, site.callee, site.line, site.col, site.callback)
+            out[key] = site
+        return list(out.values()) if len(out) != len(self.calls) else self.calls
 
     def index_classes(self):
         index = self.project.indexes.get(self.module)

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Set
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import grad, model_outputs, ops
 from .astutil import dotted_name, is_str_constant
-from .names import import_bindings
+from .names import LITERAL_HEADS, import_bindings
 from .summaries import FunctionSummary, function_ref, param_index
 
 EMPTY: frozenset = frozenset()
@@ -127,15 +127,27 @@ class StatementsMixin:
 
     def _loop(self, node, head) -> None:
         before = dict(self.env)
+        state = self._loop_state()
         self.loop_stack.append(node)
         try:
-            for _ in range(2):  # a second pass sees values carried around the loop
+            for first in (True, False):  # a second pass sees values carried around the loop
                 head()
                 self.run_body(node.body)
                 self.env = merge([before, self.env])
+                if first and self.env == before and self._loop_state()[:-1] == state[:-1] \
+                        and not (self.assigned - state[-1]) & LITERAL_HEADS:
+                    # nothing the walk reads changed in the first pass: the second would repeat it exactly
+                    # (three loops in four; nested loops were walked 2**depth times)
+                    break
         finally:
             self.loop_stack.pop()
         self.run_body(node.orelse)
+
+    def _loop_state(self) -> tuple:
+        """What a loop's body may change, other than ``env``, that later statements read
+        (``assigned`` only matters for :data:`~.names.LITERAL_HEADS`; compared apart)."""
+        return (set(self.nograd_bound), dict(self.names), dict(self.local_funcs), dict(self.inplace_modules),
+                set(self.submodule_results), set(self.assigned))
 
     def stmt_If(self, node: ast.If) -> None:
         # an elif chain is walked as a loop, not by recursion (generated code has chains of hundreds)
