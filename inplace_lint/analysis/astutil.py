@@ -7,6 +7,11 @@ from typing import Optional
 
 def dotted_name(node: ast.AST) -> Optional[str]:
     """``torch.nn.functional`` for the matching Attribute chain of Names, else None."""
+    kind = type(node)  # the hot path: ``x`` and ``self.x``
+    if kind is ast.Name:
+        return node.id
+    if kind is ast.Attribute and type(node.value) is ast.Name:
+        return f"{node.value.id}.{node.attr}"
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)

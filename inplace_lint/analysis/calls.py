@@ -17,7 +17,7 @@ from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import model_outputs, ops
 from .astutil import call_text, dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, short
 from .expressions import cut_tracking, index_text, is_basic_index
-from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, is_torch, qualify
+from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, is_torch, qualify, qualify_dotted
 from .statements import EMPTY, cap
 from .summaries import CallSite, function_of, no_grad_value, param_index, with_steps
 
@@ -67,7 +67,9 @@ class CallsMixin:
         kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
 
         if isinstance(func, ast.Attribute):
-            ns, imported = qualify(func.value, self.names, self.is_local_name)
+            func_dotted = dotted_name(func)  # the receiver's is its head (None when not a dotted name)
+            ns, imported = qualify_dotted(func_dotted.rpartition(".")[0] if func_dotted else None, self.names,
+                                          self.is_local_name)
             if ns == "torch.Tensor" and node.args:
                 # torch.Tensor.div_(x, t) is x.div_(t)
                 return self.method_call(node, func.attr, node.args[0], args[0])
@@ -79,7 +81,7 @@ class CallsMixin:
             if callee is not None:
                 return self.project_call(node, callee, args, kwargs)
             recv = self.eval(func.value)
-            inplace_module = self.inplace_modules.get(dotted_name(func) or "")
+            inplace_module = self.inplace_modules.get(func_dotted or "")
             if inplace_module and node.args:
                 self.report(node, WriteKind.INPLACE_KWARG, f"`{inplace_module}(inplace=True)`", node.args[0], args[0])
                 return self._inplace_result(node, inplace_module, args[0])

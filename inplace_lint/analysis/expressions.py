@@ -95,6 +95,25 @@ class ExpressionsMixin:
     def eval_Constant(self, node: ast.Constant) -> frozenset:
         return EMPTY
 
+    # the generic walk of children, spelled out for the common kinds (f-strings are everywhere in logs)
+    def eval_JoinedStr(self, node: ast.JoinedStr) -> frozenset:
+        for value in node.values:
+            if type(value) is ast.FormattedValue:
+                self.eval_FormattedValue(value)
+        return EMPTY
+
+    def eval_FormattedValue(self, node: ast.FormattedValue) -> frozenset:
+        self.eval(node.value)
+        if node.format_spec is not None:
+            self.eval(node.format_spec)
+        return EMPTY
+
+    def eval_Slice(self, node: ast.Slice) -> frozenset:
+        for part in (node.lower, node.upper, node.step):
+            if part is not None:
+                self.eval(part)
+        return EMPTY
+
     def eval_BinOp(self, node: ast.BinOp) -> frozenset:
         # a + b + c + ... nests to the left: walk it as a loop, in evaluation order
         rights = []

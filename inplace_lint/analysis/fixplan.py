@@ -81,17 +81,30 @@ class FunctionFacts:
         #: ids of the loads inside a nested function, lambda, generator expression or class (run later)
         self.captured_loads: Set[int] = set()
         stack = [(func, False)]
+        AST, Name, Load, ASSIGNS = ast.AST, ast.Name, ast.Load, (ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor,
+                                                                 ast.NamedExpr)
+        parents, loads, assigns, captured_loads = self.parents, self.loads, self.assigns, self.captured_loads
         while stack:
             node, captured = stack.pop()
-            for child in ast.iter_child_nodes(node):
-                self.parents[id(child)] = node
-                stack.append((child, captured or isinstance(child, _CAPTURES)))
-                if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
-                    self.loads.append(child)
-                    if captured:
-                        self.captured_loads.add(id(child))
-                elif isinstance(child, (ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
-                    self.assigns.append(child)
+            for field_name in node._fields:  # ast.iter_child_nodes, inlined (a generator per node cost more)
+                value = getattr(node, field_name, None)
+                if isinstance(value, list):
+                    children = value
+                elif isinstance(value, AST):
+                    children = (value,)
+                else:
+                    continue
+                for child in children:
+                    if not isinstance(child, AST):
+                        continue
+                    parents[id(child)] = node
+                    stack.append((child, captured or isinstance(child, _CAPTURES)))
+                    if isinstance(child, Name) and isinstance(child.ctx, Load):
+                        loads.append(child)
+                        if captured:
+                            captured_loads.add(id(child))
+                    elif isinstance(child, ASSIGNS):
+                        assigns.append(child)
         self.loads.sort(key=lambda n: (n.lineno, n.col_offset))
         self.declared, self.assigned = _declarations(func)
         # memos: a function with many findings must not cost findings x loads x depth

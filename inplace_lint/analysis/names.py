@@ -65,7 +65,11 @@ def qualify(node: ast.AST, names: Dict[str, str], local: "LocalCheck") -> Tuple[
     ``local(head)`` says whether the head is a local value (a parameter, an assigned name): such a
     head qualifies to None (``x.exp`` is a method of a value, not a module function).
     """
-    dotted = dotted_name(node)
+    return qualify_dotted(dotted_name(node), names, local)
+
+
+def qualify_dotted(dotted: Optional[str], names: Dict[str, str], local: "LocalCheck") -> Tuple[Optional[str], bool]:
+    """:func:`qualify` of an expression whose :func:`~.astutil.dotted_name` is ``dotted``."""
     if dotted is None:
         return None, False
     head, _, rest = dotted.partition(".")

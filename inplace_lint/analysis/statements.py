@@ -71,6 +71,16 @@ class StatementsMixin:
         finally:
             self.stmt_stack.pop()
 
+    def stmt_Assert(self, node: ast.Assert) -> None:
+        self.eval(node.test)
+        if node.msg is not None:
+            self.eval(node.msg)
+
+    def stmt_Raise(self, node: ast.Raise) -> None:
+        for part in (node.exc, node.cause):
+            if part is not None:
+                self.eval(part)
+
     def stmt_Expr(self, node: ast.Expr) -> None:
         self.eval(node.value)
 
