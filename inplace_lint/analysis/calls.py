@@ -230,7 +230,7 @@ class CallsMixin:
             return self.view_of(recv_node, recv, StepKind.MULTI_VIEW, call_text(node, name), line, any_base=True,
                                 certain=functional)
         if name in ops.SAVES_OUTPUT:
-            if no_grad_value(known) and known == recv:
+            if no_grad_value(known) and known == recv or (recv and not known and self._accumulated_params(recv)):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), line, root_no_grad=self.no_grad)})
         if name in ops.DTENSOR_LOCAL_METHODS:
@@ -253,6 +253,14 @@ class CallsMixin:
             if self._inputs_need_no_grad(node, args, {}, receiver=known):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
         return EMPTY
+
+    def _accumulated_params(self, recv: frozenset) -> bool:
+        """``recv`` is a parameter this function already updated in place (``exp_avg_sq.mul_(b2).addcmul_(g, g)``,
+        then ``exp_avg_sq.sqrt().add_(eps)``). Guess: it is state (an optimizer's moments, a running
+        buffer), which needs no grad; an in-place update of a leaf that needs grad would have raised
+        already (docs/pytorch-facts.md#leaf-requires-grad)."""
+        written = {w.index for w in self.param_writes if w.via is None and not w.steps}
+        return all(param_index(o) in written and not o.steps for o in recv)
 
     def view_of(self, recv_node: ast.expr, recv: frozenset, kind: StepKind, text: str, line: int,
                 any_base: bool = False, certain: bool = False) -> frozenset:
