@@ -74,3 +74,25 @@ def test_custom_function_output_returned_by_a_helper_is_not_called_a_custom_func
     assert f.code == "IPV002"
     assert f.message.startswith(
         "`div_` writes in place to `logits`, what `forward_step(...)` returns, a custom autograd Function's output")
+
+
+def test_a_helper_reached_through_another_is_named_once():
+    source = textwrap.dedent(
+        """\
+        def fill(dst, src):
+            dst.copy_(src)
+
+
+        def middle(dst, src):
+            fill(dst, src)
+
+
+        def outer(model, ids, src):
+            out = model(ids)
+            middle(out.logits.squeeze(0), src)
+        """
+    )
+    [f] = analyze_source(source)
+    assert (f.code, f.line, f.col) == ("IPV001", 11, 4)
+    assert f.message == ("`copy_` in `fill()` (line 2) writes in place to `out.logits.squeeze(0)`, "
+                         "a view of model output `out.logits`")

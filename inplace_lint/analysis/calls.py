@@ -390,7 +390,7 @@ class CallsMixin:
                     continue
                 origins, arg_node = binding[w.index]
                 helper = w.via or (short_name, ctx.path, w.line)
-                op = f"{w.op} in `{helper[0]}()` (line {helper[2]})"
+                op = w.op if w.via else f"{w.op} in `{helper[0]}()` (line {helper[2]})"  # via: named already
                 real = [with_steps(o, w.steps) for o in origins if param_index(o) is None]
                 if real:
                     self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
