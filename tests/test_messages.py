@@ -96,3 +96,13 @@ def test_a_helper_reached_through_another_is_named_once():
     assert (f.code, f.line, f.col) == ("IPV001", 11, 4)
     assert f.message == ("`copy_` in `fill()` (line 2) writes in place to `out.logits.squeeze(0)`, "
                          "a view of model output `out.logits`")
+
+
+def test_a_parameter_guess_gives_way_to_what_the_callers_pass():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "fixtures/detect/IPV003/callers_decide.py"
+    found = analyze_source(path.read_text(), filename=str(path))
+    assert [(f.code, f.line, f.col) for f in found] == [("IPV003", 17, 4), ("IPV003", 37, 8)]
+    assert found[0].message == ("`mul_` writes in place to `a`, one output of `.chunk(2)` of model output "
+                                "`model(ids).logits`, passed by the call at line 22")

@@ -114,6 +114,8 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
     #: the callee not matching the model-call patterns): intermediate activations, not model outputs,
     #: whatever their name (see :mod:`.model_outputs`)
     submodule_results: Set[str] = field(default_factory=set)
+    #: (name, line) of the roots made from a parameter's ``torch.Tensor`` annotation
+    annotation_roots: Set[Tuple[str, int]] = field(default_factory=set)
 
     def _handler(self, prefix: str, node_type: type):
         return _handler(type(self), prefix, node_type)
@@ -139,6 +141,7 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
         names = [a.arg for a in every]
         env = dict(self.env)
         typed = set()
+        annotated = set()
         for index, a in enumerate(every):
             name = a.arg
             env.pop(name, None)
@@ -152,10 +155,12 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
                     typed.add(name)
             if model_outputs.is_tensor_annotation(a.annotation):
                 held.add(Origin(RootKind.TENSOR, name, a.lineno))
+                annotated.add((name, a.lineno))
             if held:
                 env[name] = frozenset(held)
         scope = self.new_scope(tuple(names), func, env, no_grad, dict(self.inplace_modules), qual)
         scope.typed_params = typed
+        scope.annotation_roots = annotated
         return scope
 
 

@@ -631,6 +631,9 @@ class Project:
         for lf in result.findings:
             if lf.grad_rule and self._grad_off(grad_off, lf.func) and not self.settings.report_in_no_grad:
                 continue
+            if lf.grad_rule and lf.param_rooted is not None \
+                    and self._callers_decide(calls_to, incoming, lf.func, lf.param_rooted):
+                continue  # what the callers pass is known: the parameter's write below is matched against it
             finding = lf.finding
             if lf.fix_if_callers is not None and lf.observed:
                 checked = self._callers_checked(calls_to, lf.func, lf.observed)
@@ -656,6 +659,21 @@ class Project:
             if refs is None or refers(refs, name):
                 return 0  # handed around as a value: some calls are not visible as call sites
         return len(sites)
+
+    def _callers_decide(self, calls_to, incoming, qual: str, index: int) -> bool:
+        """Every in-project call of ``qual`` passes something known for parameter ``index`` (and the
+        function is not handed around as a value, where calls are not visible)."""
+        sites = calls_to.get(qual)
+        if not sites or any(index not in dict(s.args) for s in sites):
+            return False
+        if len(incoming.get((qual, index), ())) >= _MAX_INCOMING:
+            return False  # more than is kept: some origins were dropped
+        name = qual.rsplit(".", 1)[-1]
+        for module_index in self.indexes.values():
+            refs = self._value_refs(module_index)
+            if refs is None or refers(refs, name):
+                return False
+        return True
 
     def _value_refs(self, index: ModuleIndex) -> Optional[str]:
         """:func:`value_refs` of a module; None when neither its text nor its tree is at hand (then any

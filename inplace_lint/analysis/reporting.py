@@ -3,7 +3,7 @@ of the interpreter). Writes that reach a parameter are recorded for the function
 from __future__ import annotations
 
 import ast
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from ..findings import Finding, Origin, RootKind, WriteKind
 from ..rules import PRIORITY, Write
@@ -32,12 +32,16 @@ def point_index(node: ast.AST, kind: WriteKind) -> bool:
     return not any(isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and e.value is Ellipsis) for e in parts)
 
 
-def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_grad: bool):
-    """The first rule (by priority) some origin matches, and the origin that shows it; or (None, None)."""
-    kind = write.kind
+def _written_tensors(origins: Sequence[Origin], kind: WriteKind) -> List[Origin]:
     tensors = [o for o in (as_written_tensor(o, kind) for o in origins) if o.is_tensor]
     if kind in (WriteKind.AUGMENTED, WriteKind.SUBSCRIPT):
         tensors = [o for o in tensors if o.certain_tensor]
+    return tensors
+
+
+def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_grad: bool):
+    """The first rule (by priority) some origin matches, and the origin that shows it; or (None, None)."""
+    tensors = _written_tensors(origins, write.kind)
     if not tensors:
         return None, None
     for rule in PRIORITY:
@@ -90,7 +94,23 @@ class ReportingMixin:
             target=target_text, origin=origin, fix=fix, related=origin.related(),
         )
         self.sink[key] = LocalFinding(finding, self.qual, grad_rule=not rule.without_grad,
-                                      observed=frozenset(observed or ()), fix_if_callers=alt)
+                                      observed=frozenset(observed or ()), fix_if_callers=alt,
+                                      param_rooted=self.param_rooted(real, write, rule))
+
+    def param_rooted(self, origins: Sequence[Origin], write: Write, rule) -> Optional[int]:
+        """The parameter every origin that makes ``rule`` apply was guessed from (its annotation, or a view
+        taken of the parameter itself, whose root is named after it), if it still holds the parameter."""
+        if self.ctx is None or not self.params:
+            return None
+        matching = [o for o in _written_tensors(origins, write.kind) if rule.applies(o, write)]
+        names = {o.root_text for o in matching}
+        if len(names) != 1 or any(o.root is not RootKind.TENSOR for o in matching):
+            return None
+        name = names.pop()
+        if name not in self.params:
+            return None
+        index = list(self.params).index(name)
+        return index if any(param_index(o) == index for o in self.env.get(name, ())) else None
 
     def involved_params(self, target: ast.expr, origins: Sequence[Origin]) -> frozenset:
         """Indexes of the parameters a fix would hide the write from: the target or a view's base."""

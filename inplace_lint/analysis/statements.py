@@ -415,7 +415,10 @@ class StatementsMixin:
 
     def summary(self, declared_no_grad: bool, static: bool) -> FunctionSummary:
         """This (function) scope's summary, after its body was walked."""
-        returns = frozenset(o for o in self.returns if not model_outputs.is_guessed_object(o))
+        # a root made from a parameter's annotation is not returned: the caller substitutes what it
+        # passed for the parameter's placeholder, which travelled alongside it
+        returns = frozenset(o for o in self.returns if not model_outputs.is_guessed_object(o)
+                            and not (o.root is RootKind.TENSOR and (o.root_text, o.root_line) in self.annotation_roots))
         returned = {param_index(o) for o in self.returns} - {None}
         writes = tuple(replace(w, kept=w.kept or w.index in returned) if w.via is None else w
                        for w in self.param_writes)

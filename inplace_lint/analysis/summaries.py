@@ -158,6 +158,10 @@ class LocalFinding:
     #: parameters whose callers must be checked for the safe fix below to apply
     observed: FrozenSet[int] = frozenset()
     fix_if_callers: Optional[Fix] = None
+    #: every origin that makes the rule apply is a guess from parameter ``param_rooted`` itself (its
+    #: ``torch.Tensor`` annotation, or a view taken of it): where every caller is known, what they pass
+    #: decides instead (:meth:`.project.Project.findings`)
+    param_rooted: Optional[int] = None
 
 
 @dataclass
