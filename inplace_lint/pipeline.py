@@ -334,7 +334,7 @@ def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = No
     Returns None when ``build`` is False and there is no cache.
 
     ``jobs > 1``: when at least :data:`inplace_lint.analysis.parallel_build.MIN_FILES` files must be
-    walked, they are parsed and walked by that many worker processes
+    walked, they are parsed and walked by up to that many worker processes
     (:func:`inplace_lint.analysis.parallel_build.build_parallel`; the same summaries and findings).
     """
     from .analysis import cache as disk
@@ -396,8 +396,9 @@ def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = No
     if deferred:
         from .analysis import parallel_build
 
-        if len(deferred) >= parallel_build.MIN_FILES:
-            to_walk = parallel_build.build_parallel(project, deferred, jobs, order=files)
+        workers = parallel_build.workers_for(len(deferred), jobs)
+        if workers > 1:
+            to_walk = parallel_build.build_parallel(project, deferred, workers, order=files)
             built = True
         else:
             to_walk = [f for f, source, digest in deferred

@@ -30,6 +30,12 @@ def chain(tmp_path):
     pipeline.set_project_mode(False)
 
 
+def _small(monkeypatch):
+    """The parallel build on the fixtures' few files (by default only from MIN_FILES files on)."""
+    monkeypatch.setattr(parallel_build, "MIN_FILES", 1)
+    monkeypatch.setattr(parallel_build, "FILES_PER_WORKER", 1)
+
+
 def _build(root: pathlib.Path, jobs: int):
     pipeline._PROJECTS.clear()
     any_file = next(iter(sorted(root.rglob("*.py"))))
@@ -44,6 +50,7 @@ def _findings(project):
 def _same(serial, parallel):
     assert list(parallel.results) == list(serial.results)  # the order the project pass reads them in
     assert parallel.summaries == serial.summaries
+    assert list(parallel.summaries) == list(serial.summaries)
     for path, result in serial.results.items():
         other = parallel.results[path]
         assert other.functions == result.functions, path
@@ -55,7 +62,7 @@ def _same(serial, parallel):
 @pytest.mark.parametrize("waves", [1, 2, 4])
 @pytest.mark.parametrize("jobs", [2, 3])
 def test_parallel_build_equals_the_serial_build(chain, monkeypatch, jobs, waves):
-    monkeypatch.setattr(parallel_build, "MIN_FILES", 1)
+    _small(monkeypatch)
     monkeypatch.setattr(parallel_build, "WAVES", waves)
     serial = _build(chain, 1)
     found = _findings(serial)
@@ -69,7 +76,7 @@ def test_parallel_build_equals_the_serial_build(chain, monkeypatch, jobs, waves)
 def test_files_that_read_another_workers_summaries_are_walked_again(chain, monkeypatch):
     """One wave: every read of a summary made in the other worker's chunk is stale after the workers'
     walk; the main process walks those files again until nothing is stale."""
-    monkeypatch.setattr(parallel_build, "MIN_FILES", 1)
+    _small(monkeypatch)
     monkeypatch.setattr(parallel_build, "WAVES", 1)
     monkeypatch.setattr(parallel_build, "MIN_REWALK_IN_WORKERS", 1)
     serial = _build(chain, 1)
@@ -80,7 +87,7 @@ def test_files_that_read_another_workers_summaries_are_walked_again(chain, monke
 
 
 def test_the_rlpkg_project_both_ways(tmp_path, monkeypatch):
-    monkeypatch.setattr(parallel_build, "MIN_FILES", 1)
+    _small(monkeypatch)
     work = tmp_path / "rlpkg"
     shutil.copytree(FIXTURES / "rlpkg", work)
     _same(_build(work, 1), _build(work, 2))
@@ -101,7 +108,7 @@ def test_no_worker_falls_back_to_the_serial_build(chain, monkeypatch):
     def cannot(*args, **kwargs):
         raise OSError("no processes here")
 
-    monkeypatch.setattr(parallel_build, "MIN_FILES", 1)
+    _small(monkeypatch)
     monkeypatch.setattr(parallel_build.concurrent.futures, "ProcessPoolExecutor", cannot)
     serial = _build(chain, 1)
     _same(serial, _build(chain, 2))
@@ -112,7 +119,7 @@ def test_workers_without_fork_get_the_cached_part_sent(chain, monkeypatch):
     """Where fork is missing (macOS, Windows) each worker starts from the settings and cached results."""
     import multiprocessing
 
-    monkeypatch.setattr(parallel_build, "MIN_FILES", 1)
+    _small(monkeypatch)
     monkeypatch.setattr(parallel_build, "_context", lambda: multiprocessing.get_context("spawn"))
     serial = _build(chain, 1)
     _same(serial, _build(chain, 2))
@@ -120,7 +127,7 @@ def test_workers_without_fork_get_the_cached_part_sent(chain, monkeypatch):
 
 
 def test_check_jobs_2_prints_what_jobs_1_prints(chain, monkeypatch, capsys):
-    monkeypatch.setattr(parallel_build, "MIN_FILES", 1)
+    _small(monkeypatch)
     outs = []
     for jobs in ("1", "2"):
         pipeline._PROJECTS.clear()
@@ -134,7 +141,7 @@ def test_check_jobs_2_prints_what_jobs_1_prints(chain, monkeypatch, capsys):
 def test_a_partly_cached_project_is_finished_in_parallel(chain, monkeypatch, tmp_path, capsys):
     """Files that changed since the cache was written are parsed and walked by the workers; the
     cached files keep their place and those that read a changed summary are walked again."""
-    monkeypatch.setattr(parallel_build, "MIN_FILES", 1)
+    _small(monkeypatch)
     cache = tmp_path / "cache"
     main(["check", "-q", "-j", "1", "--cache-dir", str(cache), str(chain)])
     capsys.readouterr()
@@ -172,3 +179,11 @@ def test_partition_puts_imported_files_in_earlier_waves():
     assert all(0 <= w < 2 for _, w in placed.values())
     one_wave = partition(files, 2, waves=1)
     assert [one_wave[f"/p/m{i}.py"][1] for i in range(8)] == [0, 0, 0, 0, 1, 1, 1, 1]  # import runs together
+
+
+def test_how_many_workers():
+    per = parallel_build.FILES_PER_WORKER
+    assert parallel_build.workers_for(10_000, 1) == 1  # -j 1: always the serial build
+    assert parallel_build.workers_for(parallel_build.MIN_FILES - 1, 8) == 1
+    assert parallel_build.workers_for(10_000, 2) == 2
+    assert parallel_build.workers_for(3 * per, 16) == 3  # no worker with fewer than FILES_PER_WORKER files

@@ -1,26 +1,29 @@
 """A project's cold build split among worker processes (``check -j N`` on a project with no cache).
 
 :meth:`.project.Project.build` walks every file in one process, importing files first. Here
-(:func:`build_parallel`), with ``jobs`` worker processes, one per chunk of files:
+(:func:`build_parallel`), with ``jobs`` worker processes:
 
-1. **Partition** (main process, no parsing): each file's imports are read from its text with a regular
-   expression (a guess that only steers the split; nothing else reads it), the files are put in that
-   import order, and the order is cut into ``jobs`` chunks of about the same amount of text, growing
-   each chunk with whole import subtrees so a file and what it imports are in the same chunk where
-   possible.
-2. **Index** (workers): each worker parses and indexes its chunk (:meth:`~.project.Project.add_file`)
-   and keeps the trees; the main process receives every file's :class:`~.summaries.ModuleIndex`.
-3. **Walk** (workers): each worker receives every module's index and walks its chunk in the project's
-   dependency order (:meth:`~.project.Project._ordered`) with the summaries it has (its own chunk's,
-   and those the cache gave), and returns each file's :class:`~.summaries.FileResult`.
-4. **Fixpoint** (main process): the results are added in the project's order; a file whose walk read a
-   summary that is different now (made in another chunk, or absent when it was read) is walked again,
-   as :meth:`~.project.Project.build` does, until nothing is stale.
+1. **Partition** (main process, no parsing, :func:`partition`): each file's imports are read from its
+   text with a regular expression (a guess that only steers the split; nothing else reads it); a
+   file's import level is the longest chain of imports below it. The levels are grouped into
+   :data:`WAVES` waves of about the same amount of text, and each wave's files, in import order, are
+   cut into ``jobs`` runs of about the same amount of text, one per worker.
+2. **Index** (workers): each worker parses and indexes its files (:meth:`~.project.Project.add_file`)
+   and keeps the trees; the main process receives every file's :class:`~.summaries.ModuleIndex` and
+   computes the project's walk order (:meth:`~.project.Project._ordered`).
+3. **Walk** (workers), wave by wave: each worker walks its files of the wave in that order, with every
+   module's index, the cache's summaries and those the other workers made in earlier waves, and
+   returns each file's :class:`~.summaries.FileResult`.
+4. **Fixpoint** (main process): the results are added; a file whose walk read a summary that is
+   different now (made by another worker in the same wave, or absent when it was read) is walked
+   again, as :meth:`~.project.Project.build` does: in the workers (which hold the trees) while many
+   are stale, then here, until nothing is stale.
 
 The findings are those of the serial build: a walk depends only on its file's tree, the indexes and
 the summaries it read (each recorded with its digest), and every file that read a summary that is not
-the final one is walked again. A worker that cannot be started, or dies, makes the build fall back to
-the serial one for what is left. ``fork`` is used where the platform has it (the workers inherit the
+the final one is walked again. The results are kept in the serial build's order (the project pass
+reads the call sites in order). A worker that cannot be started, or dies, makes the build finish in
+this process. ``fork`` is used where the platform has it, except on macOS (the workers inherit the
 cached part of the project); elsewhere that part is sent to each worker once.
 """
 from __future__ import annotations
@@ -30,6 +33,7 @@ import gc
 import multiprocessing
 import pickle
 import re
+import sys
 import time
 from concurrent.futures.process import BrokenProcessPool
 from typing import Dict, List, Optional, Sequence, Set, Tuple
@@ -38,7 +42,9 @@ from .project import _MAX_ROUNDS, Project, module_name
 
 #: below this many files to walk the serial build is used (worker start-up, sending the indexes and
 #: walking again the files that read another chunk's summaries cost more than they save)
-MIN_FILES = 200
+MIN_FILES = 64
+#: at least this many files to walk per worker process (fewer workers than ``jobs`` on a small project)
+FILES_PER_WORKER = 32
 #: a round of walks again with fewer stale files than this is done in the main process
 MIN_REWALK_IN_WORKERS = 16
 #: the walk is done in this many waves (by import level); between two waves the workers receive each
@@ -51,6 +57,13 @@ _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?[ \t]
 
 
 # --------------------------------------------------------------------------- partition
+
+
+def workers_for(files: int, jobs: int) -> int:
+    """How many worker processes build ``files`` files with ``-j jobs``; 1: the serial build."""
+    if jobs < 2 or files < MIN_FILES:
+        return 1
+    return max(1, min(jobs, files // FILES_PER_WORKER))
 
 
 def imports_in_text(source: str, module: str, is_package: bool) -> List[str]:
@@ -174,6 +187,7 @@ def _index(files: Sequence[Tuple[str, str, str, str]]):
     for path, module, source, digest in files:
         error = project.add_file(path, source=source, module=module, digest=digest)
         out.append((path, error, None if error is not None else project.results[path]))
+    gc.freeze()  # the trees live as long as this worker: the collector need not scan them again
     return out
 
 
@@ -197,6 +211,7 @@ def _walk(indexes, order: Sequence[str], summaries=None):
             except Exception:  # noqa: BLE001 -- an exception that cannot travel is sent as its text
                 crash = RuntimeError(f"{type(crash).__name__}: {crash}")
         out.append((path, result, crash))
+    gc.freeze()
     return out
 
 
@@ -207,7 +222,9 @@ def _rewalk(summaries, order: Sequence[str]):
 
 
 def _context():
-    if "fork" in multiprocessing.get_all_start_methods():
+    """fork where the platform has it and it is safe to use (not macOS, where system libraries may
+    crash in a forked child): the workers inherit the project; elsewhere the platform's default."""
+    if "fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin":
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context()
 
@@ -335,6 +352,13 @@ def build_parallel(project: Project, files: Sequence[Tuple[str, str, str]], jobs
     finally:
         for pool in pools:
             pool.shutdown(wait=True, cancel_futures=True)
+    # the summaries in the serial build's order where it can be told: those there before, then each
+    # file's in walk order (only a cap on the project pass's iterations could make the order matter)
+    keys = before + [q for p in walk_order for q in project.results[p].functions]
+    summaries = project.summaries
+    project.summaries = {q: summaries[q] for q in dict.fromkeys(keys) if q in summaries}
+    project.summaries.update(summaries)
+    project._final = None
     return added
 
 
