@@ -237,9 +237,10 @@ class Stats:
 
     files = 0
     chunks: Tuple[int, ...] = ()
-    #: walks done again in the main process to reach the fixpoint (a file may count more than once)
+    #: walks done again, after the workers' walk of every file, to reach the fixpoint (a file may
+    #: count more than once)
     rewalked = 0
-    #: of those, the walks done in the workers
+    #: of those, the walks done in the workers (the rest: in the main process)
     rewalked_in_workers = 0
     rounds = 0
     #: seconds spent parsing and indexing, walking, and reaching the fixpoint
