@@ -187,3 +187,27 @@ def test_how_many_workers():
     assert parallel_build.workers_for(parallel_build.MIN_FILES - 1, 8) == 1
     assert parallel_build.workers_for(10_000, 2) == 2
     assert parallel_build.workers_for(3 * per, 16) == 3  # no worker with fewer than FILES_PER_WORKER files
+
+
+def test_two_files_of_one_module_name_resolve_as_in_the_serial_build(chain, monkeypatch, tmp_path, capsys):
+    """tools/a/run.py and tools/b/run.py are both module `run`: the index of the later one in the file
+    list wins, also when the earlier one is the file that changed since the cache was written."""
+    _small(monkeypatch)
+    cache = tmp_path / "cache"
+    main(["check", "-q", "-j", "1", "--cache-dir", str(cache), str(chain)])
+    capsys.readouterr()
+    run_a = chain / "tools" / "a" / "run.py"
+    run_a.write_text(run_a.read_text() + "\n\ndef other():\n    pass\n")
+    projects = []
+    for jobs in (1, 2):
+        copy = tmp_path / f"cache-{jobs}"
+        shutil.copytree(cache, copy)
+        pipeline._PROJECTS.clear()
+        mode = pipeline.ProjectMode(True, use_cache=True, cache_dir=str(copy))
+        projects.append(pipeline.load_project(str(run_a), DEFAULT_SETTINGS, mode, jobs=jobs))
+        if jobs == 2:
+            assert parallel_build.Stats.files == 2 and parallel_build.Stats.chunks  # run.py, broken.py
+    serial, parallel = projects
+    assert serial.indexes["run"].path == str(chain / "tools" / "b" / "run.py")
+    assert parallel.indexes["run"].path == serial.indexes["run"].path
+    _same(serial, parallel)

@@ -293,6 +293,7 @@ def build_parallel(project: Project, files: Sequence[Tuple[str, str, str]], jobs
             if stub is not None:
                 project.add_result(stub)
                 added.append(path)
+        keep_order(project, order)
         clock.append(time.perf_counter())  # parsed and indexed
         walk_order = project._ordered()
         new = set(added)
@@ -372,7 +373,8 @@ def _merge(project: Project, order: Sequence[str], walked: Dict[str, tuple]) -> 
             for qual in old.functions if old is not None else ():
                 if qual not in result.functions:  # as Project.walk does
                     project.summaries.pop(qual, None)
-            project.add_result(result)
+            project.results[path] = result  # add_result, but the indexes stay as keep_order left them
+            project._publish(result)
             if crash is not None:
                 project.crashes[path] = crash
             else:
@@ -380,7 +382,10 @@ def _merge(project: Project, order: Sequence[str], walked: Dict[str, tuple]) -> 
 
 
 def keep_order(project: Project, order: Optional[Sequence[str]]) -> None:
-    """The results in the serial build's order (the project pass reads the call sites in that order)."""
+    """The results in the serial build's order (the project pass reads the call sites in that order),
+    and each module name's index from the last of its files in that order, as add_file leaves it."""
     if order is not None:
         position = {p: i for i, p in enumerate(order)}
         project.results = dict(sorted(project.results.items(), key=lambda kv: position.get(kv[0], len(position))))
+        for result in project.results.values():  # two files of one module name (scripts in folders
+            project.indexes[result.module] = result.index  # that are not packages): the later one's
