@@ -7,8 +7,13 @@ Prints:
      and warm cache, vs ``ast.parse`` of every file (targets <= 3 and <= 2); one file with a warm cache
      (target <= 100 ms, in process: interpreter start-up not counted).
   3. ``inplace-lint fix --diff`` (nothing written) vs ``inplace-lint check`` (target <= 1.5).
+  4. ``inplace-lint check -j 2`` vs ``-j 1``, cold cache, as commands (the project's summaries built by
+     two worker processes, :mod:`inplace_lint.analysis.parallel_build`, vs one process), with the CPU
+     seconds of each and how many walks the parallel build did again to reach the fixpoint. On a
+     machine whose cores are busy with other work the wall-clock ratio says little: the CPU seconds
+     and the load average are printed with it.
 
-Usage: python benchmarks/bench_check.py [PATH] [--repeat N]
+Usage: python benchmarks/bench_check.py [PATH] [--repeat N] [--only-jobs]
 Each figure is the median of N runs (default 3); flake8 runs with -j1 so the
 ratio is not blurred by process-pool start-up, alone and with the plugin in
 alternating pairs (the ratio is the median of the pairs' ratios, in CPU time
@@ -59,6 +64,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("path", nargs="?")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only-jobs", action="store_true", help="only figure 4 (check -j 2 vs -j 1)")
     args = parser.parse_args()
     if args.path:
         root = pathlib.Path(args.path)
@@ -104,6 +110,9 @@ def main():
         pipeline.set_project_mode(True, use_cache=True, cache_dir=warm_dir)
         check_file(one_file, DEFAULT_SETTINGS, [], [])
 
+    if args.only_jobs:
+        _jobs_figure(root, args.repeat)
+        return
     # flake8 alone and with the plugin, in alternating pairs: a machine that slows down or speeds up
     # during the run moves both halves of a pair alike (one run after the other blurred the ratio by
     # +-5%); the plugin's own share is also timed inside the flake8 run, around its ``run``
@@ -159,6 +168,78 @@ def main():
     print(f"check -j 1, project, warm cache  {check_warm:8.3f} s   ratio {check_warm / parse:.3f}  (target <= 2)")
     print(f"one file, warm cache (in process) {single_warm * 1000:7.1f} ms  (target <= 100 ms): {one_file}")
     print(f"inplace-lint fix --diff (alone)  {fix:8.3f} s   ratio {fix / single:.3f}  vs check alone (target <= 1.5)")
+    _jobs_figure(root, args.repeat)
+
+
+def _check_command(root, jobs: int):
+    """``inplace-lint check -q -j JOBS`` with a fresh cache directory: (wall seconds, CPU seconds, output)."""
+    import resource
+    import subprocess
+    import tempfile
+
+    cache = tempfile.mkdtemp(prefix="ipv-bench-jobs-")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "inplace_lint", "check", "-q", "-j", str(jobs), "--cache-dir",
+                           cache, str(root)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parent.parent)})
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, proc.stdout
+
+
+def _jobs_figure(root, repeat: int) -> None:
+    """Cold ``check -j 2`` vs ``-j 1`` (runs interleaved, medians), and what the parallel build did."""
+    from inplace_lint import pipeline
+    from inplace_lint.analysis import parallel_build
+    from inplace_lint.analysis.project import Project
+    from inplace_lint.config import DEFAULT_SETTINGS
+
+    runs = {1: [], 2: []}
+    outputs = {}
+    for _ in range(repeat):
+        for jobs in (1, 2):
+            wall, cpu, out = _check_command(root, jobs)
+            runs[jobs].append((wall, cpu))
+            outputs.setdefault(jobs, out)
+    one = statistics.median(w for w, _ in runs[1])
+    two = statistics.median(w for w, _ in runs[2])
+    cpu1 = statistics.median(c for _, c in runs[1])
+    cpu2 = statistics.median(c for _, c in runs[2])
+    # what the parallel build walked again, and the serial build's walks, in this process
+    walks = [0]
+    original = Project.walk
+
+    def counting(self, path):
+        walks[0] += 1
+        return original(self, path)
+
+    files = pipeline.project_files(pathlib.Path(root))
+    mode = pipeline.ProjectMode(True, use_cache=False)
+    Project.walk = counting
+    try:
+        pipeline._PROJECTS.clear()
+        pipeline.load_project(files[0], DEFAULT_SETTINGS, mode, jobs=1)
+        serial_walks = walks[0]
+        pipeline._PROJECTS.clear()
+        pipeline.load_project(files[0], DEFAULT_SETTINGS, mode, jobs=2)
+    finally:
+        Project.walk = original
+        pipeline._PROJECTS.clear()
+    stats = parallel_build.Stats
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"check -j 1, cold cache (command)  {one:8.3f} s   cpu {cpu1:.2f} s")
+    print(f"check -j 2, cold cache (command)  {two:8.3f} s   cpu {cpu2:.2f} s   ratio {two / one:.3f} vs -j 1 "
+          f"({os.cpu_count()} cores, load average {load:.2f}); same output: {outputs[1] == outputs[2]}")
+    if stats.chunks:
+        print(f"  parallel build: {stats.files} files in chunks of {list(stats.chunks)}, "
+              f"{parallel_build.WAVES} waves; walked again to the fixpoint: {stats.rewalked} "
+              f"({stats.rewalked_in_workers} in the workers, {stats.rounds} rounds); "
+              f"the serial build walks {serial_walks} times for {len(files)} files")
+    else:
+        print(f"  serial build ({len(files)} files, below parallel_build.MIN_FILES = {parallel_build.MIN_FILES})")
+
 
 if __name__ == "__main__":
     main()

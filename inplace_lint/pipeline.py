@@ -325,12 +325,17 @@ def project_files(root: pathlib.Path) -> List[str]:
     return [os.path.abspath(p) for p in iter_python_files([str(root)], ()) if p.endswith(".py")]
 
 
-def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = None, build: bool = True):
+def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = None, build: bool = True,
+                 jobs: int = 1):
     """The project ``path`` belongs to, with every file's summaries (from the cache where it is fresh;
     the rest parsed and walked, and the cache written back). Kept for the life of the process.
 
     ``build=False`` (flake8): only what the cache holds; files it lacks or that changed are left out.
     Returns None when ``build`` is False and there is no cache.
+
+    ``jobs > 1``: when at least :data:`inplace_lint.analysis.parallel_build.MIN_FILES` files must be
+    walked, they are parsed and walked by up to that many worker processes
+    (:func:`inplace_lint.analysis.parallel_build.build_parallel`; the same summaries and findings).
     """
     from .analysis import cache as disk
     from .analysis.project import Project, find_root, is_loose
@@ -358,6 +363,7 @@ def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = No
     if here not in files:
         files.append(here)
     to_walk = []
+    deferred: List[Tuple[str, str, str]] = []
     fresh: Dict[str, tuple] = {}
     final = entries.pop(_FINAL, None)
     for file in files:
@@ -382,10 +388,25 @@ def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = No
             project.add_result(entry[2])
             fresh[file] = (st.st_mtime_ns, st.st_size, entry[2])
             continue
-        if project.add_file(file, source=source, digest=digest) is None:
+        if jobs > 1:
+            deferred.append((file, source, digest))  # parsed by the workers (or below, when too few)
+        elif project.add_file(file, source=source, digest=digest) is None:
             to_walk.append(file)
+    built = False
+    if deferred:
+        from .analysis import parallel_build
+
+        workers = parallel_build.workers_for(len(deferred), jobs)
+        if workers > 1:
+            to_walk = parallel_build.build_parallel(project, deferred, workers, order=files)
+            built = True
+        else:
+            to_walk = [f for f, source, digest in deferred
+                       if project.add_file(f, source=source, digest=digest) is None]
+            parallel_build.keep_order(project, files)
     if build:
-        project.build(to_walk)
+        if not built:
+            project.build(to_walk)
         changed = bool(to_walk) or set(fresh) != set(entries)
         for file, result in project.results.items():
             if file in project.crashes:
@@ -460,9 +481,10 @@ def project_findings(source: str, path: str, settings: Settings, mode: Optional[
     return project.findings(here)
 
 
-def prepare_projects(paths: Sequence[str], settings: Settings) -> None:
+def prepare_projects(paths: Sequence[str], settings: Settings, jobs: Optional[int] = None) -> None:
     """Build (or refresh) and cache the projects of ``paths`` in this process, before worker processes
-    start (``-j N``): each worker then reads the cache instead of walking every file again."""
+    start (``-j N``): each worker then reads the cache instead of walking every file again. A cold
+    build of many files is itself split among ``jobs`` processes (default: one per core)."""
     mode = project_mode()
     if not mode.enabled:
         return
@@ -475,4 +497,4 @@ def prepare_projects(paths: Sequence[str], settings: Settings) -> None:
             continue  # analysed alone, in its worker
         if root not in seen:
             seen.add(root)
-            load_project(path, settings, mode)
+            load_project(path, settings, mode, jobs=jobs or os.cpu_count() or 1)

@@ -145,7 +145,7 @@ def _prepare(files: List[str], opts: Options, args: argparse.Namespace) -> None:
     if args.jobs != 1 and len(files) > 1:
         from ..pipeline import prepare_projects
 
-        prepare_projects(files, opts.settings)
+        prepare_projects(files, opts.settings, args.jobs)
 
 
 def _project_mode(args: argparse.Namespace, opts: Options) -> None:
