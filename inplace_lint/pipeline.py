@@ -18,6 +18,7 @@ Two modes (the same findings on code that has no calls between files):
 from __future__ import annotations
 
 import ast
+import gc
 import hashlib
 import os
 import pathlib
@@ -327,6 +328,21 @@ def project_files(root: pathlib.Path) -> List[str]:
 
 def load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = None, build: bool = True,
                  jobs: int = 1):
+    """The project ``path`` belongs to, with every file's summaries: :func:`_load_project`, with the cyclic
+    garbage collector paused. Every tree stays alive while the project is built, and the collector
+    scanned them again and again: half of a cold ``check -j 1`` on verl (4.0 CPU s with it, 2.1 without).
+    The walk makes little cyclic garbage; what there is, is collected once the collector runs again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load_project(path, settings, mode, build, jobs)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = None, build: bool = True,
+                  jobs: int = 1):
     """The project ``path`` belongs to, with every file's summaries (from the cache where it is fresh;
     the rest parsed and walked, and the cache written back). Kept for the life of the process.
 
