@@ -6,7 +6,9 @@ as Fn``; ``from torch.nn.functional import relu_``); ``math``/``numpy``/``random
 its summary (:mod:`.summaries`): its return in terms of the arguments, its writes to
 parameters (reported at this call when the callee is a mutating helper), and it is
 recorded as a call site for the project pass (parameter origins, grad context, fix
-safety from callers).
+safety from callers). ``self.m(...)`` runs the method seen from the class or any
+override of it in an in-project subclass: each target is applied and recorded
+(:meth:`CallsMixin.project_calls`; ``docs/analysis.md``, *Overridden methods*).
 """
 from __future__ import annotations
 
