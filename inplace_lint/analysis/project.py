@@ -783,7 +783,12 @@ class Project:
 
 def _dispatch_text(project: Project, key: str) -> str:
     cls_qual, _, name = key[len(DISPATCH):].partition("\x00")
-    return ",".join(q for q, _ in project.dispatch(cls_qual, name))
+    return _targets_digest(project.dispatch(cls_qual, name))
+
+
+def _targets_digest(targets) -> str:
+    """A short stand-in for a dispatch's targets (kept per file in the cache)."""
+    return hashlib.blake2b(",".join(q for q, _ in targets).encode(), digest_size=6).hexdigest()
 
 
 def _enclosing(qual: str) -> Tuple[str, ...]:
@@ -860,7 +865,7 @@ class ModuleContext:
     def dispatch(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
         """:meth:`Project.dispatch`; the walk depends on the answer (a new override walks it again)."""
         targets = self.project.dispatch(cls_qual, name)
-        self.deps[f"{DISPATCH}{cls_qual}\x00{name}"] = ",".join(q for q, _ in targets)
+        self.deps[f"{DISPATCH}{cls_qual}\x00{name}"] = _targets_digest(targets)
         return targets
 
     def attribute_class(self, cls_qual: str, attr: str) -> Optional[str]:
