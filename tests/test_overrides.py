@@ -214,3 +214,55 @@ def test_a_new_subclass_on_disk_with_a_warm_cache(project, capsys):
     main(["check", "-q", "-j", "1", str(project / "eng" / "later.py")])
     out = capsys.readouterr().out
     assert "later.py:6:9: IPV001" in out and "passed by the call at eng/base.py:4" in out, out
+
+
+FSDP = (PROJECT / "eng" / "fsdp.py").read_text()
+#: the open buffer of eng/fsdp.py, edit after edit: its findings come from a call in eng/base.py
+FSDP_EDITS = [
+    FSDP,
+    FSDP.replace("class FSDPEngine(BaseEngine):", "class FSDPEngine:"),  # no longer a subclass
+    FSDP,
+    FSDP.replace("logits.div_(t)", "logits = logits / t"),  # the override stops writing
+    FSDP.replace("def prepare_model_outputs(self, logits, t):\n        logits.div_",
+                 "def prepare_outputs(self, logits, t):\n        logits.div_"),  # no longer an override
+    FSDP + "\n\nclass Extra(QuietEngine):\n    def prepare_model_outputs(self, logits, t):\n"
+           "        logits.mul_(t)\n        return logits\n",  # a new subclass of a subclass
+    "\n\n" + FSDP,  # lines shift
+    FSDP,
+]
+
+
+def test_edits_of_a_subclass_buffer_give_the_findings_of_a_full_check(project, monkeypatch):
+    pytest.importorskip("pygls")
+    monkeypatch.setattr(pipeline, "REFRESH_AFTER_S", 0.0)
+    main(["check", "-q", "-j", "1", str(project)])  # the server starts from a warm cache
+    pipeline._PROJECTS.clear()
+    path = project / "eng" / "fsdp.py"
+
+    def full_check(source):
+        for key in [k for k in pipeline._PROJECTS if k[2] is False]:
+            del pipeline._PROJECTS[key]
+        pipeline.set_project_mode(True, use_cache=False)
+        pipeline.keep_function_walks(False)
+        try:
+            return pipeline.check_source(source, str(path), DEFAULT_SETTINGS).findings
+        finally:
+            pipeline.set_project_mode(True)
+            pipeline.keep_function_walks(True)
+            for key in [k for k in pipeline._PROJECTS if k[2] is False]:
+                del pipeline._PROJECTS[key]
+
+    pipeline.set_project_mode(True)
+    pipeline.keep_function_walks(True)
+    seen = []
+    try:
+        for step, text in enumerate(FSDP_EDITS):
+            got = pipeline.check_source(text, str(path), DEFAULT_SETTINGS).findings
+            assert got == full_check(text), f"edit {step}"
+            seen.append([(f.line, f.code) for f in got])
+    finally:
+        pipeline.keep_function_walks(False)
+    assert seen[0] == [(6, "IPV001")] and seen[1] == [] and seen[2] == seen[0]
+    assert seen[3] == [] and seen[4] == []
+    assert seen[5] == [(6, "IPV001"), (17, "IPV001")] and seen[6] == [(8, "IPV001")]
+    assert seen[7] == seen[0]
