@@ -6,7 +6,9 @@ as Fn``; ``from torch.nn.functional import relu_``); ``math``/``numpy``/``random
 its summary (:mod:`.summaries`): its return in terms of the arguments, its writes to
 parameters (reported at this call when the callee is a mutating helper), and it is
 recorded as a call site for the project pass (parameter origins, grad context, fix
-safety from callers).
+safety from callers). ``self.m(...)`` runs the method seen from the class or any
+override of it in an in-project subclass: each target is applied and recorded
+(:meth:`CallsMixin.project_calls`; ``docs/analysis.md``, *Overridden methods*).
 """
 from __future__ import annotations
 
@@ -77,9 +79,9 @@ class CallsMixin:
                 return self.function_call(node, func.attr, ns == FUNCTIONAL_NAMESPACE, args, kwargs)
             if is_non_tensor_library(ns):
                 return EMPTY  # math.sqrt, np.exp, random.random: never tensors
-            callee = self.resolve_callee(func, (ns, imported)) if self.ctx is not None else None
-            if callee is not None:
-                return self.project_call(node, callee, args, kwargs)
+            callees = self.resolve_callees(func, (ns, imported)) if self.ctx is not None else ()
+            if callees:
+                return self.project_calls(node, callees, args, kwargs)
             recv = self.eval(func.value)
             inplace_module = self.inplace_modules.get(func_dotted or "")
             if inplace_module and node.args:
@@ -298,58 +300,65 @@ class CallsMixin:
 
     def resolve_callee(self, func: ast.expr, receiver: Optional[Tuple[Optional[str], bool]] = None
                        ) -> Optional[Tuple[str, int]]:
-        """``(qualified name, bound arguments)`` of an in-project function, or None (see :mod:`.project`).
+        """The first of :meth:`resolve_callees` (the method seen from ``self``'s own class), or None."""
+        found = self.resolve_callees(func, receiver)
+        return found[0] if found else None
+
+    def resolve_callees(self, func: ast.expr, receiver: Optional[Tuple[Optional[str], bool]] = None
+                        ) -> List[Tuple[str, int]]:
+        """``(qualified name, bound arguments)`` of each in-project function the call may run (see
+        :mod:`.project`): one, except ``self.m(...)`` and ``self.attr.m(...)``, which dispatch to the
+        method seen from the class and to its overrides in every in-project subclass.
         ``receiver``: ``qualify(func.value)`` when the caller has it already."""
         ctx = self.ctx
         if ctx is None:
-            return None
+            return []
         if isinstance(func, ast.Name):
             name = func.id
             if name in self.local_funcs:
-                return self.local_funcs[name], 0
+                return [(self.local_funcs[name], 0)]
             if name in self.env or self.is_param(name):
-                return None
-            if name in self.names:
-                return ctx.function(self.names[name])
-            return ctx.function(f"{ctx.module}.{name}")
+                return []
+            found = ctx.function(self.names[name] if name in self.names else f"{ctx.module}.{name}")
+            return [found] if found else []
         if not isinstance(func, ast.Attribute):
-            return None
+            return []
         value = func.value
         if isinstance(value, ast.Name) and value.id == self.self_name and self.cls_qual:
             if f"{value.id}.{func.attr}" in self.env:
-                return None
-            found = ctx.method(self.cls_qual, func.attr)
-            return (found[0], 0 if found[1] else 1) if found else None
+                return []
+            return [(q, 0 if static else 1) for q, static in ctx.dispatch(self.cls_qual, func.attr)]
         if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
                 and value.value.id == self.self_name and self.cls_qual:
             # self.runner.execute(...) where __init__ did self.runner = Runner(...)
             owner = ctx.attribute_class(self.cls_qual, value.attr)
-            found = ctx.method(owner, func.attr) if owner else None
-            return (found[0], 0 if found[1] else 1) if found else None
+            return [(q, 0 if static else 1) for q, static in ctx.dispatch(owner, func.attr)] if owner else []
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super" \
                 and self.cls_qual:
             found = ctx.method(self.cls_qual, func.attr, skip_self=True)
-            return (found[0], 0 if found[1] else 1) if found else None
+            return [(found[0], 0 if found[1] else 1)] if found else []
         if receiver is None:
             receiver = qualify(value, self.names, self.is_local_name)
         ns, imported = receiver
+        found = None
         if imported and ns is not None and not is_torch(ns):
-            return ctx.function(f"{ns}.{func.attr}")
-        if isinstance(value, ast.Name) and value.id in ctx.index_classes():
-            return ctx.function(f"{ctx.module}.{value.id}.{func.attr}")  # Cls.static_method(...) of this module
-        return None
+            found = ctx.function(f"{ns}.{func.attr}")
+        elif isinstance(value, ast.Name) and value.id in ctx.index_classes():
+            found = ctx.function(f"{ctx.module}.{value.id}.{func.attr}")  # Cls.static_method(...) of this module
+        return [found] if found else []
 
-    def callable_ref(self, node: ast.expr) -> Optional[Tuple[str, int]]:
-        """A function value: ``f``, ``self.m``, ``partial(self.m, a)`` -> (qualified name, bound arguments)."""
+    def callable_refs(self, node: ast.expr) -> List[Tuple[str, int]]:
+        """A function value: ``f``, ``self.m``, ``partial(self.m, a)`` -> each (qualified name, bound
+        arguments) it may be (``self.m``: the method and its overrides, as for a call)."""
         if isinstance(node, ast.Call) and node.args:
             qual, _ = qualify(node.func, self.names, self.is_local_name)
             if qual in ("functools.partial", "partial"):
-                inner = self.callable_ref(node.args[0])
-                return (inner[0], inner[1] + len(node.args) - 1) if inner else None
-            return None
+                extra = len(node.args) - 1
+                return [(q, bound + extra) for q, bound in self.callable_refs(node.args[0])]
+            return []
         if isinstance(node, (ast.Name, ast.Attribute)):
-            return self.resolve_callee(node)
-        return None
+            return self.resolve_callees(node)
+        return []
 
     def hand_callables_to_model(self, node: ast.Call, result: frozenset) -> None:
         """``model(ids, logits_processor=f)``: ``f`` receives the model's output as its first argument."""
@@ -357,13 +366,23 @@ class CallsMixin:
                                        for o in result):
             return
         for value in list(node.args) + [k.value for k in node.keywords]:
-            ref = self.callable_ref(value)
-            if ref is None:
-                continue
-            qual, bound = ref
-            given = Origin(RootKind.MODEL_OUTPUT, f"{short(node.func)}(...)", node.lineno, root_no_grad=self.no_grad)
-            self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, value.lineno, value.col_offset,
-                                           ((bound, frozenset({given})),), self.no_grad, callback=True))
+            for qual, bound in self.callable_refs(value):
+                given = Origin(RootKind.MODEL_OUTPUT, f"{short(node.func)}(...)", node.lineno,
+                               root_no_grad=self.no_grad)
+                self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, value.lineno, value.col_offset,
+                                               ((bound, frozenset({given})),), self.no_grad, callback=True))
+
+    def project_calls(self, node: ast.Call, callees: List[Tuple[str, int]], args: List[frozenset],
+                      kwargs: Dict[str, frozenset]) -> frozenset:
+        """A call that may run any of ``callees`` (a method and its overrides): each is a call site of its
+        own (origins flow into every target, each counts for its grad context and fix safety), a write
+        of any target's mutating helper is reported here, and the value is the union of their returns."""
+        if len(callees) == 1:
+            return self.project_call(node, callees[0], args, kwargs)
+        out = EMPTY
+        for callee in callees:
+            out = cap(out | self.project_call(node, callee, args, kwargs))
+        return out
 
     def project_call(self, node: ast.Call, callee: Tuple[str, int], args: List[frozenset],
                      kwargs: Dict[str, frozenset]) -> frozenset:

@@ -36,6 +36,9 @@ from .summaries import CallSite, FileResult, FunctionSummary, ModuleIndex, param
 _MAX_ROUNDS = 3
 #: a dependency on a function the walk looked for in an in-project module and did not find
 ABSENT = "\x00absent"
+#: a dependency on the targets ``self.m(...)`` in a class dispatches to (its overrides in subclasses):
+#: ``DISPATCH + "Cls.qual" + "\x00" + "m"`` -> the targets seen (a new override makes the walk stale)
+DISPATCH = "\x00dispatch:"
 _MAX_INCOMING = 12
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 
@@ -226,6 +229,10 @@ class Project:
         self._sources: Dict[str, str] = {}
         #: every file walked from now on keeps its function walks (the files that depend on a buffer)
         self._walks_everywhere = False
+        #: class -> its direct in-project subclasses, and :meth:`dispatch`'s answers: computed once,
+        #: dropped when a file's classes, bases or imports change (:meth:`_classes_changed`)
+        self._subclass_map: Optional[Dict[str, Tuple[str, ...]]] = None
+        self._dispatch_memo: Dict[Tuple[str, str], Tuple[Tuple[str, bool], ...]] = {}
 
     # ---- resolution
 
@@ -280,16 +287,28 @@ class Project:
 
     def method(self, cls_qual: str, name: str, skip_self: bool = False, depth: int = 0):
         """The method ``name`` seen from class ``cls_qual`` (its own, else its bases' in order):
-        ``(qualified name, static)``. Overrides in subclasses are not considered."""
+        ``(qualified name, static)``. Overrides in subclasses are not considered (:meth:`dispatch`)."""
         info = self._class(cls_qual)
         if info is None or depth > 10:
             return None
-        bases, methods = info
+        methods = info[1]
         if not skip_self and name in methods:
             return f"{cls_qual}.{name}", methods[name][1]
+        for base in self._bases(cls_qual, info):
+            hit = self.method(base, name, False, depth + 1)
+            if hit:
+                return hit
+        return None
+
+    def _bases(self, cls_qual: str, info=None) -> List[str]:
+        """The in-project classes ``cls_qual`` names as its bases, in order (others are left out)."""
+        info = info if info is not None else self._class(cls_qual)
+        if info is None:
+            return []
         module = cls_qual.rpartition(".")[0]
         index = self.indexes.get(module)
-        for base in bases:
+        out = []
+        for base in info[0]:
             head, _, rest = base.partition(".")
             if index is not None and head in index.imports:
                 target = index.imports[head] + (f".{rest}" if rest else "")
@@ -299,10 +318,52 @@ class Project:
                 continue
             found = self.resolve(target)
             if found and found[0] == "class":
-                hit = self.method(found[1], name, False, depth + 1)
-                if hit:
-                    return hit
-        return None
+                out.append(found[1])
+        return out
+
+    def subclasses(self, cls_qual: str) -> Tuple[str, ...]:
+        """Every in-project class that has ``cls_qual`` among its bases, transitively, sorted."""
+        if self._subclass_map is None:
+            direct: Dict[str, List[str]] = {}
+            for module, index in self.indexes.items():
+                for name, info in index.classes.items():
+                    qual = f"{module}.{name}"
+                    for base in self._bases(qual, info):
+                        if base != qual:
+                            direct.setdefault(base, []).append(qual)
+            self._subclass_map = {k: tuple(v) for k, v in direct.items()}
+        seen: Set[str] = set()
+        todo = list(self._subclass_map.get(cls_qual, ()))
+        while todo:
+            qual = todo.pop()
+            if qual not in seen and qual != cls_qual:
+                seen.add(qual)
+                todo.extend(self._subclass_map.get(qual, ()))
+        return tuple(sorted(seen))
+
+    def dispatch(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
+        """Every method ``self.name(...)`` may run when ``self`` is a ``cls_qual`` or any in-project
+        subclass of it (class-hierarchy analysis): :meth:`method` seen from ``cls_qual`` first (when
+        there is one), then the method seen from each subclass that differs (its override, or a mixin's
+        method that comes first in its bases), as ``(qualified name, static)``."""
+        key = (cls_qual, name)
+        memo = self._dispatch_memo.get(key)
+        if memo is not None:
+            return memo
+        out: List[Tuple[str, bool]] = []
+        static = self.method(cls_qual, name)
+        if static:
+            out.append(static)
+        for sub in self.subclasses(cls_qual):
+            found = self.method(sub, name)
+            if found and found not in out:
+                out.append(found)
+        memo = self._dispatch_memo[key] = tuple(out)
+        return memo
+
+    def _classes_changed(self) -> None:
+        self._subclass_map = None
+        self._dispatch_memo = {}
 
     def attribute_class(self, cls_qual: str, attr: str) -> Optional[str]:
         """The in-project class ``self.<attr>`` was built from in ``__init__`` (this class or a base)."""
@@ -371,6 +432,9 @@ class Project:
         old = self.results.get(path)
         if old is None or old.module != module or old.index.imports != index.imports:
             self._order = None
+        if old is None or old.module != module or old.index.imports != index.imports \
+                or old.index.classes != index.classes:
+            self._classes_changed()
         if old is not None:  # new text of a file (an edited buffer): what it no longer defines is gone
             for qual in old.functions:
                 if not _defines(index, module, qual):
@@ -396,6 +460,7 @@ class Project:
     def add_result(self, result: FileResult) -> None:
         """A file's result read from the cache (its tree is not needed unless it must be walked again)."""
         self._order = None
+        self._classes_changed()
         self.indexes[result.module] = result.index
         self.results[result.path] = result
         self._publish(result)
@@ -442,6 +507,10 @@ class Project:
 
     def stale(self, result: FileResult) -> bool:
         for qual, seen in result.deps.items():
+            if qual.startswith(DISPATCH):  # an override appeared or went since the walk
+                if _dispatch_text(self, qual) != seen:
+                    return True
+                continue
             summary = self.summaries.get(qual)
             if seen == ABSENT:
                 if summary is not None:  # a function the walk could not find is defined now
@@ -730,6 +799,16 @@ class Project:
         return f"{shown}:{site.line}"
 
 
+def _dispatch_text(project: Project, key: str) -> str:
+    cls_qual, _, name = key[len(DISPATCH):].partition("\x00")
+    return _targets_digest(project.dispatch(cls_qual, name))
+
+
+def _targets_digest(targets) -> str:
+    """A short stand-in for a dispatch's targets (kept per file in the cache)."""
+    return hashlib.blake2b(",".join(q for q, _ in targets).encode(), digest_size=6).hexdigest()
+
+
 def _enclosing(qual: str) -> Tuple[str, ...]:
     """``a.b.c``, ``a.b``, ``a``: a function and the functions (classes, module) it is nested in."""
     out = []
@@ -800,6 +879,12 @@ class ModuleContext:
 
     def method(self, cls_qual: str, name: str, skip_self: bool = False):
         return self.project.method(cls_qual, name, skip_self)
+
+    def dispatch(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
+        """:meth:`Project.dispatch`; the walk depends on the answer (a new override walks it again)."""
+        targets = self.project.dispatch(cls_qual, name)
+        self.deps[f"{DISPATCH}{cls_qual}\x00{name}"] = _targets_digest(targets)
+        return targets
 
     def attribute_class(self, cls_qual: str, attr: str) -> Optional[str]:
         return self.project.attribute_class(cls_qual, attr)

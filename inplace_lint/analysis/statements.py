@@ -97,9 +97,9 @@ class StatementsMixin:
     def stmt_Assign(self, node: ast.Assign) -> None:
         value = self.eval(node.value)
         if self.ctx is not None and isinstance(node.value, (ast.Name, ast.Attribute)) and not value:
-            ref = self.callable_ref(node.value)
-            if ref is not None:
-                value = frozenset({function_ref(ref[0], ref[1], node.lineno)})
+            refs = self.callable_refs(node.value)
+            if refs:
+                value = frozenset(function_ref(q, bound, node.lineno) for q, bound in refs)
         module = model_outputs.inplace_module(node.value)
         for target in node.targets:
             if module and isinstance(target, ast.Name):
