@@ -446,6 +446,10 @@ def _load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = N
     import time
 
     _PROJECTS[key] = _Loaded(project, cache_file, fresh, time.monotonic())
+    # the project lives as long as the process: later collections (while every file is reported) need
+    # not scan it again (on sglang, 1.8M lines, they took four fifths of a check); what it holds is
+    # acyclic, so what an edit replaces is still freed by reference counting
+    gc.freeze()
     return project
 
 

@@ -192,25 +192,6 @@ def quick_fixes(document: TextDocument, params: types.CodeActionParams) -> List[
     return actions
 
 
-_frozen_projects = 0
-
-
-def _freeze_loaded_projects() -> None:
-    """Move what is alive now (a project's summaries just loaded: hundreds of thousands of objects)
-    out of the garbage collector's reach: a full collection walked them all every few edits (60 ms
-    on verl), though they live as long as the server. Only after a project load; cheap otherwise."""
-    global _frozen_projects
-    import gc
-
-    from .. import pipeline
-
-    loaded = len(pipeline._PROJECTS)
-    if loaded != _frozen_projects:
-        _frozen_projects = loaded
-        gc.collect()
-        gc.freeze()
-
-
 def make_server() -> LanguageServer:
     server = LanguageServer("inplace-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
 
@@ -223,7 +204,6 @@ def make_server() -> LanguageServer:
             ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
                                                            message=f"inplace-lint: {exc}"))
             diagnostics = diagnostics_for(document.source, None, uri)
-        _freeze_loaded_projects()
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=diagnostics))
 
