@@ -49,6 +49,11 @@ def _is_bool_expr(node: ast.AST) -> bool:
                                             and _is_bool_expr(node.operand))
 
 
+#: functions and methods whose result is a bool tensor
+_BOOL_RESULTS = frozenset({"logical_and", "logical_or", "logical_not", "logical_xor", "isnan", "isinf", "isfinite",
+                           "isin", "eq", "ne", "gt", "lt", "ge", "le", "bool", "isclose"})
+
+
 def _is_dtype_conversion(node: ast.Call, name: str) -> bool:
     if name in _DTYPE_CASTS:
         return True
@@ -219,7 +224,7 @@ class CallsMixin:
         if name in ops.MAY_ALIAS_METHODS:
             if name == "contiguous":  # an expanded (stride-0) tensor is never contiguous: this copies it
                 recv = cap(o for o in recv if not o.has(StepKind.EXPAND))
-            if _is_dtype_conversion(node, name) and _is_bool_expr(expr_base(recv_node)):
+            if _is_dtype_conversion(node, name) and self.is_bool_value(recv_node):
                 return EMPTY  # (ids != pad).view(...).expand(...).float(): a bool mask converted is a copy
             return self.view_of(recv_node, recv, StepKind.MAY_ALIAS, call_text(node, name), line)
         if name in ops.EXPAND_METHODS:
@@ -255,6 +260,22 @@ class CallsMixin:
             if self._inputs_need_no_grad(node, args, {}, receiver=known):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
         return EMPTY
+
+    def is_bool_value(self, node: ast.expr) -> bool:
+        """``node`` is a bool tensor: a comparison or ``torch.logical_*(...)`` (or a name bound to one), and
+        views of it (``mask.view(b, 1, 1, L).expand(...)``); a dtype conversion of it is not."""
+        while True:
+            if _is_bool_expr(node) or (isinstance(node, ast.Name) and node.id in self.bool_names):
+                return True
+            if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Attribute, ast.Name)):
+                return isinstance(node, ast.Subscript) and self.is_bool_value(node.value)
+            name = last_name(node.func)
+            if name in _BOOL_RESULTS:
+                return True
+            if not isinstance(node.func, ast.Attribute) or _is_dtype_conversion(node, name) or not (
+                    name in ops.VIEW_METHODS or name in ops.EXPAND_METHODS or name in ops.MAY_ALIAS_METHODS):
+                return False
+            node = node.func.value
 
     def _accumulated_params(self, recv: frozenset) -> bool:
         """``recv`` is a parameter this function already updated in place (``exp_avg_sq.mul_(b2).addcmul_(g, g)``,

@@ -114,6 +114,8 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
     #: the callee not matching the model-call patterns): intermediate activations, not model outputs,
     #: whatever their name (see :mod:`.model_outputs`)
     submodule_results: Set[str] = field(default_factory=set)
+    #: names bound to a bool tensor (a comparison, ``torch.logical_or(...)``, views of one)
+    bool_names: Set[str] = field(default_factory=set)
     #: (name, line) of the roots made from a parameter's ``torch.Tensor`` annotation
     annotation_roots: Set[Tuple[str, int]] = field(default_factory=set)
 

@@ -101,10 +101,16 @@ class StatementsMixin:
             if refs:
                 value = frozenset(function_ref(q, bound, node.lineno) for q, bound in refs)
         module = model_outputs.inplace_module(node.value)
+        is_bool = None
         for target in node.targets:
             if module and isinstance(target, ast.Name):
                 self.inplace_modules[target.id] = module
             self.assign(target, node.value, value)
+            if isinstance(target, ast.Name):
+                if is_bool is None:
+                    is_bool = self.is_bool_value(node.value)
+                if is_bool:
+                    self.bool_names.add(target.id)
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
@@ -157,7 +163,7 @@ class StatementsMixin:
         """What a loop's body may change, other than ``env``, that later statements read
         (``assigned`` only matters for :data:`~.names.LITERAL_HEADS`; compared apart)."""
         return (set(self.nograd_bound), dict(self.names), dict(self.local_funcs), dict(self.inplace_modules),
-                set(self.submodule_results), set(self.assigned))
+                set(self.submodule_results), set(self.bool_names), set(self.assigned))
 
     def stmt_If(self, node: ast.If) -> None:
         # an elif chain is walked as a loop, not by recursion (generated code has chains of hundreds)
@@ -315,6 +321,7 @@ class StatementsMixin:
         else:
             self.env.pop(key, None)
         if "." not in key:
+            self.bool_names.discard(key)
             self.local_funcs.pop(key, None)
             self.names.pop(key, None)
             self.assigned.add(key)
