@@ -9,6 +9,10 @@ Keys (the flake8 options are the same with an ``ipv-`` prefix, e.g. ``ipv-model-
 - ``model-call-patterns``: fnmatch patterns for the callee name of a model call (``model``, ``*_module``, ...).
 - ``extend-model-output-fields`` / ``extend-model-output-names`` / ``extend-model-call-patterns``: added to the defaults.
 - ``report-in-no-grad``: also report writes inside ``torch.no_grad()`` / ``inference_mode()`` (default false).
+- ``no-grad-paths``: fnmatch patterns of files whose code always runs with grad off (serving and
+  inference code whose ``inference_mode`` entry point is out of the analysis' reach, e.g. set by a
+  dynamically chosen runner); matched against the path relative to the project root and the absolute
+  path. There only the rules that hold without grad report (as inside ``torch.no_grad()``).
 - ``select``, ``ignore``, ``exclude``: CLI only (flake8 has its own).
 - ``per-file-ignores``: CLI only (flake8 has its own): flake8's syntax, ``glob:CODES`` entries
   (``tests/*:IPV001,IPV005``), or in pyproject.toml a table ``{"tests/*" = ["IPV001"]}``; globs
@@ -43,12 +47,27 @@ class Settings:
     model_output_params: FrozenSet[str] = frozenset(ops.DEFAULT_MODEL_OUTPUT_PARAMS)
     #: report writes inside ``torch.no_grad()``/``inference_mode()`` too (default: only IPV004 there)
     report_in_no_grad: bool = False
+    #: fnmatch patterns of files whose code always runs with grad off
+    no_grad_paths: Tuple[str, ...] = ()
 
     def is_model_call_name(self, name: str) -> bool:
         return _matches_any(self.model_call_patterns, name)
 
 
 DEFAULT_SETTINGS = Settings()
+
+
+def runs_without_grad(settings: Settings, path: Optional[str], root=None) -> bool:
+    """``path`` matches one of ``settings.no_grad_paths`` (relative to ``root``, or absolute)."""
+    if not settings.no_grad_paths or not path:
+        return False
+    candidates = [path.replace(os.sep, "/")]
+    if root is not None:
+        try:
+            candidates.append(os.path.relpath(path, root).replace(os.sep, "/"))
+        except ValueError:
+            pass
+    return any(fnmatch.fnmatchcase(c, p) for c in candidates for p in settings.no_grad_paths)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -70,6 +89,7 @@ OPTIONS: Dict[str, Tuple[Optional[str], str, str]] = {
     "model-call-patterns": ("model_call_patterns", "list", "fnmatch patterns of callee names whose result is a model output"),
     "extend-model-call-patterns": ("model_call_patterns", "extend", "patterns added to the defaults"),
     "report-in-no-grad": ("report_in_no_grad", "bool", "also report writes inside torch.no_grad()/inference_mode()"),
+    "no-grad-paths": ("no_grad_paths", "list", "fnmatch patterns of files whose code always runs with grad off (serving code)"),
     "select": (None, "list", "codes (or prefixes) to report"),
     "ignore": (None, "list", "codes (or prefixes) not to report"),
     "exclude": (None, "list", "glob patterns of paths to skip"),
@@ -238,7 +258,7 @@ def apply(values: Dict[str, object], where: str,
             items = split_list(value)
             current = changes.get(field, getattr(base, field))
             merged = list(current) + items if kind == "extend" else items
-            changes[field] = tuple(merged) if field == "model_call_patterns" else frozenset(merged)
+            changes[field] = tuple(merged) if field in ("model_call_patterns", "no_grad_paths") else frozenset(merged)
     return dataclasses.replace(base, **changes), cli
 
 

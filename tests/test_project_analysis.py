@@ -194,3 +194,37 @@ def test_a_helper_handed_around_as_a_value_keeps_its_fix_unsafe(tmp_path, use, c
     finally:
         pipeline._PROJECTS.clear()
         pipeline.set_project_mode(False)
+
+
+NO_GRAD_SAMPLER = """\
+from srv.helpers import shrink
+
+
+def sample(logits, t):
+    probs = logits.softmax(dim=-1)
+    probs.div_(t)
+    return shrink(probs, t)
+"""
+NO_GRAD_HELPERS = """\
+def shrink(x, t):
+    y = x.sigmoid()
+    y.mul_(t)
+    return y
+"""
+
+
+@pytest.mark.parametrize("configured", [False, True])
+def test_no_grad_paths_silence_the_autograd_rules_there_and_in_what_only_they_call(tmp_path, configured, capsys):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.inplace-lint]\nno-grad-paths = ["srv/sampler.py"]\n' if configured else "")
+    (tmp_path / "srv").mkdir()
+    (tmp_path / "srv" / "__init__.py").write_text("")
+    (tmp_path / "srv" / "sampler.py").write_text(NO_GRAD_SAMPLER)
+    (tmp_path / "srv" / "helpers.py").write_text(NO_GRAD_HELPERS)
+    main(["check", "-q", "--no-cache", str(tmp_path)])
+    out = capsys.readouterr().out.replace(str(tmp_path) + "/", "")
+    found = sorted(re.findall(r"^(\S+:\d+:\d+): (IPV\d+)", out, re.M))
+    if configured:  # the sampler runs with grad off, and so does shrink, called only from it
+        assert found == []
+    else:
+        assert found == [("srv/helpers.py:3:5", "IPV006"), ("srv/sampler.py:6:5", "IPV006")]

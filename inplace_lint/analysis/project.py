@@ -593,7 +593,10 @@ class Project:
         # what the pass reads: the call sites (in order), the functions that start grad-off, and which
         # called functions have a summary; a function nobody calls only gets its own starting value
         calls = [(path, result.calls) for path, result in self.results.items()]
-        start = frozenset(q for q, s in self.summaries.items() if s.declared_no_grad or q.endswith(".__init__"))
+        # functions of files configured to run with grad off (no-grad-paths) start grad-off too
+        off_files = {q for p, r in self.results.items() if self.file_no_grad(p) for q in r.functions}
+        start = frozenset(q for q, s in self.summaries.items()
+                          if s.declared_no_grad or q.endswith(".__init__") or q in off_files)
         known = frozenset(q for q in calls_to if q in self.summaries)
         memo = self._final_memo
         if memo is not None and memo[1] == start and memo[2] == known and len(memo[0]) == len(calls) \
@@ -603,7 +606,7 @@ class Project:
             return self._final
         # guess: no backward runs through what a constructor computes (schedules, buffers, masks), so
         # `__init__` and what only `__init__` calls count as grad-off for the autograd rules
-        grad_off = {q: s.declared_no_grad or q.endswith(".__init__") for q, s in self.summaries.items()}
+        grad_off = {q: q in start for q in self.summaries}
         chains: Dict[str, Tuple[str, ...]] = {}
 
         def off(qual: str) -> bool:  # _grad_off, with each name's enclosing names split once
@@ -681,6 +684,12 @@ class Project:
         self._final_memo = (calls, start, known, self._final)
         return self._final
 
+    def file_no_grad(self, path: str) -> bool:
+        """The file matches the ``no-grad-paths`` setting: its code always runs with grad off."""
+        from ..config import runs_without_grad
+
+        return runs_without_grad(self.settings, path, self.root)
+
     @staticmethod
     def _grad_off(grad_off: Dict[str, bool], qual: str) -> bool:
         """A function, or a function it is nested in, runs with grad off."""
@@ -697,8 +706,9 @@ class Project:
             return []
         calls_to, grad_off, incoming = self.finalize()
         out: Dict[Tuple[int, int], Finding] = {}
+        file_off = self.file_no_grad(path)
         for lf in result.findings:
-            if lf.grad_rule and self._grad_off(grad_off, lf.func) and not self.settings.report_in_no_grad:
+            if lf.grad_rule and (file_off or self._grad_off(grad_off, lf.func)) and not self.settings.report_in_no_grad:
                 continue
             if lf.grad_rule and lf.param_rooted is not None \
                     and self._callers_decide(calls_to, incoming, lf.func, lf.param_rooted):
