@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import model_outputs, ops
-from .astutil import call_text, dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, short
+from .astutil import call_text, dotted_name, is_false, is_str_constant, is_true, kw, last_name, short
 from .expressions import cut_tracking, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, is_torch, qualify, qualify_dotted
 from .statements import EMPTY, cap
@@ -431,7 +431,9 @@ class CallsMixin:
                 origins, arg_node = binding[w.index]
                 helper = w.via or (short_name, ctx.path, w.line)
                 op = w.op if w.via else f"{w.op} in `{helper[0]}()` (line {helper[2]})"  # via: named already
-                real = [with_steps(o, w.steps) for o in origins if param_index(o) is None]
+                # a guessed output object (a parameter named `output`) is only read for its tensor fields
+                real = [with_steps(o, w.steps) for o in origins
+                        if param_index(o) is None and not model_outputs.is_guessed_object(o)]
                 if real:
                     self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
                                 write_no_grad=w.no_grad)
