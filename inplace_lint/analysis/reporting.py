@@ -35,7 +35,9 @@ def point_index(node: ast.AST, kind: WriteKind) -> bool:
 def _written_tensors(origins: Sequence[Origin], kind: WriteKind) -> List[Origin]:
     tensors = [o for o in (as_written_tensor(o, kind) for o in origins) if o.is_tensor]
     if kind in (WriteKind.AUGMENTED, WriteKind.SUBSCRIPT):
-        tensors = [o for o in tensors if o.certain_tensor]
+        # what a model call returned may be a dict or a TensorDict (which has unsqueeze, view, ... too):
+        # `td[key] = v` or `td += x` on it, or on a view of it, does not prove a tensor; a `*_` method does
+        tensors = [o for o in tensors if o.certain_tensor and o.root is not RootKind.MODEL_OUTPUT_OBJECT]
     return tensors
 
 
