@@ -114,6 +114,9 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
     #: the callee not matching the model-call patterns): intermediate activations, not model outputs,
     #: whatever their name (see :mod:`.model_outputs`)
     submodule_results: Set[str] = field(default_factory=set)
+    #: walking the branch a module takes in eval mode only (``else`` of ``if self.training:``): guess, its
+    #: writes run for inference, so only the rules that hold without grad apply to them
+    eval_branch: bool = False
     #: names bound to a bool tensor (a comparison, ``torch.logical_or(...)``, views of one)
     bool_names: Set[str] = field(default_factory=set)
     #: (name, line) of the roots made from a parameter's ``torch.Tensor`` annotation

@@ -10,7 +10,7 @@ import ast
 from typing import Optional, Sequence, Set
 
 from ..findings import Origin, RootKind, Step, StepKind
-from . import ops
+from . import grad, ops
 from .astutil import dotted_name, last_name, short
 from .statements import EMPTY, cap
 from .summaries import function_of, param_index
@@ -232,7 +232,18 @@ class ExpressionsMixin:
 
     def eval_IfExp(self, node: ast.IfExp) -> frozenset:
         self.eval(node.test)
-        return cap(self.eval(node.body) | self.eval(node.orelse))
+        training = grad.training_test(node.test)
+        body = self.in_eval_branch(node.body) if training is False else self.eval(node.body)
+        orelse = self.in_eval_branch(node.orelse) if training is True else self.eval(node.orelse)
+        return cap(body | orelse)
+
+    def in_eval_branch(self, node: ast.expr) -> frozenset:
+        saved = self.eval_branch
+        self.eval_branch = True
+        try:
+            return self.eval(node)
+        finally:
+            self.eval_branch = saved
 
     def eval_BoolOp(self, node: ast.BoolOp) -> frozenset:
         out: Set[Origin] = set()

@@ -18,6 +18,18 @@ _TRITON_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
 AUTOGRAD_FUNCTION_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "vjp"})
 
 
+def training_test(test: ast.expr) -> Optional[bool]:
+    """True for ``self.training`` (any ``X.training``), False for ``not X.training``, else None: a branch a
+    module takes only in eval mode chose its in-place op for inference (``x.log1p() if self.training
+    else x.log1p_()``)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = training_test(test.operand)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Attribute) and test.attr == "training":
+        return True
+    return None
+
+
 def grad_mode_of(node: ast.expr) -> Optional[bool]:
     """False for ``torch.no_grad()``-like contexts/decorators, True for ``enable_grad()``, None otherwise."""
     call = node if isinstance(node, ast.Call) else None

@@ -60,6 +60,7 @@ class ReportingMixin:
                no_fix: bool = False, write_no_grad: bool = False) -> None:
         """Report the write at ``node`` if ``target``'s origins match a rule; ``op_name`` is the in-place
         method it amounts to (``div_`` for ``x.div_(t)`` and ``x /= t``), for fix planning."""
+        write_no_grad = write_no_grad or self.eval_branch
         real = []
         for o in origins:
             index = param_index(o)

@@ -169,12 +169,16 @@ class StatementsMixin:
         # an elif chain is walked as a loop, not by recursion (generated code has chains of hundreds)
         arms: List[Dict[str, frozenset]] = []
         current = node
+        saved = chain = self.eval_branch
         while True:
             self.eval(current.test)
+            training = grad.training_test(current.test)  # `if self.training: ... else: <eval mode only>`
             before = dict(self.env)
+            self.eval_branch = chain or training is False
             self.run_body(current.body)
             arms.append(self.env)
             self.env = before
+            chain = self.eval_branch = chain or training is True  # what follows runs only in eval mode
             orelse = current.orelse
             if len(orelse) == 1 and isinstance(orelse[0], ast.If):
                 current = orelse[0]
@@ -182,6 +186,7 @@ class StatementsMixin:
             self.run_body(orelse)
             arms.append(self.env)
             break
+        self.eval_branch = saved
         self.env = merge(arms)
 
     def stmt_Try(self, node) -> None:
