@@ -260,8 +260,10 @@ class CallsMixin:
         """``recv`` is a parameter this function already updated in place (``exp_avg_sq.mul_(b2).addcmul_(g, g)``,
         then ``exp_avg_sq.sqrt().add_(eps)``). Guess: it is state (an optimizer's moments, a running
         buffer), which needs no grad; an in-place update of a leaf that needs grad would have raised
-        already (docs/pytorch-facts.md#leaf-requires-grad)."""
-        written = {w.index for w in self.param_writes if w.via is None and not w.steps}
+        already (docs/pytorch-facts.md#leaf-requires-grad). Only writes made with grad on count: where
+        grad is off, a weight that needs grad is updated in place legally (``w.clamp_()`` under
+        ``torch.no_grad()``), and what it computes later still saves its output."""
+        written = {w.index for w in self.param_writes if w.via is None and not w.steps and not w.no_grad}
         return all(param_index(o) in written and not o.steps for o in recv)
 
     def view_of(self, recv_node: ast.expr, recv: frozenset, kind: StepKind, text: str, line: int,
