@@ -116,6 +116,11 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
     submodule_results: Set[str] = field(default_factory=set)
     #: (name, line) of the roots made from a parameter's ``torch.Tensor`` annotation
     annotation_roots: Set[Tuple[str, int]] = field(default_factory=set)
+    #: parameters bound, somewhere in the walk, to a value that is not made from what the caller passed
+    #: (``x = proj(x)``): a guess rooted at one is not left to the callers (:meth:`summary`)
+    rebound_params: Set[str] = field(default_factory=set)
+    #: the sink keys of this scope's findings whose ``param_rooted`` is set
+    rooted_keys: List[Tuple[int, int]] = field(default_factory=list)
 
     def _handler(self, prefix: str, node_type: type):
         return _handler(type(self), prefix, node_type)

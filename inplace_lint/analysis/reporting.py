@@ -93,9 +93,12 @@ class ReportingMixin:
             message=rule.message(write, origin), op=op, write_kind=kind,
             target=target_text, origin=origin, fix=fix, related=origin.related(),
         )
+        rooted = self.param_rooted(real, write, rule)
+        if rooted is not None:
+            self.rooted_keys.append(key)  # undone in summary() if the parameter is bound again
         self.sink[key] = LocalFinding(finding, self.qual, grad_rule=not rule.without_grad,
                                       observed=frozenset(observed or ()), fix_if_callers=alt,
-                                      param_rooted=self.param_rooted(real, write, rule))
+                                      param_rooted=rooted)
 
     def param_rooted(self, origins: Sequence[Origin], write: Write, rule) -> Optional[int]:
         """The parameter every origin that makes ``rule`` apply was guessed from (its annotation, or a view

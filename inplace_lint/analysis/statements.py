@@ -318,6 +318,10 @@ class StatementsMixin:
             self.local_funcs.pop(key, None)
             self.names.pop(key, None)
             self.assigned.add(key)
+            if key in self.params:
+                index = list(self.params).index(key)
+                if not any(param_index(o) == index for o in origins):
+                    self.rebound_params.add(key)
         if self.no_grad:
             self.nograd_bound.add(key)
 
@@ -420,6 +424,13 @@ class StatementsMixin:
         returns = frozenset(o for o in self.returns if not model_outputs.is_guessed_object(o)
                             and not (o.root is RootKind.TENSOR and (o.root_text, o.root_line) in self.annotation_roots))
         returned = {param_index(o) for o in self.returns} - {None}
+        for key in self.rooted_keys:
+            # a parameter bound again (in a branch, or later in a loop) may hold what no caller passed:
+            # its guess stays a finding here
+            found = self.sink.get(key)
+            if found is not None and found.param_rooted is not None \
+                    and self.params[found.param_rooted] in self.rebound_params:
+                self.sink[key] = replace(found, param_rooted=None)
         writes = tuple(replace(w, kept=w.kept or w.index in returned) if w.via is None else w
                        for w in self.param_writes)
         return FunctionSummary(self.qual, tuple(self.params), cap(returns), writes,
