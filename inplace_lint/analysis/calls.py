@@ -20,7 +20,7 @@ from . import model_outputs, ops
 from .astutil import call_text, dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, short
 from .expressions import cut_tracking, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, is_torch, qualify, qualify_dotted
-from .statements import EMPTY, cap
+from .statements import EMPTY, cap, origin_key
 from .summaries import CallSite, function_of, no_grad_value, param_index, with_steps
 
 _DTYPE_CASTS = frozenset({"float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char"})
@@ -416,7 +416,7 @@ class CallsMixin:
                 if real:
                     self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
                                 write_no_grad=w.no_grad)
-                for o in origins:
+                for o in sorted(origins, key=origin_key) if len(origins) > 1 else origins:  # a fixed order
                     i = param_index(o)
                     if i is not None:
                         self.record_param_write(node, w.kind, op, arg_node, with_steps(o, w.steps), i, helper,

@@ -59,12 +59,19 @@ class ReportingMixin:
         """Report the write at ``node`` if ``target``'s origins match a rule; ``op_name`` is the in-place
         method it amounts to (``div_`` for ``x.div_(t)`` and ``x /= t``), for fix planning."""
         real = []
+        placeholders = []
         for o in origins:
             index = param_index(o)
             if index is None:
                 real.append(o)
             elif self.ctx is not None and self.recording:
-                self.record_param_write(node, kind, op, target, o, index, None, op_name, write_no_grad)
+                placeholders.append((index, o))
+        if len(placeholders) > 1:
+            # in parameter order, not the set's (string hashes vary per process): the summary's writes,
+            # and so which argument a call reports, are the same in every run
+            placeholders.sort(key=lambda p: (p[0], origin_key(p[1])))
+        for index, o in placeholders:
+            self.record_param_write(node, kind, op, target, o, index, None, op_name, write_no_grad)
         if not real:
             return
         write = Write(op, op_name, kind, short(target), point_index(node, kind))
