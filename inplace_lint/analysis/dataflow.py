@@ -119,6 +119,9 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
     #: parameters bound, somewhere in the walk, to a value that is not made from what the caller passed
     #: (``x = proj(x)``): a guess rooted at one is not left to the callers (:meth:`summary`)
     rebound_params: Set[str] = field(default_factory=set)
+    #: how many times a ``def`` walked here replaced a different summary of the same function (a loop
+    #: that redefines a function it called earlier must be walked again: :meth:`_loop_state`)
+    redefined: int = 0
     #: the sink keys of this scope's findings whose ``param_rooted`` is set
     rooted_keys: List[Tuple[int, int]] = field(default_factory=list)
 

@@ -157,7 +157,7 @@ class StatementsMixin:
         """What a loop's body may change, other than ``env``, that later statements read
         (``assigned`` only matters for :data:`~.names.LITERAL_HEADS`; compared apart)."""
         return (set(self.nograd_bound), dict(self.names), dict(self.local_funcs), dict(self.inplace_modules),
-                set(self.submodule_results), set(self.assigned))
+                set(self.submodule_results), self.redefined, set(self.assigned))
 
     def stmt_If(self, node: ast.If) -> None:
         # an elif chain is walked as a loop, not by recursion (generated code has chains of hundreds)
@@ -258,11 +258,17 @@ class StatementsMixin:
         child.local_funcs[node.name] = qual  # recursion
         walk = getattr(self.ctx, "function_walk", None)
         if walk is not None:  # an open buffer: a function whose text did not change is not walked again
-            self.ctx.functions[qual] = walk.walk(child, node, declared, static)
+            self._define(qual, walk.walk(child, node, declared, static))
             return
         child.run_body(node.body)
         if self.ctx is not None:
-            self.ctx.functions[qual] = child.summary(declared, static)
+            self._define(qual, child.summary(declared, static))
+
+    def _define(self, qual: str, summary: FunctionSummary) -> None:
+        old = self.ctx.functions.get(qual)
+        if old is not None and old != summary:
+            self.redefined += 1  # `def f` again (in a loop body): a call of f before it reads the new one
+        self.ctx.functions[qual] = summary
 
     stmt_AsyncFunctionDef = stmt_FunctionDef
 
