@@ -438,10 +438,25 @@ class CallsMixin:
                 if i in binding:
                     out.extend(with_steps(a, o.steps) for a in binding[i][0])
                 continue
+            if _guess_of_known_param(o, summary.returns, params, binding):
+                continue
             steps = tuple(Step(s.kind, s.text, node.lineno, s.no_grad or self.no_grad) for s in o.steps)
             out.append(Origin(o.root, f"{short_name}(...)", node.lineno, steps, o.root_no_grad or self.no_grad,
                               o.certain_tensor))
         return cap(out)
+
+
+def _guess_of_known_param(o: Origin, returns: frozenset, params, binding) -> bool:
+    """``o`` is the root made from a parameter's ``torch.Tensor`` annotation (named after it, on its
+    line, returned with the parameter's placeholder and the same steps) and this call passes something
+    known for that parameter: the placeholder brings what was passed, the guess would only add a tensor
+    that may need grad (``narrow(w.data)``). Passed something untracked, the guess is all there is."""
+    if o.root is not RootKind.TENSOR or o.root_text not in params:
+        return False
+    i = list(params).index(o.root_text)
+    if i not in binding or not any(param_index(a) is None for a in binding[i][0]):
+        return False
+    return any(param_index(p) == i and p.root_line == o.root_line and p.steps == o.steps for p in returns)
 
 
 def _is_literal(node: ast.AST) -> bool:

@@ -114,8 +114,6 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
     #: the callee not matching the model-call patterns): intermediate activations, not model outputs,
     #: whatever their name (see :mod:`.model_outputs`)
     submodule_results: Set[str] = field(default_factory=set)
-    #: (name, line) of the roots made from a parameter's ``torch.Tensor`` annotation
-    annotation_roots: Set[Tuple[str, int]] = field(default_factory=set)
     #: parameters bound, somewhere in the walk, to a value that is not made from what the caller passed
     #: (``x = proj(x)``): a guess rooted at one is not left to the callers (:meth:`summary`)
     rebound_params: Set[str] = field(default_factory=set)
@@ -149,7 +147,6 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
         names = [a.arg for a in every]
         env = dict(self.env)
         typed = set()
-        annotated = set()
         for index, a in enumerate(every):
             name = a.arg
             env.pop(name, None)
@@ -163,12 +160,10 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
                     typed.add(name)
             if model_outputs.is_tensor_annotation(a.annotation):
                 held.add(Origin(RootKind.TENSOR, name, a.lineno))
-                annotated.add((name, a.lineno))
             if held:
                 env[name] = frozenset(held)
         scope = self.new_scope(tuple(names), func, env, no_grad, dict(self.inplace_modules), qual)
         scope.typed_params = typed
-        scope.annotation_roots = annotated
         return scope
 
 

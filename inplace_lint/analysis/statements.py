@@ -425,10 +425,9 @@ class StatementsMixin:
 
     def summary(self, declared_no_grad: bool, static: bool) -> FunctionSummary:
         """This (function) scope's summary, after its body was walked."""
-        # a root made from a parameter's annotation is not returned: the caller substitutes what it
-        # passed for the parameter's placeholder, which travelled alongside it
-        returns = frozenset(o for o in self.returns if not model_outputs.is_guessed_object(o)
-                            and not (o.root is RootKind.TENSOR and (o.root_text, o.root_line) in self.annotation_roots))
+        # a root made from a parameter's annotation is returned with the placeholder that travelled
+        # alongside it: a caller that passed something known drops it (CallsMixin.project_call)
+        returns = frozenset(o for o in self.returns if not model_outputs.is_guessed_object(o))
         returned = {param_index(o) for o in self.returns} - {None}
         for key in self.rooted_keys:
             # a parameter bound again (in a branch, or later in a loop) may hold what no caller passed:
