@@ -232,7 +232,8 @@ class CallsMixin:
             return self.view_of(recv_node, recv, StepKind.MULTI_VIEW, call_text(node, name), line, any_base=True,
                                 certain=functional)
         if name in ops.SAVES_OUTPUT:
-            if no_grad_value(known) and known == recv or (recv and not known and self._accumulated_params(recv)):
+            if no_grad_value(known) and known == recv or (name in _STATE_ROOTS and recv and not known
+                                                          and self._accumulated_params(recv)):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), line, root_no_grad=self.no_grad)})
         if name in ops.DTENSOR_LOCAL_METHODS:
@@ -444,6 +445,12 @@ class CallsMixin:
             out.append(Origin(o.root, f"{short_name}(...)", node.lineno, steps, o.root_no_grad or self.no_grad,
                               o.certain_tensor))
         return cap(out)
+
+
+#: what optimizers take of a second moment they update in place (Adam, LAMB, Adagrad, RMSprop: ``sqrt``;
+#: Adafactor: ``rsqrt``); an activation updated in place and then put through ``sigmoid``/``exp``/``tanh``
+#: is not state (it needs grad, and the output saved for backward is still written)
+_STATE_ROOTS = frozenset({"sqrt", "rsqrt"})
 
 
 def _guess_of_known_param(o: Origin, returns: frozenset, params, binding) -> bool:
