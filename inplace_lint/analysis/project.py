@@ -759,6 +759,8 @@ class Project:
         name = qual.rsplit(".", 1)[-1]
         if name == "forward" or (name.startswith("__") and name.endswith("__")):
             return False  # called by nn.Module.__call__ / the interpreter too, where no call site shows
+        if not name.startswith("_") and self._class(qual.rpartition(".")[0]) is not None:
+            return False  # a public method: `loader.load(...)` on a local instance is no call site
         for module_index in self.indexes.values():
             refs = self._value_refs(module_index)
             if refs is None or refers(refs, name):
