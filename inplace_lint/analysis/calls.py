@@ -365,8 +365,8 @@ class CallsMixin:
 
     def hand_callables_to_model(self, node: ast.Call, result: frozenset) -> None:
         """``model(ids, logits_processor=f)``: ``f`` receives the model's output as its first argument."""
-        if self.ctx is None or not any(o.root is RootKind.MODEL_OUTPUT_OBJECT and o.root_line == node.lineno
-                                       for o in result):
+        if self.ctx is None or not self.recording or not any(
+                o.root is RootKind.MODEL_OUTPUT_OBJECT and o.root_line == node.lineno for o in result):
             return
         for value in list(node.args) + [k.value for k in node.keywords]:
             for qual, bound in self.callable_refs(value):
@@ -426,10 +426,12 @@ class CallsMixin:
                 if i in binding and self.is_unread_after(binding[i][1], node):
                     unread.add(i)
         starred = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
-        ctx.calls.append(CallSite(self.qual, qual, ctx.path, node.lineno, node.col_offset,
-                                  tuple((i, o) for i, (o, _) in sorted(binding.items()) if o),
-                                  self.no_grad, unread=frozenset(unread),
-                                  bound=None if starred else frozenset(binding)))
+        if self.recording:  # not again from eval_quiet: it may see names bound since (`a, b = z, f(a)`), and
+            # ModuleContext.call_sites keeps the later of two records of one call
+            ctx.calls.append(CallSite(self.qual, qual, ctx.path, node.lineno, node.col_offset,
+                                      tuple((i, o) for i, (o, _) in sorted(binding.items()) if o),
+                                      self.no_grad, unread=frozenset(unread),
+                                      bound=None if starred else frozenset(binding)))
         if summary is None or not summary.returns:
             return EMPTY
         out = []
