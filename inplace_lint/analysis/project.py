@@ -752,7 +752,8 @@ class Project:
                 return False
             for o in passed:
                 k = param_index(o)
-                if k is not None and not self._callers_decide(calls_to, incoming, s.caller, k, memo):
+                if k is not None and not self._callers_decide(calls_to, incoming, s.caller, k, memo) \
+                        and not self._reported_at(s, passed):
                     return False  # the caller's own parameter, whose callers do not decide it
         if len(incoming.get((qual, index), ())) >= _MAX_INCOMING:
             return False  # more than is kept: some origins were dropped
@@ -766,6 +767,15 @@ class Project:
             if refs is None or refers(refs, name):
                 return False
         return True
+
+    def _reported_at(self, site: CallSite, passed) -> bool:
+        """The caller passes something of its own besides its parameter, and its walk reported a write at
+        this call (a helper's write through what it passed, its own guess included): the call shows it."""
+        if all(param_index(o) is not None for o in passed):
+            return False
+        result = self.results.get(site.path)
+        return result is not None and any(lf.finding.line == site.line and lf.finding.col == site.col
+                                          for lf in result.findings)
 
     def _value_refs(self, index: ModuleIndex) -> Optional[str]:
         """:func:`value_refs` of a module; None when neither its text nor its tree is at hand (then any
