@@ -106,3 +106,37 @@ def test_a_parameter_guess_gives_way_to_what_the_callers_pass():
     assert [(f.code, f.line, f.col) for f in found] == [("IPV003", 17, 4), ("IPV003", 37, 8)]
     assert found[0].message == ("`mul_` writes in place to `a`, one output of `.chunk(2)` of model output "
                                 "`model(ids).logits`, passed by the call at line 22")
+
+
+TWO_CACHES = textwrap.dedent(
+    """\
+    def zero(k, v, idx):
+        for cache in (k, v):
+            view = cache
+            view.index_copy_(0, idx, view.index_select(0, idx))
+
+
+    def caller(kv, idx):
+        key_cache, value_cache = kv.split(4, dim=-1)
+        zero(key_cache, value_cache, idx)
+    """
+)
+
+
+def test_a_helper_writing_two_parameters_at_one_line_names_the_same_argument_in_every_process():
+    # `view` holds either parameter: the helper's writes are recorded in parameter order, not in the
+    # order of a set of origins (string hashes vary per process), so the call names `key_cache` always
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from inplace_lint.analysis import analyze_source; "
+            "print([f.message for f in analyze_source(sys.stdin.read())])")
+    seen = set()
+    for seed in range(1, 7):
+        env = dict(os.environ, PYTHONHASHSEED=str(seed))
+        out = subprocess.run([sys.executable, "-c", code], input=TWO_CACHES, env=env, capture_output=True,
+                             text=True, check=True).stdout
+        seen.add(out.strip())
+    assert seen == {repr(["`index_copy_` in `zero()` (line 4) writes in place to `key_cache`, one output of "
+                          "`.split(4, dim=-1)` of `kv`"])}

@@ -20,7 +20,7 @@ from . import model_outputs, ops
 from .astutil import call_text, dotted_name, is_false, is_str_constant, is_true, kw, last_name, short
 from .expressions import cut_tracking, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, is_torch, qualify, qualify_dotted
-from .statements import EMPTY, cap
+from .statements import EMPTY, cap, origin_key
 from .summaries import CallSite, function_of, no_grad_value, param_index, with_steps
 
 _DTYPE_CASTS = frozenset({"float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char"})
@@ -237,7 +237,8 @@ class CallsMixin:
             return self.view_of(recv_node, recv, StepKind.MULTI_VIEW, call_text(node, name), line, any_base=True,
                                 certain=functional)
         if name in ops.SAVES_OUTPUT:
-            if no_grad_value(known) and known == recv or (recv and not known and self._accumulated_params(recv)):
+            if no_grad_value(known) and known == recv or (name in _STATE_ROOTS and recv and not known
+                                                          and self._accumulated_params(recv)):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), line, root_no_grad=self.no_grad)})
         if name in ops.DTENSOR_LOCAL_METHODS:
@@ -281,8 +282,10 @@ class CallsMixin:
         """``recv`` is a parameter this function already updated in place (``exp_avg_sq.mul_(b2).addcmul_(g, g)``,
         then ``exp_avg_sq.sqrt().add_(eps)``). Guess: it is state (an optimizer's moments, a running
         buffer), which needs no grad; an in-place update of a leaf that needs grad would have raised
-        already (docs/pytorch-facts.md#leaf-requires-grad)."""
-        written = {w.index for w in self.param_writes if w.via is None and not w.steps}
+        already (docs/pytorch-facts.md#leaf-requires-grad). Only writes made with grad on count: where
+        grad is off, a weight that needs grad is updated in place legally (``w.clamp_()`` under
+        ``torch.no_grad()``), and what it computes later still saves its output."""
+        written = {w.index for w in self.param_writes if w.via is None and not w.steps and not w.no_grad}
         return all(param_index(o) in written and not o.steps for o in recv)
 
     def view_of(self, recv_node: ast.expr, recv: frozenset, kind: StepKind, text: str, line: int,
@@ -383,8 +386,8 @@ class CallsMixin:
 
     def hand_callables_to_model(self, node: ast.Call, result: frozenset) -> None:
         """``model(ids, logits_processor=f)``: ``f`` receives the model's output as its first argument."""
-        if self.ctx is None or not any(o.root is RootKind.MODEL_OUTPUT_OBJECT and o.root_line == node.lineno
-                                       for o in result):
+        if self.ctx is None or not self.recording or not any(
+                o.root is RootKind.MODEL_OUTPUT_OBJECT and o.root_line == node.lineno for o in result):
             return
         for value in list(node.args) + [k.value for k in node.keywords]:
             for qual, bound in self.callable_refs(value):
@@ -437,7 +440,7 @@ class CallsMixin:
                 if real:
                     self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
                                 write_no_grad=w.no_grad)
-                for o in origins:
+                for o in sorted(origins, key=origin_key) if len(origins) > 1 else origins:  # a fixed order
                     i = param_index(o)
                     if i is not None:
                         self.record_param_write(node, w.kind, op, arg_node, with_steps(o, w.steps), i, helper,
@@ -446,10 +449,12 @@ class CallsMixin:
                 if i in binding and self.is_unread_after(binding[i][1], node):
                     unread.add(i)
         starred = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
-        ctx.calls.append(CallSite(self.qual, qual, ctx.path, node.lineno, node.col_offset,
-                                  tuple((i, o) for i, (o, _) in sorted(binding.items()) if o),
-                                  self.no_grad, unread=frozenset(unread),
-                                  bound=None if starred else frozenset(binding)))
+        if self.recording:  # not again from eval_quiet: it may see names bound since (`a, b = z, f(a)`), and
+            # ModuleContext.call_sites keeps the later of two records of one call
+            ctx.calls.append(CallSite(self.qual, qual, ctx.path, node.lineno, node.col_offset,
+                                      tuple((i, o) for i, (o, _) in sorted(binding.items()) if o),
+                                      self.no_grad, unread=frozenset(unread),
+                                      bound=None if starred else frozenset(binding)))
         if summary is None or not summary.returns:
             return EMPTY
         out = []
@@ -459,10 +464,31 @@ class CallsMixin:
                 if i in binding:
                     out.extend(with_steps(a, o.steps) for a in binding[i][0])
                 continue
+            if _guess_of_known_param(o, summary.returns, params, binding):
+                continue
             steps = tuple(Step(s.kind, s.text, node.lineno, s.no_grad or self.no_grad) for s in o.steps)
             out.append(Origin(o.root, f"{short_name}(...)", node.lineno, steps, o.root_no_grad or self.no_grad,
                               o.certain_tensor))
         return cap(out)
+
+
+#: what optimizers take of a second moment they update in place (Adam, LAMB, Adagrad, RMSprop: ``sqrt``;
+#: Adafactor: ``rsqrt``); an activation updated in place and then put through ``sigmoid``/``exp``/``tanh``
+#: is not state (it needs grad, and the output saved for backward is still written)
+_STATE_ROOTS = frozenset({"sqrt", "rsqrt"})
+
+
+def _guess_of_known_param(o: Origin, returns: frozenset, params, binding) -> bool:
+    """``o`` is the root made from a parameter's ``torch.Tensor`` annotation (named after it, on its
+    line, returned with the parameter's placeholder and the same steps) and this call passes something
+    known for that parameter: the placeholder brings what was passed, the guess would only add a tensor
+    that may need grad (``narrow(w.data)``). Passed something untracked, the guess is all there is."""
+    if o.root is not RootKind.TENSOR or o.root_text not in params:
+        return False
+    i = list(params).index(o.root_text)
+    if i not in binding or not any(param_index(a) is None for a in binding[i][0]):
+        return False
+    return any(param_index(p) == i and p.root_line == o.root_line and p.steps == o.steps for p in returns)
 
 
 def _is_literal(node: ast.AST) -> bool:

@@ -119,8 +119,14 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
     eval_branch: bool = False
     #: names bound to a bool tensor (a comparison, ``torch.logical_or(...)``, views of one)
     bool_names: Set[str] = field(default_factory=set)
-    #: (name, line) of the roots made from a parameter's ``torch.Tensor`` annotation
-    annotation_roots: Set[Tuple[str, int]] = field(default_factory=set)
+    #: parameters bound, somewhere in the walk, to a value that is not made from what the caller passed
+    #: (``x = proj(x)``): a guess rooted at one is not left to the callers (:meth:`summary`)
+    rebound_params: Set[str] = field(default_factory=set)
+    #: how many times a ``def`` walked here replaced a different summary of the same function (a loop
+    #: that redefines a function it called earlier must be walked again: :meth:`_loop_state`)
+    redefined: int = 0
+    #: the sink keys of this scope's findings whose ``param_rooted`` is set
+    rooted_keys: List[Tuple[int, int]] = field(default_factory=list)
 
     def _handler(self, prefix: str, node_type: type):
         return _handler(type(self), prefix, node_type)
@@ -146,7 +152,6 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
         names = [a.arg for a in every]
         env = dict(self.env)
         typed = set()
-        annotated = set()
         for index, a in enumerate(every):
             name = a.arg
             env.pop(name, None)
@@ -160,12 +165,10 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
                     typed.add(name)
             if model_outputs.is_tensor_annotation(a.annotation):
                 held.add(Origin(RootKind.TENSOR, name, a.lineno))
-                annotated.add((name, a.lineno))
             if held:
                 env[name] = frozenset(held)
         scope = self.new_scope(tuple(names), func, env, no_grad, dict(self.inplace_modules), qual)
         scope.typed_params = typed
-        scope.annotation_roots = annotated
         return scope
 
 

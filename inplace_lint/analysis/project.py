@@ -739,20 +739,53 @@ class Project:
                 return 0  # handed around as a value: some calls are not visible as call sites
         return len(sites)
 
-    def _callers_decide(self, calls_to, incoming, qual: str, index: int) -> bool:
+    def _callers_decide(self, calls_to, incoming, qual: str, index: int, memo=None) -> bool:
         """Every in-project call of ``qual`` passes something known for parameter ``index`` (and the
-        function is not handed around as a value, where calls are not visible)."""
+        function is not handed around as a value, where calls are not visible). A caller that passes
+        its own parameter on decides only where its own callers do, up to the calls that pass
+        something known (a chain that ends in a function nobody calls ends in nothing known)."""
+        memo = {} if memo is None else memo
+        key = (qual, index)
+        if key in memo:
+            return memo[key]
+        memo[key] = False  # a cycle of calls decides nothing
+        memo[key] = decided = self._callers_pass_known(calls_to, incoming, qual, index, memo)
+        return decided
+
+    def _callers_pass_known(self, calls_to, incoming, qual: str, index: int, memo) -> bool:
         sites = calls_to.get(qual)
-        if not sites or any(index not in dict(s.args) for s in sites):
+        if not sites:
             return False
+        for s in sites:
+            passed = dict(s.args).get(index)
+            if not passed:
+                return False
+            for o in passed:
+                k = param_index(o)
+                if k is not None and not self._callers_decide(calls_to, incoming, s.caller, k, memo) \
+                        and not self._reported_at(s, passed):
+                    return False  # the caller's own parameter, whose callers do not decide it
         if len(incoming.get((qual, index), ())) >= _MAX_INCOMING:
             return False  # more than is kept: some origins were dropped
         name = qual.rsplit(".", 1)[-1]
+        if name == "forward" or (name.startswith("__") and name.endswith("__")):
+            return False  # called by nn.Module.__call__ / the interpreter too, where no call site shows
+        if not name.startswith("_") and self._class(qual.rpartition(".")[0]) is not None:
+            return False  # a public method: `loader.load(...)` on a local instance is no call site
         for module_index in self.indexes.values():
             refs = self._value_refs(module_index)
             if refs is None or refers(refs, name):
                 return False
         return True
+
+    def _reported_at(self, site: CallSite, passed) -> bool:
+        """The caller passes something of its own besides its parameter, and its walk reported a write at
+        this call (a helper's write through what it passed, its own guess included): the call shows it."""
+        if all(param_index(o) is not None for o in passed):
+            return False
+        result = self.results.get(site.path)
+        return result is not None and any(lf.finding.line == site.line and lf.finding.col == site.col
+                                          for lf in result.findings)
 
     def _value_refs(self, index: ModuleIndex) -> Optional[str]:
         """:func:`value_refs` of a module; None when neither its text nor its tree is at hand (then any

@@ -62,12 +62,19 @@ class ReportingMixin:
         method it amounts to (``div_`` for ``x.div_(t)`` and ``x /= t``), for fix planning."""
         write_no_grad = write_no_grad or self.eval_branch
         real = []
+        placeholders = []
         for o in origins:
             index = param_index(o)
             if index is None:
                 real.append(o)
             elif self.ctx is not None and self.recording:
-                self.record_param_write(node, kind, op, target, o, index, None, op_name, write_no_grad)
+                placeholders.append((index, o))
+        if len(placeholders) > 1:
+            # in parameter order, not the set's (string hashes vary per process): the summary's writes,
+            # and so which argument a call reports, are the same in every run
+            placeholders.sort(key=lambda p: (p[0], origin_key(p[1])))
+        for index, o in placeholders:
+            self.record_param_write(node, kind, op, target, o, index, None, op_name, write_no_grad)
         if not real:
             return
         write = Write(op, op_name, kind, short(target), point_index(node, kind))
@@ -96,13 +103,18 @@ class ReportingMixin:
             message=rule.message(write, origin), op=op, write_kind=kind,
             target=target_text, origin=origin, fix=fix, related=origin.related(),
         )
+        rooted = self.param_rooted(real, write, rule, self.no_grad or write_no_grad)
+        if rooted is not None:
+            self.rooted_keys.append(key)  # undone in summary() if the parameter is bound again
         self.sink[key] = LocalFinding(finding, self.qual, grad_rule=not rule.without_grad,
                                       observed=frozenset(observed or ()), fix_if_callers=alt,
-                                      param_rooted=self.param_rooted(real, write, rule))
+                                      param_rooted=rooted)
 
-    def param_rooted(self, origins: Sequence[Origin], write: Write, rule) -> Optional[int]:
+    def param_rooted(self, origins: Sequence[Origin], write: Write, rule, no_grad: bool) -> Optional[int]:
         """The parameter every origin that makes ``rule`` apply was guessed from (its annotation, or a view
-        taken of the parameter itself, whose root is named after it), if it still holds the parameter."""
+        taken of the parameter itself, whose root is named after it), if it still holds the parameter
+        and nothing else written here matches a rule of its own (a lower one: ``y = x.chunk(2)[0] if c
+        else model(ids).logits.squeeze(0)``, where the model output is not the callers' to decide)."""
         if self.ctx is None or not self.params:
             return None
         matching = [o for o in _written_tensors(origins, write.kind) if rule.applies(o, write)]
@@ -111,6 +123,9 @@ class ReportingMixin:
             return None
         name = names.pop()
         if name not in self.params:
+            return None
+        rest = [o for o in origins if not (o.root is RootKind.TENSOR and o.root_text == name)]
+        if rest and match(rest, write, no_grad, self.settings.report_in_no_grad)[0] is not None:
             return None
         index = list(self.params).index(name)
         return index if any(param_index(o) == index for o in self.env.get(name, ())) else None

@@ -163,7 +163,7 @@ class StatementsMixin:
         """What a loop's body may change, other than ``env``, that later statements read
         (``assigned`` only matters for :data:`~.names.LITERAL_HEADS`; compared apart)."""
         return (set(self.nograd_bound), dict(self.names), dict(self.local_funcs), dict(self.inplace_modules),
-                set(self.submodule_results), set(self.bool_names), set(self.assigned))
+                set(self.submodule_results), set(self.bool_names), self.redefined, set(self.assigned))
 
     def stmt_If(self, node: ast.If) -> None:
         # an elif chain is walked as a loop, not by recursion (generated code has chains of hundreds)
@@ -269,11 +269,17 @@ class StatementsMixin:
         child.local_funcs[node.name] = qual  # recursion
         walk = getattr(self.ctx, "function_walk", None)
         if walk is not None:  # an open buffer: a function whose text did not change is not walked again
-            self.ctx.functions[qual] = walk.walk(child, node, declared, static)
+            self._define(qual, walk.walk(child, node, declared, static))
             return
         child.run_body(node.body)
         if self.ctx is not None:
-            self.ctx.functions[qual] = child.summary(declared, static)
+            self._define(qual, child.summary(declared, static))
+
+    def _define(self, qual: str, summary: FunctionSummary) -> None:
+        old = self.ctx.functions.get(qual)
+        if old is not None and old != summary:
+            self.redefined += 1  # `def f` again (in a loop body): a call of f before it reads the new one
+        self.ctx.functions[qual] = summary
 
     stmt_AsyncFunctionDef = stmt_FunctionDef
 
@@ -330,6 +336,10 @@ class StatementsMixin:
             self.local_funcs.pop(key, None)
             self.names.pop(key, None)
             self.assigned.add(key)
+            if key in self.params:
+                index = list(self.params).index(key)
+                if not any(param_index(o) == index for o in origins):
+                    self.rebound_params.add(key)
         if self.no_grad:
             self.nograd_bound.add(key)
 
@@ -427,11 +437,17 @@ class StatementsMixin:
 
     def summary(self, declared_no_grad: bool, static: bool) -> FunctionSummary:
         """This (function) scope's summary, after its body was walked."""
-        # a root made from a parameter's annotation is not returned: the caller substitutes what it
-        # passed for the parameter's placeholder, which travelled alongside it
-        returns = frozenset(o for o in self.returns if not model_outputs.is_guessed_object(o)
-                            and not (o.root is RootKind.TENSOR and (o.root_text, o.root_line) in self.annotation_roots))
+        # a root made from a parameter's annotation is returned with the placeholder that travelled
+        # alongside it: a caller that passed something known drops it (CallsMixin.project_call)
+        returns = frozenset(o for o in self.returns if not model_outputs.is_guessed_object(o))
         returned = {param_index(o) for o in self.returns} - {None}
+        for key in self.rooted_keys:
+            # a parameter bound again (in a branch, or later in a loop) may hold what no caller passed:
+            # its guess stays a finding here
+            found = self.sink.get(key)
+            if found is not None and found.param_rooted is not None \
+                    and self.params[found.param_rooted] in self.rebound_params:
+                self.sink[key] = replace(found, param_rooted=None)
         writes = tuple(replace(w, kept=w.kept or w.index in returned) if w.via is None else w
                        for w in self.param_writes)
         return FunctionSummary(self.qual, tuple(self.params), cap(returns), writes,
