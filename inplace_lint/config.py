@@ -61,12 +61,14 @@ def runs_without_grad(settings: Settings, path: Optional[str], root=None) -> boo
     """``path`` matches one of ``settings.no_grad_paths`` (relative to ``root``, or absolute)."""
     if not settings.no_grad_paths or not path:
         return False
-    candidates = [path.replace(os.sep, "/")]
-    if root is not None:
+    absolute = os.path.abspath(path)
+    candidates = [os.path.normpath(path), absolute]
+    for base in ([root] if root is not None else []) + [os.getcwd()]:  # flake8 passes paths as typed
         try:
-            candidates.append(os.path.relpath(path, root).replace(os.sep, "/"))
+            candidates.append(os.path.relpath(absolute, base))
         except ValueError:
             pass
+    candidates = [c.replace(os.sep, "/") for c in candidates]
     return any(fnmatch.fnmatchcase(c, p) for c in candidates for p in settings.no_grad_paths)
 
 

@@ -106,3 +106,19 @@ def test_bad_values_name_file_and_key(tmp_path, capsys, text, message):
     (tmp_path / "a.py").write_text("x = 1\n")
     assert main(["check", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith(f"inplace-lint: error: {tmp_path / '.flake8'}: {message}")
+
+
+def test_no_grad_paths_match_the_path_as_typed_relative_to_the_root_or_the_working_folder(tmp_path, monkeypatch):
+    import dataclasses
+
+    from inplace_lint import config
+
+    settings = dataclasses.replace(config.DEFAULT_SETTINGS, no_grad_paths=("srv/*",))
+    (tmp_path / "srv").mkdir()
+    target = tmp_path / "srv" / "sampler.py"
+    monkeypatch.chdir(tmp_path)
+    assert config.runs_without_grad(settings, "srv/sampler.py")
+    assert config.runs_without_grad(settings, "./srv/sampler.py")  # flake8 passes paths as typed
+    assert config.runs_without_grad(settings, str(target), root=tmp_path)
+    assert not config.runs_without_grad(settings, "train/loss.py")
+    assert not config.runs_without_grad(config.DEFAULT_SETTINGS, "srv/sampler.py")
