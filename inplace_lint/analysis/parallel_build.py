@@ -36,9 +36,9 @@ import re
 import sys
 import time
 from concurrent.futures.process import BrokenProcessPool
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from .project import _MAX_ROUNDS, Project, module_name
+from .project import _MAX_ROUNDS, Project, imported_files, module_name, post_order
 
 #: below this many files to walk the serial build is used (worker start-up, sending the indexes and
 #: walking again the files that read another chunk's summaries cost more than they save)
@@ -100,36 +100,9 @@ def partition(files: Sequence[Tuple[str, str, str]], jobs: int, waves: int = 1) 
     cut into ``jobs`` runs of the import order with about the same amount of text."""
     by_module = {module: path for path, module, _ in files}
     size = {path: len(source) + 200 for path, _, source in files}
-    graph: Dict[str, List[str]] = {}
-    for path, module, source in files:
-        targets = []
-        for name in imports_in_text(source, module, path.endswith("__init__.py")):
-            parts = name.split(".")
-            for cut in range(len(parts), 0, -1):
-                hit = by_module.get(".".join(parts[:cut]))
-                if hit is not None:
-                    if hit != path:
-                        targets.append(hit)
-                    break
-        graph[path] = targets
-    # depth-first post-order: a file after everything it imports (cycles cut anywhere)
-    seen: Set[str] = set()
-    order: List[str] = []
-    for start in sorted(graph):
-        if start in seen:
-            continue
-        seen.add(start)
-        stack = [(start, iter(graph[start]))]
-        while stack:
-            current, children = stack[-1]
-            for child in children:
-                if child not in seen:
-                    seen.add(child)
-                    stack.append((child, iter(graph[child])))
-                    break
-            else:
-                stack.pop()
-                order.append(current)
+    graph = {path: imported_files(imports_in_text(source, module, path.endswith("__init__.py")), path, by_module)
+             for path, module, source in files}
+    order = post_order(graph)  # a file after everything it imports (cycles cut anywhere)
     position = {p: i for i, p in enumerate(order)}
     level: Dict[str, int] = {}
     for path in order:

@@ -544,39 +544,7 @@ class Project:
 
     def _compute_order(self) -> List[str]:
         by_module = {r.module: p for p, r in self.results.items()}
-        seen: Set[str] = set()
-        out: List[str] = []
-
-        def visit(path: str) -> None:
-            stack = [(path, iter(self._imported(path, by_module)))]
-            seen.add(path)
-            while stack:
-                current, children = stack[-1]
-                for child in children:
-                    if child not in seen:
-                        seen.add(child)
-                        stack.append((child, iter(self._imported(child, by_module))))
-                        break
-                else:
-                    stack.pop()
-                    out.append(current)
-
-        for path in sorted(self.results):
-            if path not in seen:
-                visit(path)
-        return out
-
-    def _imported(self, path: str, by_module: Dict[str, str]) -> List[str]:
-        out = []
-        for target in self.results[path].index.imports.values():
-            parts = target.split(".")
-            for cut in range(len(parts), 0, -1):
-                p = by_module.get(".".join(parts[:cut]))
-                if p is not None:
-                    if p != path:
-                        out.append(p)
-                    break
-        return out
+        return post_order({p: imported_files(r.index.imports.values(), p, by_module) for p, r in self.results.items()})
 
     # ---- across calls
 
@@ -850,6 +818,44 @@ def _dispatch_text(project: Project, key: str) -> str:
 def _targets_digest(targets) -> str:
     """A short stand-in for a dispatch's targets (kept per file in the cache)."""
     return hashlib.blake2b(",".join(q for q, _ in targets).encode(), digest_size=6).hexdigest()
+
+
+def imported_files(targets: Iterable[str], path: str, by_module: Dict[str, str]) -> List[str]:
+    """The project files that import targets (``pkg.mod.name``) name, by their longest prefix that is a
+    project module, other than ``path`` itself, in the targets' order."""
+    out = []
+    for target in targets:
+        parts = target.split(".")
+        for cut in range(len(parts), 0, -1):
+            hit = by_module.get(".".join(parts[:cut]))
+            if hit is not None:
+                if hit != path:
+                    out.append(hit)
+                break
+    return out
+
+
+def post_order(graph: Dict[str, List[str]]) -> List[str]:
+    """Depth-first post-order of ``graph`` (file -> the files it imports), starting from each file in
+    sorted order: a file after everything it imports; cycles are cut anywhere."""
+    seen: Set[str] = set()
+    out: List[str] = []
+    for start in sorted(graph):
+        if start in seen:
+            continue
+        seen.add(start)
+        stack = [(start, iter(graph[start]))]
+        while stack:
+            current, children = stack[-1]
+            for child in children:
+                if child not in seen:
+                    seen.add(child)
+                    stack.append((child, iter(graph[child])))
+                    break
+            else:
+                stack.pop()
+                out.append(current)
+    return out
 
 
 def _enclosing(qual: str) -> Tuple[str, ...]:
