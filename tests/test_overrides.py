@@ -5,7 +5,6 @@ new subclass."""
 from __future__ import annotations
 
 import pathlib
-import re
 import shutil
 
 import pytest
@@ -17,20 +16,9 @@ from inplace_lint.analysis.project import Project
 from inplace_lint.config import DEFAULT_SETTINGS
 from inplace_lint.findings import Applicability
 
+from .test_project_analysis import expected
+
 PROJECT = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "project" / "enginepkg"
-EXPECT = re.compile(r"# expect: (.*)$")
-
-
-def expected(root: pathlib.Path):
-    out = set()
-    for path in sorted(root.rglob("*.py")):
-        for lineno, line in enumerate(path.read_text().splitlines(), 1):
-            m = EXPECT.search(line)
-            if m:
-                for item in m.group(1).split(","):
-                    code, col = item.strip().split(":")
-                    out.add((str(path.relative_to(root)), lineno, int(col), code))
-    return out
 
 
 def _found(out: str, root: pathlib.Path):
