@@ -1,5 +1,18 @@
-"""Settings: one table of options, read from flake8's config by the plugin and from
-``[inplace_lint]`` (setup.cfg, tox.ini, .flake8) or ``[tool.inplace-lint]`` (pyproject.toml) by the CLI.
+"""Settings: one table of options, and one way to find them (:func:`load_config`), used by the CLI, the
+language server and the flake8 plugin.
+
+Where (the precedence, highest first; see ``docs/configuration.md``):
+
+1. ``--config PATH`` (the CLI): that file alone, no search;
+2. else the nearest folder, from the checked path upward, holding any of the forms below; in that folder
+   ``[tool.inplace-lint]`` in ``pyproject.toml`` > ``[inplace-lint]`` (or ``[inplace_lint]``) in
+   ``setup.cfg`` > ``tox.ini`` > ``.flake8`` > flake8's ``ipv-*`` options in ``[flake8]`` of
+   ``setup.cfg`` > ``tox.ini`` > ``.flake8``. Each key comes from the highest form that sets it
+   (``extend-`` keys add to what the lower forms set).
+
+A near-miss section name (``[tool.inplace_lint]``, ``[inplacelint]``) or an unknown key is a warning
+(the run goes on); a bad value is an error naming the file and the key. Lists are comma- or
+whitespace-separated in INI files (as flake8 reads them) and arrays in TOML.
 
 Keys (the flake8 options are the same with an ``ipv-`` prefix, e.g. ``ipv-model-output-fields``):
 
@@ -13,7 +26,8 @@ Keys (the flake8 options are the same with an ``ipv-`` prefix, e.g. ``ipv-model-
   inference code whose ``inference_mode`` entry point is out of the analysis' reach, e.g. set by a
   dynamically chosen runner); matched against the path relative to the project root and the absolute
   path. There only the rules that hold without grad report (as inside ``torch.no_grad()``).
-- ``select``, ``ignore``, ``exclude``: CLI only (flake8 has its own).
+- ``select``, ``ignore``, ``exclude`` (and ``extend-select``, ``extend-ignore``, ``extend-exclude``, which add
+  to them): CLI only (flake8 has its own). ``select = ALL`` selects every rule.
 - ``per-file-ignores``: CLI only (flake8 has its own): flake8's syntax, ``glob:CODES`` entries
   (``tests/*:IPV001,IPV005``), or in pyproject.toml a table ``{"tests/*" = ["IPV001"]}``; globs
   match the checked file's path relative to the folder of the config file (a glob without ``/``
@@ -92,9 +106,12 @@ OPTIONS: Dict[str, Tuple[Optional[str], str, str]] = {
     "extend-model-call-patterns": ("model_call_patterns", "extend", "patterns added to the defaults"),
     "report-in-no-grad": ("report_in_no_grad", "bool", "also report writes inside torch.no_grad()/inference_mode()"),
     "no-grad-paths": ("no_grad_paths", "list", "fnmatch patterns of files whose code always runs with grad off (serving code)"),
-    "select": (None, "list", "codes (or prefixes) to report"),
+    "select": (None, "list", "codes (or prefixes) to report; ALL: every rule"),
+    "extend-select": (None, "list", "codes added to select"),
     "ignore": (None, "list", "codes (or prefixes) not to report"),
+    "extend-ignore": (None, "list", "codes added to ignore (flake8's and ruff's name)"),
     "exclude": (None, "list", "glob patterns of paths to skip"),
+    "extend-exclude": (None, "list", "glob patterns added to exclude (ruff's name)"),
     "per-file-ignores": (None, "per-file", "glob:CODES entries: codes not reported in files matching the glob"),
     "fix-style": (None, "fix-style", "runtime (call inplace_lint.runtime) or inline (plain torch)"),
     "cache-dir": (None, "path", "where project summaries are cached (default: .inplace_lint_cache in the project root)"),
@@ -108,10 +125,12 @@ PerFileIgnores = List[Tuple[str, Tuple[str, ...]]]
 
 
 def split_list(value) -> List[str]:
+    """A list option's items: a TOML array as it is, text split at commas and whitespace (flake8's
+    ``parse_comma_separated_list``: ``IPV001, IPV004``, ``IPV001 IPV004`` and one per line all work)."""
     if isinstance(value, (list, tuple)):
         items: Iterable[str] = [str(v) for v in value]
     else:
-        items = str(value).replace("\n", ",").split(",")
+        items = re.split(r"[,\s]", str(value))
     return [i.strip() for i in items if i.strip()]
 
 
@@ -183,9 +202,13 @@ def per_file_ignored(path: str, per_file: PerFileIgnores, base: Optional[pathlib
     rel = os.path.relpath(os.path.abspath(path), os.path.abspath(base or os.curdir)).replace(os.sep, "/")
     name = rel.rsplit("/", 1)[-1]
     codes: List[str] = []
+    absolute = os.path.abspath(path).replace(os.sep, "/")
     for glob, listed in per_file:
         pat = glob[2:] if glob.startswith("./") else glob
-        if fnmatch.fnmatchcase(rel, pat) or ("/" not in pat and fnmatch.fnmatchcase(name, pat)):
+        if os.path.isabs(pat):  # from the command line: made absolute against the working folder
+            if fnmatch.fnmatchcase(absolute, pat.replace(os.sep, "/")):
+                codes.extend(listed)
+        elif fnmatch.fnmatchcase(rel, pat) or ("/" not in pat and fnmatch.fnmatchcase(name, pat)):
             codes.extend(listed)
     return codes
 
@@ -222,22 +245,26 @@ def check_toml_type(kind: str, value: object, where: str) -> None:
         raise ConfigError(f"{where}: expected {_TOML_TYPES[kind]}, got {_toml_type_name(value)} {value!r}{hint}")
 
 
-def apply(values: Dict[str, object], where: str,
-          base: Settings = DEFAULT_SETTINGS, typed: bool = False) -> Tuple[Settings, Dict[str, object]]:
+def apply(values: Dict[str, object], where: str, base: Settings = DEFAULT_SETTINGS, typed: bool = False,
+          warnings: Optional[List[str]] = None) -> Tuple[Settings, Dict[str, object]]:
     """Apply raw ``key -> value`` pairs (file or flake8 options) to ``base``; return settings and the
     CLI-only values (``select``/``ignore``/``exclude``: lists; ``per-file-ignores``: ``(glob, codes)``
     pairs; ``fix-style``: a string).
 
     ``typed``: the values come from TOML (``pyproject.toml``) and must have their key's type (an array
     of strings, a boolean, a string, a table); INI values are all strings and are parsed instead.
-    Raises :class:`ConfigError` naming ``where`` and the key.
+    Raises :class:`ConfigError` naming ``where`` and the key (an unknown key too, unless ``warnings`` is
+    given: then it is appended there and skipped).
     """
     changes: Dict[str, object] = {}
     cli: Dict[str, object] = {}
     for raw_key, value in values.items():
         key = raw_key.replace("_", "-")
         if key not in OPTIONS:
-            raise ConfigError(f"{where}: unknown key {raw_key!r} (known: {', '.join(sorted(OPTIONS))})")
+            if warnings is None:
+                raise ConfigError(f"{where}: unknown key {raw_key!r} (known: {', '.join(sorted(OPTIONS))})")
+            warnings.append(f"{where}: unknown key {raw_key!r} ignored{_did_you_mean(key, OPTIONS)}")
+            continue
         field, kind, _ = OPTIONS[key]
         if typed:
             check_toml_type(kind, value, f"{where}: {raw_key}")
@@ -252,8 +279,9 @@ def apply(values: Dict[str, object], where: str,
             cli[key] = str(value).strip()
         elif field is None:
             cli[key] = split_list(value)
-            if key in ("select", "ignore"):
-                check_codes(cli[key], f"{where}: {raw_key}")  # type: ignore[arg-type]
+            if key in ("select", "ignore", "extend-select", "extend-ignore"):
+                listed = [c for c in cli[key] if not (c == ALL and key.endswith("select"))]  # type: ignore[union-attr]
+                check_codes(listed, f"{where}: {raw_key}")
         elif kind == "bool":
             changes[field] = parse_bool(value, f"{where}: {raw_key}")
         else:
@@ -264,56 +292,216 @@ def apply(values: Dict[str, object], where: str,
     return dataclasses.replace(base, **changes), cli
 
 
-def find_config(start: pathlib.Path) -> Optional[Tuple[pathlib.Path, Dict[str, object]]]:
-    """The nearest file, from ``start`` upward, with an ``[inplace_lint]`` / ``[tool.inplace-lint]`` section."""
-    start = start.resolve()
-    for folder in [start, *start.parents] if start.is_dir() else [start.parent, *start.parent.parents]:
-        pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
-            table = _pyproject_table(pyproject)
-            if table is not None:
-                return pyproject, table
-        for name in ("setup.cfg", "tox.ini", ".flake8"):
-            path = folder / name
-            if path.is_file():
-                parser = configparser.RawConfigParser()
-                try:
-                    parser.read(path, encoding="utf-8")
-                except configparser.Error as exc:
-                    raise ConfigError(f"{path}: {exc}") from exc
-                if parser.has_section("inplace_lint"):
-                    return path, dict(parser.items("inplace_lint"))
-    return None
+#: ``select = ALL`` (ruff's spelling): every rule, the same as no ``select``
+ALL = "ALL"
+#: INI section names read by inplace-lint (the first is the documented one)
+INI_SECTIONS = ("inplace-lint", "inplace_lint")
+#: INI files searched in a folder, highest precedence first (flake8's own order)
+INI_FILES = ("setup.cfg", "tox.ini", ".flake8")
+#: the prefix of inplace-lint's options in flake8's ``[flake8]`` section
+FLAKE8_PREFIX = "ipv-"
 
 
-def _pyproject_table(path: pathlib.Path):
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _near_miss(name: str) -> bool:
+    """``inplace_lint``, ``inplacelint``, ``InPlace-Lint``, ``tool.inplace_lint``: meant as our section."""
+    squashed = re.sub(r"[^a-z]", "", name.lower())
+    return squashed in ("inplacelint", "toolinplacelint")
+
+
+@dataclass
+class Source:
+    """One place a configuration was read from: a file and its section (``[tool.inplace-lint]``, ...)."""
+
+    path: pathlib.Path
+    section: str
+    values: Dict[str, object]
+    typed: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.path} [{self.section}]"
+
+
+@dataclass
+class Loaded:
+    """The resolved configuration: settings, the CLI-only values (see :func:`apply`), where each key came
+    from, the warnings to show, and the folder relative paths in it are resolved against."""
+
+    settings: Settings = DEFAULT_SETTINGS
+    cli: Dict[str, object] = dataclasses.field(default_factory=dict)
+    #: the highest-precedence file read (its folder is the base of per-file-ignores and cache-dir)
+    path: Optional[pathlib.Path] = None
+    #: key -> the :class:`Source` it was taken from (keys not set here have their defaults)
+    origins: Dict[str, Source] = dataclasses.field(default_factory=dict)
+    sources: List[Source] = dataclasses.field(default_factory=list)
+    warnings: List[str] = dataclasses.field(default_factory=list)
+
+
+def _read_ini(path: pathlib.Path) -> configparser.RawConfigParser:
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    return parser
+
+
+def _ini_sources(path: pathlib.Path, warnings: List[str]) -> Tuple[List[Source], List[Source]]:
+    """The ``[inplace-lint]`` section and the ``ipv-*`` options of ``[flake8]`` in an INI file."""
+    parser = _read_ini(path)
+    own: List[Source] = []
+    for name in parser.sections():
+        if name in INI_SECTIONS:
+            own.append(Source(path, name, dict(parser.items(name))))
+        elif _near_miss(name):
+            warnings.append(f"{path}: section [{name}] is not read; did you mean [{INI_SECTIONS[0]}]?")
+    flake8: List[Source] = []
+    if parser.has_section("flake8"):
+        values = {}
+        for raw, value in parser.items("flake8"):
+            if not raw.startswith(FLAKE8_PREFIX):
+                continue
+            key = raw[len(FLAKE8_PREFIX):].replace("_", "-")
+            if OPTIONS.get(key, (None,))[0] is None:  # the flake8 plugin registers the analysis keys only
+                plugin_keys = [FLAKE8_PREFIX + k for k, v in OPTIONS.items() if v[0] is not None]
+                warnings.append(f"{path}: [flake8] {raw} is not an option of the flake8 plugin; ignored"
+                                f"{_did_you_mean(raw, plugin_keys)}")
+                continue
+            values[key] = value
+        if values:
+            flake8.append(Source(path, "flake8", values))
+    return own[:1], flake8
+
+
+def _pyproject_source(path: pathlib.Path, warnings: List[str], top_level: bool = False) -> Optional[Source]:
     try:
         import tomllib  # Python 3.11+
     except ModuleNotFoundError:  # pragma: no cover
         try:
             import tomli as tomllib  # type: ignore
         except ModuleNotFoundError:
+            warnings.append(f"{path}: not read (Python < 3.11 needs the tomli package to read TOML)")
             return None
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
     tool = data.get("tool", {})
-    table = tool.get("inplace-lint") if isinstance(tool, dict) else None
-    if table is not None and not isinstance(table, dict):
+    tool = tool if isinstance(tool, dict) else {}
+    for name in tool:
+        if name != "inplace-lint" and _near_miss(name):
+            warnings.append(f"{path}: table [tool.{name}] is not read; did you mean [tool.inplace-lint]?")
+    for name in data:
+        if name != "tool" and _near_miss(name):
+            warnings.append(f"{path}: table [{name}] is not read; did you mean [tool.inplace-lint]?")
+    table = tool.get("inplace-lint")
+    if table is None and top_level and "tool" not in data:
+        return Source(path, "top level", data, typed=True)  # --config my-inplace-lint.toml
+    if table is None:
+        return None
+    if not isinstance(table, dict):
         raise ConfigError(f"{path}: tool.inplace-lint: expected a table, got {table!r}")
-    return table
+    return Source(path, "tool.inplace-lint", table, typed=True)
+
+
+def _folder_sources(folder: pathlib.Path, warnings: List[str]) -> List[Source]:
+    """The forms found in ``folder``, highest precedence first."""
+    own: List[Source] = []
+    flake8: List[Source] = []
+    pyproject = folder / "pyproject.toml"
+    if pyproject.is_file():
+        found = _pyproject_source(pyproject, warnings)
+        if found is not None:
+            own.append(found)
+    for name in INI_FILES:
+        path = folder / name
+        if path.is_file():
+            a, b = _ini_sources(path, warnings)
+            own += a
+            flake8 += b
+    return own + flake8
+
+
+def _file_sources(path: pathlib.Path, warnings: List[str]) -> List[Source]:
+    """``--config PATH``: the forms in that one file (a TOML file may hold the keys at its top level)."""
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such configuration file")
+    if path.suffix == ".toml":
+        found = _pyproject_source(path, warnings, top_level=True)
+        return [found] if found is not None else []
+    own, flake8 = _ini_sources(path, warnings)
+    return own + flake8
+
+
+def load_config(start: pathlib.Path, explicit: Optional[pathlib.Path] = None) -> Loaded:
+    """The configuration for files under ``start`` (see the module docstring for where it is read from
+    and the precedence), or of the file ``explicit`` alone. Raises :class:`ConfigError` on a bad value."""
+    warnings: List[str] = []
+    if explicit is not None:
+        sources = _file_sources(explicit.resolve(), warnings)
+    else:
+        sources = []
+        start = start.resolve()
+        for folder in [start, *start.parents] if start.is_dir() else [start.parent, *start.parent.parents]:
+            sources = _folder_sources(folder, warnings)
+            if sources:
+                break
+    loaded = Loaded(sources=sources, warnings=warnings)
+    if not sources:
+        if explicit is not None:
+            warnings.append(f"{explicit}: no [{INI_SECTIONS[0]}], [tool.inplace-lint] or ipv- options found")
+        return loaded
+    settings, cli = DEFAULT_SETTINGS, {}
+    for source in reversed(sources):  # lowest first: each higher form overrides (or extends) it
+        where = f"{source.path} [flake8] {FLAKE8_PREFIX}*" if source.section == "flake8" else str(source.path)
+        settings, values = apply(source.values, where, settings, typed=source.typed, warnings=warnings)
+        for key in source.values:
+            norm = key.replace("_", "-")
+            if norm in OPTIONS:
+                loaded.origins[norm] = source
+        cli.update(values)
+    loaded.settings, loaded.cli, loaded.path = settings, cli, sources[0].path
+    return loaded
+
+
+def find_config(start: pathlib.Path) -> Optional[Tuple[pathlib.Path, Dict[str, object]]]:
+    """The highest-precedence file and section read for ``start`` (see :func:`load_config`)."""
+    loaded = load_config(start)
+    return (loaded.sources[0].path, loaded.sources[0].values) if loaded.sources else None
 
 
 def load(start: pathlib.Path) -> Tuple[Settings, Dict[str, object], Optional[pathlib.Path]]:
     """Settings for files under ``start`` (defaults when no config file has our section), the
-    CLI-only values (see :func:`apply`) and the config file's path."""
-    found = find_config(start)
-    if found is None:
-        return DEFAULT_SETTINGS, {}, None
-    path, values = found
-    settings, cli = apply(values, str(path), typed=path.name == "pyproject.toml")
-    return settings, cli, path
+    CLI-only values (see :func:`apply`) and the config file's path (see :func:`load_config`)."""
+    loaded = load_config(start)
+    return loaded.settings, loaded.cli, loaded.path
+
+
+def describe(loaded: Loaded) -> List[str]:
+    """``--show-settings``: each key's resolved value and where it came from (``default`` when unset)."""
+    lines = []
+    for key, (field, kind, _) in OPTIONS.items():
+        if field is not None:
+            if kind == "extend":
+                continue  # shown by the key it extends
+            value = getattr(loaded.settings, field)
+            shown = ", ".join(sorted(value)) if isinstance(value, frozenset) else (
+                ", ".join(value) if isinstance(value, tuple) else str(value).lower())
+        elif key == "per-file-ignores":
+            shown = " ".join(f"{g}:{','.join(c)}" for g, c in loaded.cli.get(key, ()))  # type: ignore[union-attr]
+        elif kind == "list":
+            shown = ", ".join(loaded.cli.get(key, ()))  # type: ignore[arg-type]
+        else:
+            shown = str(loaded.cli.get(key, FIX_STYLES[0] if key == "fix-style" else ""))
+        origin = loaded.origins.get(key) or loaded.origins.get("extend-" + key)
+        lines.append(f"{key} = {shown}".rstrip() + f"  # {origin if origin is not None else 'default'}")
+    return lines
 
 
 def selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:

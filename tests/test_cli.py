@@ -91,10 +91,13 @@ def test_config_file_section(project, capsys):
     assert [line.split(": ")[1].split()[0] for line in out] == ["IPV001"]
 
 
-def test_config_unknown_key_is_a_usage_error(project, capsys):
+def test_config_unknown_key_is_a_warning_naming_the_closest_key(project, capsys):
+    """An unknown key is skipped with a warning (issue 18; flake8 skips unknown options too), the run goes on."""
     (project / "pyproject.toml").write_text('[tool.inplace-lint]\nmodel-outputs = ["x"]\n')
-    assert main(["check", str(project / "pkg")]) == 2
-    assert "unknown key 'model-outputs'" in capsys.readouterr().err
+    assert main(["check", "-q", str(project / "pkg")]) == 1
+    assert capsys.readouterr().err == (
+        f"inplace-lint: warning: {project / 'pyproject.toml'}: unknown key 'model-outputs' ignored "
+        "(did you mean 'model-output-names'?)\n")
 
 
 def test_noqa_same_as_flake8(tmp_path, capsys):

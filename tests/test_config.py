@@ -99,7 +99,6 @@ def test_fix_style(tmp_path):
 @pytest.mark.parametrize("text, message", [
     ("[inplace_lint]\nreport-in-no-grad = maybe\n", "report-in-no-grad: expected true or false, got 'maybe'"),
     ("[inplace_lint]\nignore = IPV9\n", "ignore: unknown code 'IPV9' (known: IPV001, IPV002, IPV003, IPV004, IPV005, IPV006)"),
-    ("[inplace_lint]\nfix-styles = inline\n", "unknown key 'fix-styles' (known: "),
 ])
 def test_bad_values_name_file_and_key(tmp_path, capsys, text, message):
     (tmp_path / ".flake8").write_text(text)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ast
 import os
+import pathlib
+import sys
 from typing import Iterator, List, Optional, Tuple, Type
 
 from .. import __version__, config
@@ -40,14 +42,27 @@ class InplaceLintPlugin:
 
     @classmethod
     def parse_options(cls, options) -> None:
+        """The settings ``inplace-lint check`` uses for the working folder (:func:`config.load_config`: the
+        same files, ``[flake8]``'s ``ipv-*`` options among them, with the same precedence), then the
+        ``--ipv-*`` options flake8 got that the config files did not give (its command line)."""
+        loaded = config.load_config(pathlib.Path.cwd())
+        for warning in loaded.warnings:
+            print(f"inplace-lint: warning: {warning}", file=sys.stderr)
+        in_files = {key: value for source in loaded.sources if source.section == "flake8"
+                    for key, value in source.values.items()}
         values = {}
         for key, (field, kind, _) in config.OPTIONS.items():
             if field is None:
                 continue
             value = getattr(options, "ipv_" + key.replace("-", "_"), None)
-            if value not in (None, False, [], ""):
-                values[key] = value
-        cls.settings, _ = config.apply(values, "flake8 options")
+            if value in (None, False, [], ""):
+                continue
+            if key in in_files and (config.parse_bool(in_files[key], key) if kind == "bool"
+                                    else config.split_list(in_files[key])) == (
+                                        value if kind == "bool" else config.split_list(value)):
+                continue  # flake8 read it from the file load_config read it from, at its precedence
+            values[key] = value
+        cls.settings, _ = config.apply(values, "flake8 options", base=loaded.settings)
 
     def run(self) -> Iterator[Tuple[int, int, str, Type["InplaceLintPlugin"]]]:
         for finding in self._findings():
