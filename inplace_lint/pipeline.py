@@ -22,6 +22,7 @@ import gc
 import hashlib
 import os
 import pathlib
+import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
@@ -218,14 +219,29 @@ def parse_problem(exc: BaseException, source: str) -> Problem:
     return Problem(1, 0, f"cannot parse: {msg}")
 
 
+#: PEP 263's encoding declaration (on line 1 or 2)
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+#: what to do about a file that is not UTF-8 and declares no encoding (https://peps.python.org/pep-0263/)
+UNDECLARED_HINT = ("a file without an encoding declaration must be UTF-8: save it as UTF-8, or declare its "
+                   "encoding on line 1 or 2, e.g. '# -*- coding: latin-1 -*-'")
+
+
 def decode_problem(exc: BaseException, raw: bytes) -> Problem:
-    """Where and why ``raw`` is not text in its declared encoding: the first bad byte's line and column."""
+    """Where and why ``raw`` is not text in its declared encoding: the first bad byte's line and column
+    (and, when no encoding is declared, how to declare one)."""
+    if isinstance(exc, SyntaxError) and exc.lineno is None and "encoding declaration" in (exc.msg or ""):
+        try:  # tokenize.detect_encoding met a non-UTF-8 byte on line 1 or 2 and names no place: find it
+            raw.decode("utf-8")
+        except UnicodeDecodeError as inner:
+            exc = inner
     if isinstance(exc, UnicodeDecodeError):
         line = raw.count(b"\n", 0, exc.start) + 1
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1)
         bad = raw[exc.start:exc.end]
         shown = " ".join(f"0x{b:02x}" for b in bad[:4])
-        return Problem(line, col, f"cannot read: byte {shown} is not valid {exc.encoding} ({exc.reason})")
+        declared = any(_CODING.match(text) for text in raw.splitlines()[:2])
+        hint = "" if declared or exc.encoding.replace("-", "").lower() != "utf8" else f"; {UNDECLARED_HINT}"
+        return Problem(line, col, f"cannot read: byte {shown} is not valid {exc.encoding} ({exc.reason}){hint}")
     if isinstance(exc, SyntaxError):  # a bad encoding cookie or BOM mismatch (tokenize.detect_encoding)
         return Problem(exc.lineno or 1, 0, f"cannot read: {exc.msg}")
     return Problem(1, 0, f"cannot read: {exc}")

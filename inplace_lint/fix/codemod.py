@@ -676,14 +676,21 @@ def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = "
     import io
     import tokenize
 
+    from ..pipeline import decode_problem
+
     result = FixResult(path)
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
+    except OSError as exc:
+        result.error = f"cannot read: {exc}"
+        return result
+    try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
         source = raw.decode(encoding)
-    except (OSError, UnicodeDecodeError, LookupError, SyntaxError) as exc:
-        result.error = f"cannot read: {exc}"
+    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:  # the same words as check's IPV000
+        problem = decode_problem(exc, raw)
+        result.error = f"{problem.message} (line {problem.line}, column {problem.col + 1})"
         return result
     fixed = fix_code(source, path, settings=settings, style=style, unsafe_fixes=unsafe_fixes, select=select,
                      ignore=ignore, memory_aware=memory_aware)
