@@ -46,14 +46,14 @@ def test_sarif_validates_against_official_schema(bad, capsys):
     jsonschema.validate(log, schema, cls=jsonschema.Draft4Validator)
     [run] = log["runs"]
     driver = run["tool"]["driver"]
-    assert (driver["name"], driver["version"], driver["informationUri"]) == (
-        "inplace-lint", "0.1.0", "https://github.com/inplace-lint/inplace-lint")
+    assert (driver["name"], driver["version"]) == ("inplace-lint", "0.1.0")
+    assert "informationUri" not in driver  # the package metadata names no address: none is made up
     assert [r["id"] for r in driver["rules"]] == list(RULES)
     rule1 = driver["rules"][0]
     assert rule1["name"] == "inplace-on-model-output"
     assert rule1["shortDescription"]["text"] == RULES["IPV001"].summary
     assert rule1["fullDescription"]["text"] == RULES["IPV001"].what
-    assert rule1["helpUri"] == "https://github.com/inplace-lint/inplace-lint/blob/main/docs/rules.md#ipv001"
+    assert "helpUri" not in rule1
     assert [(r["ruleId"], r["ruleIndex"], r["level"]) for r in run["results"]] == [
         ("IPV001", 0, "warning"), ("IPV004", 3, "error")]
     assert run["results"][0]["message"]["text"] == "`div_` writes in place to `x`, a view of model output `model(h).logits`"
@@ -134,3 +134,33 @@ def test_summary_on_stderr_unless_quiet(bad, capsys):
     assert capsys.readouterr().err == ""
     assert main(["check", "src dir/ok.py"]) == 0
     assert capsys.readouterr().err == "Scanned 1 file: no findings.\n"
+
+
+def test_one_project_address_from_the_metadata_for_every_link(bad, capsys, monkeypatch):
+    """When the package metadata names the project's address (``url``/``project_urls`` in setup.cfg), the
+    rule links of JSON and SARIF, SARIF's informationUri and the crash message all use that one address."""
+    import inplace_lint
+    from inplace_lint import report_hint
+
+    monkeypatch.setattr(inplace_lint, "project_url", lambda: "https://example.org/ipl")
+    main(["check", "-q", "--format", "json", "src dir"])
+    assert {i["url"] for i in json.loads(capsys.readouterr().out)} == {
+        "https://example.org/ipl/blob/main/docs/rules.md#ipv001", "https://example.org/ipl/blob/main/docs/rules.md#ipv004"}
+    main(["check", "-q", "--format", "sarif", "src dir"])
+    driver = json.loads(capsys.readouterr().out)["runs"][0]["tool"]["driver"]
+    assert driver["informationUri"] == "https://example.org/ipl"
+    assert driver["rules"][0]["helpUri"] == "https://example.org/ipl/blob/main/docs/rules.md#ipv001"
+    assert report_hint() == "please report it at https://example.org/ipl/issues"
+
+
+def test_project_address_is_read_from_the_installed_metadata():
+    """setup.cfg names no address, so none is given anywhere (no address is made up)."""
+    import configparser
+
+    import inplace_lint
+    from tests.conftest import ROOT
+
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    named = cfg["metadata"].get("url") or cfg["metadata"].get("project_urls")
+    assert inplace_lint.project_url() == (named.split("=")[-1].strip() if named else None)

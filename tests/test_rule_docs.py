@@ -21,7 +21,7 @@ def test_every_rule_url_has_its_anchor(root):
     page = (root / "docs" / "rules.md").read_text(encoding="utf-8")
     anchors = re.findall(r'<a id="([^"]+)"></a>', page)
     assert anchors == [code.lower() for code in RULES]
-    assert [url(code).split("/blob/main/")[1] for code in RULES] == [f"docs/rules.md#{a}" for a in anchors]
+    assert [ruledocs.anchor(code) for code in RULES] == anchors
     for code in RULES:  # the anchor is right above the rule's heading
         assert f'<a id="{code.lower()}"></a>\n\n## {code} ({RULES[code].name})\n' in page
 
@@ -74,4 +74,5 @@ def test_rule_command_lists_and_shows_all(capsys):
 def test_rule_command_unknown_code(capsys):
     assert main(["rule", "IPV999"]) == 2
     assert capsys.readouterr().err == (
-        f"inplace-lint: error: unknown rule 'IPV999' (known: {', '.join(RULES)})\n")
+        "inplace-lint: error: unknown rule 'IPV999' (known: "
+        f"{', '.join(f'{code} ({rule.name})' for code, rule in RULES.items())})\n")

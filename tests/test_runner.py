@@ -103,7 +103,7 @@ def test_crash_is_reported_and_run_goes_on(many, capsys, monkeypatch):
     err = captured.err.splitlines()
     assert err[0].startswith(f"{many / 'm01.py'}: internal error, the analysis crashed: "
                              "RecursionError: maximum recursion depth exceeded (at test_runner.py:")
-    assert err[0].endswith("; skipped (please report it at https://github.com/inplace-lint/inplace-lint/issues)")
+    assert err[0].endswith("; skipped (please report it to the inplace-lint maintainers)")  # no address in the metadata
     assert err[1] == "Scanned 13 files: 5 findings in 5 files (IPV001: 5); the analysis crashed on 1 file."
     (many / "m01.py").write_text("x = 1\n")
     for name in ("m00.py", "m03.py", "m06.py", "m09.py", "sub/z.py"):

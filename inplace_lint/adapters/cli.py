@@ -20,16 +20,15 @@ import os
 import pathlib
 import sys
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from .. import __version__, config
+from .. import __version__, config, project_url, report_hint
 from ..pipeline import CheckJob, FileResult, check_source, decode_problem
 from .files import decode, iter_python_files
-from .reporters import FORMATS, PROJECT_URL, register_source, summary, write_statistics
+from .reporters import FORMATS, register_source, summary, write_statistics
 from ..rules import RULES
 from .parallel import run_files
 
-ISSUES_URL = PROJECT_URL + "/issues"
 #: ``-`` among the paths: read the source from stdin
 STDIN = "-"
 
@@ -91,6 +90,8 @@ class Options:
     fix_style: str
     #: ``cache-dir`` from the config file (relative to its folder)
     cache_dir: Optional[str] = None
+    #: the resolved configuration (``--show-settings``)
+    loaded: Optional[config.Loaded] = None
 
 
 def _paths(args: argparse.Namespace) -> List[str]:
@@ -114,30 +115,54 @@ def _config_start(args: argparse.Namespace) -> pathlib.Path:
 def _common(args: argparse.Namespace) -> Options:
     """Settings, selection and exclusion from the config file and the command line.
 
+    The config file: ``--config PATH``, else the one :func:`config.load_config` finds from the first path.
     ``--select`` replaces the configured selection, ``--extend-select`` adds to it (nothing to add
-    to when everything is selected); ``--ignore``/``--extend-ignore`` and ``--exclude``/``--extend-exclude``
-    add to the configured lists. Each may be repeated and takes comma lists.
+    to when everything is selected; ``ALL`` selects everything); ``--ignore``/``--extend-ignore`` and
+    ``--exclude``/``--extend-exclude`` add to the configured lists. Each may be repeated and takes comma
+    lists. ``--per-file-ignores`` replaces the configured ones, ``--extend-per-file-ignores`` adds to them
+    (their globs are relative to the working folder).
     """
     _paths(args)
     try:
-        settings, file_cfg, cfg_path = config.load(_config_start(args))
+        loaded = config.load_config(_config_start(args), pathlib.Path(args.config) if args.config else None)
     except config.ConfigError as exc:
         raise UsageError(str(exc)) from exc
+    for warning in loaded.warnings:
+        print(f"inplace-lint: warning: {warning}", file=sys.stderr)
+    settings, file_cfg, cfg_path = loaded.settings, loaded.cli, loaded.path
     select = list(args.select) if args.select is not None else list(file_cfg.get("select", []))
-    if select and args.extend_select:
-        select += args.extend_select
-    ignore = list(args.ignore or []) + list(args.extend_ignore or []) + list(file_cfg.get("ignore", []))
-    exclude = list(args.exclude or []) + list(args.extend_exclude or []) + list(file_cfg.get("exclude", []))
+    if select:  # extend-select adds to a selection (nothing to add to when everything is selected)
+        select += list(file_cfg.get("extend-select", [])) + list(args.extend_select or [])
+    ignore = (list(args.ignore or []) + list(args.extend_ignore or []) + list(file_cfg.get("ignore", []))
+              + list(file_cfg.get("extend-ignore", [])))
+    exclude = (list(args.exclude or []) + list(args.extend_exclude or []) + list(file_cfg.get("exclude", []))
+               + list(file_cfg.get("extend-exclude", [])))
     for code in select + ignore + list(args.extend_select or []):
-        if not any(c.startswith(code) for c in RULES):
-            raise UsageError(f"unknown code {code!r} (known: {', '.join(RULES)})")
+        if not (code == config.ALL and code not in ignore) and not any(c.startswith(code) for c in RULES):
+            raise UsageError(f"unknown code {code!r} (known: {', '.join(RULES)}; --select ALL selects all)")
+    if config.ALL in select:
+        select = []  # ruff's --select ALL: every rule, as no selection
+    per_file = list(file_cfg.get("per-file-ignores", ()))
+    if getattr(args, "per_file_ignores", None) is not None:
+        per_file = _cli_per_file(args.per_file_ignores, "--per-file-ignores")
+    per_file += _cli_per_file(getattr(args, "extend_per_file_ignores", None) or [], "--extend-per-file-ignores")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
     return Options(settings, tuple(select), tuple(ignore), tuple(exclude),
-                   tuple(file_cfg.get("per-file-ignores", ())), cfg_path.parent if cfg_path else None,
+                   tuple(per_file), cfg_path.parent if cfg_path else None,
                    file_cfg.get("fix-style", config.FIX_STYLES[0]),
                    str((cfg_path.parent if cfg_path else pathlib.Path()) / file_cfg["cache-dir"])
-                   if file_cfg.get("cache-dir") else None)
+                   if file_cfg.get("cache-dir") else None, loaded)
+
+
+def _cli_per_file(values: Sequence[str], flag: str) -> config.PerFileIgnores:
+    """``--per-file-ignores 'tests/*:IPV001'`` (flake8's and ruff's syntax); a glob with ``/`` is made
+    absolute against the working folder (a config file's globs are relative to its folder)."""
+    try:
+        pairs = config.parse_per_file_ignores(list(values), flag)
+    except config.ConfigError as exc:
+        raise UsageError(str(exc)) from exc
+    return [(os.path.join(os.getcwd(), g) if "/" in g else g, codes) for g, codes in pairs]
 
 
 def _prepare(files: List[str], opts: Options, args: argparse.Namespace) -> None:
@@ -159,7 +184,7 @@ def _report_crashes(outcomes) -> List:
     crashes = [o for o in outcomes if o.crash is not None]
     for o in crashes:
         print(f"{o.path}: internal error, the analysis crashed: {o.crash}; skipped "
-              f"(please report it at {ISSUES_URL})", file=sys.stderr)
+              f"({report_hint()})", file=sys.stderr)
     return crashes
 
 
@@ -180,14 +205,139 @@ def _check_stdin(args: argparse.Namespace, job: CheckJob) -> FileResult:
     return check_source(source, name, job.settings, job.select, ignore, job.disable_noqa, fix_style=job.fix_style)
 
 
+def _discover(args: argparse.Namespace, opts: Options) -> List[str]:
+    """The Python files under the paths (stdin aside), each once; a folder with none gets a one-line
+    warning. ``--force-exclude`` (ruff's, for pre-commit, which names files): the exclusions (the
+    ``exclude`` patterns, matched against each folder above the file, and the always-skipped folders)
+    apply to named files too."""
+    files: List[str] = []
+    seen = set()
+    for path in args.paths:
+        if path == STDIN:
+            continue
+        found = list(iter_python_files([path], opts.exclude))
+        if args.force_exclude and not os.path.isdir(path) and _force_excluded(path, opts.exclude):
+            found = []
+        if not found and os.path.isdir(path):
+            print(f"inplace-lint: warning: {path}: no Python files found", file=sys.stderr)
+        for file in found:
+            key = os.path.normcase(os.path.abspath(file))
+            if key not in seen:
+                seen.add(key)
+                files.append(file)
+    return files
+
+
+def _force_excluded(path: str, exclude: Sequence[str]) -> bool:
+    """A named file under an excluded or always-skipped folder (``--force-exclude``)."""
+    import fnmatch
+
+    from .files import _skipped_dir
+
+    parts = pathlib.PurePath(os.path.normpath(path)).parts
+    folders = [os.path.join(*parts[:i]) for i in range(1, len(parts))]
+    return (any(_skipped_dir(p) for p in parts[:-1])
+            or any(fnmatch.fnmatch(os.path.basename(f), pat) or fnmatch.fnmatch(f, pat)
+                   for f in folders for pat in exclude))
+
+
+def _show(args: argparse.Namespace, opts: Options, files: List[str]) -> Optional[int]:
+    """``--show-settings`` / ``--show-files`` (ruff's): print, then stop (exit 0); else None."""
+    if args.show_settings:
+        loaded = opts.loaded or config.Loaded()
+        target = files[0] if files else (args.stdin_filename or args.paths[0])
+        print(f"Resolved settings for: {target}")
+        print(f"Settings path: {loaded.path if loaded.path else '(none: defaults)'}")
+        print("Read from: " + (", ".join(str(s) for s in loaded.sources) or "(nothing)"))
+        for line in config.describe(loaded):
+            print(line)
+        print(f"select (resolved) = {', '.join(opts.select) or 'ALL'}")
+        print(f"ignore (resolved) = {', '.join(opts.ignore)}".rstrip())
+        return 0
+    if args.show_files:
+        for file in sorted(os.path.abspath(f) for f in files):
+            print(file)
+        return 0
+    return None
+
+
+def _exit(args: argparse.Namespace, code: int) -> int:
+    """``--exit-zero`` (ruff's): 0 whatever was found (usage errors still exit 2)."""
+    return 0 if getattr(args, "exit_zero", False) and code == 1 else code
+
+
+def _color(args: argparse.Namespace, stream) -> bool:
+    """``--color auto|always|never``; ``auto`` follows ``NO_COLOR``, then ``FORCE_COLOR``, then whether
+    ``stream`` is a terminal (https://no-color.org, https://force-color.org)."""
+    if args.color != "auto":
+        return args.color == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return stream.isatty()
+
+
+_TEXT_LINE = None
+
+
+def _colored(text: str) -> str:
+    """``path:line:col: CODE message``: the location bold, the code red (ruff's colours)."""
+    import re
+
+    global _TEXT_LINE
+    if _TEXT_LINE is None:
+        _TEXT_LINE = re.compile(r"^(\s*)(.+?:\d+:\d+:)( )(IPV\d+|note:)", re.M)
+    return _TEXT_LINE.sub(lambda m: f"{m[1]}\x1b[1m{m[2]}\x1b[0m{m[3]}"
+                          + (f"\x1b[1;91m{m[4]}\x1b[0m" if m[4] != "note:" else f"\x1b[96m{m[4]}\x1b[0m"), text)
+
+
+def _write_items(args: argparse.Namespace, shown) -> None:
+    """The findings in ``--format``/``--statistics``, coloured for ``text``/``full`` when ``--color`` says so."""
+    import io
+
+    if args.statistics:
+        write_statistics(shown, sys.stdout)
+        return
+    if args.format not in ("text", "full") or not _color(args, sys.stdout):
+        FORMATS[args.format](shown, sys.stdout)
+        return
+    buffer = io.StringIO()
+    FORMATS[args.format](shown, buffer)
+    sys.stdout.write(_colored(buffer.getvalue()))
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     if args.statistics and args.format != "text":
         raise UsageError("--statistics prints a text table; it cannot be combined with --format " + args.format)
     opts = _common(args)
+    files = _discover(args, opts)
+    shown = _show(args, opts, files)
+    if shown is not None:
+        return shown
     _project_mode(args, opts)
+    if args.fix or args.diff:  # ruff's check --fix / --diff: the fix command's engine, then what is left
+        if STDIN in args.paths:
+            if args.paths != [STDIN]:
+                raise UsageError("check --fix reads stdin ('-') alone: give '-' without other paths")
+            return _exit(args, _fix_stdin(args, opts))
+        if args.diff:
+            return _exit(args, _fix_report(args, *_fix_files(args, opts, files, write=False)))
+        outcomes, results = _fix_files(args, opts, files, write=True)
+        _report_crashes(outcomes)
+        _show_fixes(args, results)
+        changed = sum(1 for r in results if r.new_source is not None)
+        code = _check_files(args, opts, files)  # what is left, where it now is
+        return _exit(args, 1 if (code or (args.exit_non_zero_on_fix and changed)) else 0)
+    if args.add_noqa:
+        return _add_noqa(args, opts, files)
+    return _exit(args, _check_files(args, opts, files))
+
+
+def _check_files(args: argparse.Namespace, opts: Options, files: List[str]) -> int:
+    """Check ``files`` (and stdin), print the findings; the exit code."""
     job = CheckJob(opts.settings, opts.select, opts.ignore, args.disable_noqa, opts.per_file_ignores, opts.config_dir,
                    fix_style=opts.fix_style if args.format in EDIT_FORMATS else None)
-    files = list(iter_python_files([p for p in args.paths if p != STDIN], opts.exclude))
     _prepare(files, opts, args)
     outcomes = run_files(files, job, args.jobs, progress=_progress(args))
     results = [o.value for o in outcomes if o.value is not None]
@@ -208,15 +358,66 @@ def cmd_check(args: argparse.Namespace) -> int:
     # a file that could not be checked is an IPV000 item in every format, where Python says the problem is
     shown = [item for r in results
              for item in ([(r, r.problem)] if r.problem is not None else [(r, f) for f in r.findings])]
-    if args.statistics:
-        write_statistics(shown, sys.stdout)
-    else:
-        FORMATS[args.format](shown, sys.stdout)
+    _write_items(args, shown)
     if missed:
         runtime_report.write_missed(missed, sys.stderr)
     if not args.quiet:
         print(summary(len(outcomes) + (STDIN in args.paths), items, len(errors), len(crashes)), file=sys.stderr)
     return 1 if items or errors or crashes or missed else 0
+
+
+def _add_noqa(args: argparse.Namespace, opts: Options, files: List[str]) -> int:
+    """``--add-noqa`` (ruff's): ``# noqa: CODE`` on the line of each finding, added to the codes a
+    ``# noqa:`` there already names; a second run adds nothing. Written atomically, after a re-parse."""
+    import ast
+    import io
+    import tokenize
+
+    from ..fix.codemod import atomic_write
+    from .noqa import add_noqa
+
+    if STDIN in args.paths:
+        raise UsageError("--add-noqa rewrites files: it cannot read stdin ('-')")
+    job = CheckJob(opts.settings, opts.select, opts.ignore, False, opts.per_file_ignores, opts.config_dir)
+    _prepare(files, opts, args)
+    outcomes = run_files(files, job, args.jobs, progress=_progress(args))
+    added = 0
+    for outcome in outcomes:
+        result = outcome.value
+        if result is None or result.error or not result.findings:
+            continue
+        with open(result.path, "rb") as fh:
+            raw = fh.read()
+        source = decode(raw)
+        encoding = tokenize.detect_encoding(io.BytesIO(raw).readline)[0]
+        new, count = add_noqa(source, result.findings)
+        if count:
+            ast.parse(new)  # a comment cannot break the file; make sure before writing
+            atomic_write(result.path, new.encode(encoding))
+            added += count
+    _report_crashes(outcomes)
+    print(f"Added {added} noqa directive{'s' if added != 1 else ''}.", file=sys.stderr)
+    return 0
+
+
+def _show_fixes(args: argparse.Namespace, results) -> None:
+    """``--show-fixes`` (ruff's layout): the fixes applied, by file and code, on stdout."""
+    if not getattr(args, "show_fixes", False):
+        return
+    import collections
+
+    fixed = [(r.path, f.code) for r in results for f in r.applied]
+    if not fixed:
+        return
+    print(f"\nFixed {len(fixed)} finding{'s' if len(fixed) != 1 else ''}:")
+    by_path: Dict[str, collections.Counter] = {}
+    for path, code in fixed:
+        by_path.setdefault(path, collections.Counter())[code] += 1
+    for path, counts in by_path.items():
+        print(f"- {path}:")
+        for code, n in sorted(counts.items()):
+            print(f"    {n} \u00d7 {code} ({RULES[code].name})")
+    print()
 
 
 @dataclass(frozen=True)
@@ -258,7 +459,7 @@ def _fix_stdin(args: argparse.Namespace, opts: Options) -> int:
     ignore = list(opts.ignore) + config.per_file_ignored(name, list(opts.per_file_ignores), opts.config_dir)
     result = fix_code(source, name, settings=opts.settings, style=args.style or opts.fix_style,
                       unsafe_fixes=args.unsafe_fixes, select=opts.select, ignore=ignore,
-                      memory_aware=args.memory_aware)
+                      memory_aware=getattr(args, "memory_aware", False))
     new = result.new_source
     if args.diff:
         if new is not None:
@@ -272,30 +473,37 @@ def _fix_stdin(args: argparse.Namespace, opts: Options) -> int:
         why = (f"unsafe fix not applied: {f.fix.reason}; use --unsafe-fixes" if f in result.unsafe_skipped
                else "no automatic fix")
         print(f"{name}:{f.line}:{f.col + 1}: {f.code} {f.message} [{why}]", file=sys.stderr)
-    return 1 if result.error or result.remaining or (args.diff and new is not None) else 0
+    if result.error or result.remaining or (args.diff and new is not None):
+        return 1
+    return 1 if new is not None and getattr(args, "exit_non_zero_on_fix", False) else 0
 
 
-def cmd_fix(args: argparse.Namespace) -> int:
-    """Rewrite fixable findings; ``--diff`` prints the changes instead of writing them."""
-    import difflib
+def _fix_job(args: argparse.Namespace, opts: Options, write: bool) -> FixJob:
+    return FixJob(opts, args.style or opts.fix_style, args.unsafe_fixes, write=write,
+                  memory_aware=getattr(args, "memory_aware", False))
 
-    opts = _common(args)
-    _project_mode(args, opts)
-    if STDIN in args.paths:
-        if args.paths != [STDIN]:
-            raise UsageError("fix reads stdin ('-') alone: give '-' without other paths")
-        return _fix_stdin(args, opts)
-    job = FixJob(opts, args.style or opts.fix_style, args.unsafe_fixes, write=not args.diff,
-                 memory_aware=args.memory_aware)
+
+def _fix_files(args: argparse.Namespace, opts: Options, paths: List[str], write: bool):
+    """The one fix engine behind ``fix``, ``fix --diff``, ``check --fix`` and ``check --diff``:
+    ``codemod.fix_file`` on each file (a symlink and its target, or two links, are one file: fixed
+    once). Returns the outcomes and the :class:`~inplace_lint.fix.codemod.FixResult` of each file."""
     files, targets = [], set()
-    for path in iter_python_files(args.paths, opts.exclude):
-        target = os.path.realpath(path)  # a symlink and its target (or two links) are one file: fix it once
+    for path in paths:
+        target = os.path.realpath(path)
         if target not in targets:
             targets.add(target)
             files.append(path)
     _prepare(files, opts, args)
-    outcomes = run_files(files, job, args.jobs, progress=_progress(args))
-    results = [o.value for o in outcomes if o.value is not None]
+    outcomes = run_files(files, _fix_job(args, opts, write), args.jobs, progress=_progress(args))
+    return outcomes, [o.value for o in outcomes if o.value is not None]
+
+
+def _fix_report(args: argparse.Namespace, outcomes, results) -> int:
+    """Print what ``fix`` did: with ``--diff`` the patch alone on stdout (the findings left on stderr),
+    else the findings left on stdout; the summary on stderr. The exit code (see FIX_EXIT_CODES)."""
+    import difflib
+
+    left_to = sys.stderr if args.diff else sys.stdout
     changed = [r for r in results if r.new_source is not None]
     for r in results:
         if r.error:
@@ -310,8 +518,9 @@ def cmd_fix(args: argparse.Namespace) -> int:
         for f in r.remaining:
             why = (f"unsafe fix not applied: {f.fix.reason}; use --unsafe-fixes" if f in r.unsafe_skipped
                    else "no automatic fix")
-            print(f"{r.path}:{f.line}:{f.col + 1}: {f.code} {f.message} [{why}]")
+            print(f"{r.path}:{f.line}:{f.col + 1}: {f.code} {f.message} [{why}]", file=left_to)
     crashes = _report_crashes(outcomes)
+    _show_fixes(args, results)
     applied = sum(len(r.applied) for r in results)
     remaining = sum(len(r.remaining) for r in results)
     errors = [r for r in results if r.error]
@@ -324,7 +533,27 @@ def cmd_fix(args: argparse.Namespace) -> int:
               f"{'s' if len(outcomes) != 1 else ''}.", file=sys.stderr)
     if remaining or errors or crashes or (args.diff and changed):
         return 1
+    if changed and getattr(args, "exit_non_zero_on_fix", False):
+        return 1
     return 0
+
+
+def cmd_fix(args: argparse.Namespace) -> int:
+    """Rewrite fixable findings; ``--diff`` prints the changes instead of writing them."""
+    opts = _common(args)
+    if STDIN in args.paths:
+        if args.paths != [STDIN]:
+            raise UsageError("fix reads stdin ('-') alone: give '-' without other paths")
+        if _show(args, opts, []) is not None:
+            return 0
+        _project_mode(args, opts)
+        return _exit(args, _fix_stdin(args, opts))
+    files = _discover(args, opts)
+    shown = _show(args, opts, files)
+    if shown is not None:
+        return shown
+    _project_mode(args, opts)
+    return _exit(args, _fix_report(args, *_fix_files(args, opts, files, write=not args.diff)))
 
 
 def cmd_rule(args: argparse.Namespace) -> int:
@@ -336,9 +565,11 @@ def cmd_rule(args: argparse.Namespace) -> int:
         for rule in RULES.values():
             print(f"{rule.code}  {rule.name:<{width}}  {rule.summary}")
         return 0
-    rule = RULES.get(args.code.upper())
+    by_name = {r.name: r for r in RULES.values()}
+    rule = RULES.get(args.code.upper()) or by_name.get(args.code.lower())
     if rule is None:
-        return usage_error(f"unknown rule {args.code!r} (known: {', '.join(RULES)})")
+        return usage_error(f"unknown rule {args.code!r}{config._did_you_mean(args.code.lower(), by_name)} "
+                           f"(known: {', '.join(f'{r.code} ({r.name})' for r in RULES.values())})")
     print(rule.document(), end="")
     return 0
 
@@ -346,14 +577,14 @@ def cmd_rule(args: argparse.Namespace) -> int:
 #: how to get the language server's dependency: inplace-lint is not on PyPI, so from a clone (or git URL)
 SERVER_INSTALL_HINT = ("install the [server] extra from a clone of this repository: "
                        "python -m pip install -e '.[server]' (or: python -m pip install "
-                       f"'inplace-lint[server] @ git+{PROJECT_URL}')")
+                       "'inplace-lint[server] @ git+{url}')")
 
 
 def cmd_server(args: argparse.Namespace) -> int:
     try:
         from .server import serve
     except ImportError as exc:  # pygls is an extra
-        return usage_error(f"the language server needs pygls ({exc}); {SERVER_INSTALL_HINT}")
+        return usage_error(f"the language server needs pygls ({exc}); {SERVER_INSTALL_HINT.format(url=project_url() or '<URL of this repository>')}")
     from ..pipeline import set_project_mode
 
     set_project_mode(True)  # open buffers are analysed with their project's (cached) summaries
@@ -367,6 +598,69 @@ def _cache_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", default=None,
                         help="where project summaries are cached (default: cache-dir from the config file, "
                              "else .inplace_lint_cache in the project root)")
+
+
+def _jobs(value: str) -> Optional[int]:
+    """``-j N`` or ruff's ``-j auto`` (all cores, the default)."""
+    if value == "auto":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of processes or 'auto', got {value!r}") from None
+
+
+#: ruff's ``--output-format`` names -> ours, where they mean the same (ruff's ``concise`` is our ``text``)
+OUTPUT_FORMAT_NAMES = {"concise": "text"}
+
+
+def _output_format(value: str) -> str:
+    return OUTPUT_FORMAT_NAMES.get(value, value)
+
+
+_BOTH = ("check", "fix")
+#: The flags ruff (and flake8) users carry over, with ruff's meaning: (flags, argparse keywords, commands).
+RUFF_FLAGS: Tuple[Tuple[Tuple[str, ...], dict, Tuple[str, ...]], ...] = (
+    (("--fix",), dict(action="store_true", help="apply the fixes (the engine of `inplace-lint fix`), then report "
+                                                "what is left"), ("check",)),
+    (("--diff",), dict(action="store_true", help="print a unified diff of the fixes and write nothing (findings "
+                                                 "left go to stderr)"), _BOTH),
+    (("--unsafe-fixes",), dict(action="store_true", help="also apply fixes that another reader of the tensor "
+                                                         "could notice"), _BOTH),
+    (("--style",), dict(choices=config.FIX_STYLES, default=None,
+                        help="runtime: call inplace_lint.runtime; inline: plain torch, no dependency "
+                             "(default: fix-style from the config file, else runtime)"), _BOTH),
+    (("--memory-aware",), dict(action="store_true", help='runtime style: emit inplace="auto", which stays in place '
+                                                         'wherever PyTorch allows it'), _BOTH),
+    (("--show-fixes",), dict(action="store_true", help="list the fixes applied, by file and code"), _BOTH),
+    (("--add-noqa",), dict(action="store_true", help="add '# noqa: CODE' to each line with a finding (kept codes "
+                                                     "stay; a second run adds nothing)"), ("check",)),
+    (("-e", "--exit-zero"), dict(action="store_true", help="exit 0 even when something is found"), _BOTH),
+    (("--exit-non-zero-on-fix",), dict(action="store_true", help="exit 1 when a file was fixed, even if "
+                                                                 "nothing is left"), _BOTH),
+    (("--config",), dict(metavar="PATH", default=None,
+                         help="read the configuration from this file alone (pyproject.toml, setup.cfg, tox.ini, "
+                              ".flake8, or a TOML file with the keys at its top level)"), _BOTH),
+    (("--show-settings",), dict(action="store_true", help="print the resolved settings and the file each came "
+                                                          "from, then exit"), _BOTH),
+    (("--show-files",), dict(action="store_true", help="print the files that would be checked, then exit"), _BOTH),
+    (("--force-exclude",), dict(action="store_true", help="apply the exclusions to files named on the command line "
+                                                          "too (for pre-commit)"), _BOTH),
+    (("--per-file-ignores",), dict(metavar="GLOB:CODES", action="append", default=None,
+                                   help="codes not reported in files matching the glob (replaces the config "
+                                        "file's; globs relative to the working folder)"), _BOTH),
+    (("--extend-per-file-ignores",), dict(metavar="GLOB:CODES", action="append", default=None,
+                                          help="like --per-file-ignores, added to the config file's"), _BOTH),
+    (("--color",), dict(choices=("auto", "always", "never"), default="auto",
+                        help="colour the text output (auto: on a terminal, unless NO_COLOR is set or "
+                             "FORCE_COLOR is)"), ("check",)),
+)
+
+
+def _add_ruff_flags(parser: argparse.ArgumentParser, command: str) -> None:
+    for flags, kwargs, commands in RUFF_FLAGS:
+        if command in commands:
+            parser.add_argument(*flags, **kwargs)
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -406,52 +700,73 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=CHECK_EXIT_CODES)
     check.add_argument("paths", nargs="*", metavar="PATH",
                        help="files or directories (default: .); '-' reads the source from stdin")
-    check.add_argument("--format", choices=list(FORMATS), default="text",
+    check.add_argument("--format", "--output-format", choices=list(FORMATS), default="text", type=_output_format,
                        help="text: path:line:col: CODE message; full: text plus the origin chain as indented "
                             "'note' lines; json: ruff's JSON schema plus a 'related' list; sarif: SARIF 2.1.0 "
-                            "with relatedLocations; github: GitHub Actions workflow annotations")
+                            "with relatedLocations; github: GitHub Actions workflow annotations (ruff's name "
+                            "concise is text)")
     check.add_argument("--statistics", action="store_true",
                        help="print the number of findings per code instead of the findings")
     _add_selection_options(check)
     check.add_argument("--disable-noqa", action="store_true", help="report findings on # noqa lines too")
-    check.add_argument("-j", "--jobs", type=int, default=None,
-                       help="processes to check files with (default: all cores; 1: in this process)")
+    check.add_argument("-j", "--jobs", type=_jobs, default=None,
+                       help="processes to check files with (default and auto: all cores; 1: in this process)")
     check.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
     _cache_flags(check)
     check.add_argument("--runtime-report", metavar="FILE", default=None,
                        help="a report of `python -m inplace_lint.sanitize` (text, json or sarif): mark the findings "
                             "it confirms and list on stderr what it saw that the static analysis missed")
+    _add_ruff_flags(check, "check")
     check.set_defaults(func=cmd_check)
 
     fix = sub.add_parser("fix", help="rewrite in-place ops out of place (safe fixes only, unless --unsafe-fixes)",
                          formatter_class=_HelpFormatter, description=FIX_DESCRIPTION, epilog=FIX_EXIT_CODES)
-    fix.add_argument("paths", nargs="+", metavar="PATH", help="files or directories; '-' reads stdin")
-    fix.add_argument("--style", choices=config.FIX_STYLES, default=None,
-                     help="runtime: call inplace_lint.runtime; inline: plain torch, no dependency "
-                          "(default: fix-style from the config file, else runtime)")
-    fix.add_argument("--unsafe-fixes", action="store_true",
-                     help="also apply fixes that another reader of the tensor could notice")
-    fix.add_argument("--memory-aware", action="store_true",
-                     help='runtime style: emit inplace="auto", which stays in place wherever PyTorch allows it')
-    fix.add_argument("--diff", action="store_true", help="print a unified diff and write nothing")
+    fix.add_argument("paths", nargs="*", metavar="PATH",
+                     help="files or directories (default: .); '-' reads the source from stdin")
     _add_selection_options(fix)
-    fix.add_argument("-j", "--jobs", type=int, default=None,
-                     help="processes to fix files with (default: all cores; 1: in this process)")
+    fix.add_argument("-j", "--jobs", type=_jobs, default=None,
+                     help="processes to fix files with (default and auto: all cores; 1: in this process)")
     fix.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
     _cache_flags(fix)
+    _add_ruff_flags(fix, "fix")
     fix.set_defaults(func=cmd_fix)
     rule = sub.add_parser("rule", help="show a rule's documentation (no code: list the rules)")
-    rule.add_argument("code", nargs="?", help="a rule code, e.g. IPV001")
+    rule.add_argument("code", nargs="?", metavar="CODE|NAME",
+                      help="a rule code or name, e.g. IPV001 or inplace-on-model-output")
     rule.add_argument("--all", action="store_true", help="show every rule's documentation")
     rule.set_defaults(func=cmd_rule)
     server = sub.add_parser("server", help="run the language server on stdio (needs the [server] extra)")
     server.set_defaults(func=cmd_server)
+    parser.set_defaults(commands={"check": check, "fix": fix, "rule": rule, "server": server})
     return parser
+
+
+def unknown_arguments(parser: argparse.ArgumentParser, command: str, extra: Sequence[str]) -> int:
+    """An unknown flag: the command's usage, and the closest valid spelling (or the command that has it)."""
+    import difflib
+
+    commands = parser.get_default("commands")
+    sub = commands[command]
+    lines = [sub.format_usage().rstrip(), f"{sub.prog}: error: unrecognized arguments: {' '.join(extra)}"]
+    for word in extra:
+        if not word.startswith("-"):
+            continue
+        flag = word.split("=", 1)[0]
+        elsewhere = [name for name, p in commands.items() if name != command and flag in p._option_string_actions]
+        close = difflib.get_close_matches(flag, list(sub._option_string_actions), n=1, cutoff=0.6)
+        if close:
+            lines.append(f"  {flag}: did you mean {close[0]}?")
+        elif elsewhere:
+            lines.append(f"  {flag} is an option of 'inplace-lint {elsewhere[0]}'")
+    print("\n".join(lines), file=sys.stderr)
+    return 2
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        return unknown_arguments(parser, args.command, extra)
     try:
         code = args.func(args)
         if not sys.stdout.closed:  # the language server closes it on exit

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 import tokenize
-from typing import Dict, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from flake8 import defaults, utils
 
@@ -54,3 +54,54 @@ def suppressed(code: str, line: int, mapping: Dict[int, str], lines: Sequence[st
         return True
     codes = set(utils.parse_comma_separated_list(codes_str))
     return code in codes or code.startswith(tuple(codes))
+
+
+def _noqa_line(line: int, string_spans: Sequence[Tuple[int, int]]) -> int:
+    """The line a ``# noqa`` for ``line`` goes on: the last line of a multi-line string that spans it
+    (a comment cannot go inside the string), else ``line`` itself."""
+    for start, end in string_spans:
+        if start <= line < end:
+            return end
+    return line
+
+
+def add_noqa(source: str, findings: Iterable) -> Tuple[str, int]:
+    """``source`` with ``# noqa: CODE`` added for each finding (ruff's ``--add-noqa``): appended to a
+    ``# noqa: ...`` already on the line (its codes and any reason kept), else a new comment at the end of
+    the line; a line whose comment already covers the code (or a bare ``# noqa``) is left alone. Returns
+    the new text and the number of lines changed (0: nothing to add, so a second run changes nothing)."""
+    lines = source.splitlines(keepends=True)
+    spans: List[Tuple[int, int]] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                spans.append((tok.start[0], tok.end[0]))
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    wanted: Dict[int, List[str]] = {}
+    for f in findings:
+        where = _noqa_line(f.line, spans)
+        if f.code not in wanted.setdefault(where, []):
+            wanted[where].append(f.code)
+    changed = 0
+    for number, codes in sorted(wanted.items()):
+        if not 0 < number <= len(lines):
+            continue
+        text = lines[number - 1]
+        body = text.rstrip("\r\n")
+        newline = text[len(body):]
+        match = defaults.NOQA_INLINE_REGEXP.search(body)
+        if match is not None and match.groupdict()["codes"] is None:
+            continue  # a bare `# noqa` covers every code
+        if match is not None:
+            have = utils.parse_comma_separated_list(match.groupdict()["codes"])
+            add = [c for c in codes if not (c in have or c.startswith(tuple(have)))]
+            if not add:
+                continue
+            end = match.start("codes") + len(match.group("codes").rstrip())
+            body = body[:end] + ", " + ", ".join(add) + body[end:]
+        else:
+            body = body.rstrip() + "  # noqa: " + ", ".join(codes)
+        lines[number - 1] = body + newline
+        changed += 1
+    return "".join(lines), changed

@@ -18,21 +18,19 @@ import linecache
 import os
 import pathlib
 import urllib.parse
-from typing import Dict, List, Sequence, TextIO, Tuple
+from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 from .. import __version__
 from ..pipeline import CANNOT_CHECK, CANNOT_CHECK_NAME, CANNOT_CHECK_SUMMARY, FileResult
 from .. import textpos
 from ..findings import Applicability, Finding, Related
-from ..rules import DOCS_URL, RULES, url
+from ..rules import RULES, url
 
 Item = Tuple[FileResult, Finding]
 
-#: the project page, for SARIF ``informationUri``
-PROJECT_URL = DOCS_URL.split("/blob/")[0]
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-#: where ``IPV000`` (a file that cannot be checked) is documented
-CANNOT_CHECK_URL = PROJECT_URL + "/blob/main/README.md#files-that-cannot-be-checked-ipv000"
+#: where ``IPV000`` (a file that cannot be checked) is documented, under the project's address
+CANNOT_CHECK_PATH = "/blob/main/README.md#files-that-cannot-be-checked-ipv000"
 
 
 def level(code: str) -> str:
@@ -41,9 +39,25 @@ def level(code: str) -> str:
     return "error" if code == CANNOT_CHECK else RULES[code].severity
 
 
-def code_url(code: str) -> str:
-    """The page that documents ``code``."""
-    return CANNOT_CHECK_URL if code == CANNOT_CHECK else url(code)
+def project_url() -> Optional[str]:
+    """:func:`inplace_lint.project_url`, looked up when called."""
+    from .. import project_url as address
+
+    return address()
+
+
+def code_url(code: str) -> Optional[str]:
+    """The page that documents ``code``, or None when the package names no project address."""
+    if code == CANNOT_CHECK:
+        return project_url() + CANNOT_CHECK_PATH if project_url() else None
+    return url(code)
+
+
+def _with_uri(entry: dict, key: str, uri: Optional[str]) -> dict:
+    """``entry`` with ``key: uri`` when there is an address (SARIF's URIs are optional)."""
+    if uri:
+        entry[key] = uri
+    return entry
 
 
 def code_name(code: str) -> str:
@@ -172,25 +186,23 @@ def write_json(items: Sequence[Item], out: TextIO) -> None:
 def sarif_log(items: Sequence[Item]) -> dict:
     """A SARIF 2.1.0 log with one run: every rule in ``tool.driver.rules``, one result per finding."""
     index = {code: i for i, code in enumerate(RULES)}
-    rules: List[dict] = [{
+    rules: List[dict] = [_with_uri({
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.what},
         "help": {"text": rule.why, "markdown": rule.document()},
-        "helpUri": url(rule.code),
         "defaultConfiguration": {"level": level(rule.code)},
-    } for rule in RULES.values()]
+    }, "helpUri", url(rule.code)) for rule in RULES.values()]
     if any(f.code == CANNOT_CHECK for _, f in items):
         index[CANNOT_CHECK] = len(rules)
-        rules.append({
+        rules.append(_with_uri({
             "id": CANNOT_CHECK,
             "name": CANNOT_CHECK_NAME,
             "shortDescription": {"text": "File could not be read or parsed."},
             "fullDescription": {"text": CANNOT_CHECK_SUMMARY},
-            "helpUri": CANNOT_CHECK_URL,
             "defaultConfiguration": {"level": "error"},
-        })
+        }, "helpUri", code_url(CANNOT_CHECK)))
     results = []
     for result, f in items:
         entry = {
@@ -226,12 +238,11 @@ def sarif_log(items: Sequence[Item]) -> dict:
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": {
+            "tool": {"driver": _with_uri({
                 "name": "inplace-lint",
                 "version": __version__,
-                "informationUri": PROJECT_URL,
                 "rules": rules,
-            }},
+            }, "informationUri", project_url())},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": pathlib.Path(os.getcwd()).as_uri() + "/"}},
             "columnKind": "unicodeCodePoints",
             "results": results,

@@ -79,7 +79,7 @@ def to_diagnostic(finding: Finding, lines: Sequence[str], uri: Optional[str] = N
         message=finding.message,
         severity=SEVERITY[level(finding.code)],
         code=finding.code,
-        code_description=types.CodeDescription(href=code_url(finding.code)),
+        code_description=types.CodeDescription(href=code_url(finding.code)) if code_url(finding.code) else None,
         source=SOURCE,
         related_information=related,
     )

@@ -7,7 +7,7 @@ site whose target matches several, the more certain failure first.
 from __future__ import annotations
 
 import importlib
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 from .base import Example, Rule, Write
 
@@ -22,10 +22,16 @@ _REGISTRY = (
 
 PRIORITY: Tuple[Rule, ...] = tuple(importlib.import_module(f"{__name__}.{m}").RULE for m in _REGISTRY)
 RULES: Dict[str, Rule] = {r.code: r for r in sorted(PRIORITY, key=lambda r: r.code)}
-DOCS_URL = "https://github.com/inplace-lint/inplace-lint/blob/main/docs/rules.md#{code}"
+#: a rule's page, under the project's address (:func:`inplace_lint.project_url`)
+DOCS_PATH = "/blob/main/docs/rules.md#{code}"
 
-__all__ = ["DOCS_URL", "Example", "PRIORITY", "RULES", "Rule", "Write", "url"]
+__all__ = ["DOCS_PATH", "Example", "PRIORITY", "RULES", "Rule", "Write", "url"]
 
 
-def url(code: str) -> str:
-    return DOCS_URL.format(code=code.lower())
+def url(code: str) -> Optional[str]:
+    """The web page of ``code``'s documentation, or None when the package metadata names no project
+    address (``inplace-lint rule CODE`` prints the same page)."""
+    from .. import project_url
+
+    base = project_url()
+    return base + DOCS_PATH.format(code=code.lower()) if base else None

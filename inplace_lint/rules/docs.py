@@ -2,7 +2,7 @@
 
 ``scripts/document_rules.py`` writes both; ``tests/test_rule_docs.py`` fails when either is stale.
 Each rule's section in ``docs/rules.md`` starts with ``<a id="ipv001"></a>``, the anchor that
-``inplace_lint.rules.url`` (``DOCS_URL``) points at.
+``inplace_lint.rules.url`` (``DOCS_PATH``) points at.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pathlib
 from typing import Dict, Iterable
 
 from .base import Rule
-from . import RULES, url
+from . import DOCS_PATH, RULES
 
 TABLE_START = "<!-- rules-table-start -->"
 TABLE_END = "<!-- rules-table-end -->"
@@ -20,7 +20,7 @@ COMMAND = "python scripts/document_rules.py"
 
 def anchor(code: str) -> str:
     """The fragment of ``url(code)``: what ``docs/rules.md`` must define for each rule."""
-    return url(code).rsplit("#", 1)[1]
+    return DOCS_PATH.format(code=code.lower()).rsplit("#", 1)[1]
 
 
 def table(rules: Iterable[Rule], link: str = "docs/rules.md") -> str:
