@@ -396,7 +396,8 @@ def _add_noqa(args: argparse.Namespace, opts: Options, files: List[str]) -> int:
             atomic_write(result.path, new.encode(encoding))
             added += count
     _report_crashes(outcomes)
-    print(f"Added {added} noqa directive{'s' if added != 1 else ''}.", file=sys.stderr)
+    if added:  # as ruff: nothing said when nothing was added
+        print(f"Added {added} noqa directive{'s' if added != 1 else ''}.", file=sys.stderr)
     return 0
 
 
