@@ -413,3 +413,20 @@ def test_stdin_columns_and_fix_edits_come_from_stdin_not_the_file_on_disk(tmp_pa
     buffer = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    \u00e9 = 1; x.div_(t)\n"
     proc = run("check", "-", "--stdin-filename", "m.py", "--format", "github", stdin=buffer.encode(), cwd=tmp_path)
     assert ",line=3,col=12," in proc.stdout.decode()
+
+
+@pytest.mark.parametrize("raw, where", [(b"# caf\xe9\nx = 1\n", "1:6"), (b"x = 1\n# caf\xe9\n", "2:6")])
+def test_latin1_byte_on_line_one_or_two_names_the_byte_and_how_to_declare(tmp_path, capsys, raw, where):
+    """tokenize only says "invalid or missing encoding declaration" (no place) for a non-UTF-8 byte on line 1
+    or 2; check and fix name the byte, its line and column, and the way out (issue 18)."""
+    (tmp_path / "latin.py").write_bytes(raw)
+    assert main(["check", "-q", str(tmp_path / "latin.py")]) == 1
+    assert capsys.readouterr().out == (f"{tmp_path / 'latin.py'}:{where}: IPV000 cannot read: byte 0xe9 is not valid "
+                                       f"utf-8 (invalid continuation byte); {UNDECLARED_HINT}\n")
+    assert main(["fix", "-q", str(tmp_path / "latin.py")]) == 1
+    line, col = where.split(":")
+    assert capsys.readouterr().err == (f"{tmp_path / 'latin.py'}: cannot read: byte 0xe9 is not valid utf-8 (invalid "
+                                       f"continuation byte); {UNDECLARED_HINT} (line {line}, column {col}); skipped\n")
+    # declared: no hint, Python's own reading
+    (tmp_path / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\n" + raw)
+    assert main(["check", "-q", str(tmp_path / "latin.py")]) == 0

@@ -121,3 +121,132 @@ def test_no_grad_paths_match_the_path_as_typed_relative_to_the_root_or_the_worki
     assert config.runs_without_grad(settings, str(target), root=tmp_path)
     assert not config.runs_without_grad(settings, "train/loss.py")
     assert not config.runs_without_grad(config.DEFAULT_SETTINGS, "srv/sampler.py")
+
+
+# --------------------------------------------------------------------------- one config story (issue 18)
+
+SEED = "def f(policy_out, model, h, t):\n    policy_out.scores.div_(t)\n    x = model(h).logits\n    x.div_(t)\n"
+
+
+def codes_of(capsys):
+    return [line.split(": ", 1)[1].split()[0] for line in capsys.readouterr().out.splitlines()]
+
+
+@pytest.mark.parametrize("name, text", [
+    ("pyproject.toml", '[tool.inplace-lint]\nignore = ["IPV001"]\n'),
+    ("setup.cfg", "[inplace-lint]\nignore = IPV001\n"),
+    ("setup.cfg", "[inplace_lint]\nignore = IPV001\n"),
+    ("tox.ini", "[inplace-lint]\nignore = IPV001\n"),
+    (".flake8", "[inplace_lint]\nignore = IPV001\n"),
+])
+def test_every_documented_section_is_read(tmp_path, capsys, name, text):
+    (tmp_path / "m.py").write_text(SEED)
+    (tmp_path / name).write_text(text)
+    assert main(["check", "-q", "-j", "1", str(tmp_path)]) == 0, capsys.readouterr()
+
+
+def test_flake8_ipv_options_are_read_by_check_and_flake8_alike(tmp_path, capsys, monkeypatch):
+    """``[flake8] ipv-extend-model-output-names = policy_out``: flake8 and check report the same."""
+    import subprocess
+    import sys
+
+    (tmp_path / "m.py").write_text(SEED)
+    (tmp_path / "setup.cfg").write_text("[flake8]\nipv-extend-model-output-names = policy_out\n"
+                                        "ipv-extend-model-output-fields = scores\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "-q", "-j", "1", "m.py"]) == 1
+    ours = capsys.readouterr().out.splitlines()
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--select=IPV", "m.py"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert proc.stdout.splitlines() == [line.split(" [fix:")[0] for line in ours]
+    assert [line.split(":")[1] for line in ours] == ["2", "4"]
+
+
+def test_precedence_pyproject_over_setup_cfg_over_flake8_section(tmp_path, capsys):
+    (tmp_path / "m.py").write_text(SEED)
+    (tmp_path / "setup.cfg").write_text("[flake8]\nipv-report-in-no-grad = no\nipv-extend-model-output-names = a\n"
+                                        "[inplace-lint]\nfix-style = inline\nextend-model-output-names = policy_out\n"
+                                        "ignore = IPV004\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.inplace-lint]\nfix-style = "runtime"\n')
+    loaded = config.load_config(tmp_path)
+    assert loaded.cli["fix-style"] == "runtime" and loaded.cli["ignore"] == ["IPV004"]
+    assert {"a", "policy_out"} <= loaded.settings.model_output_names  # extend- adds to the lower form's
+    assert str(loaded.origins["fix-style"]) == f"{tmp_path / 'pyproject.toml'} [tool.inplace-lint]"
+    assert str(loaded.origins["ignore"]) == f"{tmp_path / 'setup.cfg'} [inplace-lint]"
+    assert str(loaded.origins["report-in-no-grad"]) == f"{tmp_path / 'setup.cfg'} [flake8]"
+    assert loaded.path == tmp_path / "pyproject.toml"
+    # a nearer folder's config is the whole story (no merging across folders)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "tox.ini").write_text("[inplace-lint]\nignore = IPV001\n")
+    assert config.load_config(tmp_path / "sub").cli == {"ignore": ["IPV001"]}
+
+
+@pytest.mark.parametrize("name, text, warning", [
+    ("pyproject.toml", '[tool.inplace_lint]\nignore = ["IPV001"]\n',
+     "pyproject.toml: table [tool.inplace_lint] is not read; did you mean [tool.inplace-lint]?"),
+    ("pyproject.toml", '[tool.inplacelint]\nignore = ["IPV001"]\n',
+     "pyproject.toml: table [tool.inplacelint] is not read; did you mean [tool.inplace-lint]?"),
+    ("setup.cfg", "[tool:inplace_lint]\nignore = IPV001\n",
+     "setup.cfg: section [tool:inplace_lint] is not read; did you mean [inplace-lint]?"),
+    ("setup.cfg", "[inplace-lint]\nignroe = IPV001\n", "setup.cfg: unknown key 'ignroe' ignored (did you mean 'ignore'?)"),
+    ("setup.cfg", "[flake8]\nipv-ignore = IPV001\n",
+     "setup.cfg: [flake8] ipv-ignore is not an option of the flake8 plugin; ignored"),
+])
+def test_near_miss_tables_and_unknown_keys_warn(tmp_path, capsys, name, text, warning):
+    (tmp_path / "m.py").write_text(SEED)
+    (tmp_path / name).write_text(text)
+    assert main(["check", "-q", "-j", "1", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"inplace-lint: warning: {tmp_path / warning.split(':')[0]}:{warning.split(':', 1)[1]}"), err
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("value", ["IPV001 IPV004", "IPV001, IPV004", "IPV001,IPV004", "\n    IPV001\n    IPV004"])
+def test_lists_split_at_commas_or_whitespace_as_flake8(tmp_path, capsys, value):
+    (tmp_path / "m.py").write_text(SEED + "    x.expand(2, 3).mul_(t)\n")
+    (tmp_path / "setup.cfg").write_text(f"[inplace-lint]\nignore = {value}\n")
+    assert main(["check", "-q", "-j", "1", str(tmp_path)]) == 0
+
+
+def test_extend_ignore_and_extend_select_in_config(tmp_path, capsys):
+    (tmp_path / "m.py").write_text(SEED + "    x.expand(2, 3).mul_(t)\n")
+    (tmp_path / "setup.cfg").write_text("[inplace-lint]\nextend-ignore = IPV004\n")
+    assert main(["check", "-q", "-j", "1", str(tmp_path)]) == 1
+    assert codes_of(capsys) == ["IPV001"]
+    (tmp_path / "setup.cfg").write_text("[inplace-lint]\nselect = IPV001\nextend-select = IPV004\n")
+    assert main(["check", "-q", "-j", "1", str(tmp_path)]) == 1
+    assert codes_of(capsys) == ["IPV001", "IPV004"]
+
+
+def test_extend_model_output_names_means_fields_of_that_name(tmp_path, capsys):
+    """What the docs say: ``extend-model-output-names = policy_out`` makes ``policy_out.<field>`` (a field in
+    model-output-fields, e.g. ``logits``) a model output; ``policy_out`` itself is the output object."""
+    (tmp_path / "m.py").write_text("def f(policy_out, t):\n    policy_out.div_(t)\n    policy_out.logits.div_(t)\n"
+                                   "    policy_out.scores.div_(t)\n")
+    (tmp_path / "setup.cfg").write_text("[inplace-lint]\nextend-model-output-names = policy_out\n")
+    assert main(["check", "-q", "-j", "1", str(tmp_path)]) == 1
+    assert [line.split(":")[1] for line in capsys.readouterr().out.splitlines()] == ["3"]
+    (tmp_path / "setup.cfg").write_text("[inplace-lint]\nextend-model-output-names = policy_out\n"
+                                        "extend-model-output-fields = scores\n")
+    assert main(["check", "-q", "-j", "1", str(tmp_path)]) == 1
+    assert [line.split(":")[1] for line in capsys.readouterr().out.splitlines()] == ["3", "4"]
+
+
+def test_flake8_follows_the_same_precedence_as_check(tmp_path, capsys, monkeypatch):
+    """A key set in both [inplace-lint] and [flake8] ipv-*: the [inplace-lint] value wins for check and flake8."""
+    import subprocess
+    import sys
+
+    (tmp_path / "m.py").write_text("def f(model, h, t):\n    x = model(h).logits\n    x.div_(t)\n")
+    (tmp_path / "setup.cfg").write_text("[flake8]\nipv-model-call-patterns = nothing_matches\n"
+                                        "[inplace-lint]\nmodel-call-patterns = model\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "-q", "-j", "1", "m.py"]) == 1
+    assert capsys.readouterr().out.startswith("m.py:3:5: IPV001 ")
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--select=IPV", "m.py"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert proc.stdout.startswith("m.py:3:5: IPV001 "), proc.stdout + proc.stderr
+    # flake8's own command line still applies on top
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--select=IPV", "--ipv-model-call-patterns=other", "m.py"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert proc.stdout == ""

@@ -22,7 +22,7 @@ INSTALL_FAILURES = ("Could not find a version", "Failed to establish a new conne
 
 def test_hooks_file(root):
     hooks = {h["id"]: h for h in yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())}
-    assert hooks["inplace-lint"]["entry"] == "inplace-lint check"
+    assert hooks["inplace-lint"]["entry"] == "inplace-lint check --style inline"  # for ruff users' args: [--fix]
     assert hooks["inplace-lint"]["language"] == "python"
     assert hooks["inplace-lint"]["types"] == ["python"]
     assert hooks["inplace-lint-fix"]["entry"] == "inplace-lint fix --style inline"

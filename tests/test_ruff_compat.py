@@ -361,3 +361,46 @@ def test_a_folder_without_python_files_gets_a_one_line_warning(tmp_path):
     for command in (("check",), ("fix",)):
         mine = ours(*command, "-q", "-j", "1", "docs", cwd=tmp_path)
         assert mine.returncode == 0 and mine.stderr == "inplace-lint: warning: docs: no Python files found\n"
+
+
+# --------------------------------------------------------------------------- pre-commit
+
+
+@pytest.mark.skipif(__import__("shutil").which("git") is None, reason="git is not installed")
+def test_pre_commit_config_copied_from_a_ruff_setup_works_unchanged(tmp_path):
+    """A ruff hook's ``args: [--fix, --force-exclude]`` on this project's check hook (its definition taken from
+    .pre-commit-hooks.yaml, run from this checkout as a ``repo: local`` hook so no download is needed), under
+    real pre-commit: the staged seed is fixed (inline style: the hook's rewrite needs only torch), an excluded
+    file named by pre-commit is left alone, the hook fails because files changed, then passes."""
+    yaml = pytest.importorskip("yaml")
+    if __import__("shutil").which("pre-commit") is None:
+        pytest.skip("pre-commit is not installed")
+    [hook] = [h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text()) if h["id"] == "inplace-lint"]
+    ruff_args = yaml.safe_load("args: [--fix, --force-exclude]")["args"]  # as in a ruff-pre-commit config
+    hook = {**hook, "language": "system", "args": ruff_args}
+    repo = tmp_path / "user-repo"
+    (repo / "generated").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump({"repos": [{"repo": "local", "hooks": [hook]}]}))
+    (repo / "pyproject.toml").write_text('[tool.inplace-lint]\nexclude = ["generated"]\n')
+    (repo / "bad.py").write_text(SEED)
+    (repo / "generated" / "g.py").write_text(SEED)
+    subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
+    (tmp_path / "bin").mkdir()
+    shim = tmp_path / "bin" / "inplace-lint"
+    shim.write_text(f"#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m inplace_lint \"$@\"\n")
+    shim.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+           "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+
+    def run_hook():
+        proc = subprocess.run(["pre-commit", "run", "inplace-lint", "--files", "bad.py", "generated/g.py"], cwd=repo,
+                              env=env, capture_output=True, text=True, timeout=300)
+        return proc.returncode, proc.stdout + proc.stderr
+
+    rc, output = run_hook()
+    assert rc == 1 and "files were modified by this hook" in output, output
+    assert "x = x.clone().div_(t)" in (repo / "bad.py").read_text()
+    assert "inplace_lint" not in (repo / "bad.py").read_text()
+    assert (repo / "generated" / "g.py").read_text() == SEED
+    assert run_hook()[0] == 0
