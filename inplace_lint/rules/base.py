@@ -119,13 +119,26 @@ class Rule:
 
     @property
     def use_instead(self) -> str:
-        return textwrap.dedent(self.valid[0]).strip() + "\n"
+        """The rewrite ``inplace-lint fix`` makes of the Example (so the page suggests what the tool does), or,
+        when the Example has no fix, the first VALID module."""
+        fixed = self.invalid[0].fixed
+        return fixed if fixed is not None else textwrap.dedent(self.valid[0]).strip() + "\n"
+
+    @property
+    def use_instead_note(self) -> str:
+        if self.invalid[0].fixed is None:
+            return ""
+        return ("This is what `inplace-lint fix` writes for the example (the default runtime style; "
+                "`--style inline` writes plain torch instead: the same in-place op on a copy, "
+                "`x = x.clone().div_(t)`, after a DTensor guard). A plain out-of-place operator such as "
+                "`x / t` is not the same: it promotes the dtype (bf16 / fp32 gives fp32) and returns a value "
+                "where the in-place op raises; see docs/fixes.md.\n\n")
 
     def document(self) -> str:
         return (
             f"# {self.code} ({self.name})\n\n{self.summary}\n\nSeverity: {self.severity}.\n\n"
             f"## What it does\n\n{self.what}\n\n## Why is this bad?\n\n{self.why}\n\n"
             f"## Example\n\n```python\n{self.example}```\n\n"
-            f"## Use instead\n\n```python\n{self.use_instead}```\n\n"
+            f"## Use instead\n\n```python\n{self.use_instead}```\n\n{self.use_instead_note}"
             f"## Fix safety\n\n{self.fix_safety}\n\n## References\n\n{self.references}\n"
         )
