@@ -219,17 +219,21 @@ def test_extend_ignore_and_extend_select_in_config(tmp_path, capsys):
 
 
 def test_extend_model_output_names_means_fields_of_that_name(tmp_path, capsys):
-    """What the docs say: ``extend-model-output-names = policy_out`` makes ``policy_out.<field>`` (a field in
-    model-output-fields, e.g. ``logits``) a model output; ``policy_out`` itself is the output object."""
-    (tmp_path / "m.py").write_text("def f(policy_out, t):\n    policy_out.div_(t)\n    policy_out.logits.div_(t)\n"
-                                   "    policy_out.scores.div_(t)\n")
-    (tmp_path / "setup.cfg").write_text("[inplace-lint]\nextend-model-output-names = policy_out\n")
-    assert main(["check", "-q", "-j", "1", str(tmp_path)]) == 1
-    assert [line.split(":")[1] for line in capsys.readouterr().out.splitlines()] == ["3"]
-    (tmp_path / "setup.cfg").write_text("[inplace-lint]\nextend-model-output-names = policy_out\n"
-                                        "extend-model-output-fields = scores\n")
-    assert main(["check", "-q", "-j", "1", str(tmp_path)]) == 1
-    assert [line.split(":")[1] for line in capsys.readouterr().out.splitlines()] == ["3", "4"]
+    """What the README says: ``extend-model-output-names = policy_out`` makes ``policy_out.<field>`` (a field in
+    model-output-fields) a model output; ``policy_out`` itself is the object, not a tensor; ``scores`` needs
+    ``extend-model-output-fields``; items need ``model-output-params``."""
+    (tmp_path / "m.py").write_text("def f(policy_out, t):\n    policy_out.div_(t)\n    policy_out.hidden_states.div_(t)\n"
+                                   "    policy_out.scores.div_(t)\n    policy_out[0].div_(t)\n")
+
+    def lines(cfg):
+        (tmp_path / "setup.cfg").write_text("[inplace-lint]\n" + cfg)
+        main(["check", "-q", "-j", "1", str(tmp_path)])
+        return [line.split(":")[1] for line in capsys.readouterr().out.splitlines()]
+
+    assert lines("") == []
+    assert lines("extend-model-output-names = policy_out\n") == ["3"]
+    assert lines("extend-model-output-names = policy_out\nextend-model-output-fields = scores\n") == ["3", "4"]
+    assert lines("model-output-params = policy_out\n") == ["3", "5"]
 
 
 def test_flake8_follows_the_same_precedence_as_check(tmp_path, capsys, monkeypatch):

@@ -84,3 +84,64 @@ def test_cpu_torch_install_is_documented():
     cfg = configparser.ConfigParser()
     cfg.read(ROOT / "setup.cfg")
     assert "torch==2.13.0" in cfg["options.extras_require"]["test"]
+
+
+# --------------------------------------------------------------------------- the first screen (issue 18)
+
+FINDING_LINE = re.compile(r"^\S+:\d+:\d+: ")
+
+
+def first_screen_commands():
+    """``[(command, stdout lines, stderr lines)]`` of the README's first-screen console block: a finding line
+    is stdout, the summary lines stderr."""
+    runs = []
+    for line in block("<!-- first-screen-run -->", "console").splitlines():
+        if line.startswith("$ "):
+            runs.append((line[2:], [], []))
+        else:
+            runs[-1][1 if FINDING_LINE.match(line) else 2].append(line)
+    return runs
+
+
+def test_first_screen_is_the_seed_its_real_output_and_its_fix(tmp_path):
+    """The README opens with the seed bug, the output of the two commands on it, and the file after the fix:
+    run them and compare, line by line."""
+    head = README[:README.index("## One engine, every surface")]
+    assert head.count("\n") < 80, "the seed, its output and its fix belong on the first screen"
+    (tmp_path / "train.py").write_text(block("<!-- first-screen-seed -->", "python"))
+    env = {**os.environ, "PATH": shim_path(tmp_path)}
+    runs = first_screen_commands()
+    assert [command for command, _, _ in runs] == ["inplace-lint check train.py", "inplace-lint fix train.py"]
+    for command, out, err in runs:
+        proc = subprocess.run(command.split(), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert (proc.stdout.splitlines(), proc.stderr.splitlines()) == (out, err), command
+    assert (tmp_path / "train.py").read_text() == block("<!-- first-screen-fixed -->", "python")
+
+
+def test_first_screen_quick_start_is_install_and_the_two_commands():
+    lines = [line.split("#")[0].strip() for line in block("<!-- first-screen-install -->", "bash").splitlines()]
+    assert lines == ["python -m pip install -e .", "inplace-lint check .", "inplace-lint fix ."]
+
+
+@pytest.mark.network
+def test_first_screen_install_then_the_two_commands_in_a_fresh_virtualenv(tmp_path):
+    """`python -m pip install -e .` exactly as written (in a fresh virtualenv that sees the system's packages, so
+    pip only has to fetch the build backend), then the two commands on the seed."""
+    import venv
+
+    venv.create(tmp_path / "env", system_site_packages=True, with_pip=True)
+    python = tmp_path / "env" / "bin" / "python"
+    work = tmp_path / "work"
+    work.mkdir()
+    install = block("<!-- first-screen-install -->", "bash").splitlines()[0].split("#")[0].split()
+    proc = subprocess.run([str(python), *install[1:-1], str(ROOT)], capture_output=True, text=True, timeout=600)
+    if proc.returncode and any(s in proc.stdout + proc.stderr for s in (
+            "Failed to establish a new connection", "No matching distribution", "Could not find a version")):
+        pytest.skip("the package registry is unreachable: pip cannot fetch the build backend")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (work / "train.py").write_text(block("<!-- first-screen-seed -->", "python"))
+    for command, out, err in first_screen_commands():
+        argv = [str(tmp_path / "env" / "bin" / command.split()[0]), *command.split()[1:]]
+        proc = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=300)
+        assert (proc.stdout.splitlines(), proc.stderr.splitlines()) == (out, err), command
+    assert (work / "train.py").read_text() == block("<!-- first-screen-fixed -->", "python")
