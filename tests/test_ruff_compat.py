@@ -404,3 +404,12 @@ def test_pre_commit_config_copied_from_a_ruff_setup_works_unchanged(tmp_path):
     assert "inplace_lint" not in (repo / "bad.py").read_text()
     assert (repo / "generated" / "g.py").read_text() == SEED
     assert run_hook()[0] == 0
+
+
+def test_a_commands_flag_before_the_command_or_a_misspelled_command_gets_a_hint(tmp_path):
+    proc = ours("--fix", ".", cwd=tmp_path)
+    assert proc.returncode == 2 and "--fix is an option of a command: 'inplace-lint check --fix ...'" in proc.stderr
+    proc = ours("chek", ".", cwd=tmp_path)
+    assert proc.returncode == 2 and "did you mean 'inplace-lint check'?" in proc.stderr
+    proc = ours("check", "--format", "nope", ".", cwd=tmp_path)  # a bad value: the command's own usage, as before
+    assert proc.returncode == 2 and proc.stderr.startswith("usage: inplace-lint check ")

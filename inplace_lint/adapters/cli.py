@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import re
 import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -278,16 +279,12 @@ def _color(args: argparse.Namespace, stream) -> bool:
     return stream.isatty()
 
 
-_TEXT_LINE = None
+#: a line of the text and full formats: ``path:line:col: CODE`` or an indented ``... note:``
+_TEXT_LINE = re.compile(r"^(\s*)(.+?:\d+:\d+:)( )(IPV\d+|note:)", re.M)
 
 
 def _colored(text: str) -> str:
     """``path:line:col: CODE message``: the location bold, the code red (ruff's colours)."""
-    import re
-
-    global _TEXT_LINE
-    if _TEXT_LINE is None:
-        _TEXT_LINE = re.compile(r"^(\s*)(.+?:\d+:\d+:)( )(IPV\d+|note:)", re.M)
     return _TEXT_LINE.sub(lambda m: f"{m[1]}\x1b[1m{m[2]}\x1b[0m{m[3]}"
                           + (f"\x1b[1;91m{m[4]}\x1b[0m" if m[4] != "note:" else f"\x1b[96m{m[4]}\x1b[0m"), text)
 
@@ -668,6 +665,32 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Descriptions and epilogs as written (tables, exit codes), option help wrapped."""
 
 
+class _TopParser(argparse.ArgumentParser):
+    """The top-level parser: a misspelled command, or a command's flag given before the command
+    (``inplace-lint --fix .``), gets a hint naming what was probably meant."""
+
+    argv: Sequence[str] = ()
+
+    def error(self, message: str):  # type: ignore[override]
+        import difflib
+
+        commands = self.get_default("commands") or {}
+        hints = []
+        words = list(self.argv)
+        first = next((w for w in words if not w.startswith("-")), None)
+        if first is not None and first not in commands:
+            close = difflib.get_close_matches(first, list(commands), n=1, cutoff=0.6)
+            if close:
+                hints.append(f"did you mean 'inplace-lint {close[0]}'?")
+        for word in words:
+            flag = word.split("=", 1)[0]
+            owners = [name for name, p in commands.items() if flag.startswith("-") and flag in p._option_string_actions]
+            if owners and not hints:
+                hints.append(f"{flag} is an option of a command: 'inplace-lint {owners[0]} {flag} ...'")
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n" + "".join(f"  {h}\n" for h in hints))
+
+
 def _add_selection_options(parser: argparse.ArgumentParser) -> None:
     """``--select``/``--ignore``/``--exclude`` and their ``--extend-`` forms: comma lists, repeatable."""
     parser.epilog = ("--select, --ignore, --exclude and their --extend- forms take comma lists (IPV001,IPV004) and "
@@ -687,7 +710,7 @@ def _add_selection_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _TopParser(
         prog="inplace-lint", formatter_class=_HelpFormatter,
         description="Find in-place PyTorch ops on views and model outputs, and rewrite them out of place.",
         epilog="Run 'inplace-lint COMMAND --help' for a command's options and exit codes.")
@@ -765,6 +788,7 @@ def unknown_arguments(parser: argparse.ArgumentParser, command: str, extra: Sequ
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
+    parser.argv = list(sys.argv[1:] if argv is None else argv)
     args, extra = parser.parse_known_args(argv)
     if extra:
         return unknown_arguments(parser, args.command, extra)
