@@ -37,15 +37,20 @@ CHECK_EXIT_CODES = """\
 exit codes:
   0  no findings
   1  findings; or a file could not be read or parsed (reported as IPV000), a path does not
-     exist, or the analysis of a file crashed (a bug in inplace-lint, reported on stderr)
-  2  usage or configuration error"""
+     exist, or the analysis of a file crashed (a bug in inplace-lint, reported on stderr);
+     with --fix: findings left after fixing (and, with --exit-non-zero-on-fix, a file fixed);
+     with --diff: as 'inplace-lint fix --diff'
+  2  usage or configuration error
+--exit-zero (-e) turns 1 into 0."""
 
 FIX_EXIT_CODES = """\
 exit codes:
   0  no finding remains
   1  findings remain (unsafe fixes not applied, or findings without a fix), a file was
-     skipped (cannot be read or parsed) or crashed; with --diff, also when a file would change
-  2  usage or configuration error"""
+     skipped (cannot be read or parsed) or crashed; with --diff, also when a file would change;
+     with --exit-non-zero-on-fix, also when a file was fixed
+  2  usage or configuration error
+--exit-zero (-e) turns 1 into 0."""
 
 FIX_DESCRIPTION = """\
 Rewrite in-place ops out of place, in the files given (directories are searched as by check).
@@ -64,7 +69,9 @@ under a short-circuit or conditional expression. check marks each finding [fix: 
 
 Safe fixes are applied; unsafe ones (another reader of the tensor, e.g. the caller of a function
 whose parameter is written, could notice the change) only with --unsafe-fixes.
-"fix -" reads the source from stdin and prints the fixed text to stdout."""
+With no path, fix fixes "." (as check checks it). "fix -" (or --stdin-filename NAME alone) reads the
+source from stdin and prints the fixed text to stdout. "inplace-lint check --fix" applies the same fixes,
+then reports what is left."""
 #: output formats that carry each fix's edits (computed once per file, in the configured fix-style)
 EDIT_FORMATS = ("json", "sarif")
 
