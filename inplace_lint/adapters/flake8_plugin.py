@@ -45,7 +45,11 @@ class InplaceLintPlugin:
         """The settings ``inplace-lint check`` uses for the working folder (:func:`config.load_config`: the
         same files, ``[flake8]``'s ``ipv-*`` options among them, with the same precedence), then the
         ``--ipv-*`` options flake8 got that the config files did not give (its command line)."""
-        loaded = config.load_config(pathlib.Path.cwd())
+        try:
+            loaded = config.load_config(pathlib.Path.cwd())
+        except config.ConfigError as exc:  # flake8 goes on with its own options; check would stop (exit 2)
+            print(f"inplace-lint: warning: configuration not read: {exc}", file=sys.stderr)
+            loaded = config.Loaded()
         for warning in loaded.warnings:
             print(f"inplace-lint: warning: {warning}", file=sys.stderr)
         in_files = {key: value for source in loaded.sources if source.section == "flake8"
