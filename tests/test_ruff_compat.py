@@ -413,3 +413,12 @@ def test_a_commands_flag_before_the_command_or_a_misspelled_command_gets_a_hint(
     assert proc.returncode == 2 and "did you mean 'inplace-lint check'?" in proc.stderr
     proc = ours("check", "--format", "nope", ".", cwd=tmp_path)  # a bad value: the command's own usage, as before
     assert proc.returncode == 2 and proc.stderr.startswith("usage: inplace-lint check ")
+
+
+def test_add_noqa_after_a_line_continuation_goes_where_the_line_ends(tmp_path):
+    (tmp_path / "m.py").write_text("def f(model, h, t):\n    x = model(h).logits\n    y = x.div_(t) + \\\n        1\n"
+                                   "    return y\n")
+    assert our_check("--add-noqa", "m.py", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "m.py").read_text() == (
+        "def f(model, h, t):\n    x = model(h).logits\n    y = x.div_(t) + \\\n        1  # noqa: IPV001\n    return y\n")
+    assert our_check("m.py", cwd=tmp_path).returncode == 0

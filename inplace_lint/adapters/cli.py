@@ -396,7 +396,12 @@ def _add_noqa(args: argparse.Namespace, opts: Options, files: List[str]) -> int:
         encoding = tokenize.detect_encoding(io.BytesIO(raw).readline)[0]
         new, count = add_noqa(source, result.findings)
         if count:
-            ast.parse(new)  # a comment cannot break the file; make sure before writing
+            try:
+                ast.parse(new)  # never write a file that no longer parses
+            except SyntaxError as exc:
+                print(f"{result.path}: --add-noqa would break the file ({exc.msg}, line {exc.lineno}); "
+                      f"not written ({report_hint()})", file=sys.stderr)
+                continue
             atomic_write(result.path, new.encode(encoding))
             added += count
     _report_crashes(outcomes)

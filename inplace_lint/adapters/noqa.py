@@ -81,6 +81,8 @@ def add_noqa(source: str, findings: Iterable) -> Tuple[str, int]:
     wanted: Dict[int, List[str]] = {}
     for f in findings:
         where = _noqa_line(f.line, spans)
+        while 0 < where < len(lines) and lines[where - 1].rstrip("\r\n").endswith("\\"):
+            where = _noqa_line(where + 1, spans)  # no comment after a line continuation: on the line it continues to
         if f.code not in wanted.setdefault(where, []):
             wanted[where].append(f.code)
     changed = 0
