@@ -422,3 +422,24 @@ def test_add_noqa_after_a_line_continuation_goes_where_the_line_ends(tmp_path):
     assert (tmp_path / "m.py").read_text() == (
         "def f(model, h, t):\n    x = model(h).logits\n    y = x.div_(t) + \\\n        1  # noqa: IPV001\n    return y\n")
     assert our_check("m.py", cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize("ours_table, ruff_table, reported", [
+    ('ignore = ["IPV001"]', 'select = ["F401"]\nignore = ["F401"]', False),
+    ('extend-ignore = ["IPV001"]', 'select = ["F401"]\nextend-ignore = ["F401"]', False),
+    ('select = ["ALL"]', 'select = ["ALL"]', True),
+    ('select = ["ALL"]\nignore = ["IPV"]', 'select = ["F"]\nignore = ["F401"]', False),
+    ('[tool.inplace-lint.per-file-ignores]\n"m.py" = ["IPV001"]',
+     'select = ["F401"]\n[tool.ruff.lint.per-file-ignores]\n"m.py" = ["F401"]', False),
+    ('[tool.inplace-lint.per-file-ignores]\n"other.py" = ["IPV001"]',
+     'select = ["F401"]\n[tool.ruff.lint.per-file-ignores]\n"other.py" = ["F401"]', True),
+])
+def test_pyproject_forms_as_ruff_reads_its_own(both, ours_table, ruff_table, reported):
+    """The pyproject.toml spellings a ruff user writes in [tool.ruff.lint], in [tool.inplace-lint]."""
+    o, t = both
+    (o / "pyproject.toml").write_text("[tool.inplace-lint]\n" + ours_table + "\n")
+    (t / "pyproject.toml").write_text("[tool.ruff.lint]\n" + ruff_table + "\n")
+    mine = ours("check", "-j", "1", "--no-cache", "-q", "m.py", cwd=o)
+    theirs = ruff("check", "--no-cache", "-q", "m.py", cwd=t)
+    assert (mine.returncode, theirs.returncode) == (int(reported), int(reported)), mine.stderr + theirs.stderr
+    assert mine.stderr == ""  # no warning: every key is known
