@@ -483,6 +483,17 @@ def load(start: pathlib.Path) -> Tuple[Settings, Dict[str, object], Optional[pat
     return loaded.settings, loaded.cli, loaded.path
 
 
+def selection(cli: Dict[str, object]) -> Tuple[List[str], List[str]]:
+    """``select`` (with ``extend-select``; ``ALL`` or nothing: every rule, ``[]``) and ``ignore`` (with
+    ``extend-ignore``) of a configuration's CLI values: what every surface that selects applies."""
+    select = list(cli.get("select", []))  # type: ignore[call-overload]
+    if select:
+        select += list(cli.get("extend-select", []))  # type: ignore[call-overload]
+    if ALL in select:
+        select = []
+    return select, list(cli.get("ignore", [])) + list(cli.get("extend-ignore", []))  # type: ignore[call-overload]
+
+
 def describe(loaded: Loaded) -> List[str]:
     """``--show-settings``: each key's resolved value and where it came from (``default`` when unset)."""
     lines = []

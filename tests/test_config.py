@@ -254,3 +254,14 @@ def test_flake8_follows_the_same_precedence_as_check(tmp_path, capsys, monkeypat
     proc = subprocess.run([sys.executable, "-m", "flake8", "--select=IPV", "--ipv-model-call-patterns=other", "m.py"],
                           cwd=tmp_path, capture_output=True, text=True)
     assert proc.stdout == ""
+
+
+def test_every_surface_applies_extend_keys_and_select_all(tmp_path):
+    """check, the language server and libcst's runner select with one function (config.selection)."""
+    from inplace_lint.adapters import server
+
+    (tmp_path / "setup.cfg").write_text("[inplace-lint]\nselect = ALL\nextend-ignore = IPV004\n")
+    assert config.selection(config.load_config(tmp_path).cli) == ([], ["IPV004"])
+    assert server._document_options(str(tmp_path / "m.py"))[1:3] == ([], ["IPV004"])
+    (tmp_path / "setup.cfg").write_text("[inplace-lint]\nselect = IPV001\nextend-select = IPV004\n")
+    assert server._document_options(str(tmp_path / "m.py"))[1:3] == (["IPV001", "IPV004"], [])

@@ -138,11 +138,11 @@ def _common(args: argparse.Namespace) -> Options:
     for warning in loaded.warnings:
         print(f"inplace-lint: warning: {warning}", file=sys.stderr)
     settings, file_cfg, cfg_path = loaded.settings, loaded.cli, loaded.path
-    select = list(args.select) if args.select is not None else list(file_cfg.get("select", []))
+    configured_select, configured_ignore = config.selection(file_cfg)
+    select = list(args.select) if args.select is not None else configured_select
     if select:  # extend-select adds to a selection (nothing to add to when everything is selected)
-        select += list(file_cfg.get("extend-select", [])) + list(args.extend_select or [])
-    ignore = (list(args.ignore or []) + list(args.extend_ignore or []) + list(file_cfg.get("ignore", []))
-              + list(file_cfg.get("extend-ignore", [])))
+        select += list(args.extend_select or [])
+    ignore = list(args.ignore or []) + list(args.extend_ignore or []) + configured_ignore
     exclude = (list(args.exclude or []) + list(args.extend_exclude or []) + list(file_cfg.get("exclude", []))
                + list(file_cfg.get("extend-exclude", [])))
     for code in select + ignore + list(args.extend_select or []):

@@ -90,9 +90,10 @@ def _document_options(path: Optional[str]) -> Tuple[config.Settings, List[str], 
     if not path:
         return DEFAULT_SETTINGS, [], [], config.FIX_STYLES[0]
     settings, cli, cfg_path = config.load(pathlib.Path(path).parent)
-    ignore = list(cli.get("ignore", [])) + config.per_file_ignored(
+    select, ignore = config.selection(cli)
+    ignore += config.per_file_ignored(
         path, list(cli.get("per-file-ignores", [])), cfg_path.parent if cfg_path else None)
-    return settings, list(cli.get("select", [])), ignore, str(cli.get("fix-style", config.FIX_STYLES[0]))
+    return settings, select, ignore, str(cli.get("fix-style", config.FIX_STYLES[0]))
 
 
 #: the last few checks, by (text, path, options): a re-open or a code action request on text that did

@@ -51,8 +51,9 @@ class InplaceToOutOfPlace(VisitorBasedCodemodCommand):
 
             start = os.path.dirname(os.path.abspath(self.context.filename or ".")) or "."
             settings, file_cfg, _ = config.load(pathlib.Path(start))
-            self.select = self.select or file_cfg.get("select", [])
-            self.ignore = self.ignore or file_cfg.get("ignore", [])
+            select, ignore = config.selection(file_cfg)
+            self.select = self.select or select
+            self.ignore = self.ignore or ignore
         code = tree.code
         result = fix_code(code, self.result.path, settings=settings, style=self.style, unsafe_fixes=self.unsafe_fixes,
                           select=self.select, ignore=self.ignore, memory_aware=self.memory_aware)
