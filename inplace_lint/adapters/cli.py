@@ -419,7 +419,7 @@ def _show_fixes(args: argparse.Namespace, results) -> None:
     fixed = [(r.path, f.code) for r in results for f in r.applied]
     if not fixed:
         return
-    print(f"\nFixed {len(fixed)} finding{'s' if len(fixed) != 1 else ''}:")
+    print(f"\n{'Would fix' if args.diff else 'Fixed'} {len(fixed)} finding{'s' if len(fixed) != 1 else ''}:")
     by_path: Dict[str, collections.Counter] = {}
     for path, code in fixed:
         by_path.setdefault(path, collections.Counter())[code] += 1
