@@ -411,7 +411,8 @@ def _add_noqa(args: argparse.Namespace, opts: Options, files: List[str]) -> int:
 
 
 def _show_fixes(args: argparse.Namespace, results) -> None:
-    """``--show-fixes`` (ruff's layout): the fixes applied, by file and code, on stdout."""
+    """``--show-fixes`` (ruff's layout): the fixes applied, by file and code, on stdout (with ``--diff``, on
+    stderr: stdout holds the patch alone)."""
     if not getattr(args, "show_fixes", False):
         return
     import collections
@@ -419,15 +420,16 @@ def _show_fixes(args: argparse.Namespace, results) -> None:
     fixed = [(r.path, f.code) for r in results for f in r.applied]
     if not fixed:
         return
-    print(f"\n{'Would fix' if args.diff else 'Fixed'} {len(fixed)} finding{'s' if len(fixed) != 1 else ''}:")
+    out = sys.stderr if args.diff else sys.stdout
+    print(f"\n{'Would fix' if args.diff else 'Fixed'} {len(fixed)} finding{'s' if len(fixed) != 1 else ''}:", file=out)
     by_path: Dict[str, collections.Counter] = {}
     for path, code in fixed:
         by_path.setdefault(path, collections.Counter())[code] += 1
     for path, counts in by_path.items():
-        print(f"- {path}:")
+        print(f"- {path}:", file=out)
         for code, n in sorted(counts.items()):
-            print(f"    {n} \u00d7 {code} ({RULES[code].name})")
-    print()
+            print(f"    {n} \u00d7 {code} ({RULES[code].name})", file=out)
+    print(file=out)
 
 
 @dataclass(frozen=True)
