@@ -266,20 +266,22 @@ def apply(values: Dict[str, object], where: str,
 
 def find_config(start: pathlib.Path) -> Optional[Tuple[pathlib.Path, Dict[str, object]]]:
     """The nearest file, from ``start`` upward, with an ``[inplace_lint]`` / ``[tool.inplace-lint]`` section."""
-    start = start.resolve()
-    for folder in [start, *start.parents] if start.is_dir() else [start.parent, *start.parent.parents]:
+    start = pathlib.Path(os.path.realpath(start))  # not Path.resolve: it raises on a symlink loop
+    for folder in [start, *start.parents] if os.path.isdir(start) else [start.parent, *start.parent.parents]:
         pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
+        if os.path.isfile(pyproject):  # os.path: False, not an error, where we may not look
             table = _pyproject_table(pyproject)
             if table is not None:
                 return pyproject, table
         for name in ("setup.cfg", "tox.ini", ".flake8"):
             path = folder / name
-            if path.is_file():
+            if os.path.isfile(path):
                 parser = configparser.RawConfigParser()
-                try:
-                    parser.read(path, encoding="utf-8")
-                except configparser.Error as exc:
+                try:  # not parser.read: it skips a file it cannot read, as if it had no section
+                    parser.read_string(path.read_text(encoding="utf-8"), str(path))
+                except OSError as exc:
+                    raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+                except (configparser.Error, UnicodeDecodeError) as exc:
                     raise ConfigError(f"{path}: {exc}") from exc
                 if parser.has_section("inplace_lint"):
                     return path, dict(parser.items("inplace_lint"))
@@ -296,6 +298,8 @@ def _pyproject_table(path: pathlib.Path):
             return None
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
     tool = data.get("tool", {})

@@ -29,7 +29,7 @@ from . import config
 from .adapters import noqa
 from .analysis import analyze
 from .config import Settings
-from .adapters.files import decode, read_source
+from .adapters.files import decode, read_bytes, read_source
 from .findings import Finding
 
 
@@ -161,8 +161,7 @@ def check_file(path: str, settings: Settings, select: Sequence[str] = (), ignore
                disable_noqa: bool = False, fix_style: Optional[str] = None,
                project: Optional[bool] = None) -> FileResult:
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        raw = read_bytes(path)  # a FIFO or device is refused, never read
     except OSError as exc:
         return FileResult(path).fail(Problem(1, 0, f"cannot read: {exc.strerror or exc}", located=False))
     try:

@@ -16,6 +16,7 @@ Exit codes: see :data:`CHECK_EXIT_CODES` and :data:`FIX_EXIT_CODES` (also in ``-
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import pathlib
 import sys
@@ -452,6 +453,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        # a file name that is not UTF-8 reaches us with its bytes as surrogates (os.fsdecode); print
+        # those bytes back, as ls does, where a strict UTF-8 stdout would raise UnicodeEncodeError
+        sys.stdout.reconfigure(errors="surrogateescape")
     try:
         code = args.func(args)
         if not sys.stdout.closed:  # the language server closes it on exit

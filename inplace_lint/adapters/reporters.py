@@ -244,7 +244,8 @@ def _artifact(path: str) -> dict:
     rel = relative_path(path)
     if os.path.isabs(rel) or rel.startswith("/"):
         return {"uri": pathlib.Path(os.path.abspath(path)).as_uri()}
-    return {"uri": urllib.parse.quote(rel), "uriBaseId": "%SRCROOT%"}
+    # a name that is not UTF-8 (its bytes kept as surrogates) is quoted byte for byte, as ``as_uri`` does
+    return {"uri": urllib.parse.quote(rel, errors="surrogateescape"), "uriBaseId": "%SRCROOT%"}
 
 
 def write_sarif(items: Sequence[Item], out: TextIO) -> None:

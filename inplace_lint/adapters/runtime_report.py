@@ -63,7 +63,7 @@ def _sarif_path(location: dict, bases: Dict[str, str], report_dir: str) -> str:
     parsed = urllib.parse.urlparse(uri)
     if parsed.scheme == "file":
         return _norm(urllib.request.url2pathname(parsed.path))
-    return _norm(urllib.parse.unquote(uri), report_dir)
+    return _norm(urllib.parse.unquote(uri, errors="surrogateescape"), report_dir)
 
 
 def parse(text: str, report_dir: str = "") -> List[RuntimeSite]:

@@ -676,13 +676,17 @@ def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = "
     import io
     import tokenize
 
+    from ..adapters.files import read_bytes
+
     result = FixResult(path)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        raw = read_bytes(path)  # a FIFO or device is refused, never read
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
         source = raw.decode(encoding)
-    except (OSError, UnicodeDecodeError, LookupError, SyntaxError) as exc:
+    except OSError as exc:  # the words check uses for it (IPV000 cannot read: ...)
+        result.error = f"cannot read: {exc.strerror or exc}"
+        return result
+    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
         result.error = f"cannot read: {exc}"
         return result
     fixed = fix_code(source, path, settings=settings, style=style, unsafe_fixes=unsafe_fixes, select=select,
