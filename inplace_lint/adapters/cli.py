@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
-from .. import __version__, config
+from .. import __version__, config, textpos
 from ..pipeline import CheckJob, FileResult, check_source, decode_problem
 from .files import decode, iter_python_files
 from .reporters import FORMATS, PROJECT_URL, register_source, summary, write_statistics
@@ -263,8 +263,8 @@ def _fix_stdin(args: argparse.Namespace, opts: Options) -> int:
     new = result.new_source
     if args.diff:
         if new is not None:
-            sys.stdout.writelines(difflib.unified_diff(source.splitlines(keepends=True),
-                                                       new.splitlines(keepends=True), fromfile=name, tofile=name))
+            sys.stdout.writelines(difflib.unified_diff(textpos.split_lines(source),
+                                                       textpos.split_lines(new), fromfile=name, tofile=name))
     else:
         sys.stdout.write(source if new is None else new)
     if result.error:
@@ -306,7 +306,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
 
             diff = unified_diff(r.path, r.old_source, r.edits)
             sys.stdout.writelines(diff if diff is not None else difflib.unified_diff(
-                r.old_source.splitlines(keepends=True), r.new_source.splitlines(keepends=True),
+                textpos.split_lines(r.old_source), textpos.split_lines(r.new_source),
                 fromfile=r.path, tofile=r.path))
         for f in r.remaining:
             why = (f"unsafe fix not applied: {f.fix.reason}; use --unsafe-fixes" if f in r.unsafe_skipped

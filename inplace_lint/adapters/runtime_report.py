@@ -24,7 +24,7 @@ import urllib.parse
 import urllib.request
 from typing import Dict, Iterable, List, Optional, Sequence, Set, TextIO, Tuple
 
-from .. import config
+from .. import config, textpos
 from ..findings import Finding
 from ..pipeline import CheckJob, FileResult
 from . import noqa
@@ -123,7 +123,7 @@ def _silenced(job: Optional[CheckJob], path: str, site: RuntimeSite, cache: Dict
         return False
     if path not in cache:
         try:
-            lines = read_source(path).splitlines(keepends=True)
+            lines = textpos.split_lines(read_source(path))
         except (OSError, SyntaxError, UnicodeDecodeError):
             lines = []
         cache[path] = (lines, noqa.line_mapping(lines) if lines else {})

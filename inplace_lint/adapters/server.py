@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import pathlib
-import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from lsprotocol import types
@@ -28,6 +27,7 @@ from .. import __version__, config, textpos
 from ..pipeline import FileResult, Problem, check_source
 from ..config import DEFAULT_SETTINGS
 from ..findings import Applicability, Finding
+from .files import read_source
 from .reporters import code_url, level
 
 SOURCE = "inplace-lint"
@@ -41,8 +41,8 @@ def utf16_column(line_text: str, byte_col: int) -> int:
 
 def _other_file_lines(path: str) -> List[str]:
     try:
-        return re.split(r"\r\n|\r|\n", pathlib.Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
+        return textpos.split_lines(read_source(path))
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):  # a FIFO is refused, never read
         return []
 
 
@@ -52,11 +52,11 @@ def to_diagnostic(finding: Finding, lines: Sequence[str], uri: Optional[str] = N
     :class:`~inplace_lint.pipeline.Problem` (the buffer does not parse) spans the rest of its line."""
 
     def position(text_lines: Sequence[str], line: int, byte_col: int) -> types.Position:
-        text = text_lines[line - 1] if 0 < line <= len(text_lines) else ""
+        text = textpos.line_text(text_lines, line)
         return types.Position(line=max(line - 1, 0), character=utf16_column(text, byte_col))
 
     def line_end(text_lines: Sequence[str], line: int) -> types.Position:
-        text = text_lines[line - 1] if 0 < line <= len(text_lines) else ""
+        text = textpos.line_text(text_lines, line)
         return types.Position(line=max(line - 1, 0), character=len(text.encode("utf-16-le")) // 2)
 
     start = position(lines, finding.line, finding.col)
@@ -124,7 +124,7 @@ def findings_for(source: str, path: Optional[str], with_edits: bool = False) -> 
 def diagnostics_for(source: str, path: Optional[str], uri: Optional[str] = None) -> List[types.Diagnostic]:
     """The diagnostics of one document; configuration found from ``path`` upward (defaults without a path).
     A document that does not parse gets one ``IPV000`` diagnostic where Python says the error is."""
-    lines = re.split(r"\r\n|\r|\n", source)
+    lines = textpos.split_lines(source)
     if uri is None and path:
         uri = pathlib.Path(path).as_uri()
     result = result_for(source, path)
@@ -136,11 +136,10 @@ def _workspace_edit(uri: str, source: str, edits) -> types.WorkspaceEdit:
     """Edits (character columns) as LSP TextEdits (UTF-16 columns), merged as ``fix`` merges them."""
     from ..fix.codemod import merge_edits
 
-    lines = re.split(r"\r\n|\r|\n", source)
+    lines = textpos.split_lines(source)
 
     def position(line: int, col: int) -> types.Position:
-        text = lines[line - 1] if 0 < line <= len(lines) else ""
-        return types.Position(line=line - 1, character=textpos.utf16_column(text, col))
+        return types.Position(line=line - 1, character=textpos.utf16_column(textpos.line_text(lines, line), col))
 
     return types.WorkspaceEdit(changes={uri: [
         types.TextEdit(range=types.Range(start=position(e.line, e.col), end=position(e.end_line, e.end_col)),
@@ -160,7 +159,7 @@ def quick_fixes(document: TextDocument, params: types.CodeActionParams) -> List[
     wanted = [d for d in params.context.diagnostics if d.source == SOURCE]
     if not wanted:
         return []
-    lines = re.split(r"\r\n|\r|\n", source)
+    lines = textpos.split_lines(source)
     findings = findings_for(source, path, with_edits=True)
     by_range: Dict[Tuple[str, int, int], Finding] = {}
     for f in findings:

@@ -24,6 +24,7 @@ import re
 from dataclasses import replace
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+from .. import textpos
 from ..config import DEFAULT_SETTINGS, Settings
 from ..findings import Finding, Origin, Related
 from ..rules import PRIORITY, Write
@@ -140,7 +141,7 @@ _NOT_CALLED = re.compile(r"\b([A-Za-z_]\w*)\b(?!\s*\()")
 def value_refs_in_text(source: str, tree: ast.Module) -> str:
     """:func:`value_refs` from the source text: every identifier not directly followed by ``(``, outside
     the module's top-level imports (an import names a function without using it)."""
-    lines = source.splitlines()
+    lines = [text.rstrip("\r\n") for text in textpos.split_lines(source)]
     top = list(tree.body)
     for node in tree.body:
         if isinstance(node, ast.If):
