@@ -245,3 +245,18 @@ def test_name_that_is_not_utf8(tree):
     assert rc == 0, err
     with open(os.path.join(os.fsencode(tree), name), "rb") as fh:
         assert fh.read() == FIXED
+
+
+def test_flake8_with_the_plugin(tree):
+    """flake8 reads the files itself (E902 for what it cannot read; a FIFO blocks flake8's own read, which
+    the plugin cannot prevent); the plugin's project lookup does not crash on a loop or a dangling link."""
+    loop(tree)
+    os.symlink("nowhere.py", tree / "dangling.py")
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--select", "IPV,E902", "a.py", "dangling.py", "bad.py"],
+                          cwd=tree, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines() == [
+        f"a.py:0:1: E902 OSError: [Errno {errno.ELOOP}] {LOOP}: 'a.py'",
+        "bad.py:5:5: IPV001 `div_` writes in place to `logits`, model output `model(ids).logits`",
+        f"dangling.py:0:1: E902 FileNotFoundError: [Errno {errno.ENOENT}] {MISSING}: 'dangling.py'"]
