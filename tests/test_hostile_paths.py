@@ -241,6 +241,10 @@ def test_name_that_is_not_utf8(tree):
                                  b"`model(ids).logits` [fix: safe]\n"
     rc, out, _ = run(tree, "check", "--format", "sarif", os.fsdecode(name))
     assert rc == 1 and b'"uri": "bad%FF.py"' in out
+    if shutil.which("git") is not None:  # met while listing a folder with git (ls-files -z: raw bytes)
+        subprocess.run(["git", "init", "-q", str(tree)], check=True)
+        rc, out, _ = run(tree, "check", ".")
+        assert rc == 1 and out.startswith(b"./" + name + b":5:5: IPV001 ")
     rc, out, err = run(tree, "fix", os.fsdecode(name))
     assert rc == 0, err
     with open(os.path.join(os.fsencode(tree), name), "rb") as fh:
