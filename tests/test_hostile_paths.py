@@ -244,7 +244,7 @@ def test_name_that_is_not_utf8(tree):
     if shutil.which("git") is not None:  # met while listing a folder with git (ls-files -z: raw bytes)
         subprocess.run(["git", "init", "-q", str(tree)], check=True)
         rc, out, _ = run(tree, "check", ".")
-        assert rc == 1 and out.startswith(b"./" + name + b":5:5: IPV001 ")
+        assert rc == 1 and any(line.startswith(b"./" + name + b":5:5: IPV001 ") for line in out.splitlines())
     rc, out, err = run(tree, "fix", os.fsdecode(name))
     assert rc == 0, err
     with open(os.path.join(os.fsencode(tree), name), "rb") as fh:
