@@ -245,7 +245,12 @@ def _analysis_main(conn) -> None:
             reply = ("ok", _CALLS[name](*args))
         except Exception as exc:  # noqa: BLE001 -- reported to the server, which answers its request
             reply = ("error", f"{type(exc).__name__}: {exc}")
-        conn.send(reply)
+        try:
+            conn.send(reply)
+        except (EOFError, OSError):
+            return
+        except Exception as exc:  # noqa: BLE001 -- a value that does not pickle: the request still gets an answer
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
 
 
 class Analyser:
@@ -298,7 +303,13 @@ class Analyser:
                     reply = conn.recv()
                 except (EOFError, OSError) as exc:  # killed by stop(), or crashed: the next job starts anew
                     reply = ("error", f"the analysis process ended ({type(exc).__name__})")
-            loop.call_soon_threadsafe(_settle, future, reply)
+                except Exception as exc:  # noqa: BLE001 -- this thread must outlive any one job
+                    self.stop()  # the pipe may hold half an exchange: start afresh
+                    reply = ("error", f"{type(exc).__name__}: {exc}")
+            try:
+                loop.call_soon_threadsafe(_settle, future, reply)
+            except RuntimeError:  # the event loop is closed: the server is exiting
+                return
 
     def stop(self) -> None:
         with self._lock:
@@ -341,6 +352,7 @@ def make_server() -> LanguageServer:
     async def publish(ls: LanguageServer, uri: str) -> None:
         document = ls.workspace.get_text_document(uri)
         path = document.path if uri.startswith("file:") else None
+        version = document.version  # of the text analysed (the document object is updated in place)
         token = latest[uri] = object()
         reply = await analyser.call("diagnostics", document.source, path, uri, stale=lambda: latest.get(uri) is not token)
         if reply[0] != "ok" or latest.get(uri) is not token:
@@ -352,7 +364,7 @@ def make_server() -> LanguageServer:
         if shown is not None:
             ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=shown))
         ls.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=diagnostics))
+            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: LanguageServer, params: types.DidOpenTextDocumentParams) -> None:
