@@ -264,3 +264,16 @@ def test_flake8_with_the_plugin(tree):
         f"a.py:0:1: E902 OSError: [Errno {errno.ELOOP}] {LOOP}: 'a.py'",
         "bad.py:5:5: IPV001 `div_` writes in place to `logits`, model output `model(ids).logits`",
         f"dangling.py:0:1: E902 FileNotFoundError: [Errno {errno.ENOENT}] {MISSING}: 'dangling.py'"]
+
+
+def test_fifo_elsewhere_in_the_project_does_not_block_its_build(tree):
+    """Checking one file of a project reads every other file for its summaries: a FIFO among them hung
+    ``check bad.py`` (and the language server) before the file named was even read."""
+    (tree / "pyproject.toml").write_text("")
+    os.mkfifo(tree / "pipe.py")
+    rc, out, _ = run(tree, "check", "bad.py")
+    assert (rc, out.decode()) == (1, "bad.py:5:5: IPV001 `div_` writes in place to `logits`, model output "
+                                     "`model(ids).logits` [fix: safe]\n")
+    rc, _, err = run(tree, "fix", "bad.py")
+    assert rc == 0 and err.splitlines()[-1].startswith("1 fix applied in 1 file")
+    assert (tree / "bad.py").read_bytes() == FIXED
