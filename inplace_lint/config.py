@@ -345,8 +345,10 @@ class Loaded:
 
 def _read_ini(path: pathlib.Path) -> configparser.RawConfigParser:
     parser = configparser.RawConfigParser()
-    try:
-        parser.read(path, encoding="utf-8")
+    try:  # not parser.read: it skips a file it cannot read, as if it had no section
+        parser.read_string(path.read_text(encoding="utf-8"), str(path))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except (configparser.Error, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
     return parser
@@ -390,6 +392,8 @@ def _pyproject_source(path: pathlib.Path, warnings: List[str], top_level: bool =
             return None
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
     tool = data.get("tool", {})
@@ -415,13 +419,13 @@ def _folder_sources(folder: pathlib.Path, warnings: List[str]) -> List[Source]:
     own: List[Source] = []
     flake8: List[Source] = []
     pyproject = folder / "pyproject.toml"
-    if pyproject.is_file():
+    if os.path.isfile(pyproject):  # os.path: False, not an error, where we may not look
         found = _pyproject_source(pyproject, warnings)
         if found is not None:
             own.append(found)
     for name in INI_FILES:
         path = folder / name
-        if path.is_file():
+        if os.path.isfile(path):
             a, b = _ini_sources(path, warnings)
             own += a
             flake8 += b
@@ -430,7 +434,7 @@ def _folder_sources(folder: pathlib.Path, warnings: List[str]) -> List[Source]:
 
 def _file_sources(path: pathlib.Path, warnings: List[str]) -> List[Source]:
     """``--config PATH``: the forms in that one file (a TOML file may hold the keys at its top level)."""
-    if not path.is_file():
+    if not os.path.isfile(path):
         raise ConfigError(f"{path}: no such configuration file")
     if path.suffix == ".toml":
         found = _pyproject_source(path, warnings, top_level=True)
@@ -444,11 +448,12 @@ def load_config(start: pathlib.Path, explicit: Optional[pathlib.Path] = None) ->
     and the precedence), or of the file ``explicit`` alone. Raises :class:`ConfigError` on a bad value."""
     warnings: List[str] = []
     if explicit is not None:
-        sources = _file_sources(explicit.resolve(), warnings)
+        # os.path.realpath, not Path.resolve: it raises on a symlink loop
+        sources = _file_sources(pathlib.Path(os.path.realpath(explicit)), warnings)
     else:
         sources = []
-        start = start.resolve()
-        for folder in [start, *start.parents] if start.is_dir() else [start.parent, *start.parent.parents]:
+        start = pathlib.Path(os.path.realpath(start))
+        for folder in [start, *start.parents] if os.path.isdir(start) else [start.parent, *start.parent.parents]:
             sources = _folder_sources(folder, warnings)
             if sources:
                 break

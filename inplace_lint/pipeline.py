@@ -26,11 +26,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from . import config
+from . import config, textpos
 from .adapters import noqa
 from .analysis import analyze
 from .config import Settings
-from .adapters.files import decode, read_source
+from .adapters.files import decode, read_bytes, read_source
 from .findings import Finding
 
 
@@ -117,7 +117,7 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
         findings = analyze(tree, settings, path)
     if not findings:
         return result
-    lines = source.splitlines(keepends=True)
+    lines = textpos.split_lines(source)  # as ast numbers them (str.splitlines also breaks at form feeds)
     # flake8's noqa line mapping tokenizes the file (it cost more than the analysis): only where a
     # finding is, and only when a comment could suppress something
     may_suppress = not disable_noqa and "noqa" in source.lower()
@@ -162,8 +162,7 @@ def check_file(path: str, settings: Settings, select: Sequence[str] = (), ignore
                disable_noqa: bool = False, fix_style: Optional[str] = None,
                project: Optional[bool] = None) -> FileResult:
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        raw = read_bytes(path)  # a FIFO or device is refused, never read
     except OSError as exc:
         return FileResult(path).fail(Problem(1, 0, f"cannot read: {exc.strerror or exc}", located=False))
     try:
@@ -194,8 +193,7 @@ class CheckJob:
 
 def _byte_col(source: str, line: int, char_offset: Optional[int]) -> int:
     """0-based UTF-8 byte column of a 1-based character ``offset`` on ``line`` (SyntaxError's)."""
-    lines = source.splitlines()
-    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    text = textpos.line_text(textpos.split_lines(source), line)
     chars = max((char_offset or 1) - 1, 0)
     return len(text[:chars].encode("utf-8", "surrogatepass"))
 

@@ -2,13 +2,15 @@
 character columns (:class:`inplace_lint.findings.Edit`, SARIF ``unicodeCodePoints``, libcst) and
 UTF-16 code units (the Language Server Protocol's default encoding).
 
-Lines are split as ``ast`` numbers them: at ``\\r\\n``, ``\\r`` and ``\\n`` only (``str.splitlines``
-also splits at form feeds and other separators, which would shift line numbers).
+The one line splitter for source text, :func:`split_lines` (the pipeline, noqa, the reporters, the codemod
+and the server all use it). Lines are split as ``ast`` numbers them: at ``\\r\\n``, ``\\r`` and ``\\n``
+only (``str.splitlines`` also splits at form feeds and other separators, which would shift line numbers:
+a ``# noqa`` below a page break stopped suppressing its line).
 """
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import List, Sequence
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
@@ -18,7 +20,7 @@ def split_lines(source: str) -> List[str]:
     return _LINE.findall(source)
 
 
-def line_text(lines: List[str], line: int) -> str:
+def line_text(lines: Sequence[str], line: int) -> str:
     """1-based ``line`` of ``lines`` without its terminator ("" past the end)."""
     return lines[line - 1].rstrip("\r\n") if 0 < line <= len(lines) else ""
 

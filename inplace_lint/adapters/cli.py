@@ -16,6 +16,7 @@ Exit codes: see :data:`CHECK_EXIT_CODES` and :data:`FIX_EXIT_CODES` (also in ``-
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import pathlib
 import re
@@ -23,9 +24,9 @@ import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .. import __version__, config, project_url, report_hint
+from .. import __version__, config, project_url, report_hint, textpos
 from ..pipeline import CheckJob, FileResult, check_source, decode_problem
-from .files import decode, iter_python_files
+from .files import decode, iter_python_files, read_bytes
 from .reporters import FORMATS, register_source, summary, write_statistics
 from ..rules import RULES
 from .parallel import run_files
@@ -390,8 +391,7 @@ def _add_noqa(args: argparse.Namespace, opts: Options, files: List[str]) -> int:
         result = outcome.value
         if result is None or result.error or not result.findings:
             continue
-        with open(result.path, "rb") as fh:
-            raw = fh.read()
+        raw = read_bytes(result.path)  # a FIFO or device is refused, never read
         source = decode(raw)
         encoding = tokenize.detect_encoding(io.BytesIO(raw).readline)[0]
         new, count = add_noqa(source, result.findings)
@@ -475,8 +475,8 @@ def _fix_stdin(args: argparse.Namespace, opts: Options) -> int:
     new = result.new_source
     if args.diff:
         if new is not None:
-            sys.stdout.writelines(difflib.unified_diff(source.splitlines(keepends=True),
-                                                       new.splitlines(keepends=True), fromfile=name, tofile=name))
+            sys.stdout.writelines(difflib.unified_diff(textpos.split_lines(source),
+                                                       textpos.split_lines(new), fromfile=name, tofile=name))
     else:
         sys.stdout.write(source if new is None else new)
     if result.error:
@@ -525,7 +525,7 @@ def _fix_report(args: argparse.Namespace, outcomes, results) -> int:
 
             diff = unified_diff(r.path, r.old_source, r.edits)
             sys.stdout.writelines(diff if diff is not None else difflib.unified_diff(
-                r.old_source.splitlines(keepends=True), r.new_source.splitlines(keepends=True),
+                textpos.split_lines(r.old_source), textpos.split_lines(r.new_source),
                 fromfile=r.path, tofile=r.path))
         for f in r.remaining:
             why = (f"unsafe fix not applied: {f.fix.reason}; use --unsafe-fixes" if f in r.unsafe_skipped
@@ -806,6 +806,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:
         return unknown_arguments(parser, args.command, extra)
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        # a file name that is not UTF-8 reaches us with its bytes as surrogates (os.fsdecode); print
+        # those bytes back, as ls does, where a strict UTF-8 stdout would raise UnicodeEncodeError
+        sys.stdout.reconfigure(errors="surrogateescape")
     try:
         code = args.func(args)
         if not sys.stdout.closed:  # the language server closes it on exit

@@ -5,11 +5,20 @@ inside a git work tree (so ``.gitignore`` is respected) and with a plain walk ot
 is not installed). Either way ``SKIP_DIRS`` and ``--exclude`` patterns apply. A file named on the
 command line is always checked (whatever its suffix, and even when git ignores it) unless an
 ``--exclude`` pattern matches it.
+
+Any path may be hostile (a symlink loop, a dangling link, a FIFO, a device, an unreadable folder or
+file, a name that is not UTF-8): discovery yields such a path like a file (a folder it cannot list
+included) and :func:`read_bytes` refuses it with an ``OSError`` whose ``strerror`` says why, which the
+callers report as ``IPV000 cannot read: ...``. Nothing here blocks (a FIFO is opened non-blocking and
+never read) or follows a link loop.
 """
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
+import re
+import stat
 import subprocess
 import tokenize
 from typing import Iterator, List, Optional, Sequence
@@ -26,9 +35,14 @@ def _skipped_dir(name: str) -> bool:
     return name in SKIP_DIRS or name.endswith(".egg-info")
 
 
+#: git's warning for a folder it cannot list (``dir.c``); git goes on without it and exits 0
+_GIT_UNREADABLE = re.compile(rb"^warning: could not open directory '(.*)': ", re.M)
+
+
 def git_files(folder: str) -> Optional[List[str]]:
     """Files under ``folder`` that git does not ignore (tracked or untracked), relative to it, or
-    ``None`` when ``folder`` is not in a git work tree or git is missing."""
+    ``None`` when ``folder`` is not in a git work tree or git is missing. A folder git could not list
+    is named with a trailing ``/`` (git's own form), so that it is reported rather than lost."""
     try:
         proc = subprocess.run(
             ["git", "-C", folder, "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", "."],
@@ -39,6 +53,7 @@ def git_files(folder: str) -> Optional[List[str]]:
     if proc.returncode != 0:
         return None
     names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    names += [m.decode("utf-8", "surrogateescape") for m in _GIT_UNREADABLE.findall(proc.stderr)]
     return sorted({n for n in names if n})
 
 
@@ -74,16 +89,29 @@ def iter_python_files(paths: Sequence[str], exclude: Sequence[str], use_git: boo
 
 
 def _walk(path: str, excluded) -> Iterator[str]:
-    for root, dirs, names in os.walk(path):
+    unreadable: List[OSError] = []
+    for root, dirs, names in os.walk(path, onerror=unreadable.append):
+        while unreadable:  # a folder os.walk could not list: yielded, so that reading it says why
+            failed = unreadable.pop().filename
+            if failed is not None and not excluded(failed):
+                yield failed
         dirs[:] = sorted(d for d in dirs if not _skipped_dir(d) and not excluded(os.path.join(root, d)))
         for name in sorted(names):
             full = os.path.join(root, name)
             if name.endswith(PYTHON_SUFFIXES) and not excluded(full):
                 yield full
+    for error in unreadable:  # the last folder's error comes after the last step
+        if error.filename is not None and not excluded(error.filename):
+            yield error.filename
 
 
 def _from_git(path: str, listed: Sequence[str], excluded) -> Iterator[str]:
     for rel in listed:
+        if rel.endswith("/"):  # a folder git could not list
+            full = os.path.join(path, *rel.rstrip("/").split("/"))
+            if not excluded(full):
+                yield full
+            continue
         if not rel.endswith(PYTHON_SUFFIXES):
             continue
         parts = rel.split("/")
@@ -103,7 +131,30 @@ def decode(raw: bytes) -> str:
     return raw.decode(encoding)
 
 
+#: what a path is when it is not a regular file (``stat.S_IFMT``), for the error message
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+          stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
+
+
+def read_bytes(path: str) -> bytes:
+    """The bytes of the regular file at ``path``. Raises ``OSError`` (with ``strerror`` saying why)
+    for anything else: a missing file or dangling link, a symlink loop (``ELOOP``), no permission, and
+    a FIFO, device, socket or folder, which are never read (``/dev/zero`` never ends; a FIFO blocks
+    until a writer comes). The file is opened non-blocking and checked with ``fstat`` on the open file,
+    so a path swapped for a FIFO between a check and the read cannot block either."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = _KINDS.get(stat.S_IFMT(mode), "of another kind")
+            raise OSError(errno.EINVAL, f"not a regular file ({kind})", path)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    finally:
+        os.close(fd)
+
+
 def read_source(path: str) -> str:
-    """Read a file as Python does: honouring a BOM and an encoding cookie (newlines untranslated)."""
-    with open(path, "rb") as fh:
-        return decode(fh.read())
+    """Read a file as Python does: honouring a BOM and an encoding cookie (newlines untranslated).
+    Raises ``OSError`` for what :func:`read_bytes` refuses."""
+    return decode(read_bytes(path))

@@ -15,6 +15,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from flake8 import defaults, utils
 
+from .. import textpos
+
 
 def line_mapping(lines: Sequence[str]) -> Dict[int, str]:
     """Map each 1-based line number to the text searched for ``# noqa`` (its whole logical line)."""
@@ -70,7 +72,7 @@ def add_noqa(source: str, findings: Iterable) -> Tuple[str, int]:
     ``# noqa: ...`` already on the line (its codes and any reason kept), else a new comment at the end of
     the line; a line whose comment already covers the code (or a bare ``# noqa``) is left alone. Returns
     the new text and the number of lines changed (0: nothing to add, so a second run changes nothing)."""
-    lines = source.splitlines(keepends=True)
+    lines = textpos.split_lines(source)  # as ast numbers lines (a form feed does not end one)
     spans: List[Tuple[int, int]] = []
     try:
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import collections
 import json
-import linecache
 import os
 import pathlib
 import urllib.parse
@@ -24,6 +23,7 @@ from .. import __version__
 from ..pipeline import CANNOT_CHECK, CANNOT_CHECK_NAME, CANNOT_CHECK_SUMMARY, FileResult
 from .. import textpos
 from ..findings import Applicability, Finding, Related
+from .files import read_source
 from ..rules import RULES, url
 
 Item = Tuple[FileResult, Finding]
@@ -128,12 +128,27 @@ def register_source(name: str, source: str) -> None:
     """Make the reporters read ``name``'s lines (columns, fix edits) from ``source``, not from the disk:
     with ``--stdin-filename`` the file on disk may hold another version (an editor's unsaved buffer)."""
     SOURCES[name] = source
-    linecache.cache[name] = (len(source), None, source.splitlines(keepends=True), name)
+    _LINES[name] = textpos.split_lines(source)
+
+
+#: each reported file's lines (:func:`inplace_lint.textpos.split_lines`), read once
+_LINES: Dict[str, List[str]] = {}
+
+
+def _lines(path: str) -> List[str]:
+    lines = _LINES.get(path)
+    if lines is None:
+        try:
+            lines = textpos.split_lines(read_source(path))
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+            lines = []
+        _LINES[path] = lines
+    return lines
 
 
 def char_column(path: str, line: int, byte_col: int) -> int:
     """0-based character column of ``ast``'s 0-based UTF-8 byte column on ``line`` of ``path``."""
-    return textpos.char_column(linecache.getline(path, line), byte_col)
+    return textpos.char_column(textpos.line_text(_lines(path), line), byte_col)
 
 
 def relative_path(path: str) -> str:
@@ -255,7 +270,8 @@ def _artifact(path: str) -> dict:
     rel = relative_path(path)
     if os.path.isabs(rel) or rel.startswith("/"):
         return {"uri": pathlib.Path(os.path.abspath(path)).as_uri()}
-    return {"uri": urllib.parse.quote(rel), "uriBaseId": "%SRCROOT%"}
+    # a name that is not UTF-8 (its bytes kept as surrogates) is quoted byte for byte, as ``as_uri`` does
+    return {"uri": urllib.parse.quote(rel, errors="surrogateescape"), "uriBaseId": "%SRCROOT%"}
 
 
 def write_sarif(items: Sequence[Item], out: TextIO) -> None:

@@ -24,7 +24,7 @@ import urllib.parse
 import urllib.request
 from typing import Dict, Iterable, List, Optional, Sequence, Set, TextIO, Tuple
 
-from .. import config
+from .. import config, textpos
 from ..findings import Finding
 from ..pipeline import CheckJob, FileResult
 from . import noqa
@@ -63,7 +63,7 @@ def _sarif_path(location: dict, bases: Dict[str, str], report_dir: str) -> str:
     parsed = urllib.parse.urlparse(uri)
     if parsed.scheme == "file":
         return _norm(urllib.request.url2pathname(parsed.path))
-    return _norm(urllib.parse.unquote(uri), report_dir)
+    return _norm(urllib.parse.unquote(uri, errors="surrogateescape"), report_dir)
 
 
 def parse(text: str, report_dir: str = "") -> List[RuntimeSite]:
@@ -123,7 +123,7 @@ def _silenced(job: Optional[CheckJob], path: str, site: RuntimeSite, cache: Dict
         return False
     if path not in cache:
         try:
-            lines = read_source(path).splitlines(keepends=True)
+            lines = textpos.split_lines(read_source(path))
         except (OSError, SyntaxError, UnicodeDecodeError):
             lines = []
         cache[path] = (lines, noqa.line_mapping(lines) if lines else {})

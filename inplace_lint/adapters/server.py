@@ -12,22 +12,36 @@ in the config's ``fix-style``) through one hook, :func:`quick_fixes`: one action
 a fix (that finding's edits), plus "Fix all inplace-lint findings in file" (the safe findings' edits,
 merged as ``fix`` merges them). Unsafe fixes are offered too, with the title suffix " (unsafe)" and
 ``isPreferred=False``. Each action edits only the changed lines, so cursors and folds elsewhere survive.
+
+Every request is answered while documents are analysed: checks run in two separate processes (one for
+the diagnostics, one for code actions; :class:`Analyser`), never on the event loop, so ``shutdown``, a
+hover or a code action on another document is answered at once during a long analysis (``ast.parse``
+of a 10 MB buffer holds the GIL for seconds: a thread would not do). A queued check of a document that
+changed again is dropped; ``shutdown`` kills an analysis in progress. A request whose params do not
+deserialize gets an ``InvalidParams`` error response (:class:`_Protocol`).
 """
 from __future__ import annotations
 
+import asyncio
 import collections
+import multiprocessing
 import pathlib
-import re
+import queue
+import threading
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import cattrs
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument
 
 from .. import __version__, config, textpos
 from ..pipeline import FileResult, Problem, check_source
 from ..config import DEFAULT_SETTINGS
 from ..findings import Applicability, Finding
+from .files import read_source
 from .reporters import code_url, level
 
 SOURCE = "inplace-lint"
@@ -41,8 +55,8 @@ def utf16_column(line_text: str, byte_col: int) -> int:
 
 def _other_file_lines(path: str) -> List[str]:
     try:
-        return re.split(r"\r\n|\r|\n", pathlib.Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
+        return textpos.split_lines(read_source(path))
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):  # a FIFO is refused, never read
         return []
 
 
@@ -52,11 +66,11 @@ def to_diagnostic(finding: Finding, lines: Sequence[str], uri: Optional[str] = N
     :class:`~inplace_lint.pipeline.Problem` (the buffer does not parse) spans the rest of its line."""
 
     def position(text_lines: Sequence[str], line: int, byte_col: int) -> types.Position:
-        text = text_lines[line - 1] if 0 < line <= len(text_lines) else ""
+        text = textpos.line_text(text_lines, line)
         return types.Position(line=max(line - 1, 0), character=utf16_column(text, byte_col))
 
     def line_end(text_lines: Sequence[str], line: int) -> types.Position:
-        text = text_lines[line - 1] if 0 < line <= len(text_lines) else ""
+        text = textpos.line_text(text_lines, line)
         return types.Position(line=max(line - 1, 0), character=len(text.encode("utf-16-le")) // 2)
 
     start = position(lines, finding.line, finding.col)
@@ -125,7 +139,7 @@ def findings_for(source: str, path: Optional[str], with_edits: bool = False) -> 
 def diagnostics_for(source: str, path: Optional[str], uri: Optional[str] = None) -> List[types.Diagnostic]:
     """The diagnostics of one document; configuration found from ``path`` upward (defaults without a path).
     A document that does not parse gets one ``IPV000`` diagnostic where Python says the error is."""
-    lines = re.split(r"\r\n|\r|\n", source)
+    lines = textpos.split_lines(source)
     if uri is None and path:
         uri = pathlib.Path(path).as_uri()
     result = result_for(source, path)
@@ -137,11 +151,10 @@ def _workspace_edit(uri: str, source: str, edits) -> types.WorkspaceEdit:
     """Edits (character columns) as LSP TextEdits (UTF-16 columns), merged as ``fix`` merges them."""
     from ..fix.codemod import merge_edits
 
-    lines = re.split(r"\r\n|\r|\n", source)
+    lines = textpos.split_lines(source)
 
     def position(line: int, col: int) -> types.Position:
-        text = lines[line - 1] if 0 < line <= len(lines) else ""
-        return types.Position(line=line - 1, character=textpos.utf16_column(text, col))
+        return types.Position(line=line - 1, character=textpos.utf16_column(textpos.line_text(lines, line), col))
 
     return types.WorkspaceEdit(changes={uri: [
         types.TextEdit(range=types.Range(start=position(e.line, e.col), end=position(e.end_line, e.end_col)),
@@ -161,7 +174,7 @@ def quick_fixes(document: TextDocument, params: types.CodeActionParams) -> List[
     wanted = [d for d in params.context.diagnostics if d.source == SOURCE]
     if not wanted:
         return []
-    lines = re.split(r"\r\n|\r|\n", source)
+    lines = textpos.split_lines(source)
     findings = findings_for(source, path, with_edits=True)
     by_range: Dict[Tuple[str, int, int], Finding] = {}
     for f in findings:
@@ -193,53 +206,209 @@ def quick_fixes(document: TextDocument, params: types.CodeActionParams) -> List[
     return actions
 
 
-def make_server() -> LanguageServer:
-    server = LanguageServer("inplace-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+def _document_diagnostics(source: str, path: Optional[str], uri: str) -> Tuple[Optional[str], List[types.Diagnostic]]:
+    """What a publish sends: (a configuration error to show, or None; the diagnostics). With a broken
+    configuration the document is checked with the defaults."""
+    try:
+        return None, diagnostics_for(source, path, uri)
+    except config.ConfigError as exc:
+        return f"inplace-lint: {exc}", diagnostics_for(source, None, uri)
 
-    def publish(ls: LanguageServer, uri: str) -> None:
+
+def _document_actions(uri: str, source: str, params: types.CodeActionParams) -> List[types.CodeAction]:
+    try:
+        return quick_fixes(TextDocument(uri, source), params)
+    except config.ConfigError:  # already shown when the diagnostics were published
+        return []
+
+
+#: what the analysis process does, by name (nothing else can be asked of it)
+_CALLS = {"diagnostics": _document_diagnostics, "actions": _document_actions, "clear": _RESULTS.clear}
+
+
+def _analysis_main(conn) -> None:
+    """The analysis process: answers each ``(name, args)`` from :data:`_CALLS` with ``("ok", value)`` or
+    ``("error", text)``, until the server closes the pipe (or kills it)."""
+    import os
+    import sys
+
+    from .. import pipeline
+
+    os.dup2(2, 1)  # stdout is the server's LSP stream: nothing printed here may reach it
+    sys.stdout = sys.stderr
+    pipeline.keep_function_walks(True)  # an edit walks only the functions it changed
+    while True:
+        try:
+            name, args = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            reply = ("ok", _CALLS[name](*args))
+        except Exception as exc:  # noqa: BLE001 -- reported to the server, which answers its request
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(reply)
+        except (EOFError, OSError):
+            return
+        except Exception as exc:  # noqa: BLE001 -- a value that does not pickle: the request still gets an answer
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+class Analyser:
+    """Analysis off the server's event loop: every check runs in one separate process, fed by one thread.
+
+    A thread alone would not do: ``ast.parse`` of a 10 MB buffer holds the GIL for seconds, and nothing
+    else in the server runs meanwhile. Here the event loop only queues a job and awaits its future; the
+    feeding thread blocks in pipe reads and writes (which release the GIL); the process keeps the
+    incremental walks of earlier edits (:func:`inplace_lint.pipeline.keep_function_walks`). A job whose
+    document changed again before its turn is dropped (``stale``). :meth:`stop` kills the process (a
+    ``shutdown`` does not wait for an analysis in progress); a later job starts a new one.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue = queue.Queue()
+        self._proc = None
+        self._conn = None
+        self._lock = threading.Lock()
+        threading.Thread(target=self._feed, name="inplace-lint analyses", daemon=True).start()
+
+    def call(self, name: str, *args, stale=lambda: False) -> asyncio.Future:
+        """A future of ``("ok", value)``, ``("error", text)`` or ``("stale", None)`` for ``_CALLS[name](*args)``."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._jobs.put((name, args, stale, loop, future))
+        return future
+
+    def _start(self):
+        with self._lock:
+            if self._proc is None or not self._proc.is_alive():
+                ctx = multiprocessing.get_context("spawn")  # no fork of a process that runs threads
+                self._conn, child = ctx.Pipe()
+                self._proc = ctx.Process(target=_analysis_main, args=(child,), name="inplace-lint analysis",
+                                         daemon=True)
+                self._proc.start()
+                child.close()
+            return self._conn
+
+    def _feed(self) -> None:
+        while True:
+            name, args, stale, loop, future = self._jobs.get()
+            if future.cancelled():
+                continue
+            if stale():
+                reply = ("stale", None)
+            else:
+                try:
+                    conn = self._start()
+                    conn.send((name, args))
+                    reply = conn.recv()
+                except (EOFError, OSError) as exc:  # killed by stop(), or crashed: the next job starts anew
+                    reply = ("error", f"the analysis process ended ({type(exc).__name__})")
+                except Exception as exc:  # noqa: BLE001 -- this thread must outlive any one job
+                    self.stop()  # the pipe may hold half an exchange: start afresh
+                    reply = ("error", f"{type(exc).__name__}: {exc}")
+            try:
+                loop.call_soon_threadsafe(_settle, future, reply)
+            except RuntimeError:  # the event loop is closed: the server is exiting
+                return
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._proc is not None and self._proc.is_alive():
+                self._proc.kill()
+            self._proc = None
+
+
+def _settle(future, reply) -> None:
+    if not future.done():
+        future.set_result(reply)
+
+
+class _Protocol(LanguageServerProtocol):
+    """pygls's protocol, answering a request whose params do not deserialize with a JSON-RPC
+    ``InvalidParams`` error (pygls logs it and sends nothing: the client would wait forever)."""
+
+    def structure_message(self, data):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "method" in data and data.get("id") is not None:
+                cause = exc.__cause__
+                detail = "; ".join(cattrs.transform_error(cause)) if isinstance(cause, cattrs.BaseValidationError) \
+                    else str(cause or exc)
+                error = type(exc)(message=f"{exc.message}: {data['method']}: {detail}")
+                self._send_response(data["id"], None, error.to_response_error())
+            raise
+
+
+def make_server() -> LanguageServer:
+    server = LanguageServer("inplace-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full,
+                            protocol_cls=_Protocol)
+    # two processes: a code action (small, asked for now) does not wait behind another document's long
+    # analysis for its diagnostics
+    analyser, fixer = Analyser(), Analyser()
+    #: each open document's latest publish: a queued one for an older text is dropped
+    latest: Dict[str, object] = {}
+
+    async def publish(ls: LanguageServer, uri: str) -> None:
         document = ls.workspace.get_text_document(uri)
         path = document.path if uri.startswith("file:") else None
-        try:
-            diagnostics = diagnostics_for(document.source, path, uri)
-        except config.ConfigError as exc:
-            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
-                                                           message=f"inplace-lint: {exc}"))
-            diagnostics = diagnostics_for(document.source, None, uri)
+        version = document.version  # of the text analysed (the document object is updated in place)
+        token = latest[uri] = object()
+        reply = await analyser.call("diagnostics", document.source, path, uri, stale=lambda: latest.get(uri) is not token)
+        if reply[0] != "ok" or latest.get(uri) is not token:
+            if reply[0] == "error":
+                ls.window_log_message(types.LogMessageParams(type=types.MessageType.Error,
+                                                             message=f"inplace-lint: {reply[1]}"))
+            return
+        shown, diagnostics = reply[1]
+        if shown is not None:
+            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=shown))
         ls.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=diagnostics))
+            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: LanguageServer, params: types.DidOpenTextDocumentParams) -> None:
-        publish(ls, params.text_document.uri)
+    async def did_open(ls: LanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+        await publish(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: LanguageServer, params: types.DidChangeTextDocumentParams) -> None:
-        publish(ls, params.text_document.uri)
+    async def did_change(ls: LanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+        await publish(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(ls: LanguageServer, params: types.DidSaveTextDocumentParams) -> None:
-        _RESULTS.clear()  # a save is when users expect a fresh look (other files may have changed too)
-        publish(ls, params.text_document.uri)
+    async def did_save(ls: LanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+        for worker in (analyser, fixer):  # a save is when users expect a fresh look (other files may have changed)
+            worker.call("clear")
+        await publish(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: LanguageServer, params: types.DidCloseTextDocumentParams) -> None:
+        latest.pop(params.text_document.uri, None)  # a queued analysis of it is dropped
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix,
                                                                types.CodeActionKind.SourceFixAll]))
-    def code_action(ls: LanguageServer, params: types.CodeActionParams) -> List[types.CodeAction]:
-        try:
-            return quick_fixes(ls.workspace.get_text_document(params.text_document.uri), params)
-        except config.ConfigError:  # already shown when the diagnostics were published
+    async def code_action(ls: LanguageServer, params: types.CodeActionParams) -> List[types.CodeAction]:
+        if not any(d.source == SOURCE for d in params.context.diagnostics):
             return []
+        document = ls.workspace.get_text_document(params.text_document.uri)
+        reply = await fixer.call("actions", document.uri, document.source, params)
+        return reply[1] if reply[0] == "ok" else []
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: LanguageServer, params: types.InitializedParams) -> None:
+        for worker in (analyser, fixer):  # start both processes now, not at the first document
+            worker.call("clear")
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: LanguageServer, params: None) -> None:
+        for worker in (analyser, fixer):  # an analysis in progress is abandoned, not waited for
+            worker.stop()
 
     return server
 
 
 def serve() -> None:
-    from .. import pipeline
-
-    pipeline.keep_function_walks(True)  # an edit walks only the functions it changed
     make_server().start_io()

@@ -19,10 +19,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 import itertools
-import re
 from typing import Any, Dict, List, Sequence, Tuple
 
-_NEWLINE = re.compile(r"\r\n|\r|\n")
+from .. import textpos
+
 #: the scope fields a function's walk does not start from (shared containers, the node, the project)
 _NOT_STATE = frozenset({"sink", "func", "facts_cache", "ctx", "stmt_stack", "loop_stack"})
 
@@ -82,7 +82,7 @@ class Walk:
         self.cache = cache
         self.old = cache.entries
         cache.entries = {}
-        self.lines = _NEWLINE.split(source)
+        self.lines = textpos.split_lines(source)
         self.ctx = ctx
         cacheable = set()
         for node in tree.body:
@@ -98,7 +98,7 @@ class Walk:
             child.run_body(node.body)
             return child.summary(declared, static)
         first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-        text = "\n".join(self.lines[first - 1:node.end_lineno])
+        text = "".join(self.lines[first - 1:node.end_lineno])
         key = (child.qual, first, node.col_offset, node.end_lineno, node.end_col_offset, text, declared, static)
         state = _state(child)
         ctx = self.ctx

@@ -24,6 +24,7 @@ import re
 from dataclasses import replace
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+from .. import textpos
 from ..config import DEFAULT_SETTINGS, Settings
 from ..findings import Finding, Origin, Related
 from ..rules import PRIORITY, Write
@@ -49,39 +50,40 @@ ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 def find_root(path: str) -> pathlib.Path:
     """Nearest directory above ``path`` with pyproject.toml/setup.cfg/setup.py/.git; else the directory
     above the topmost package (``__init__.py``) holding it; else the file's own directory."""
-    start = pathlib.Path(path).resolve()
-    folder = start if start.is_dir() else start.parent
+    start = pathlib.Path(os.path.realpath(path))  # not Path.resolve: it raises on a symlink loop
+    folder = start if os.path.isdir(start) else start.parent
     return _root_of(folder)
 
 
 def is_loose(path: str) -> bool:
     """A file with no project marker above it and in no package: its project is the file alone
     (a script in ``/tmp`` must not pull in every file under ``/tmp``)."""
-    start = pathlib.Path(path).resolve()
-    folder = start if start.is_dir() else start.parent
+    start = pathlib.Path(os.path.realpath(path))  # not Path.resolve: it raises on a symlink loop
+    folder = start if os.path.isdir(start) else start.parent
     root = _root_of(folder)
-    return root == folder and not any((root / marker).exists() for marker in ROOT_MARKERS) \
-        and not (folder / "__init__.py").exists()
+    return root == folder and not any(os.path.exists(root / marker) for marker in ROOT_MARKERS) \
+        and not os.path.exists(folder / "__init__.py")
 
 
 @functools.lru_cache(maxsize=1024)
 def _root_of(folder: pathlib.Path) -> pathlib.Path:
+    # os.path.exists, not Path.exists: False, not PermissionError, in a folder we may not search
     for candidate in [folder, *folder.parents]:
-        if any((candidate / marker).exists() for marker in ROOT_MARKERS):
+        if any(os.path.exists(candidate / marker) for marker in ROOT_MARKERS):
             return candidate
     top = folder
-    while (top / "__init__.py").exists() and top.parent != top:
+    while os.path.exists(top / "__init__.py") and top.parent != top:
         top = top.parent
     return top
 
 
 def module_name(path: str) -> Tuple[str, bool]:
     """``pkg.sub.mod`` for ``.../pkg/sub/mod.py`` (packages are folders with ``__init__.py``)."""
-    p = pathlib.Path(path).resolve()
+    p = pathlib.Path(os.path.realpath(path))
     is_package = p.name == "__init__.py"
     parts = [] if is_package else [p.stem]
     folder = p.parent
-    while (folder / "__init__.py").exists() and folder.parent != folder:
+    while os.path.exists(folder / "__init__.py") and folder.parent != folder:
         parts.append(folder.name)
         folder = folder.parent
     return ".".join(reversed(parts)) or p.stem, is_package
@@ -139,7 +141,7 @@ _NOT_CALLED = re.compile(r"\b([A-Za-z_]\w*)\b(?!\s*\()")
 def value_refs_in_text(source: str, tree: ast.Module) -> str:
     """:func:`value_refs` from the source text: every identifier not directly followed by ``(``, outside
     the module's top-level imports (an import names a function without using it)."""
-    lines = source.splitlines()
+    lines = [text.rstrip("\r\n") for text in textpos.split_lines(source)]
     top = list(tree.body)
     for node in tree.body:
         if isinstance(node, ast.If):

@@ -676,14 +676,14 @@ def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = "
     import io
     import tokenize
 
+    from ..adapters.files import read_bytes
     from ..pipeline import decode_problem
 
     result = FixResult(path)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        result.error = f"cannot read: {exc}"
+        raw = read_bytes(path)  # a FIFO or device is refused, never read
+    except OSError as exc:  # the words check uses for it (IPV000 cannot read: ...)
+        result.error = f"cannot read: {exc.strerror or exc}"
         return result
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
