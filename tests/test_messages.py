@@ -94,8 +94,9 @@ def test_a_helper_reached_through_another_is_named_once():
     )
     [f] = analyze_source(source)
     assert (f.code, f.line, f.col) == ("IPV001", 11, 4)
+    # the caller's remedy follows: nothing reads `out` after the call, so a clone hides nothing
     assert f.message == ("`copy_` in `fill()` (line 2) writes in place to `out.logits.squeeze(0)`, "
-                         "a view of model output `out.logits`")
+                         "a view of model output `out.logits`; at this call: pass `out.logits.squeeze(0).clone()`")
 
 
 def test_a_parameter_guess_gives_way_to_what_the_callers_pass():
@@ -139,4 +140,6 @@ def test_a_helper_writing_two_parameters_at_one_line_names_the_same_argument_in_
                              text=True, check=True).stdout
         seen.add(out.strip())
     assert seen == {repr(["`index_copy_` in `zero()` (line 4) writes in place to `key_cache`, one output of "
-                          "`.split(4, dim=-1)` of `kv`"])}
+                          "`.split(4, dim=-1)` of `kv`; at this call: clone `key_cache` before the call "
+                          "(`key_cache = key_cache.clone()`), though `kv` is a parameter: the caller would no "
+                          "longer see the change to `kv`"])}

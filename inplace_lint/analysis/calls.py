@@ -13,6 +13,7 @@ override of it in an in-project subclass: each target is applied and recorded
 from __future__ import annotations
 
 import ast
+import os
 from typing import Dict, List, Optional, Tuple
 
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
@@ -20,6 +21,7 @@ from . import model_outputs, ops
 from .astutil import call_text, dotted_name, is_false, is_str_constant, is_true, kw, last_name, short
 from .expressions import cut_tracking, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, is_torch, qualify, qualify_dotted
+from .reporting import HelperWrite
 from .statements import EMPTY, cap, origin_key
 from .summaries import CallSite, function_of, no_grad_value, param_index, with_steps
 
@@ -408,6 +410,33 @@ class CallsMixin:
             out = cap(out | self.project_call(node, callee, args, kwargs))
         return out
 
+    def where(self, path: str, line: int) -> str:
+        """``line 5`` in this file, ``pkg/helpers.py:5`` (relative to the project root) in another."""
+        if path == self.ctx.path:
+            return f"line {line}"
+        root = self.ctx.project.root
+        if root is not None:
+            try:
+                path = os.path.relpath(path, root)
+            except ValueError:
+                pass
+        return f"{path}:{line}"
+
+    def out_of_place_twin(self, qual: str, params: Tuple[str, ...], index: int) -> Optional[str]:
+        """The out-of-place twin of the in-place helper ``qual`` (``scale_`` -> ``scale``): a function of
+        the same module or class, with the same parameters, whose summary writes none of them."""
+        head, _, name = qual.rpartition(".")
+        if not name.endswith("_") or name.endswith("__") or len(name) < 2:
+            return None
+        twin = f"{head}.{name[:-1]}"
+        found = self.ctx.params_of(twin)
+        if found is None or tuple(found[0]) != tuple(params):
+            return None
+        summary = self.ctx.summary(twin)
+        if summary is not None and summary.writes:
+            return None
+        return name[:-1]
+
     def project_call(self, node: ast.Call, callee: Tuple[str, int], args: List[frozenset],
                      kwargs: Dict[str, frozenset]) -> frozenset:
         qual, bound = callee
@@ -429,17 +458,23 @@ class CallsMixin:
         unread = set()
         if summary is not None:
             for w in summary.writes:
-                if w.kept or w.index not in binding or any(g not in binding for g in w.guard):
+                if w.index not in binding or any(g not in binding for g in w.guard):
                     continue
+                if w.kept and w.path == ctx.path:
+                    # the helper's own business: reported at its write, in this file, naming this call
+                    continue
+                # a mutating helper's write (it does not use the tensor afterwards), or a write the helper
+                # keeps using in another file: reported here too, so that this file shows it
                 origins, arg_node = binding[w.index]
-                helper = w.via or (short_name, ctx.path, w.line)
-                op = w.op if w.via else f"{w.op} in `{helper[0]}()` (line {helper[2]})"  # via: named already
+                helper = w.via or (short_name, w.path, w.line, w.col)
+                op = w.op if w.via else f"{w.op} in `{short_name}()` ({self.where(w.path, w.line)})"
                 # a guessed output object (a parameter named `output`) is only read for its tensor fields
                 real = [with_steps(o, w.steps) for o in origins
                         if param_index(o) is None and not model_outputs.is_guessed_object(o)]
                 if real:
+                    twin = self.out_of_place_twin(qual, params, w.index) if not w.via else None
                     self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
-                                write_no_grad=w.no_grad)
+                                write_no_grad=w.no_grad, helper=HelperWrite(helper[0], *helper[1:4], twin, w.kept))
                 for o in sorted(origins, key=origin_key) if len(origins) > 1 else origins:  # a fixed order
                     i = param_index(o)
                     if i is not None:

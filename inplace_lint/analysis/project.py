@@ -31,7 +31,7 @@ from . import model_outputs
 from .astutil import dotted_name
 from .names import import_bindings
 from .reporting import match
-from .summaries import CallSite, FileResult, FunctionSummary, ModuleIndex, param_index, with_steps
+from .summaries import CallSite, FileResult, FunctionSummary, ModuleIndex, located, located_steps, param_index, with_steps
 
 _MAX_ROUNDS = 3
 #: a dependency on a function the walk looked for in an in-project module and did not find
@@ -626,10 +626,10 @@ class Project:
                     if k is None:
                         if model_outputs.is_guessed_object(o):
                             continue
-                        new = [(o, here)]
+                        new = [(located(o, site.path), here)]  # its lines are in the caller's file
                     else:
                         from_params.append((o, k))
-                        new = [(with_steps(o2, o.steps), here or before)
+                        new = [(with_steps(o2, located_steps(o.steps, site.path)), here or before)
                                for o2, (_, before) in incoming.get((site.caller, k), {}).items()]
                     for n, flag in new:
                         if n not in slot and len(slot) < _MAX_INCOMING:
@@ -640,7 +640,7 @@ class Project:
             changed = False
             for site, slot, here, from_params in derived:
                 for o, k in from_params:
-                    new = [(with_steps(o2, o.steps), here or before)
+                    new = [(with_steps(o2, located_steps(o.steps, site.path)), here or before)
                            for o2, (_, before) in incoming.get((site.caller, k), {}).items()]
                     for n, flag in new:
                         if n not in slot and len(slot) < _MAX_INCOMING:
@@ -788,7 +788,9 @@ class Project:
         message = f"{rule.message(write, shown)}, passed by the call at {where}"
         related = (Related(f"call site passing {shown.root.value} `{shown.root_text}`", site.line, site.col,
                            None if site.path == path else site.path),)
-        related += tuple(replace(r, path=None if site.path == path else site.path) for r in shown.related())
+        # each location in its own file: the origin's root and steps name theirs (the caller's, a
+        # caller's caller's, the write's own)
+        related += tuple(replace(r, path=None if r.path in (None, path) else r.path) for r in shown.related())
         fix = w.fix
         if w.fix_if_callers is not None:
             checked = self._callers_checked(calls_to, w.func, {w.index})
