@@ -28,6 +28,47 @@ from .summaries import CallSite, function_of, no_grad_value, param_index, with_s
 _DTYPE_CASTS = frozenset({"float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char"})
 
 
+_DROPOUTS = ("dropout", "alpha_dropout", "feature_alpha_dropout")
+
+
+def _dropout_condition(node: ast.Call, name: str) -> Tuple[bool, Optional[str]]:
+    """Whether ``F.<name>(x, p, training, inplace=True)`` may write at all, and the run-time condition
+    under which it does, when the call leaves one: dropout writes only in training mode with ``p``
+    above 0 (``p=0`` or ``training=False`` return the input untouched; docs/pytorch-facts.md#dropout).
+    ``training`` defaults to True for ``dropout``/``dropout1d``/..., to False for the alpha dropouts."""
+    position = ops.INPLACE_POSITION.get(name, -1)
+    training = kw(node, "training")
+    if training is None and len(node.args) > position - 1 >= 1:
+        training = node.args[position - 1]
+    p = kw(node, "p")
+    if p is None and len(node.args) > position - 2 >= 1:
+        p = node.args[position - 2]
+    parts = []
+    if training is None:
+        if name.startswith(("alpha_dropout", "feature_alpha_dropout")):
+            return False, None
+    elif is_false(training):
+        return False, None
+    elif not is_true(training):
+        parts.append(f"`{short(training)}` is true")
+    if p is not None:
+        value = p.value if isinstance(p, ast.Constant) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if value == 0:
+                return False, None
+        else:
+            parts.append(f"the dropout probability `{short(p)}` is above 0")
+    return True, " and ".join(parts) or None
+
+
+def _module_condition(module: str, name: Optional[str]) -> Optional[str]:
+    """A dropout module built with ``inplace=True`` and applied through a name (``self.drop(x)``)
+    writes only while that module is in training mode (``model.eval()`` turns it off)."""
+    if name and "Dropout" in module.rpartition(".")[2]:
+        return f"`{name}` is in training mode"
+    return None
+
+
 def inplace_flag(node: ast.Call, name: str) -> bool:
     """``F.relu(x, inplace=True)`` or ``F.relu(x, True)`` (by the parameter's position)."""
     where = ops.inplace_argument(name, len(node.args), [k.arg for k in node.keywords])
@@ -92,7 +133,8 @@ class CallsMixin:
             recv = self.eval(func.value)
             inplace_module = self.inplace_modules.get(func_dotted or "")
             if inplace_module and node.args:
-                self.report(node, WriteKind.INPLACE_KWARG, f"`{inplace_module}(inplace=True)`", node.args[0], args[0])
+                self.report(node, WriteKind.INPLACE_KWARG, f"`{inplace_module}(inplace=True)`", node.args[0], args[0],
+                            condition=_module_condition(inplace_module, func_dotted))
                 return self._inplace_result(node, inplace_module, args[0])
             result = self.method_call(node, func.attr, func.value, recv)
             self.hand_callables_to_model(node, result)
@@ -115,7 +157,8 @@ class CallsMixin:
                 return self.eval_Attribute(attribute)
             module = self.inplace_modules.get(func.id)
             if module and node.args:
-                self.report(node, WriteKind.INPLACE_KWARG, f"`{module}(inplace=True)`", node.args[0], args[0])
+                self.report(node, WriteKind.INPLACE_KWARG, f"`{module}(inplace=True)`", node.args[0], args[0],
+                            condition=_module_condition(module, func.id))
                 return self._inplace_result(node, module, args[0])
             qual, imported = qualify(func, self.names, self.is_local_name)
             if imported and qual is not None:
@@ -169,14 +212,13 @@ class CallsMixin:
                         f"{'F' if functional else 'torch'}.{name}")
             return self._inplace_result(node, name, first_origins)
         if name in ops.INPLACE_KWARG_FUNCTIONS and inplace_flag(node, name):
-            position = ops.INPLACE_POSITION.get(name, -1)
-            training = kw(node, "training")
-            if training is None and name.startswith(("dropout", "alpha_dropout", "feature_alpha_dropout")) \
-                    and len(node.args) > position - 1 >= 0:
-                training = node.args[position - 1]
-            if name.startswith(("dropout", "alpha_dropout", "feature_alpha_dropout")) and is_false(training):
-                return first_origins  # F.dropout(training=False, inplace=True) writes nothing
-            self.report(node, WriteKind.INPLACE_KWARG, f"`{qual}(..., inplace=True)`", first, first_origins)
+            condition = None
+            if name.startswith(_DROPOUTS):
+                written, condition = _dropout_condition(node, name)
+                if not written:
+                    return first_origins  # F.dropout(training=False, inplace=True) or p=0 writes nothing
+            self.report(node, WriteKind.INPLACE_KWARG, f"`{qual}(..., inplace=True)`", first, first_origins,
+                        condition=condition)
             return self._inplace_result(node, name, first_origins)
         if name in ops.SAVES_OUTPUT and not inplace_flag(node, name):
             if no_grad_value(first_origins):
@@ -474,12 +516,13 @@ class CallsMixin:
                 if real:
                     twin = self.out_of_place_twin(qual, params, w.index) if not w.via else None
                     self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
-                                write_no_grad=w.no_grad, helper=HelperWrite(helper[0], *helper[1:4], twin, w.kept))
+                                write_no_grad=w.no_grad, helper=HelperWrite(helper[0], *helper[1:4], twin, w.kept),
+                                condition=w.condition)
                 for o in sorted(origins, key=origin_key) if len(origins) > 1 else origins:  # a fixed order
                     i = param_index(o)
                     if i is not None:
                         self.record_param_write(node, w.kind, op, arg_node, with_steps(o, w.steps), i, helper,
-                                                w.op_name, w.no_grad)
+                                                w.op_name, w.no_grad, w.condition)
             for i in summary.observed:
                 if i in binding and self.is_unread_after(binding[i][1], node):
                     unread.add(i)

@@ -773,7 +773,7 @@ class Project:
             if w.guard and site.bound is not None and any(g not in site.bound for g in w.guard):
                 continue  # the call leaves a parameter at the default that skips the write
             no_grad = w.no_grad or chain_no_grad or self._grad_off(grad_off, w.func)
-            write = Write(w.op, w.op_name, w.kind, w.target, w.point_index)
+            write = Write(w.op, w.op_name, w.kind, w.target, w.point_index, w.condition)
             rule, shown = match([with_steps(origin, w.steps)], write, no_grad, self.settings.report_in_no_grad)
             if rule is None:
                 continue
@@ -784,7 +784,7 @@ class Project:
             return None
         _, rule, shown, site = best
         where = self._where(site, path)
-        write = Write(w.op, w.op_name, w.kind, w.target, w.point_index)
+        write = Write(w.op, w.op_name, w.kind, w.target, w.point_index, w.condition)
         message = f"{rule.message(write, shown)}, passed by the call at {where}"
         related = (Related(f"call site passing {shown.root.value} `{shown.root_text}`", site.line, site.col,
                            None if site.path == path else site.path),)

@@ -59,11 +59,13 @@ def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_g
 
 class ReportingMixin:
     def report(self, node: ast.AST, kind: WriteKind, op: str, target: ast.expr, origins, op_name: Optional[str] = None,
-               no_fix: bool = False, write_no_grad: bool = False, helper: Optional["HelperWrite"] = None) -> None:
+               no_fix: bool = False, write_no_grad: bool = False, helper: Optional["HelperWrite"] = None,
+               condition: Optional[str] = None) -> None:
         """Report the write at ``node`` if ``target``'s origins match a rule; ``op_name`` is the in-place
         method it amounts to (``div_`` for ``x.div_(t)`` and ``x /= t``), for fix planning. ``helper``:
         ``node`` is a call whose callee writes ``target`` (its argument) there: the finding is reported at
-        the call, its first related location is the write, and its message says what the caller can do."""
+        the call, its first related location is the write, and its message says what the caller can do.
+        ``condition``: the run-time condition under which the write happens (:attr:`rules.Write.condition`)."""
         write_no_grad = write_no_grad or self.eval_branch
         real = []
         placeholders = []
@@ -78,10 +80,10 @@ class ReportingMixin:
             # and so which argument a call reports, are the same in every run
             placeholders.sort(key=lambda p: (p[0], origin_key(p[1])))
         for index, o in placeholders:
-            self.record_param_write(node, kind, op, target, o, index, None, op_name, write_no_grad)
+            self.record_param_write(node, kind, op, target, o, index, None, op_name, write_no_grad, condition)
         if not real:
             return
-        write = Write(op, op_name, kind, short(target), point_index(node, kind))
+        write = Write(op, op_name, kind, short(target), point_index(node, kind), condition)
         rule, origin = match(real, write, self.no_grad or write_no_grad, self.settings.report_in_no_grad)
         if rule is None:
             return
@@ -151,7 +153,7 @@ class ReportingMixin:
 
     def record_param_write(self, node: ast.AST, kind: WriteKind, op: str, target: ast.expr, origin: Origin, index: int,
                            via: Optional[Tuple[str, str, int, int]], op_name: Optional[str] = None,
-                           write_no_grad: bool = False) -> None:
+                           write_no_grad: bool = False, condition: Optional[str] = None) -> None:
         if any(w.line == node.lineno and w.col == node.col_offset and w.index == index for w in self.param_writes):
             return
         fix = alt = None
@@ -167,7 +169,8 @@ class ReportingMixin:
             self.qual, index, self.ctx.path, node.lineno, node.col_offset, node.end_lineno or node.lineno,
             node.end_col_offset or node.col_offset, op, kind, origin.steps, short(target), self.no_grad or write_no_grad,
             kept=via is None and self.read_after(target, node), via=via, op_name=op_name,
-            point_index=point_index(node, kind), guard=self.default_guard(), fix=fix, fix_if_callers=alt))
+            point_index=point_index(node, kind), guard=self.default_guard(), fix=fix, fix_if_callers=alt,
+            condition=condition))
 
     def default_guard(self) -> tuple:
         """Parameters whose default skips the statement being walked: ``if t != 1.0:`` (``t=1.0``),

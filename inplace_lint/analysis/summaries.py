@@ -105,6 +105,8 @@ class ParamWrite:
     #: parameters whose default value skips the write (``if temperature != 1.0: logits.div_(temperature)``
     #: with ``temperature=1.0``): a call that does not pass them never reaches it
     guard: Tuple[int, ...] = ()
+    #: the run-time condition under which the write happens (:attr:`inplace_lint.rules.Write.condition`)
+    condition: Optional[str] = None
     fix: Optional[Fix] = field(default=None, compare=False)
     #: the fix when every caller is checked (see ``CallSite.unread``)
     fix_if_callers: Optional[Fix] = field(default=None, compare=False)
@@ -158,7 +160,7 @@ class FunctionSummary:
         if not self.returns and not self.writes and not self.observed:
             return ""
         parts = sorted(repr(o) for o in self.returns)
-        parts += sorted(repr((w.index, w.line, w.col, w.kind.value, w.steps, w.kept, w.op, w.no_grad))
+        parts += sorted(repr((w.index, w.line, w.col, w.kind.value, w.steps, w.kept, w.op, w.no_grad, w.condition))
                         for w in self.writes)
         parts.append(repr(sorted(self.observed)))
         return hashlib.sha1("\n".join(parts).encode()).hexdigest()
