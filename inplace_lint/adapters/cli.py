@@ -27,7 +27,7 @@ from ..pipeline import CheckJob, FileResult, check_source, decode_problem
 from .files import decode, iter_python_files
 from .reporters import FORMATS, PROJECT_URL, register_source, summary, write_statistics
 from ..rules import RULES
-from .parallel import run_files
+from .parallel import run_files, showing_progress
 
 ISSUES_URL = PROJECT_URL + "/issues"
 #: ``-`` among the paths: read the source from stdin
@@ -141,8 +141,9 @@ def _common(args: argparse.Namespace) -> Options:
 
 
 def _prepare(files: List[str], opts: Options, args: argparse.Namespace) -> None:
-    """With worker processes, build the project summaries once here (the workers read the cache)."""
-    if args.jobs != 1 and len(files) > 1:
+    """Build the project summaries here, before any file is checked: the worker processes read them (with
+    ``-j 1`` the check runs here too; building first puts the build before the checks on the progress bar)."""
+    if len(files) > 1:
         from ..pipeline import prepare_projects
 
         prepare_projects(files, opts.settings, args.jobs)
@@ -453,7 +454,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        code = args.func(args)
+        # every stage of a check or fix on one bar, from finding the files to the last file checked
+        with showing_progress(args.func in (cmd_check, cmd_fix) and _progress(args)):
+            code = args.func(args)
         if not sys.stdout.closed:  # the language server closes it on exit
             sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
         return code

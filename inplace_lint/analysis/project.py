@@ -24,6 +24,7 @@ import re
 from dataclasses import replace
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+from .. import progress
 from ..config import DEFAULT_SETTINGS, Settings
 from ..findings import Finding, Origin, Related
 from ..rules import PRIORITY, Write
@@ -527,9 +528,12 @@ class Project:
         if not pending:
             return  # results read from a consistent cache: nothing changed, nothing is stale
         pending = [p for p in self._ordered() if p in set(pending)]
-        for _ in range(_MAX_ROUNDS):
-            for path in pending:
-                self.walk(path)
+        for round_ in range(_MAX_ROUNDS):
+            # the first round walks every file; each later one, the files that read a summary made since
+            with progress.stage("walking files" if round_ == 0 else f"fixpoint (walking again, round {round_})",
+                                len(pending)):
+                for path in progress.counted(pending):
+                    self.walk(path)
             if not follow:
                 break
             pending = [p for p in self._ordered() if self.stale(self.results[p])]
@@ -552,6 +556,10 @@ class Project:
         """Grad-off functions, parameter origins and caller checks (cached until the project changes)."""
         if self._final is not None:
             return self._final
+        with progress.stage("project pass (across calls)", None, unit="call site"):
+            return self._finalize()
+
+    def _finalize(self):
         calls_to: Dict[str, List[CallSite]] = {}
         all_sites: List[CallSite] = []
         for result in self.results.values():
@@ -616,7 +624,7 @@ class Project:
         #: the arguments made from the caller's own parameters: after the first round, only they can
         #: bring anything new (an origin made in the caller is added in the first round, or its slot is full)
         derived: List[Tuple[CallSite, Dict[Origin, Tuple[CallSite, bool]], bool, List[Tuple[Origin, int]]]] = []
-        for site in all_sites:
+        for site in progress.counted(all_sites):
             here = site.no_grad or off(site.caller)
             for index, origins in site.args:
                 slot = incoming.setdefault((site.callee, index), {})
