@@ -163,6 +163,19 @@ class Related:
     line: int
     col: int = 0
     path: Optional[str] = None
+    #: ``HELPER_WRITE``: the finding is at a call and stands for this write inside the called helper
+    #: (fixing that write, where it is reported too, fixes the call's finding as well)
+    role: Optional[str] = None
+
+
+#: :attr:`Related.role` of the write a finding at a call stands for
+HELPER_WRITE = "helper-write"
+
+
+def helper_write(finding: "Finding") -> Optional[Related]:
+    """The write inside a helper that ``finding`` (at the call) stands for, if it is such a finding."""
+    first = finding.related[0] if finding.related else None
+    return first if first is not None and first.role == HELPER_WRITE else None
 
 
 @dataclass(frozen=True)

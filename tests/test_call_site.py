@@ -97,6 +97,22 @@ def test_the_out_of_place_twin_is_offered(two_files, capsys):
         "returns or ") + "\n"
 
 
+def test_fixing_the_helper_in_the_same_run_fixes_the_call(two_files, capsys):
+    """`fix` rewrites writes, not calls: the call's finding stands for the helper's write, so it remains
+    when the write is not fixed, and goes with it when this run fixes the write."""
+    pipeline._PROJECTS.clear()
+    assert main(["fix", "-j", "1", "pkg"]) == 1  # the helper's fix is unsafe: nothing applied
+    out = capsys.readouterr().out
+    assert out.splitlines() == [AT_CALL + " [no automatic fix]",
+                                AT_WRITE.replace(" [fix: unsafe]", " [unsafe fix not applied: `logits` is a parameter: "
+                                                 "the caller would no longer see the change; use --unsafe-fixes]")]
+    pipeline._PROJECTS.clear()
+    assert main(["fix", "-j", "1", "--unsafe-fixes", "pkg"]) == 0
+    assert capsys.readouterr().out == ""
+    assert "logits = out_of_place(logits, \"div_\", temperature)" in (two_files / "pkg" / "helpers.py").read_text()
+    assert _check(capsys, "--no-cache", "pkg") == (0, "")
+
+
 def _flake8(work):
     proc = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=IPV", "pkg/actor.py"],
                           cwd=work, capture_output=True, text=True)

@@ -297,6 +297,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
     _prepare(files, opts, args)
     outcomes = run_files(files, job, args.jobs, progress=_progress(args))
     results = [o.value for o in outcomes if o.value is not None]
+    _drop_fixed_through_helpers(results)
     changed = [r for r in results if r.new_source is not None]
     for r in results:
         if r.error:
@@ -326,6 +327,26 @@ def cmd_fix(args: argparse.Namespace) -> int:
     if remaining or errors or crashes or (args.diff and changed):
         return 1
     return 0
+
+
+def _drop_fixed_through_helpers(results) -> None:
+    """A finding at a call stands for a write inside the called helper, also reported (with its own fix)
+    at the write: when this run fixed that write, the call's finding is gone too, not remaining."""
+    from ..findings import helper_write
+
+    def key(path: str, line: int, col: int):
+        return os.path.realpath(path), line, col
+
+    fixed = {key(r.path, f.line, f.col) for r in results for f in r.applied}
+    if not fixed:
+        return
+    for r in results:
+        def gone(f) -> bool:
+            write = helper_write(f)
+            return write is not None and key(write.path or r.path, write.line, write.col) in fixed
+
+        r.unsafe_skipped = [f for f in r.unsafe_skipped if not gone(f)]
+        r.unfixed = [f for f in r.unfixed if not gone(f)]
 
 
 def cmd_rule(args: argparse.Namespace) -> int:
@@ -455,7 +476,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         # every stage of a check or fix on one bar, from finding the files to the last file checked
-        with showing_progress(args.func in (cmd_check, cmd_fix) and _progress(args)):
+        # (not while a source is read from stdin: the bar would sit on the terminal while it is typed)
+        with showing_progress(args.func in (cmd_check, cmd_fix) and _progress(args)
+                              and STDIN not in getattr(args, "paths", ())):
             code = args.func(args)
         if not sys.stdout.closed:  # the language server closes it on exit
             sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit

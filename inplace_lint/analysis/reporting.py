@@ -6,7 +6,7 @@ import ast
 from dataclasses import replace
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
-from ..findings import Finding, Origin, Related, RootKind, WriteKind
+from ..findings import HELPER_WRITE, Finding, Origin, Related, RootKind, WriteKind
 from ..rules import PRIORITY, Write
 from . import fixplan, model_outputs
 from .astutil import short
@@ -108,7 +108,7 @@ class ReportingMixin:
         message = rule.message(write, origin)
         if helper is not None:
             related = (Related(f"the write in `{helper.name}()`", helper.line, helper.col,
-                               None if helper.path == here else helper.path),) + related
+                               None if helper.path == here else helper.path, role=HELPER_WRITE),) + related
             remedy = self.plan_call_remedy(node, target, real, helper.twin, helper.kept)
             if remedy:
                 message = f"{message}; at this call: {remedy}"
