@@ -273,3 +273,25 @@ async def test_the_language_server_reports_the_call_in_the_open_buffer(client: L
     assert (write.location.uri, write.location.range.start.line, write.location.range.start.character,
             write.message) == ((work / "pkg" / "helpers.py").as_uri(), 5, 4, "the write in `scale_by_temperature_()`")
     assert [(r.location.uri, r.location.range.start.line) for r in d.related_information[1:]] == [(uri, 5), (uri, 5)]
+
+
+@pytest.mark.asyncio
+async def test_the_language_server_names_the_file_of_each_related_location(client: LanguageClient, tmp_path):
+    work = tmp_path / "proj"
+    (work / "gen").mkdir(parents=True)
+    (work / "pyproject.toml").write_text('[project]\nname = "proj"\n')
+    (work / "gen" / "__init__.py").write_text("")
+    (work / "gen" / "utils.py").write_text(UTILS)
+    dia = work / "gen" / "dia.py"
+    dia.write_text(DIA)
+    uri = dia.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=DIA)))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    [d] = client.diagnostics[uri]
+    assert (d.code, d.range.start.line) == ("IPV001", 8)
+    assert [(r.location.uri, r.location.range.start.line, r.message) for r in d.related_information] == [
+        (uri, 5, "call site passing model output `out.logits`"),
+        ((work / "gen" / "utils.py").as_uri(), 3, "model output `out.logits`"),
+        (uri, 5, "view `.squeeze(0)`"),
+    ]
