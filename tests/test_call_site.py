@@ -295,3 +295,18 @@ async def test_the_language_server_names_the_file_of_each_related_location(clien
         ((work / "gen" / "utils.py").as_uri(), 3, "model output `out.logits`"),
         (uri, 5, "view `.squeeze(0)`"),
     ]
+
+
+def test_a_chain_through_the_helpers_module_is_reported_at_the_call_that_made_the_origin(two_files, capsys):
+    """actor.py -> helpers.prepare -> helpers.scale_by_temperature_ (which keeps what it wrote): the
+    write is reported in helpers.py, and the call in actor.py that passes the model output shows it too."""
+    (two_files / "pkg" / "helpers.py").write_text(HELPERS + "\n\ndef prepare(logits, t):\n"
+                                                  "    return scale_by_temperature_(logits, t)\n")
+    (two_files / "pkg" / "actor.py").write_text(ACTOR.replace("scale_by_temperature_", "prepare"))
+    assert _check(capsys, "--no-cache", "pkg/actor.py") == (1, (
+        "pkg/actor.py:7:5: IPV001 `div_` in `scale_by_temperature_()` (pkg/helpers.py:6) writes in place to "
+        "`logits_rmpad`, a view of model output `output.logits`; at this call: clone `logits_rmpad` before the "
+        "call (`logits_rmpad = logits_rmpad.clone()`)\n"))
+    assert _check(capsys, "--no-cache", "pkg/helpers.py") == (1, (
+        "pkg/helpers.py:6:5: IPV001 `div_` writes in place to `logits`, a view of model output `output.logits`, "
+        "passed by the call at line 11 [fix: unsafe]\n"))

@@ -502,18 +502,20 @@ class CallsMixin:
             for w in summary.writes:
                 if w.index not in binding or any(g not in binding for g in w.guard):
                     continue
-                if w.kept and w.path == ctx.path:
-                    # the helper's own business: reported at its write, in this file, naming this call
-                    continue
                 # a mutating helper's write (it does not use the tensor afterwards), or a write the helper
-                # keeps using in another file: reported here too, so that this file shows it
+                # keeps using in another file: reported here too, so that this file shows it; a write the
+                # helper keeps using in this file is its own business, reported at the write naming this
+                # call, but what this function passes on of its own parameters still reaches it (a caller
+                # in another file reports it at its call)
+                at_write = w.kept and w.path == ctx.path
                 origins, arg_node = binding[w.index]
                 helper = w.via or (short_name, w.path, w.line, w.col)
-                op = w.op if w.via else f"{w.op} in `{short_name}()` ({self.where(w.path, w.line)})"
+                # named from here: `(line 5)` in this file, `(pkg/helpers.py:5)` in another
+                op = f"{w.op} in `{helper[0]}()` ({self.where(helper[1], helper[2])})"
                 # a guessed output object (a parameter named `output`) is only read for its tensor fields
                 real = [with_steps(o, w.steps) for o in origins
                         if param_index(o) is None and not model_outputs.is_guessed_object(o)]
-                if real:
+                if real and not at_write:
                     twin = self.out_of_place_twin(qual, params, w.index) if not w.via else None
                     self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
                                 write_no_grad=w.no_grad, helper=HelperWrite(helper[0], *helper[1:4], twin, w.kept),
@@ -521,7 +523,7 @@ class CallsMixin:
                 for o in sorted(origins, key=origin_key) if len(origins) > 1 else origins:  # a fixed order
                     i = param_index(o)
                     if i is not None:
-                        self.record_param_write(node, w.kind, op, arg_node, with_steps(o, w.steps), i, helper,
+                        self.record_param_write(node, w.kind, w.op, arg_node, with_steps(o, w.steps), i, helper,
                                                 w.op_name, w.no_grad, w.condition)
             for i in summary.observed:
                 if i in binding and self.is_unread_after(binding[i][1], node):
