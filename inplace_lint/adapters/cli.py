@@ -295,7 +295,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
             targets.add(target)
             files.append(path)
     _prepare(files, opts, args)
-    outcomes = run_files(files, job, args.jobs, progress=_progress(args))
+    outcomes = run_files(files, job, args.jobs, progress=_progress(args), stage="fixing")
     results = [o.value for o in outcomes if o.value is not None]
     _drop_fixed_through_helpers(results)
     changed = [r for r in results if r.new_source is not None]

@@ -55,16 +55,17 @@ def _guarded(worker: Callable[[str], T], path: str) -> Outcome[T]:
 
 
 def run_files(paths: Sequence[str], worker: Callable[[str], T], jobs: Optional[int] = None,
-              progress: bool = False) -> List[Outcome[T]]:
+              progress: bool = False, stage: str = "checking") -> List[Outcome[T]]:
     """``worker(path)`` for each path; ``jobs`` processes (default: all cores); a tqdm bar on stderr
-    when ``progress``. The result is sorted by path."""
+    when ``progress`` (the run's last stage, named ``stage``, when :func:`showing_progress` draws the
+    run). The result is sorted by path."""
     jobs = default_jobs() if jobs is None else jobs
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     paths = list(paths)
     jobs = min(jobs, len(paths)) or 1
     if progress and _progress.active() is not None:  # the run's bar (showing_progress): one stage of it
-        with _progress.stage("checking", len(paths)):
+        with _progress.stage(stage, len(paths)):
             outcomes = _run(paths, worker, jobs, _progress.advance)
         _progress.finish()  # the last stage: off the terminal before the findings are printed
         return outcomes
