@@ -26,7 +26,9 @@ AUG_OPS = {getattr(ast, name): symbol for name, symbol in ops.AST_AUGMENTED.item
 
 
 def origin_key(o: Origin):
-    return (o.root_line, o.root_text, len(o.steps), tuple(s.text for s in o.steps), o.root.value)
+    # the files last: two origins alike but for the file of a line sort the same in every process
+    return (o.root_line, o.root_text, len(o.steps), tuple(s.text for s in o.steps), o.root.value,
+            o.path or "", tuple(s.path or "" for s in o.steps))
 
 
 def cap(origins) -> frozenset:
