@@ -34,6 +34,9 @@ class Step:
     text: str
     line: int
     no_grad: bool = False  # made while grad mode was off
+    #: the file ``line`` is in; None for the file where the origin is used (a step taken in another file,
+    #: inside a callee or a caller, names its file: :func:`inplace_lint.analysis.summaries.located`)
+    path: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -49,10 +52,12 @@ class Origin:
     #: False when the root is a guess (``obj.chunk(2)`` on an untracked ``obj`` may be a TensorDict):
     #: then only writes that prove a tensor (``*_`` methods) are reported, not ``x[k] = v`` or ``x += v``
     certain_tensor: bool = True
+    #: the file ``root_line`` is in; None for the file where the origin is used (as ``Step.path``)
+    path: Optional[str] = None
 
     def extend(self, step: Step) -> "Origin":
         return Origin(self.root, self.root_text, self.root_line, self.steps[-7:] + (step,), self.root_no_grad,
-                      self.certain_tensor)
+                      self.certain_tensor, self.path)
 
     @property
     def is_container(self) -> bool:
@@ -69,10 +74,11 @@ class Origin:
         return any(s.kind is kind for s in self.steps)
 
     def related(self) -> Tuple["Related", ...]:
-        """The chain as locations: the root, then each view step (aliases left out)."""
+        """The chain as locations: the root, then each view step (aliases left out), each in its own file
+        (``path`` None: the file where the origin is used)."""
         root = f"{self.root.value} `{self.root_text}`" if self.root is not RootKind.TENSOR else f"`{self.root_text}`"
-        out = [Related(root, self.root_line)] if self.root_line else []
-        out += [Related(f"{s.kind.value} `{s.text}`", s.line) for s in self.steps
+        out = [Related(root, self.root_line, path=self.path)] if self.root_line else []
+        out += [Related(f"{s.kind.value} `{s.text}`", s.line, path=s.path) for s in self.steps
                 if s.kind is not StepKind.ALIAS and s.line]
         return tuple(out)
 
@@ -157,6 +163,19 @@ class Related:
     line: int
     col: int = 0
     path: Optional[str] = None
+    #: ``HELPER_WRITE``: the finding is at a call and stands for this write inside the called helper
+    #: (fixing that write, where it is reported too, fixes the call's finding as well)
+    role: Optional[str] = None
+
+
+#: :attr:`Related.role` of the write a finding at a call stands for
+HELPER_WRITE = "helper-write"
+
+
+def helper_write(finding: "Finding") -> Optional[Related]:
+    """The write inside a helper that ``finding`` (at the call) stands for, if it is such a finding."""
+    first = finding.related[0] if finding.related else None
+    return first if first is not None and first.role == HELPER_WRITE else None
 
 
 @dataclass(frozen=True)

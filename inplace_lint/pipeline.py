@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from . import config, textpos
+from . import config, progress, textpos
 from .adapters import noqa
 from .analysis import analyze
 from .config import Settings
@@ -396,32 +396,33 @@ def _load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = N
     deferred: List[Tuple[str, str, str]] = []
     fresh: Dict[str, tuple] = {}
     final = entries.pop(_FINAL, None)
-    for file in files:
-        try:
-            st = os.stat(file)
-        except OSError:
-            continue
-        entry = entries.get(file)
-        if entry is not None and entry[0] == st.st_mtime_ns and entry[1] == st.st_size:
-            project.add_result(entry[2])
-            fresh[file] = entry
-            continue
-        if not build:
-            final = None  # a file changed since the cache was written: the project pass is redone
-            continue
-        try:
-            source = read_source(file)
-        except (SyntaxError, UnicodeDecodeError, LookupError, OSError):
-            continue
-        digest = _digest(source)
-        if entry is not None and entry[2].digest == digest:
-            project.add_result(entry[2])
-            fresh[file] = (st.st_mtime_ns, st.st_size, entry[2])
-            continue
-        if jobs > 1:
-            deferred.append((file, source, digest))  # parsed by the workers (or below, when too few)
-        elif project.add_file(file, source=source, digest=digest) is None:
-            to_walk.append(file)
+    with progress.stage("reading files" if jobs > 1 else "reading and parsing files", len(files)):
+        for file in progress.counted(files):
+            try:
+                st = os.stat(file)
+            except OSError:
+                continue
+            entry = entries.get(file)
+            if entry is not None and entry[0] == st.st_mtime_ns and entry[1] == st.st_size:
+                project.add_result(entry[2])
+                fresh[file] = entry
+                continue
+            if not build:
+                final = None  # a file changed since the cache was written: the project pass is redone
+                continue
+            try:
+                source = read_source(file)
+            except (SyntaxError, UnicodeDecodeError, LookupError, OSError):
+                continue
+            digest = _digest(source)
+            if entry is not None and entry[2].digest == digest:
+                project.add_result(entry[2])
+                fresh[file] = (st.st_mtime_ns, st.st_size, entry[2])
+                continue
+            if jobs > 1:
+                deferred.append((file, source, digest))  # parsed by the workers (or below, when too few)
+            elif project.add_file(file, source=source, digest=digest) is None:
+                to_walk.append(file)
     built = False
     if deferred:
         from .analysis import parallel_build
@@ -431,8 +432,9 @@ def _load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = N
             to_walk = parallel_build.build_parallel(project, deferred, workers, order=files)
             built = True
         else:
-            to_walk = [f for f, source, digest in deferred
-                       if project.add_file(f, source=source, digest=digest) is None]
+            with progress.stage("parsing files", len(deferred)):
+                to_walk = [f for f, source, digest in progress.counted(deferred)
+                           if project.add_file(f, source=source, digest=digest) is None]
             parallel_build.keep_order(project, files)
     if build:
         if not built:
@@ -454,7 +456,9 @@ def _load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = N
         if not changed and final is not None:
             project._final = final  # the project pass over every file, as the last run left it
         elif cache_file is not None:
-            disk.save(cache_file, {**fresh, _FINAL: project.finalize()})
+            final = project.finalize()
+            with progress.stage("writing the cache", None):
+                disk.save(cache_file, {**fresh, _FINAL: final})
     elif final is not None:
         project._final = final
     import time
@@ -531,4 +535,8 @@ def prepare_projects(paths: Sequence[str], settings: Settings, jobs: Optional[in
             continue  # analysed alone, in its worker
         if root not in seen:
             seen.add(root)
-            load_project(path, settings, mode, jobs=jobs or os.cpu_count() or 1)
+            project = load_project(path, settings, mode, jobs=jobs or os.cpu_count() or 1)
+            if project is not None:
+                # the project pass too (cached with the project, as the cache holds it): the workers forked
+                # next inherit it instead of each computing it again (and it shows on the progress bar)
+                project.finalize()

@@ -35,8 +35,79 @@ def test_augmented_assignment_message():
 def test_expand_message_and_code():
     [f] = analyze_source("def f(t, n):\n    e = t.expand(n)\n    e.clamp_(min=1e-8)\n")
     assert f.code == "IPV004"
-    assert f.message == ("`clamp_` writes in place to `e`, an expanded view of `t`; its elements share memory, "
-                         "so this raises")
+    # the write raises only where the expand repeats an element (a batch of 1 trains fine): it says when
+    assert f.message == ("`clamp_` writes in place to `e`, an expanded view of `t`; raises when `.expand(n)` "
+                         "makes a size-1 dimension larger than 1 (its elements then share memory)")
+
+
+def test_expand_message_names_the_expand_that_repeats():
+    source = textwrap.dedent(
+        """        def dpo_loss(chosen_logps, ref_logps, batch_size):
+            ref = ref_logps.expand(batch_size, -1)
+            ref.sub_(chosen_logps)
+            return ref
+        """
+    )
+    [f] = analyze_source(source)
+    assert (f.code, f.line, f.col) == ("IPV004", 3, 4)
+    assert f.message == ("`sub_` writes in place to `ref`, an expanded view of `ref_logps`; raises when "
+                         "`.expand(batch_size, -1)` makes a size-1 dimension larger than 1 (its elements then "
+                         "share memory)")
+
+
+DROPOUT = textwrap.dedent(
+    """    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    class Attention(nn.Module):
+        def __init__(self, p):
+            super().__init__()
+            self.p = p
+            self.attn_drop = nn.Dropout(p, inplace=True)
+
+        def forward(self, q, k):
+            probs = (q @ k.transpose(-2, -1)).softmax(-1)
+            F.dropout(probs, self.p, self.training, inplace=True)
+            return probs
+
+        def forward_module(self, q, k):
+            probs = (q @ k.transpose(-2, -1)).softmax(-1)
+            self.attn_drop(probs)
+            return probs
+
+        def forward_always(self, q, k):
+            probs = (q @ k.transpose(-2, -1)).softmax(-1)
+            F.dropout(probs, p=0.1, inplace=True)
+            return probs
+
+        def forward_never(self, q, k):
+            probs = (q @ k.transpose(-2, -1)).softmax(-1)
+            F.dropout(probs, p=0.0, inplace=True)
+            F.dropout(probs, self.p, training=False, inplace=True)
+            F.alpha_dropout(probs, 0.1, inplace=True)
+            return probs
+    """
+)
+
+
+def test_dropout_on_a_saved_output_says_when_backward_raises():
+    found = analyze_source(DROPOUT)
+    assert [(f.code, f.line, f.col) for f in found] == [("IPV006", 13, 8), ("IPV006", 18, 8), ("IPV006", 23, 8)]
+    saved = "writes in place to `probs`, `(q @ k.transpose(-2, -1)).softmax(-1)`, whose output autograd saves for backward"
+    assert found[0].message == (f"`F.dropout(..., inplace=True)` {saved}; backward raises when `self.training` is "
+                                "true and the dropout probability `self.p` is above 0")
+    assert found[1].message == f"`nn.Dropout(inplace=True)` {saved}; backward raises when `self.attn_drop` is in training mode"
+    # p=0.1 with F.dropout's default training=True: it always writes, nothing to condition on
+    assert found[2].message == f"`F.dropout(..., inplace=True)` {saved}"
+
+
+def test_dropout_on_a_model_output_says_when_it_writes():
+    source = "import torch.nn.functional as F\ndef f(self, model, x):\n    F.dropout(model(x).logits, self.p, self.training, inplace=True)\n"
+    [f] = analyze_source(source)
+    assert (f.code, f.message) == ("IPV001", "`F.dropout(..., inplace=True)` writes in place to model output "
+                                   "`model(x).logits`, when `self.training` is true and the dropout probability "
+                                   "`self.p` is above 0")
 
 
 def test_settings_add_model_output_names_and_fields():
@@ -94,8 +165,9 @@ def test_a_helper_reached_through_another_is_named_once():
     )
     [f] = analyze_source(source)
     assert (f.code, f.line, f.col) == ("IPV001", 11, 4)
+    # the caller's remedy follows: nothing reads `out` after the call, so a clone hides nothing
     assert f.message == ("`copy_` in `fill()` (line 2) writes in place to `out.logits.squeeze(0)`, "
-                         "a view of model output `out.logits`")
+                         "a view of model output `out.logits`; at this call: pass `out.logits.squeeze(0).clone()`")
 
 
 def test_a_parameter_guess_gives_way_to_what_the_callers_pass():
@@ -139,4 +211,6 @@ def test_a_helper_writing_two_parameters_at_one_line_names_the_same_argument_in_
                              text=True, check=True).stdout
         seen.add(out.strip())
     assert seen == {repr(["`index_copy_` in `zero()` (line 4) writes in place to `key_cache`, one output of "
-                          "`.split(4, dim=-1)` of `kv`"])}
+                          "`.split(4, dim=-1)` of `kv`; at this call: clone `key_cache` before the call "
+                          "(`key_cache = key_cache.clone()`), though `kv` is a parameter: the caller would no "
+                          "longer see the change to `kv`"])}

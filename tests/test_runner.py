@@ -52,7 +52,7 @@ def test_progress_bar_only_on_a_tty(tmp_path, monkeypatch):
         monkeypatch.setattr("sys.stderr", stream)
         args = ["check", "-j", "1", str(tmp_path)] + (["-q"] if quiet else [])
         assert main(args) == 0
-        assert ("inplace-lint:   0%|          | 0/1 [" in stream.getvalue()) is shown, stream.getvalue()
+        assert ("inplace-lint: checking:   0%|          | 0/1 [" in stream.getvalue()) is shown, stream.getvalue()
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from ..pipeline import CheckJob, FileResult, check_source, decode_problem
 from .files import decode, iter_python_files, read_bytes
 from .reporters import FORMATS, register_source, summary, write_statistics
 from ..rules import RULES
-from .parallel import run_files
+from .parallel import run_files, showing_progress
 
 #: ``-`` among the paths: read the source from stdin
 STDIN = "-"
@@ -175,8 +175,9 @@ def _cli_per_file(values: Sequence[str], flag: str) -> config.PerFileIgnores:
 
 
 def _prepare(files: List[str], opts: Options, args: argparse.Namespace) -> None:
-    """With worker processes, build the project summaries once here (the workers read the cache)."""
-    if args.jobs != 1 and len(files) > 1:
+    """Build the project summaries here, before any file is checked: the worker processes read them (with
+    ``-j 1`` the check runs here too; building first puts the build before the checks on the progress bar)."""
+    if len(files) > 1:
         from ..pipeline import prepare_projects
 
         prepare_projects(files, opts.settings, args.jobs)
@@ -506,8 +507,10 @@ def _fix_files(args: argparse.Namespace, opts: Options, paths: List[str], write:
             targets.add(target)
             files.append(path)
     _prepare(files, opts, args)
-    outcomes = run_files(files, _fix_job(args, opts, write), args.jobs, progress=_progress(args))
-    return outcomes, [o.value for o in outcomes if o.value is not None]
+    outcomes = run_files(files, _fix_job(args, opts, write), args.jobs, progress=_progress(args), stage="fixing")
+    results = [o.value for o in outcomes if o.value is not None]
+    _drop_fixed_through_helpers(results)
+    return outcomes, results
 
 
 def _fix_report(args: argparse.Namespace, outcomes, results) -> int:
@@ -548,6 +551,26 @@ def _fix_report(args: argparse.Namespace, outcomes, results) -> int:
     if changed and getattr(args, "exit_non_zero_on_fix", False):
         return 1
     return 0
+
+
+def _drop_fixed_through_helpers(results) -> None:
+    """A finding at a call stands for a write inside the called helper, also reported (with its own fix)
+    at the write: when this run fixed that write, the call's finding is gone too, not remaining."""
+    from ..findings import helper_write
+
+    def key(path: str, line: int, col: int):
+        return os.path.realpath(path), line, col
+
+    fixed = {key(r.path, f.line, f.col) for r in results for f in r.applied}
+    if not fixed:
+        return
+    for r in results:
+        def gone(f) -> bool:
+            write = helper_write(f)
+            return write is not None and key(write.path or r.path, write.line, write.col) in fixed
+
+        r.unsafe_skipped = [f for f in r.unsafe_skipped if not gone(f)]
+        r.unfixed = [f for f in r.unfixed if not gone(f)]
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
@@ -811,7 +834,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # those bytes back, as ls does, where a strict UTF-8 stdout would raise UnicodeEncodeError
         sys.stdout.reconfigure(errors="surrogateescape")
     try:
-        code = args.func(args)
+        # every stage of a check or fix on one bar, from finding the files to the last file checked
+        # (not while a source is read from stdin: the bar would sit on the terminal while it is typed)
+        with showing_progress(args.func in (cmd_check, cmd_fix) and _progress(args)
+                              and STDIN not in getattr(args, "paths", ())):
+            code = args.func(args)
         if not sys.stdout.closed:  # the language server closes it on exit
             sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
         return code

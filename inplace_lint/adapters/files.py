@@ -58,7 +58,15 @@ def git_files(folder: str) -> Optional[List[str]]:
 
 
 def iter_python_files(paths: Sequence[str], exclude: Sequence[str], use_git: bool = True) -> Iterator[str]:
-    """Python files under ``paths``, each once, in the order of ``paths`` then sorted within a folder."""
+    """Python files under ``paths``, each once, in the order of ``paths`` then sorted within a folder
+    (counted on the progress bar, :mod:`inplace_lint.progress`, as they are found)."""
+    from .. import progress
+
+    with progress.stage("finding files"):
+        yield from progress.counted(_python_files(paths, exclude, use_git))
+
+
+def _python_files(paths: Sequence[str], exclude: Sequence[str], use_git: bool) -> Iterator[str]:
 
     def excluded(path: str) -> bool:
         name = os.path.basename(path)

@@ -185,7 +185,8 @@ def write_full(items: Sequence[Item], out: TextIO) -> None:
     for result, f in items:
         out.write(f"{result.path}:{f.line}:{f.col + 1}: {f.code} {f.message}{fix_note(f)}\n")
         for r in f.related:
-            out.write(f"  {related_path(result, r)}:{r.line}:{r.col + 1}: note: {r.message}\n")
+            where = result.path if r.path is None else relative_path(r.path)  # another file: as `sarif` names it
+            out.write(f"  {where}:{r.line}:{r.col + 1}: note: {r.message}\n")
 
 
 def write_json(items: Sequence[Item], out: TextIO) -> None:

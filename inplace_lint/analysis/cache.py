@@ -26,7 +26,7 @@ from .summaries import FileResult
 
 CACHE_DIR_NAME = ".inplace_lint_cache"
 #: bump when the pickled types change shape
-FORMAT = 5
+FORMAT = 6
 
 Entry = Tuple[int, int, FileResult]  # (mtime_ns, size, result)
 

@@ -13,6 +13,7 @@ override of it in an in-project subclass: each target is applied and recorded
 from __future__ import annotations
 
 import ast
+import os
 from typing import Dict, List, Optional, Tuple
 
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
@@ -20,10 +21,52 @@ from . import model_outputs, ops
 from .astutil import call_text, dotted_name, is_false, is_str_constant, is_true, kw, last_name, short
 from .expressions import cut_tracking, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, is_torch, qualify, qualify_dotted
+from .reporting import HelperWrite
 from .statements import EMPTY, cap, origin_key
 from .summaries import CallSite, function_of, no_grad_value, param_index, with_steps
 
 _DTYPE_CASTS = frozenset({"float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char"})
+
+
+_DROPOUTS = ("dropout", "alpha_dropout", "feature_alpha_dropout")
+
+
+def _dropout_condition(node: ast.Call, name: str) -> Tuple[bool, Optional[str]]:
+    """Whether ``F.<name>(x, p, training, inplace=True)`` may write at all, and the run-time condition
+    under which it does, when the call leaves one: dropout writes only in training mode with ``p``
+    above 0 (``p=0`` or ``training=False`` return the input untouched; docs/pytorch-facts.md#dropout).
+    ``training`` defaults to True for ``dropout``/``dropout1d``/..., to False for the alpha dropouts."""
+    position = ops.INPLACE_POSITION.get(name, -1)
+    training = kw(node, "training")
+    if training is None and len(node.args) > position - 1 >= 1:
+        training = node.args[position - 1]
+    p = kw(node, "p")
+    if p is None and len(node.args) > position - 2 >= 1:
+        p = node.args[position - 2]
+    parts = []
+    if training is None:
+        if name.startswith(("alpha_dropout", "feature_alpha_dropout")):
+            return False, None
+    elif is_false(training):
+        return False, None
+    elif not is_true(training):
+        parts.append(f"`{short(training)}` is true")
+    if p is not None:
+        value = p.value if isinstance(p, ast.Constant) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if value == 0:
+                return False, None
+        else:
+            parts.append(f"the dropout probability `{short(p)}` is above 0")
+    return True, " and ".join(parts) or None
+
+
+def _module_condition(module: str, name: Optional[str]) -> Optional[str]:
+    """A dropout module built with ``inplace=True`` and applied through a name (``self.drop(x)``)
+    writes only while that module is in training mode (``model.eval()`` turns it off)."""
+    if name and "Dropout" in module.rpartition(".")[2]:
+        return f"`{name}` is in training mode"
+    return None
 
 
 def inplace_flag(node: ast.Call, name: str) -> bool:
@@ -90,7 +133,8 @@ class CallsMixin:
             recv = self.eval(func.value)
             inplace_module = self.inplace_modules.get(func_dotted or "")
             if inplace_module and node.args:
-                self.report(node, WriteKind.INPLACE_KWARG, f"`{inplace_module}(inplace=True)`", node.args[0], args[0])
+                self.report(node, WriteKind.INPLACE_KWARG, f"`{inplace_module}(inplace=True)`", node.args[0], args[0],
+                            condition=_module_condition(inplace_module, func_dotted))
                 return self._inplace_result(node, inplace_module, args[0])
             result = self.method_call(node, func.attr, func.value, recv)
             self.hand_callables_to_model(node, result)
@@ -113,7 +157,8 @@ class CallsMixin:
                 return self.eval_Attribute(attribute)
             module = self.inplace_modules.get(func.id)
             if module and node.args:
-                self.report(node, WriteKind.INPLACE_KWARG, f"`{module}(inplace=True)`", node.args[0], args[0])
+                self.report(node, WriteKind.INPLACE_KWARG, f"`{module}(inplace=True)`", node.args[0], args[0],
+                            condition=_module_condition(module, func.id))
                 return self._inplace_result(node, module, args[0])
             qual, imported = qualify(func, self.names, self.is_local_name)
             if imported and qual is not None:
@@ -167,14 +212,13 @@ class CallsMixin:
                         f"{'F' if functional else 'torch'}.{name}")
             return self._inplace_result(node, name, first_origins)
         if name in ops.INPLACE_KWARG_FUNCTIONS and inplace_flag(node, name):
-            position = ops.INPLACE_POSITION.get(name, -1)
-            training = kw(node, "training")
-            if training is None and name.startswith(("dropout", "alpha_dropout", "feature_alpha_dropout")) \
-                    and len(node.args) > position - 1 >= 0:
-                training = node.args[position - 1]
-            if name.startswith(("dropout", "alpha_dropout", "feature_alpha_dropout")) and is_false(training):
-                return first_origins  # F.dropout(training=False, inplace=True) writes nothing
-            self.report(node, WriteKind.INPLACE_KWARG, f"`{qual}(..., inplace=True)`", first, first_origins)
+            condition = None
+            if name.startswith(_DROPOUTS):
+                written, condition = _dropout_condition(node, name)
+                if not written:
+                    return first_origins  # F.dropout(training=False, inplace=True) or p=0 writes nothing
+            self.report(node, WriteKind.INPLACE_KWARG, f"`{qual}(..., inplace=True)`", first, first_origins,
+                        condition=condition)
             return self._inplace_result(node, name, first_origins)
         if name in ops.SAVES_OUTPUT and not inplace_flag(node, name):
             if no_grad_value(first_origins):
@@ -408,6 +452,33 @@ class CallsMixin:
             out = cap(out | self.project_call(node, callee, args, kwargs))
         return out
 
+    def where(self, path: str, line: int) -> str:
+        """``line 5`` in this file, ``pkg/helpers.py:5`` (relative to the project root) in another."""
+        if path == self.ctx.path:
+            return f"line {line}"
+        root = self.ctx.project.root
+        if root is not None:
+            try:
+                path = os.path.relpath(path, root)
+            except ValueError:
+                pass
+        return f"{path}:{line}"
+
+    def out_of_place_twin(self, qual: str, params: Tuple[str, ...], index: int) -> Optional[str]:
+        """The out-of-place twin of the in-place helper ``qual`` (``scale_`` -> ``scale``): a function of
+        the same module or class, with the same parameters, whose summary writes none of them."""
+        head, _, name = qual.rpartition(".")
+        if not name.endswith("_") or name.endswith("__") or len(name) < 2:
+            return None
+        twin = f"{head}.{name[:-1]}"
+        found = self.ctx.params_of(twin)
+        if found is None or tuple(found[0]) != tuple(params):
+            return None
+        summary = self.ctx.summary(twin)
+        if summary is not None and summary.writes:
+            return None
+        return name[:-1]
+
     def project_call(self, node: ast.Call, callee: Tuple[str, int], args: List[frozenset],
                      kwargs: Dict[str, frozenset]) -> frozenset:
         qual, bound = callee
@@ -429,22 +500,31 @@ class CallsMixin:
         unread = set()
         if summary is not None:
             for w in summary.writes:
-                if w.kept or w.index not in binding or any(g not in binding for g in w.guard):
+                if w.index not in binding or any(g not in binding for g in w.guard):
                     continue
+                # a mutating helper's write (it does not use the tensor afterwards), or a write the helper
+                # keeps using in another file: reported here too, so that this file shows it; a write the
+                # helper keeps using in this file is its own business, reported at the write naming this
+                # call, but what this function passes on of its own parameters still reaches it (a caller
+                # in another file reports it at its call)
+                at_write = w.kept and w.path == ctx.path
                 origins, arg_node = binding[w.index]
-                helper = w.via or (short_name, ctx.path, w.line)
-                op = w.op if w.via else f"{w.op} in `{helper[0]}()` (line {helper[2]})"  # via: named already
+                helper = w.via or (short_name, w.path, w.line, w.col)
+                # named from here: `(line 5)` in this file, `(pkg/helpers.py:5)` in another
+                op = f"{w.op} in `{helper[0]}()` ({self.where(helper[1], helper[2])})"
                 # a guessed output object (a parameter named `output`) is only read for its tensor fields
                 real = [with_steps(o, w.steps) for o in origins
                         if param_index(o) is None and not model_outputs.is_guessed_object(o)]
-                if real:
+                if real and not at_write:
+                    twin = self.out_of_place_twin(qual, params, w.index) if not w.via else None
                     self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
-                                write_no_grad=w.no_grad)
+                                write_no_grad=w.no_grad, helper=HelperWrite(helper[0], *helper[1:4], twin, w.kept),
+                                condition=w.condition)
                 for o in sorted(origins, key=origin_key) if len(origins) > 1 else origins:  # a fixed order
                     i = param_index(o)
                     if i is not None:
-                        self.record_param_write(node, w.kind, op, arg_node, with_steps(o, w.steps), i, helper,
-                                                w.op_name, w.no_grad)
+                        self.record_param_write(node, w.kind, w.op, arg_node, with_steps(o, w.steps), i, helper,
+                                                w.op_name, w.no_grad, w.condition)
             for i in summary.observed:
                 if i in binding and self.is_unread_after(binding[i][1], node):
                     unread.add(i)

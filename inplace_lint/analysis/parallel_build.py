@@ -38,6 +38,7 @@ import time
 from concurrent.futures.process import BrokenProcessPool
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .. import progress
 from .project import _MAX_ROUNDS, Project, imported_files, module_name, post_order
 
 #: below this many files to walk the serial build is used (worker start-up, sending the indexes and
@@ -255,9 +256,14 @@ def build_parallel(project: Project, files: Sequence[Tuple[str, str, str]], jobs
     try:
         pools = [concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx, initializer=_start, initargs=(state,))
                  for _ in chunks]
-        indexed = [pool.submit(_index, [by_path[p] for p in chunk]) for pool, chunk in zip(pools, chunks)]
+        # each worker's files go in pieces (a one-process pool runs them in order, on the same worker
+        # state): the same work, reported on the progress bar as each piece comes back
+        with progress.stage(f"parsing files ({len(pools)} workers)", len(entries)):
+            indexed = [(pool.submit(_index, [by_path[p] for p in piece]), len(piece))
+                       for pool, chunk in zip(pools, chunks) for piece in _pieces(chunk)]
+            _as_they_come(indexed)
         stubs = {}
-        for future in indexed:
+        for future, _ in indexed:
             for path, error, stub in future.result():
                 if error is None:
                     stubs[path] = stub
@@ -272,47 +278,58 @@ def build_parallel(project: Project, files: Sequence[Tuple[str, str, str]], jobs
         new = set(added)
         indexes = dict(project.indexes)
         unsent: List[List[str]] = [[] for _ in pools]  # files whose summaries a worker has not seen
-        for wave in range(WAVES):
-            walks = []
-            for i, pool in enumerate(pools):
-                mine = [p for p in walk_order if p in new and chunk_of[p] == i and wave_of[p] == wave]
-                sent = {q: f for p in unsent[i] for q, f in project.results[p].functions.items()}
-                unsent[i] = []
-                walks.append(pool.submit(_walk, indexes, mine, sent) if mine or sent else None)
-            indexes = {}
-            walked = {}
-            for i, future in enumerate(walks):
-                for path, result, crash in future.result() if future is not None else ():
-                    walked[path] = (result, crash)
-                    for k in range(len(pools)):
-                        if k != i:
-                            unsent[k].append(path)
-            _merge(project, walk_order, walked)
+        with progress.stage(f"walking files ({len(pools)} workers)", len(new)):
+            for wave in range(WAVES):
+                walks = []
+                for i, pool in enumerate(pools):
+                    mine = [p for p in walk_order if p in new and chunk_of[p] == i and wave_of[p] == wave]
+                    sent = {q: f for p in unsent[i] for q, f in project.results[p].functions.items()}
+                    unsent[i] = []
+                    # the indexes and the new summaries go with the first piece; the worker keeps them
+                    pieces = _pieces(mine) or ([[]] if sent else [])
+                    walks.append([(pool.submit(_walk, indexes if k == 0 else {}, piece, sent if k == 0 else None),
+                                   len(piece)) for k, piece in enumerate(pieces)])
+                _as_they_come([w for pieces in walks for w in pieces])
+                indexes = {}
+                walked = {}
+                for i, pieces in enumerate(walks):
+                    for future, _ in pieces:
+                        for path, result, crash in future.result():
+                            walked[path] = (result, crash)
+                            for k in range(len(pools)):
+                                if k != i:
+                                    unsent[k].append(path)
+                _merge(project, walk_order, walked)
         clock.append(time.perf_counter())  # walked once
         keep_order(project, order)
-        for _ in range(_MAX_ROUNDS):
+        for round_ in range(1, _MAX_ROUNDS + 1):
             pending = [p for p in project._ordered() if project.stale(project.results[p])]
             if not pending:
                 break
             Stats.rounds += 1
             Stats.rewalked += len(pending)
             mine = [[p for p in pending if chunk_of.get(p) == i] for i in range(len(pools))]
-            if len(pending) < MIN_REWALK_IN_WORKERS:
+            with progress.stage(f"fixpoint (walking again, round {round_})", len(pending)):
+                if len(pending) < MIN_REWALK_IN_WORKERS:
+                    for path in progress.counted(pending):
+                        project.walk(path)
+                    continue
+                Stats.rewalked_in_workers += sum(map(len, mine))
+                # in the workers, which hold the trees; a file no worker parsed (from the cache) is walked here
+                sent = dict(project.summaries)
+                futures = [[(pool.submit(_rewalk, sent if k == 0 else {}, piece), len(piece))
+                            for k, piece in enumerate(_pieces(paths))] for pool, paths in zip(pools, mine) if paths]
                 for path in pending:
-                    project.walk(path)
-                continue
-            Stats.rewalked_in_workers += sum(map(len, mine))
-            # in the workers, which hold the trees; a file no worker parsed (from the cache) is walked here
-            sent = dict(project.summaries)
-            futures = [pool.submit(_rewalk, sent, paths) for pool, paths in zip(pools, mine) if paths]
-            for path in pending:
-                if path not in chunk_of:
-                    project.walk(path)
-            walked = {}
-            for future in futures:
-                for path, result, crash in future.result():
-                    walked[path] = (result, crash)
-            _merge(project, pending, walked)
+                    if path not in chunk_of:
+                        project.walk(path)
+                        progress.advance()
+                _as_they_come([f for pieces in futures for f in pieces])
+                walked = {}
+                for pieces in futures:
+                    for future, _ in pieces:
+                        for path, result, crash in future.result():
+                            walked[path] = (result, crash)
+                _merge(project, pending, walked)
         clock.append(time.perf_counter())  # fixpoint
         Stats.seconds = tuple(b - a for a, b in zip(clock, clock[1:]))
     except (OSError, BrokenProcessPool, pickle.PicklingError):
@@ -335,6 +352,22 @@ def build_parallel(project: Project, files: Sequence[Tuple[str, str, str]], jobs
     project.summaries.update(summaries)
     project._final = None
     return added
+
+
+#: files per piece of work sent to a worker: the progress bar moves as each piece comes back
+PIECE = 16
+
+
+def _pieces(items: Sequence[str]) -> List[List[str]]:
+    return [list(items[k:k + PIECE]) for k in range(0, len(items), PIECE)]
+
+
+def _as_they_come(futures: Sequence[Tuple[concurrent.futures.Future, int]]) -> None:
+    """Wait for every future, advancing the progress bar by each one's number of files as it completes
+    (the results are read afterwards, in a fixed order)."""
+    sizes = {future: n for future, n in futures}
+    for future in concurrent.futures.as_completed(sizes):
+        progress.advance(sizes[future])
 
 
 def _merge(project: Project, order: Sequence[str], walked: Dict[str, tuple]) -> None:

@@ -24,7 +24,7 @@ import re
 from dataclasses import replace
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from .. import textpos
+from .. import progress, textpos
 from ..config import DEFAULT_SETTINGS, Settings
 from ..findings import Finding, Origin, Related
 from ..rules import PRIORITY, Write
@@ -32,7 +32,7 @@ from . import model_outputs
 from .astutil import dotted_name
 from .names import import_bindings
 from .reporting import match
-from .summaries import CallSite, FileResult, FunctionSummary, ModuleIndex, param_index, with_steps
+from .summaries import CallSite, FileResult, FunctionSummary, ModuleIndex, located, located_steps, param_index, with_steps
 
 _MAX_ROUNDS = 3
 #: a dependency on a function the walk looked for in an in-project module and did not find
@@ -529,9 +529,12 @@ class Project:
         if not pending:
             return  # results read from a consistent cache: nothing changed, nothing is stale
         pending = [p for p in self._ordered() if p in set(pending)]
-        for _ in range(_MAX_ROUNDS):
-            for path in pending:
-                self.walk(path)
+        for round_ in range(_MAX_ROUNDS):
+            # the first round walks every file; each later one, the files that read a summary made since
+            with progress.stage("walking files" if round_ == 0 else f"fixpoint (walking again, round {round_})",
+                                len(pending)):
+                for path in progress.counted(pending):
+                    self.walk(path)
             if not follow:
                 break
             pending = [p for p in self._ordered() if self.stale(self.results[p])]
@@ -554,6 +557,10 @@ class Project:
         """Grad-off functions, parameter origins and caller checks (cached until the project changes)."""
         if self._final is not None:
             return self._final
+        with progress.stage("project pass (across calls)", None, unit="call site"):
+            return self._finalize()
+
+    def _finalize(self):
         calls_to: Dict[str, List[CallSite]] = {}
         all_sites: List[CallSite] = []
         for result in self.results.values():
@@ -618,7 +625,7 @@ class Project:
         #: the arguments made from the caller's own parameters: after the first round, only they can
         #: bring anything new (an origin made in the caller is added in the first round, or its slot is full)
         derived: List[Tuple[CallSite, Dict[Origin, Tuple[CallSite, bool]], bool, List[Tuple[Origin, int]]]] = []
-        for site in all_sites:
+        for site in progress.counted(all_sites):
             here = site.no_grad or off(site.caller)
             for index, origins in site.args:
                 slot = incoming.setdefault((site.callee, index), {})
@@ -628,10 +635,10 @@ class Project:
                     if k is None:
                         if model_outputs.is_guessed_object(o):
                             continue
-                        new = [(o, here)]
+                        new = [(located(o, site.path), here)]  # its lines are in the caller's file
                     else:
                         from_params.append((o, k))
-                        new = [(with_steps(o2, o.steps), here or before)
+                        new = [(with_steps(o2, located_steps(o.steps, site.path)), here or before)
                                for o2, (_, before) in incoming.get((site.caller, k), {}).items()]
                     for n, flag in new:
                         if n not in slot and len(slot) < _MAX_INCOMING:
@@ -642,7 +649,7 @@ class Project:
             changed = False
             for site, slot, here, from_params in derived:
                 for o, k in from_params:
-                    new = [(with_steps(o2, o.steps), here or before)
+                    new = [(with_steps(o2, located_steps(o.steps, site.path)), here or before)
                            for o2, (_, before) in incoming.get((site.caller, k), {}).items()]
                     for n, flag in new:
                         if n not in slot and len(slot) < _MAX_INCOMING:
@@ -775,7 +782,7 @@ class Project:
             if w.guard and site.bound is not None and any(g not in site.bound for g in w.guard):
                 continue  # the call leaves a parameter at the default that skips the write
             no_grad = w.no_grad or chain_no_grad or self._grad_off(grad_off, w.func)
-            write = Write(w.op, w.op_name, w.kind, w.target, w.point_index)
+            write = Write(w.op, w.op_name, w.kind, w.target, w.point_index, w.condition)
             rule, shown = match([with_steps(origin, w.steps)], write, no_grad, self.settings.report_in_no_grad)
             if rule is None:
                 continue
@@ -786,11 +793,13 @@ class Project:
             return None
         _, rule, shown, site = best
         where = self._where(site, path)
-        write = Write(w.op, w.op_name, w.kind, w.target, w.point_index)
+        write = Write(w.op, w.op_name, w.kind, w.target, w.point_index, w.condition)
         message = f"{rule.message(write, shown)}, passed by the call at {where}"
         related = (Related(f"call site passing {shown.root.value} `{shown.root_text}`", site.line, site.col,
                            None if site.path == path else site.path),)
-        related += tuple(replace(r, path=None if site.path == path else site.path) for r in shown.related())
+        # each location in its own file: the origin's root and steps name theirs (the caller's, a
+        # caller's caller's, the write's own)
+        related += tuple(replace(r, path=None if r.path in (None, path) else r.path) for r in shown.related())
         fix = w.fix
         if w.fix_if_callers is not None:
             checked = self._callers_checked(calls_to, w.func, {w.index})

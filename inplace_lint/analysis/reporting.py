@@ -3,9 +3,10 @@ of the interpreter). Writes that reach a parameter are recorded for the function
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Sequence, Tuple
+from dataclasses import replace
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
-from ..findings import Finding, Origin, RootKind, WriteKind
+from ..findings import HELPER_WRITE, Finding, Origin, Related, RootKind, WriteKind
 from ..rules import PRIORITY, Write
 from . import fixplan, model_outputs
 from .astutil import short
@@ -17,7 +18,8 @@ def as_written_tensor(origin: Origin, kind: WriteKind) -> Origin:
     """A ``*_`` method proves its receiver a tensor: a bare model-call result written so is the output itself."""
     if kind is WriteKind.METHOD and origin.root is RootKind.MODEL_OUTPUT_OBJECT and not origin.steps \
             and not model_outputs.is_guessed_object(origin):
-        return Origin(RootKind.MODEL_OUTPUT, origin.root_text, origin.root_line, (), origin.root_no_grad)
+        return Origin(RootKind.MODEL_OUTPUT, origin.root_text, origin.root_line, (), origin.root_no_grad,
+                      path=origin.path)
     return origin
 
 
@@ -57,9 +59,13 @@ def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_g
 
 class ReportingMixin:
     def report(self, node: ast.AST, kind: WriteKind, op: str, target: ast.expr, origins, op_name: Optional[str] = None,
-               no_fix: bool = False, write_no_grad: bool = False) -> None:
+               no_fix: bool = False, write_no_grad: bool = False, helper: Optional["HelperWrite"] = None,
+               condition: Optional[str] = None) -> None:
         """Report the write at ``node`` if ``target``'s origins match a rule; ``op_name`` is the in-place
-        method it amounts to (``div_`` for ``x.div_(t)`` and ``x /= t``), for fix planning."""
+        method it amounts to (``div_`` for ``x.div_(t)`` and ``x /= t``), for fix planning. ``helper``:
+        ``node`` is a call whose callee writes ``target`` (its argument) there: the finding is reported at
+        the call, its first related location is the write, and its message says what the caller can do.
+        ``condition``: the run-time condition under which the write happens (:attr:`rules.Write.condition`)."""
         write_no_grad = write_no_grad or self.eval_branch
         real = []
         placeholders = []
@@ -74,10 +80,10 @@ class ReportingMixin:
             # and so which argument a call reports, are the same in every run
             placeholders.sort(key=lambda p: (p[0], origin_key(p[1])))
         for index, o in placeholders:
-            self.record_param_write(node, kind, op, target, o, index, None, op_name, write_no_grad)
+            self.record_param_write(node, kind, op, target, o, index, None, op_name, write_no_grad, condition)
         if not real:
             return
-        write = Write(op, op_name, kind, short(target), point_index(node, kind))
+        write = Write(op, op_name, kind, short(target), point_index(node, kind), condition)
         rule, origin = match(real, write, self.no_grad or write_no_grad, self.settings.report_in_no_grad)
         if rule is None:
             return
@@ -97,11 +103,20 @@ class ReportingMixin:
                         self.observed |= involved
                     else:
                         alt = None
+        here = self.ctx.path if self.ctx is not None else None
+        related = tuple(r if r.path is None or r.path != here else replace(r, path=None) for r in origin.related())
+        message = rule.message(write, origin)
+        if helper is not None:
+            related = (Related(f"the write in `{helper.name}()`", helper.line, helper.col,
+                               None if helper.path == here else helper.path, role=HELPER_WRITE),) + related
+            remedy = self.plan_call_remedy(node, target, real, helper.twin, helper.kept)
+            if remedy:
+                message = f"{message}; at this call: {remedy}"
         finding = Finding(
             code=rule.code, line=node.lineno, col=node.col_offset,
             end_line=node.end_lineno or node.lineno, end_col=node.end_col_offset or node.col_offset,
-            message=rule.message(write, origin), op=op, write_kind=kind,
-            target=target_text, origin=origin, fix=fix, related=origin.related(),
+            message=message, op=op, write_kind=kind,
+            target=target_text, origin=origin, fix=fix, related=related,
         )
         rooted = self.param_rooted(real, write, rule, self.no_grad or write_no_grad)
         if rooted is not None:
@@ -137,8 +152,8 @@ class ReportingMixin:
         return frozenset(i for i, p in enumerate(self.params) if p in names)
 
     def record_param_write(self, node: ast.AST, kind: WriteKind, op: str, target: ast.expr, origin: Origin, index: int,
-                           via: Optional[Tuple[str, str, int]], op_name: Optional[str] = None,
-                           write_no_grad: bool = False) -> None:
+                           via: Optional[Tuple[str, str, int, int]], op_name: Optional[str] = None,
+                           write_no_grad: bool = False, condition: Optional[str] = None) -> None:
         if any(w.line == node.lineno and w.col == node.col_offset and w.index == index for w in self.param_writes):
             return
         fix = alt = None
@@ -154,7 +169,8 @@ class ReportingMixin:
             self.qual, index, self.ctx.path, node.lineno, node.col_offset, node.end_lineno or node.lineno,
             node.end_col_offset or node.col_offset, op, kind, origin.steps, short(target), self.no_grad or write_no_grad,
             kept=via is None and self.read_after(target, node), via=via, op_name=op_name,
-            point_index=point_index(node, kind), guard=self.default_guard(), fix=fix, fix_if_callers=alt))
+            point_index=point_index(node, kind), guard=self.default_guard(), fix=fix, fix_if_callers=alt,
+            condition=condition))
 
     def default_guard(self) -> tuple:
         """Parameters whose default skips the statement being walked: ``if t != 1.0:`` (``t=1.0``),
@@ -204,6 +220,13 @@ class ReportingMixin:
         return fixplan.plan(self.facts(), self.params, kind, node, target, op_name, origins, self.env, stmt,
                             self.loop_stack, callers_checked)
 
+    def plan_call_remedy(self, call: ast.AST, arg: ast.expr, origins: Sequence[Origin], twin: Optional[str],
+                         kept: bool) -> str:
+        if self.func is None or isinstance(self.func, ast.Module):
+            return f"call `{twin}()`, its out-of-place twin, and use what it returns" if twin else ""
+        return fixplan.call_remedy(self.facts(), self.params, arg, call, origins, self.env, self.loop_stack, twin,
+                                   kept)
+
     def is_unread_after(self, arg: Optional[ast.expr], call: ast.Call) -> bool:
         """The argument is a temporary, or a local name the caller neither reads nor lets escape after the call."""
         if arg is None or self.func is None or isinstance(self.func, ast.Module):
@@ -219,6 +242,19 @@ class ReportingMixin:
         # other aliases read afterwards, escapes before the call, parameters, globals
         applicable, _ = fixplan.applicability(facts, self.params, arg.id, [], [], call, self.loop_stack)
         return applicable.value == "safe"
+
+
+class HelperWrite(NamedTuple):
+    """The write inside a called helper that a finding at the call stands for: the helper's name, the
+    write's file and position, and the helper's out-of-place twin when the project has one."""
+
+    name: str
+    path: str
+    line: int
+    col: int
+    twin: Optional[str] = None
+    #: the helper keeps using what it wrote (returns it or reads it afterwards)
+    kept: bool = False
 
 
 def _skipped_by_default(test: ast.expr, defaults) -> Optional[str]:

@@ -16,7 +16,7 @@ from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import grad, model_outputs, ops
 from .astutil import dotted_name, is_str_constant
 from .names import LITERAL_HEADS, import_bindings
-from .summaries import FunctionSummary, function_ref, param_index
+from .summaries import FunctionSummary, function_ref, located_steps, param_index
 
 EMPTY: frozenset = frozenset()
 _MAX_ORIGINS = 12
@@ -26,7 +26,9 @@ AUG_OPS = {getattr(ast, name): symbol for name, symbol in ops.AST_AUGMENTED.item
 
 
 def origin_key(o: Origin):
-    return (o.root_line, o.root_text, len(o.steps), tuple(s.text for s in o.steps), o.root.value)
+    # the files last: two origins alike but for the file of a line sort the same in every process
+    return (o.root_line, o.root_text, len(o.steps), tuple(s.text for s in o.steps), o.root.value,
+            o.path or "", tuple(s.path or "" for s in o.steps))
 
 
 def cap(origins) -> frozenset:
@@ -450,5 +452,10 @@ class StatementsMixin:
                 self.sink[key] = replace(found, param_rooted=None)
         writes = tuple(replace(w, kept=w.kept or w.index in returned) if w.via is None else w
                        for w in self.param_writes)
+        if self.ctx is not None:
+            # what callers read from the summary names the file of each view step (they report it there)
+            path = self.ctx.path
+            returns = frozenset(replace(o, steps=located_steps(o.steps, path)) if o.steps else o for o in returns)
+            writes = tuple(replace(w, steps=located_steps(w.steps, path)) if w.steps else w for w in writes)
         return FunctionSummary(self.qual, tuple(self.params), cap(returns), writes,
                                declared_no_grad, frozenset(self.observed), static)

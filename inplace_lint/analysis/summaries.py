@@ -10,7 +10,7 @@ compared (for the fixpoint) and pickled (for the on-disk cache).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from ..findings import Finding, Fix, Origin, RootKind, Step, WriteKind
@@ -53,6 +53,22 @@ def param_index(origin: Origin) -> Optional[int]:
     return None
 
 
+def located_steps(steps: Tuple[Step, ...], path: str) -> Tuple[Step, ...]:
+    """``steps`` with the file of each that does not name one yet: ``path``."""
+    if all(s.path is not None for s in steps):
+        return steps
+    return tuple(s if s.path is not None else replace(s, path=path) for s in steps)
+
+
+def located(origin: Origin, path: str) -> Origin:
+    """``origin`` with its root and steps in files named: those not named yet are in ``path``. Lines
+    travel from file to file (a callee's view steps in its summary, a caller's argument in a call
+    site); each names its file so a related location never points at the line of another file."""
+    if origin.path is not None and all(s.path is not None for s in origin.steps):
+        return origin
+    return replace(origin, path=origin.path or path, steps=located_steps(origin.steps, path))
+
+
 def with_steps(origin: Origin, steps: Tuple[Step, ...]) -> Origin:
     for step in steps:
         origin = origin.extend(step)
@@ -79,8 +95,9 @@ class ParamWrite:
     #: the write is the function's own business, reported in the function (naming the call site); else
     #: the function is a mutating helper and the write is reported at each call
     kept: bool = False
-    #: the helper whose parameter this write reaches, for writes that pass through a call: (name, line)
-    via: Optional[Tuple[str, str, int]] = None
+    #: the helper whose parameter this write reaches, for writes that pass through a call: (name, path,
+    #: line, col) of the write
+    via: Optional[Tuple[str, str, int, int]] = None
     #: the in-place method the write amounts to, and whether it is an item write without a slice
     #: (:class:`inplace_lint.rules.Write`)
     op_name: Optional[str] = None
@@ -88,6 +105,8 @@ class ParamWrite:
     #: parameters whose default value skips the write (``if temperature != 1.0: logits.div_(temperature)``
     #: with ``temperature=1.0``): a call that does not pass them never reaches it
     guard: Tuple[int, ...] = ()
+    #: the run-time condition under which the write happens (:attr:`inplace_lint.rules.Write.condition`)
+    condition: Optional[str] = None
     fix: Optional[Fix] = field(default=None, compare=False)
     #: the fix when every caller is checked (see ``CallSite.unread``)
     fix_if_callers: Optional[Fix] = field(default=None, compare=False)
@@ -141,7 +160,7 @@ class FunctionSummary:
         if not self.returns and not self.writes and not self.observed:
             return ""
         parts = sorted(repr(o) for o in self.returns)
-        parts += sorted(repr((w.index, w.line, w.col, w.kind.value, w.steps, w.kept, w.op, w.no_grad))
+        parts += sorted(repr((w.index, w.line, w.col, w.kind.value, w.steps, w.kept, w.op, w.no_grad, w.condition))
                         for w in self.writes)
         parts.append(repr(sorted(self.observed)))
         return hashlib.sha1("\n".join(parts).encode()).hexdigest()

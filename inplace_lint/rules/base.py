@@ -33,6 +33,10 @@ class Write:
     #: item assignment whose index has no slice and no ``...`` (``x[0] = v``, ``x[mask] = v``): torch
     #: writes it through select/index_put_, which skip the overlap check of expanded tensors
     point_index: bool = False
+    #: the run-time condition under which the write happens at all, when the analysis can name it
+    #: (``F.dropout(x, p, training=self.training, inplace=True)`` writes only in training mode with
+    #: ``p`` above 0): messages say "raises when ..."
+    condition: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,10 @@ def root_phrase(origin: Origin) -> str:
 
 
 def default_message(write: Write, origin: Origin) -> str:
-    """One clause: ``"`div_` writes in place to `x`, a view of model output `out.logits`"``."""
-    return f"{write.op} writes in place to {target_phrase(write, origin, root_phrase(origin))}"
+    """One clause: ``"`div_` writes in place to `x`, a view of model output `out.logits`"``, and the
+    condition under which the write happens, when it has one (``..., when `training` is true``)."""
+    text = f"{write.op} writes in place to {target_phrase(write, origin, root_phrase(origin))}"
+    return f"{text}, when {write.condition}" if write.condition else text
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,10 @@ def message(write: Write, origin: Origin) -> str:
         op = "item assignment to" if write.kind is WriteKind.SUBSCRIPT else f"{write.op} on"
         return (f"{op} {target}, silently writes its base `{origin.root_text}`: "
                 f"every element that shares the memory changes")
-    return f"{write.op} writes in place to {target}; its elements share memory, so this raises"
+    expand = next(s for s in origin.steps if s.kind is StepKind.EXPAND)
+    # `x.expand(1, 4)` of a (1, 4) tensor repeats nothing: the write is legal (a batch of 1 trains fine)
+    return (f"{write.op} writes in place to {target}; raises when `{expand.text}` makes a size-1 dimension "
+            f"larger than 1 (its elements then share memory)")
 
 
 RULE = Rule(
@@ -42,7 +45,11 @@ RULE = Rule(
         "location. PyTorch raises `RuntimeError: unsupported operation: more than one element "
         "of the written-to tensor refers to a single memory location. Please clone() the tensor "
         "before performing the operation.` (once a silent bug: pytorch #4664). A broadcast "
-        "temperature that is then `clamp_`ed hits this. Item assignment without a slice "
+        "temperature that is then `clamp_`ed hits this. It raises only when the expand makes a "
+        "dimension of size 1 larger than 1: `x.expand(b, -1)` with `b == 1` repeats nothing and the write "
+        "is legal (a DPO loss expanded over a per-device batch of 1 trains; a batch of 2 raises), so the "
+        "message states the condition: \"raises when `.expand(b, -1)` makes a size-1 dimension larger "
+        "than 1\". Item assignment without a slice "
         "(`rs = r.expand(4); rs[0] = 1.0`, `rs[mask] = v`), `masked_fill_`, `index_fill_` and "
         "`index_put_` do not raise: they silently write `r`, so every element of `rs` and the "
         "caller's `r` change (docs/pytorch-facts.md#expanded-overlap)."
@@ -57,8 +64,8 @@ RULE = Rule(
                 t.clamp_(min=1e-8)
                 return t
             """,
-            message="`clamp_` writes in place to `t`, an expanded view of `temperature`; its elements share "
-                    "memory, so this raises",
+            message="`clamp_` writes in place to `t`, an expanded view of `temperature`; raises when "
+                    "`.expand(n)` makes a size-1 dimension larger than 1 (its elements then share memory)",
             fix="""
                 from inplace_lint.runtime import out_of_place
 

@@ -9,7 +9,10 @@ def applies(origin: Origin, write: Write) -> bool:
 
 def message(write: Write, origin: Origin) -> str:
     root = f"`{origin.root_text}`, whose output autograd saves for backward"
-    return f"{write.op} writes in place to {target_phrase(write, origin, root)}"
+    text = f"{write.op} writes in place to {target_phrase(write, origin, root)}"
+    if write.condition:  # in-place dropout writes only in training mode with p above 0
+        return f"{text}; backward raises when {write.condition}"
+    return text
 
 
 RULE = Rule(
@@ -32,7 +35,12 @@ RULE = Rule(
         "by op on torch 2.13 (docs/pytorch-facts.md#saved-output): the same write after `elu`, `gelu`, "
         "`silu`, `log`, `pow`, a Linear layer, `add` or `mul` is legal. A review bot caught this in TRL's "
         "`entropy_from_logits` (`probs = logps.exp(); probs.mul_(logps)`, TRL PR 7125). It is a warning: "
-        "when the input does not require grad, nothing raises."
+        "when the input does not require grad, nothing raises. An in-place dropout of such an output "
+        "(`F.dropout(probs, self.p, self.training, inplace=True)`, or an `nn.Dropout(inplace=True)` "
+        "module applied to it) writes only in training mode with a dropout probability above 0 "
+        "(docs/pytorch-facts.md#dropout): the message names that condition, \"backward raises when "
+        "`self.training` is true and the dropout probability `self.p` is above 0\", and a call that "
+        "passes `training=False` or `p=0` is not reported."
     ),
     fix_safety="Safe when nothing else holds the output; the out-of-place form costs one copy.",
     references="TRL PR 7125 review; PyTorch docs: Autograd mechanics, In-place operations (saved tensors); "
@@ -58,6 +66,27 @@ RULE = Rule(
                     return -probs.sum(-1)
                 """,
         ),
+        Example(
+            """
+            import torch.nn.functional as F
+
+            def attend(scores, p, training):
+                probs = scores.softmax(-1)
+                F.dropout(probs, p, training, inplace=True)
+                return probs
+            """,
+            message="`F.dropout(..., inplace=True)` writes in place to `probs`, `scores.softmax(-1)`, whose output "
+                    "autograd saves for backward; backward raises when `training` is true and the dropout "
+                    "probability `p` is above 0",
+            fix="""
+                import torch.nn.functional as F
+
+                def attend(scores, p, training):
+                    probs = scores.softmax(-1)
+                    probs = F.dropout(probs, p, training)
+                    return probs
+                """,
+        ),
     ),
     valid=(
         """
@@ -71,6 +100,14 @@ RULE = Rule(
             h = x.gelu()
             h.mul_(scale)
             return h
+        """,
+        """
+        import torch.nn.functional as F
+
+        def attend_eval(scores):
+            probs = scores.softmax(-1)
+            F.dropout(probs, 0.1, training=False, inplace=True)
+            return probs
         """,
     ),
 )
