@@ -91,6 +91,9 @@ class Options:
     fix_style: str
     #: ``cache-dir`` from the config file (relative to its folder)
     cache_dir: Optional[str] = None
+    #: (Python, torch) overriding each project's stated floor: ``--target-version``/``--torch-version``,
+    #: else ``target-version``/``torch-version`` from the config file
+    target: Tuple[Optional[Tuple[int, int]], Optional[Tuple[int, int]]] = (None, None)
 
 
 def _paths(args: argparse.Namespace) -> List[str]:
@@ -137,7 +140,19 @@ def _common(args: argparse.Namespace) -> Options:
                    tuple(file_cfg.get("per-file-ignores", ())), cfg_path.parent if cfg_path else None,
                    file_cfg.get("fix-style", config.FIX_STYLES[0]),
                    str((cfg_path.parent if cfg_path else pathlib.Path()) / file_cfg["cache-dir"])
-                   if file_cfg.get("cache-dir") else None)
+                   if file_cfg.get("cache-dir") else None,
+                   (_version_flag(args, "target_version") or file_cfg.get("target-version"),
+                    _version_flag(args, "torch_version") or file_cfg.get("torch-version")))
+
+
+def _version_flag(args: argparse.Namespace, name: str) -> Optional[Tuple[int, int]]:
+    value = getattr(args, name, None)
+    if value is None:
+        return None
+    try:
+        return config.parse_version_option(value, "--" + name.replace("_", "-"))
+    except config.ConfigError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def _prepare(files: List[str], opts: Options, args: argparse.Namespace) -> None:
@@ -177,7 +192,8 @@ def _check_stdin(args: argparse.Namespace, job: CheckJob) -> FileResult:
         return FileResult(name).fail(decode_problem(exc, raw))
     ignore = list(job.ignore) + config.per_file_ignored(name, list(job.per_file_ignores), job.config_dir)
     register_source(name, source)  # columns and fix edits come from this text, not from a file of that name
-    return check_source(source, name, job.settings, job.select, ignore, job.disable_noqa, fix_style=job.fix_style)
+    return check_source(source, name, job.settings, job.select, ignore, job.disable_noqa, fix_style=job.fix_style,
+                        target=job.target)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -186,7 +202,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     opts = _common(args)
     _project_mode(args, opts)
     job = CheckJob(opts.settings, opts.select, opts.ignore, args.disable_noqa, opts.per_file_ignores, opts.config_dir,
-                   fix_style=opts.fix_style if args.format in EDIT_FORMATS else None)
+                   fix_style=opts.fix_style if args.format in EDIT_FORMATS else None, target=opts.target)
     files = list(iter_python_files([p for p in args.paths if p != STDIN], opts.exclude))
     _prepare(files, opts, args)
     outcomes = run_files(files, job, args.jobs, progress=_progress(args))
@@ -235,7 +251,8 @@ class FixJob:
         ignore = list(self.opts.ignore) + config.per_file_ignored(
             path, list(self.opts.per_file_ignores), self.opts.config_dir)
         return fix_file(path, settings=self.opts.settings, style=self.style, unsafe_fixes=self.unsafe_fixes,
-                        select=self.opts.select, ignore=ignore, write=self.write, memory_aware=self.memory_aware)
+                        select=self.opts.select, ignore=ignore, write=self.write, memory_aware=self.memory_aware,
+                        target=self.opts.target)
 
 
 def _fix_stdin(args: argparse.Namespace, opts: Options) -> int:
@@ -258,7 +275,7 @@ def _fix_stdin(args: argparse.Namespace, opts: Options) -> int:
     ignore = list(opts.ignore) + config.per_file_ignored(name, list(opts.per_file_ignores), opts.config_dir)
     result = fix_code(source, name, settings=opts.settings, style=args.style or opts.fix_style,
                       unsafe_fixes=args.unsafe_fixes, select=opts.select, ignore=ignore,
-                      memory_aware=args.memory_aware)
+                      memory_aware=args.memory_aware, target=opts.target)
     new = result.new_source
     if args.diff:
         if new is not None:
@@ -322,9 +339,34 @@ def cmd_fix(args: argparse.Namespace) -> int:
               f"{'s' if remaining == 1 else ''}; {len(errors) + len(crashes)} file"
               f"{'s' if len(errors) + len(crashes) != 1 else ''} skipped. Scanned {len(outcomes)} file"
               f"{'s' if len(outcomes) != 1 else ''}.", file=sys.stderr)
+        dependent = [r for r in changed if r.adds_runtime_import]
+        if dependent:
+            print(runtime_dependency_note(dependent, args.diff), file=sys.stderr)
     if remaining or errors or crashes or (args.diff and changed):
         return 1
     return 0
+
+
+def runtime_dependency_note(results, diff: bool = False) -> str:
+    """The summary's word on a new dependency: how many files the runtime style made import
+    ``inplace_lint.runtime``, what that needs where the code runs, and the way out (``--style inline``)."""
+    from ..floor import RUNTIME_PYTHON, RUNTIME_TORCH
+
+    n = len(results)
+    verb = "would import" if diff else ("now imports" if n == 1 else "now import")
+    note = (f"{n} file{'s' if n != 1 else ''} {verb} inplace_lint.runtime (--style runtime): the project "
+            f"needs inplace-lint installed where it runs (a new dependency: Python >= "
+            f"{RUNTIME_PYTHON[0]}.{RUNTIME_PYTHON[1]}, torch >= {RUNTIME_TORCH[0]}.{RUNTIME_TORCH[1]}; "
+            f"pip install 'inplace-lint[runtime] @ git+{PROJECT_URL}'); --style inline writes plain torch instead.")
+    below = sorted({f"{r.floor.python_source} says Python >= {r.floor.python[0]}.{r.floor.python[1]}"
+                    for r in results if r.floor is not None and r.floor.python is not None
+                    and r.floor.python < RUNTIME_PYTHON}
+                   | {f"{r.floor.torch_source} says torch >= {r.floor.torch[0]}.{r.floor.torch[1]}"
+                      for r in results if r.floor is not None and r.floor.torch is not None
+                      and r.floor.torch < RUNTIME_TORCH})
+    if below:
+        note += " Below the runtime's floor: " + "; ".join(below) + "."
+    return note
 
 
 def cmd_rule(args: argparse.Namespace) -> int:
@@ -367,6 +409,16 @@ def _cache_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", default=None,
                         help="where project summaries are cached (default: cache-dir from the config file, "
                              "else .inplace_lint_cache in the project root)")
+
+
+def _floor_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target-version", metavar="X.Y", default=None,
+                        help="the oldest Python the code runs on (default: target-version from the config file, "
+                             "else the project's requires-python)")
+    parser.add_argument("--torch-version", metavar="X.Y", default=None,
+                        help="the oldest torch the code runs on, which decides how the inline DTensor guard imports "
+                             "DTensor (default: torch-version from the config file, else the lower bound of the "
+                             "project's torch requirement)")
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -418,6 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="processes to check files with (default: all cores; 1: in this process)")
     check.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
     _cache_flags(check)
+    _floor_flags(check)
     check.add_argument("--runtime-report", metavar="FILE", default=None,
                        help="a report of `python -m inplace_lint.sanitize` (text, json or sarif): mark the findings "
                             "it confirms and list on stderr what it saw that the static analysis missed")
@@ -427,8 +480,9 @@ def build_parser() -> argparse.ArgumentParser:
                          formatter_class=_HelpFormatter, description=FIX_DESCRIPTION, epilog=FIX_EXIT_CODES)
     fix.add_argument("paths", nargs="+", metavar="PATH", help="files or directories; '-' reads stdin")
     fix.add_argument("--style", choices=config.FIX_STYLES, default=None,
-                     help="runtime: call inplace_lint.runtime; inline: plain torch, no dependency "
-                          "(default: fix-style from the config file, else runtime)")
+                     help="inline: plain torch, no new dependency; runtime: call inplace_lint.runtime "
+                          "(scale_logits, out_of_place) (default: fix-style from the config file, else inline)")
+    _floor_flags(fix)
     fix.add_argument("--unsafe-fixes", action="store_true",
                      help="also apply fixes that another reader of the tensor could notice")
     fix.add_argument("--memory-aware", action="store_true",

@@ -60,11 +60,9 @@ RULE = Rule(
             message="`clamp_` writes in place to `t`, an expanded view of `temperature`; its elements share "
                     "memory, so this raises",
             fix="""
-                from inplace_lint.runtime import out_of_place
-
                 def clamp_temperature(temperature, n):
                     t = temperature.expand(n)
-                    t = out_of_place(t, "clamp_", min=1e-8)
+                    t = t.clone().clamp_(min=1e-8)
                     return t
                 """,
         ),
