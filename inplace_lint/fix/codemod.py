@@ -335,9 +335,19 @@ def _fast(group: _Group, lines: List[str], newline: str, style: str, memory_awar
         out.append(f"{indent}{name} = {local}({', '.join(call)}){tail}")
         group.imports[id(finding)] = {(RUNTIME_MODULE, "out_of_place")}
     else:
-        loose = [o for o in operands if not _ast_literal(o)]
+        loose = [o for o in operands if not _ast_constant(o)]
         if names.dtensor_form != "none" and any(not isinstance(o, ast.Name) for o in loose):
-            return False  # an operand to hold in a temporary first: libcst writes it (render.py)
+            # operands to hold in temporaries first (render.py's ``hold``, the same text)
+            held = _hold_from_text(line, start + len(text) - len(args) - (1 if text.endswith(")") and
+                                   finding.write_kind is WriteKind.METHOD else 0), args, operands, name, names)
+            if held is None:
+                return False
+            temps, args = held
+            out += [f"{indent}{temp} = {value}{newline}" for temp, value in temps]
+            held_names = iter(temp for temp, _ in temps)  # the operands, in order, as the guard sees them
+            loose = [o if isinstance(o, ast.Name) else ast.Name(id=next(held_names), ctx=ast.Load()) for o in loose]
+            if method not in ops.OUT_OF_PLACE_TWINS:
+                text = f"{name}.{method}({args})"
         bare = [o.id for o in loose if o.id != name] if names.dtensor_form != "none" else []
         if bare:
             dt, _ = names.get(DTENSOR_MODULE, "DTensor")
@@ -406,6 +416,55 @@ def guard_condition(name: str, dt: str, roots: Sequence[str], bare_names: Option
 
 def _ast_literal(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is not Ellipsis
+
+
+def _ast_constant(node: ast.expr) -> bool:
+    """A literal, ``...`` or a unary operator on a literal (``-1``): never a tensor, never held."""
+    if isinstance(node, ast.UnaryOp) and _ast_literal(node.operand):
+        return True
+    return isinstance(node, ast.Constant)
+
+
+_GAP_FIRST = re.compile(r"\s*(?:\w+\s*=\s*)?")
+_GAP = re.compile(r"\s*,\s*(?:\w+\s*=\s*)?")
+_GAP_LAST = re.compile(r"\s*,?\s*")
+
+
+def _hold_from_text(line: str, args_start: int, args: str, operands: Sequence[ast.expr], name: str,
+                    names: "_ImportNames") -> Optional[Tuple[List[Tuple[str, str]], str]]:
+    """The temporaries of :meth:`inplace_lint.fix.render._Rewriter.hold`, from the text of a one-line call's
+    arguments (``args``, starting at character ``args_start`` of ``line``): ``[(temp, operand text)]`` and the
+    arguments with each held operand replaced by its temporary. None where the text is not plain
+    ``operand, key=operand`` (a bracketed operand, a ``*`` argument): libcst writes those."""
+    spans = []
+    for o in operands:
+        lo = textpos.char_column(line, o.col_offset) - args_start
+        hi = textpos.char_column(line, o.end_col_offset or 0) - args_start
+        if lo < 0 or hi > len(args):
+            return None
+        spans.append((lo, hi, o))
+    pos = 0
+    for i, (lo, hi, o) in enumerate(spans):
+        gap = args[pos:lo]
+        if not (_GAP_FIRST if i == 0 else _GAP).fullmatch(gap):
+            return None
+        pos = hi
+    if not _GAP_LAST.fullmatch(args[pos:]):
+        return None
+    temps: List[Tuple[str, str]] = []
+    pieces: List[str] = []
+    pos = 0
+    for lo, hi, o in spans:
+        pieces.append(args[pos:lo])
+        if _ast_constant(o) or isinstance(o, ast.Name):
+            pieces.append(args[lo:hi])
+        else:
+            temp = names.temp(name, len(temps) + 1)
+            temps.append((temp, args[lo:hi]))
+            pieces.append(temp)
+        pos = hi
+    pieces.append(args[pos:])
+    return temps, "".join(pieces)
 
 
 def _ast_dotted(node: ast.expr) -> Optional[str]:

@@ -70,6 +70,13 @@ def _is_literal(node: cst.BaseExpression) -> bool:
     return isinstance(node, _LITERALS) or (isinstance(node, cst.Name) and node.value in ("True", "False", "None"))
 
 
+def _constant(node: cst.BaseExpression) -> bool:
+    """A literal, ``...`` or a unary operator on a literal (``-1``): never a tensor, never held
+    (:func:`inplace_lint.fix.codemod._ast_constant` on ``ast``)."""
+    return _is_literal(node) or isinstance(node, cst.Ellipsis) or (
+        isinstance(node, cst.UnaryOperation) and _is_literal(node.expression))
+
+
 def _comma() -> cst.Comma:
     return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
 
@@ -167,8 +174,7 @@ class _Rewriter(cst.CSTTransformer):
         held: List[cst.BaseStatement] = []
         out: List[cst.BaseExpression] = []
         for value in values:
-            if _is_literal(value) or isinstance(value, (cst.Name, cst.Ellipsis)) or (
-                    isinstance(value, cst.UnaryOperation) and _is_literal(value.expression)):
+            if _constant(value) or isinstance(value, cst.Name):
                 out.append(value)
                 continue
             temp = self.names.temp(name, len(held) + 1)
@@ -184,7 +190,7 @@ class _Rewriter(cst.CSTTransformer):
         target itself (the op works on a DTensor as it is), or when the project's torch has no DTensor."""
         if self.names.dtensor_form == "none" and self.style != "runtime":
             return []
-        loose = [o for o in operands if not _is_literal(o)]
+        loose = [o for o in operands if not _constant(o)]
         if operands and not loose:
             return []
         bare = [o.value for o in loose] if all(isinstance(o, cst.Name) for o in loose) else None
@@ -234,7 +240,7 @@ class _Rewriter(cst.CSTTransformer):
         if self.names.dtensor_form != "none" and not any(a.star for a in args):
             held, operands = self.hold(name, operands)
             args = [a.with_changes(value=v) for a, v in zip(args, operands)]
-        needs_guard = any(not _is_literal(a) for a in operands)
+        needs_guard = any(not _constant(a) for a in operands)
         guard = held + (self.guard(name, operands) if needs_guard else [])
         if method not in ops.OUT_OF_PLACE_TWINS and original is not None:
             if held:  # the original statement, with its operands read from the temporaries
