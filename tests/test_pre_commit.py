@@ -76,5 +76,5 @@ def test_hook_environment_does_not_pull_torch(root):
     cfg = configparser.ConfigParser()
     cfg.read(root / "setup.cfg")
     requires = [r.strip() for r in cfg["options"]["install_requires"].splitlines() if r.strip()]
-    assert requires == ["flake8>=6", "libcst>=1.1", "tqdm>=4"]
+    assert requires == ["flake8>=6", "libcst>=1.1", "tqdm>=4", 'tomli>=1.1; python_version < "3.11"']
     assert "torch" in cfg["options.extras_require"]["runtime"]
