@@ -32,7 +32,7 @@ Keys (the flake8 options are the same with an ``ipv-`` prefix, e.g. ``ipv-model-
   (``tests/*:IPV001,IPV005``), or in pyproject.toml a table ``{"tests/*" = ["IPV001"]}``; globs
   match the checked file's path relative to the folder of the config file (a glob without ``/``
   also matches the file name alone).
-- ``fix-style``: ``runtime`` (default: rewrites call ``inplace_lint.runtime``) or ``inline``
+- ``fix-style``: ``inline`` (default: plain torch) or ``runtime`` (rewrites call ``inplace_lint.runtime``)
   (plain torch with an inline DTensor guard, no dependency); read by ``inplace-lint fix``.
 """
 from __future__ import annotations
@@ -113,12 +113,16 @@ OPTIONS: Dict[str, Tuple[Optional[str], str, str]] = {
     "exclude": (None, "list", "glob patterns of paths to skip"),
     "extend-exclude": (None, "list", "glob patterns added to exclude (ruff's name)"),
     "per-file-ignores": (None, "per-file", "glob:CODES entries: codes not reported in files matching the glob"),
-    "fix-style": (None, "fix-style", "runtime (call inplace_lint.runtime) or inline (plain torch)"),
+    "fix-style": (None, "fix-style", "inline (plain torch, the default) or runtime (call inplace_lint.runtime)"),
+    "target-version": (None, "version", "the oldest Python the project runs on (default: its requires-python)"),
+    "torch-version": (None, "version", "the oldest torch the project runs on (default: its torch requirement's lower bound)"),
     "cache-dir": (None, "path", "where project summaries are cached (default: .inplace_lint_cache in the project root)"),
 }
 
-#: values of ``fix-style``; the first is the default
-FIX_STYLES = ("runtime", "inline")
+#: values of ``fix-style``; the first is the default of every surface (CLI, pre-commit hook, language
+#: server, library): ``inline``, plain torch that runs on the project's own floor with no new dependency,
+#: the form upstream verl merged (PR 6935); ``runtime`` calls ``inplace_lint.runtime`` (README, "Fixing")
+FIX_STYLES = ("inline", "runtime")
 _CODE = re.compile(r"[A-Z]+[0-9]*")
 
 PerFileIgnores = List[Tuple[str, Tuple[str, ...]]]
@@ -132,6 +136,16 @@ def split_list(value) -> List[str]:
     else:
         items = re.split(r"[,\s]", str(value))
     return [i.strip() for i in items if i.strip()]
+
+
+def parse_version_option(value, where: str) -> Tuple[int, int]:
+    """``"3.9"`` / ``"2.4"`` / ``"py39"`` as ``(major, minor)``; a ``ConfigError`` otherwise."""
+    text = str(value).strip()
+    match = re.fullmatch(r"(?:py)?(\d)(\d{1,2})|v?(\d+)\.(\d+)(?:\.\d+)?(?:\+\w+)?", text)
+    if match is None:
+        raise ConfigError(f"{where}: expected a version such as 3.9 or 2.4, got {value!r}")
+    major, minor = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+    return int(major), int(minor)
 
 
 def parse_bool(value, where: str) -> bool:
@@ -214,7 +228,7 @@ def per_file_ignored(path: str, per_file: PerFileIgnores, base: Optional[pathlib
 
 
 _TOML_TYPES = {"list": "an array of strings", "extend": "an array of strings", "bool": "true or false",
-               "fix-style": "a string", "per-file": "a table of glob = [codes]"}
+               "fix-style": "a string", "version": "a string", "per-file": "a table of glob = [codes]"}
 
 
 def _toml_type_name(value: object) -> str:
@@ -232,7 +246,7 @@ def check_toml_type(kind: str, value: object, where: str) -> None:
         ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
     elif kind == "bool":
         ok = isinstance(value, bool)
-    elif kind == "fix-style":
+    elif kind in ("fix-style", "version"):
         ok = isinstance(value, str)
     elif kind == "per-file":
         ok = isinstance(value, dict) and all(
@@ -277,6 +291,8 @@ def apply(values: Dict[str, object], where: str, base: Settings = DEFAULT_SETTIN
             cli[key] = style
         elif kind == "path":
             cli[key] = str(value).strip()
+        elif kind == "version":
+            cli[key] = parse_version_option(value, f"{where}: {raw_key}")
         elif field is None:
             cli[key] = split_list(value)
             if key in ("select", "ignore", "extend-select", "extend-ignore"):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 
 class RootKind(enum.Enum):
@@ -136,6 +136,24 @@ class Edit:
 
 
 @dataclass(frozen=True)
+class Scaling:
+    """A write that is the temperature idiom, ``logits.div_(T.clamp(min=eps).unsqueeze(-1).to(logits.dtype))``
+    or ``logits /= <a Python number>``, which ``inplace_lint.runtime.scale_logits`` computes with the same
+    values, dtype and gradients (the analysis proved the form; :mod:`inplace_lint.analysis.fixplan`).
+
+    ``temperature``: the source spans (line 1-based, col 0-based as ``ast``: UTF-8 bytes; end line, end
+    col) whose text, joined, is the temperature argument with the original's broadcast and without its
+    clamp and cast (``temperature_rmpad`` + ``.unsqueeze(-1)``); ``eps``: the span of the clamp's bound as
+    written (``1e-8``), or the text ``"None"`` when the original did not clamp, ``""`` when the default
+    bound is exact (a literal temperature above it); ``trailing``: a tensor temperature, passed with
+    ``broadcast="trailing"`` so it broadcasts as it did in the in-place division."""
+
+    temperature: Tuple[Tuple[int, int, int, int], ...]
+    eps: Union[str, Tuple[int, int, int, int]]
+    trailing: bool
+
+
+@dataclass(frozen=True)
 class Fix:
     """A planned rewrite of one finding; the engine decides it, the codemod only writes the syntax.
 
@@ -150,6 +168,8 @@ class Fix:
     #: the text edits that apply this fix, in source order, non-overlapping; filled once per file by
     #: the codemod (:mod:`inplace_lint.fix.codemod`); every surface reads these, none re-derives them
     edits: Tuple[Edit, ...] = ()
+    #: the write is the temperature idiom: the runtime style calls ``scale_logits`` (None: it is not)
+    scaling: Optional[Scaling] = None
 
 
 @dataclass(frozen=True)

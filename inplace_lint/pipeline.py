@@ -86,7 +86,8 @@ class FileResult:
 
 def check_source(source: str, path: str, settings: Settings, select: Sequence[str] = (),
                  ignore: Sequence[str] = (), disable_noqa: bool = False, fix_style: Optional[str] = None,
-                 memory_aware: bool = False, project: Optional[bool] = None) -> FileResult:
+                 memory_aware: bool = False, project: Optional[bool] = None,
+                 target: Tuple[Optional[Tuple[int, int]], Optional[Tuple[int, int]]] = (None, None)) -> FileResult:
     """Analyze ``source``; a file that does not parse gets ``error`` set and no findings.
 
     With ``fix_style`` (a name in ``config.FIX_STYLES``) each planned fix gets its edits in that
@@ -94,7 +95,9 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
     the codemod cannot write loses its fix. Without it (text output, flake8) libcst is never imported.
 
     ``project``: analyse with the summaries of the rest of the file's project (default: the mode
-    :func:`set_project_mode` chose, off unless a CLI command turned it on)."""
+    :func:`set_project_mode` chose, off unless a CLI command turned it on). ``target``: (Python, torch)
+    versions that override the floor the file's project states (:mod:`inplace_lint.floor`), which decides
+    what the edits may import."""
     result = FileResult(path)
     use_project = project_mode().enabled if project is None else project
     findings: Optional[List[Finding]] = None
@@ -131,9 +134,11 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
             continue
         result.findings.append(finding)
     if fix_style is not None and any(f.fix is not None for f in result.findings):
+        from . import floor
         from .fix.codemod import attach_edits
 
-        result.findings = attach_edits(source, tree, result.findings, fix_style, memory_aware)
+        stated = floor.for_path(path).override(*target)
+        result.findings = attach_edits(source, tree, result.findings, fix_style, memory_aware, stated.torch)
     return result
 
 
@@ -160,7 +165,8 @@ def noqa_mapping(tree: ast.Module, lines: Sequence[str], wanted: Set[int]) -> Di
 
 def check_file(path: str, settings: Settings, select: Sequence[str] = (), ignore: Sequence[str] = (),
                disable_noqa: bool = False, fix_style: Optional[str] = None,
-               project: Optional[bool] = None) -> FileResult:
+               project: Optional[bool] = None,
+               target: Tuple[Optional[Tuple[int, int]], Optional[Tuple[int, int]]] = (None, None)) -> FileResult:
     try:
         raw = read_bytes(path)  # a FIFO or device is refused, never read
     except OSError as exc:
@@ -169,7 +175,8 @@ def check_file(path: str, settings: Settings, select: Sequence[str] = (), ignore
         source = decode(raw)
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
         return FileResult(path).fail(decode_problem(exc, raw))
-    return check_source(source, path, settings, select, ignore, disable_noqa, fix_style=fix_style, project=project)
+    return check_source(source, path, settings, select, ignore, disable_noqa, fix_style=fix_style, project=project,
+                        target=target)
 
 
 @dataclass(frozen=True)
@@ -185,10 +192,13 @@ class CheckJob:
     config_dir: Optional[pathlib.Path] = None
     #: attach each fix's edits in this style (JSON, SARIF); None: plans only (text)
     fix_style: Optional[str] = None
+    #: (Python, torch) overriding the floor each file's project states (``--target-version``, ``--torch-version``)
+    target: Tuple[Optional[Tuple[int, int]], Optional[Tuple[int, int]]] = (None, None)
 
     def __call__(self, path: str) -> FileResult:
         ignore = list(self.ignore) + config.per_file_ignored(path, list(self.per_file_ignores), self.config_dir)
-        return check_file(path, self.settings, self.select, ignore, self.disable_noqa, fix_style=self.fix_style)
+        return check_file(path, self.settings, self.select, ignore, self.disable_noqa, fix_style=self.fix_style,
+                          target=self.target)
 
 
 def _byte_col(source: str, line: int, char_offset: Optional[int]) -> int:

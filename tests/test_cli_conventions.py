@@ -70,7 +70,7 @@ def test_stdin_syntax_error_and_bad_bytes(tmp_path):
 
 
 def test_fix_stdin_prints_the_fixed_text(tmp_path):
-    proc = run("fix", "-", "--stdin-filename", "m.py", stdin=(BAD + "    return x\n").encode(), cwd=tmp_path)
+    proc = run("fix", "-", "--stdin-filename", "m.py", "--style", "runtime", stdin=(BAD + "    return x\n").encode(), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode() == (
         "from inplace_lint.runtime import out_of_place\n\n"
@@ -408,7 +408,7 @@ def test_stdin_columns_and_fix_edits_come_from_stdin_not_the_file_on_disk(tmp_pa
     assert item["fix"]["edits"]
     for edit in sorted(item["fix"]["edits"], key=lambda e: e["location"]["row"], reverse=True):
         lines[edit["location"]["row"] - 1:edit["end_location"]["row"] - 1] = [edit["content"]]
-    assert 'x = out_of_place(x, "div_", t)' in "".join(lines)
+    assert "    x = x.clone().div_(t)\n" in "".join(lines)  # the default style, inline
     # SARIF/GitHub count characters: read from the buffer's line, not the saved file's
     buffer = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    \u00e9 = 1; x.div_(t)\n"
     proc = run("check", "-", "--stdin-filename", "m.py", "--format", "github", stdin=buffer.encode(), cwd=tmp_path)

@@ -126,7 +126,21 @@ def test_rewrite_runs_where_original_raises(case, style):
 
 
 @pytest.mark.parametrize("style", STYLES)
-@pytest.mark.parametrize("case", [c for c in RUNNABLE if c not in ("inplace_kwarg",)])
+def test_item_assignment_of_a_number_on_a_dtensor_raises_as_the_original(style, mesh):
+    """``x[:, 0] = -1e4`` mixes nothing (a number), so the guard gathers nothing (issue 21 item 2); a
+    vocab-sharded DTensor has no sharding strategy for that fill, so the rewrite raises where the
+    original raises, with the same error."""
+    original = _load(FIX / "clone_first.in.py")
+    rewritten = _load(FIX / f"clone_first.{style}.out.py")
+    dtype, h, temperature = _inputs(original.CASE)
+    model = TinyLM(dtype)
+    for module in (original, rewritten):
+        with pytest.raises(NotImplementedError, match="does not have a sharding strategy"):
+            module.run(lambda hidden: model(hidden, mesh=mesh), h.clone().requires_grad_(), temperature)
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("case", [c for c in RUNNABLE if c not in ("inplace_kwarg", "clone_first")])
 def test_rewrite_gathers_vocab_sharded_dtensor(case, style, mesh):
     """Shard(-1) logits on a real gloo group: the original mixes a DTensor with a plain tensor and raises;
     the rewrite gathers (``full_tensor()``) and matches the plain reference, gradients included."""

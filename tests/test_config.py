@@ -89,11 +89,11 @@ def test_fix_style(tmp_path):
     assert config.load(tmp_path)[1] == {"fix-style": "inline"}
     (tmp_path / "setup.cfg").write_text("[inplace_lint]\nfix_style = runtime\n")
     assert config.load(tmp_path)[1] == {"fix-style": "runtime"}
-    assert config.FIX_STYLES[0] == "runtime"  # the default when the key is absent
+    assert config.FIX_STYLES[0] == "inline"  # the default when the key is absent
     (tmp_path / "setup.cfg").write_text("[inplace_lint]\nfix-style = inlined\n")
     with pytest.raises(config.ConfigError) as exc:
         config.load(tmp_path)
-    assert str(exc.value) == f"{tmp_path / 'setup.cfg'}: fix-style: expected one of runtime, inline, got 'inlined'"
+    assert str(exc.value) == f"{tmp_path / 'setup.cfg'}: fix-style: expected one of inline, runtime, got 'inlined'"
 
 
 @pytest.mark.parametrize("text, message", [

@@ -10,9 +10,13 @@ from inplace_lint.adapters.cli import main
 from inplace_lint.fix.codemod import fix_file
 
 BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)  # scale\n    return x\n"
-FIXED = ("from inplace_lint.runtime import out_of_place\n\n"
+#: the default style, inline; no torch floor stated, so DTensor's import is guarded for torch < 2.5
+FIXED = ("try:\n    from torch.distributed.tensor import DTensor\n"
+         "except ImportError:  # torch < 2.5\n    from torch.distributed._tensor import DTensor\n\n"
          "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n"
-         "    x = out_of_place(x, \"div_\", t)  # scale\n    return x\n")
+         "    if isinstance(x, DTensor) and not isinstance(t, DTensor) and getattr(t, \"ndim\", 0) > 0:\n"
+         "        x = x.full_tensor()\n"
+         "    x = x.clone().div_(t)  # scale\n    return x\n")
 
 
 def test_fix_writes_and_second_run_changes_nothing(tmp_path, capsys):
@@ -32,7 +36,7 @@ def test_diff_writes_nothing_and_exits_one(tmp_path, capsys):
     assert main(["fix", "--diff", str(path)]) == 1
     out = capsys.readouterr().out
     assert path.read_text() == BAD
-    assert "-    x.div_(t)  # scale\n+    x = out_of_place(x, \"div_\", t)  # scale\n" in out
+    assert "-    x.div_(t)  # scale\n+    if isinstance(x, DTensor)" in out and "+    x = x.clone().div_(t)  # scale\n" in out
     assert out.startswith(f"--- {path}\n+++ {path}\n")
 
 
@@ -54,7 +58,7 @@ def test_crlf_bom_and_cookie_survive(tmp_path):
     assert result.written
     data = latin.read_bytes().decode("latin-1")
     assert data.startswith("# -*- coding: latin-1 -*-\n# caf\xe9\n")
-    assert 'x = out_of_place(x, "div_", t)  # scale' in data
+    assert "    x = x.clone().div_(t)  # scale\n" in data
 
 
 def test_unparsable_file_untouched(tmp_path, capsys):

@@ -175,10 +175,10 @@ def test_one_line_suites_are_fixed_as_advertised():
               "    for _ in range(1): x /= 2\n    return x\n")
     [a, b] = check_source(source, "m.py", DEFAULT_SETTINGS, fix_style="runtime").findings
     assert a.fix.applicability is b.fix.applicability is Applicability.SAFE
-    assert fix_code(source).new_source == (
-        "from inplace_lint.runtime import out_of_place\n\n"
+    assert fix_code(source, style="runtime").new_source == (
+        "from inplace_lint.runtime import out_of_place, scale_logits\n\n"
         "def f(model, h, T):\n    x = model(h).logits.squeeze(0)\n    if T != 1:\n"
-        '        x = out_of_place(x, "div_", T)\n    for _ in range(1):\n        x = out_of_place(x, "div_", 2)\n'
+        '        x = out_of_place(x, "div_", T)\n    for _ in range(1):\n        x = scale_logits(x, 2, inplace="auto")\n'
         "    return x\n")
 
 

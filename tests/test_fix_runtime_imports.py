@@ -15,7 +15,7 @@ SRC = textwrap.dedent("""\
 
 
 def test_runtime_style_guard_takes_dtensor_from_the_runtime():
-    fixed = fix_code(SRC, unsafe_fixes=True).new_source
+    fixed = fix_code(SRC, unsafe_fixes=True, style="runtime").new_source
     assert fixed == textwrap.dedent("""\
         from inplace_lint.runtime import DTensor
 
@@ -31,14 +31,18 @@ def test_runtime_style_guard_takes_dtensor_from_the_runtime():
 
 def test_runtime_style_reuses_an_existing_real_import():
     src = "from torch.distributed.tensor import DTensor\n\n" + SRC
-    fixed = fix_code(src, unsafe_fixes=True).new_source
+    fixed = fix_code(src, unsafe_fixes=True, style="runtime").new_source
     assert fixed.startswith("from torch.distributed.tensor import DTensor\n\ndef mask_first")
     assert "inplace_lint.runtime" not in fixed
 
 
 def test_inline_style_imports_torch_dtensor():
+    """With no torch floor stated, the import is guarded: torch 2.0 to 2.4 keep DTensor in ``_tensor``."""
     fixed = fix_code(SRC, unsafe_fixes=True, style="inline").new_source
-    assert fixed.startswith("from torch.distributed.tensor import DTensor\n")
+    assert fixed.startswith("try:\n    from torch.distributed.tensor import DTensor\n"
+                            "except ImportError:  # torch < 2.5\n    from torch.distributed._tensor import DTensor\n\n")
+    fixed = fix_code(SRC, unsafe_fixes=True, style="inline", target=(None, (2, 5))).new_source
+    assert fixed.startswith("from torch.distributed.tensor import DTensor\n\ndef mask_first(")
 
 
 def test_runtime_dtensor_is_the_real_class():

@@ -147,7 +147,7 @@ def test_comments_inside_a_multi_line_call_survive_both_styles():
             )
             return x
         """)
-    runtime = fix_code(src).new_source
+    runtime = fix_code(src, style="runtime").new_source
     assert runtime == textwrap.dedent("""\
         from inplace_lint.runtime import out_of_place
 
@@ -160,7 +160,11 @@ def test_comments_inside_a_multi_line_call_survive_both_styles():
             return x
         """)
     inline = fix_code(src, style="inline").new_source
-    assert "    x = x.clone().masked_fill_(  # mask the padding\n        x > 2,  # mask\n        0.0,  # with zero\n    )\n" in inline
+    assert ("    _x_operand = x > 2\n"  # an operand that reads the target: held before the guard may gather it
+            "    if isinstance(x, DTensor) and not isinstance(_x_operand, DTensor) and getattr(_x_operand, \"ndim\", 0) > 0:\n"
+            "        x = x.full_tensor()\n"
+            "    x = x.clone().masked_fill_(  # mask the padding\n        _x_operand,  # mask\n        0.0,  # with zero\n    )\n"
+            ) in inline
     for text in (runtime, inline):
         ast.parse(text)
         assert fix_code(text, style="inline").new_source is None
@@ -169,8 +173,8 @@ def test_comments_inside_a_multi_line_call_survive_both_styles():
 def test_operator_form_keeps_precedence():
     src = "def f(model, h, a, b):\n    x = model(h).logits\n    x.mul_(a + b)\n    x *= a - b\n    return x\n"
     out = fix_code(src, style="inline").new_source
-    assert "    x = x.clone().mul_(a + b)\n" in out
-    assert "    x = x.clone().mul_(a - b)\n" in out
+    assert "    _x_operand = a + b\n" in out and "    _x_operand = a - b\n" in out
+    assert out.count("    x = x.clone().mul_(_x_operand)\n") == 2
 
 
 def test_positional_inplace_flag_is_found_and_removed():
@@ -213,7 +217,7 @@ def test_long_elif_chain_does_not_crash():
 
 def test_form_feed_and_non_ascii_before_the_call():
     src = "def f(model, h, t):\n    \x0c\n    x = model(h).logits\n    s = 'é'; x.div_(t)\n    x.mul_(t)  # é\n"
-    out = fix_code(src).new_source
+    out = fix_code(src, style="runtime").new_source
     assert '    x = out_of_place(x, "mul_", t)  # é\n' in out
 
 

@@ -39,8 +39,9 @@ def test_json_and_sarif_carry_the_edits_fix_applies(tmp_path, capsys, monkeypatc
     edits = {(e["location"]["row"], e["location"]["column"], e["end_location"]["row"], e["end_location"]["column"],
               e["content"]) for i in items for e in i["fix"]["edits"]}
     assert _apply(SOURCE, [((a, b), (c, d), t) for a, b, c, d, t in edits]) == expected
-    assert items[0]["fix"]["edits"][1] == {
-        "content": '    if t != 1:\n        x = out_of_place(x, "div_", t)  # é\n',
+    assert items[0]["fix"]["edits"][1] == {  # the default style, inline (config.FIX_STYLES[0])
+        "content": '    if t != 1:\n        if isinstance(x, DTensor) and not isinstance(t, DTensor) and '
+                   'getattr(t, "ndim", 0) > 0:\n            x = x.full_tensor()\n        x = x.clone().div_(t)  # é\n',
         "location": {"row": 3, "column": 1}, "end_location": {"row": 4, "column": 1}}
 
     assert main(["check", "-q", "--format", "sarif", "m.py"]) == 1

@@ -70,16 +70,25 @@ def test_verl_080_fix_rewrites_the_seed_only(style, tmp_path, capsys):
         ast.parse((work / name).read_text())
     text = (work / "workers/engine/fsdp/transformer_impl.py").read_text()
     if style == "inline":
-        # the upstream fix: gather a DTensor, divide out of place, divisor in the logits dtype
-        assert ("                if isinstance(logits_rmpad, DTensor) and not isinstance(temperature_rmpad, DTensor):\n"
+        # the upstream fix: gather a DTensor (only next to a plain temperature with dimensions), divide out
+        # of place, divisor in the logits dtype; verl states no torch floor, so DTensor's import is guarded
+        assert ("                _logits_rmpad_operand = temperature_rmpad.clamp(min=1e-8).unsqueeze(-1)"
+                ".to(logits_rmpad.dtype)\n"
+                "                if isinstance(logits_rmpad, DTensor) and not isinstance(_logits_rmpad_operand, DTensor)"
+                " and getattr(_logits_rmpad_operand, \"ndim\", 0) > 0:\n"
                 "                    logits_rmpad = logits_rmpad.full_tensor()\n"
-                "                logits_rmpad = logits_rmpad.clone().div_(temperature_rmpad.clamp(min=1e-8).unsqueeze(-1)"
-                ".to(logits_rmpad.dtype))\n") in text
-        assert "from torch.distributed.tensor import DTensor\n" in text
+                "                logits_rmpad = logits_rmpad.clone().div_(_logits_rmpad_operand)\n") in text
+        # verl 0.8.0 imports DTensor from torch.distributed.tensor itself: that import is reused, none added
+        assert text.count("import DTensor\n") == 1 and "from torch.distributed.tensor import DTensor\n" in text
     else:
-        assert ('                logits = out_of_place(logits, "div_", temperature.clamp(min=1e-8)'
-                '.to(logits.dtype))\n') in text
-        assert "from inplace_lint.runtime import out_of_place\n" in text
+        # both seed sites call the corrected scaling routine, in place where autograd allows it
+        assert ("                logits_rmpad = scale_logits(logits_rmpad, temperature_rmpad.unsqueeze(-1), eps=1e-8, "
+                "broadcast=\"trailing\", inplace=\"auto\")\n") in text
+        assert ("                logits = scale_logits(logits, temperature, eps=1e-8, broadcast=\"trailing\", "
+                "inplace=\"auto\")\n") in text
+        assert "from inplace_lint.runtime import scale_logits\n" in text
+    for name in changed:  # both styles: Python 3.9's grammar
+        ast.parse((work / name).read_text(), feature_version=(3, 9))
     capsys.readouterr()
     before = {p: p.read_bytes() for p in work.rglob("*.py")}
     main(["fix", "-q", "--style", style, str(work)])

@@ -89,9 +89,18 @@ FIXABLE = (
     "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)\n    return x\n\n"
     "def g(output, t):\n    y = output.logits.squeeze(0)\n    y.mul_(t)\n    return output.logits\n"
 )
-IMPORT = "from inplace_lint.runtime import out_of_place\n\n"
-F_FIXED = FIXABLE.replace("    x.div_(t)\n", '    x = out_of_place(x, "div_", t)\n')
-G_FIXED = FIXABLE.replace("    y.mul_(t)\n", '    y = out_of_place(y, "mul_", t)\n')
+# the default style, inline (config.FIX_STYLES[0]): the same as `inplace-lint fix` and the pre-commit hook
+IMPORT = ("try:\n    from torch.distributed.tensor import DTensor\n"
+          "except ImportError:  # torch < 2.5\n    from torch.distributed._tensor import DTensor\n\n")
+
+
+def _guarded(name, op):
+    return (f'    if isinstance({name}, DTensor) and not isinstance(t, DTensor) and getattr(t, "ndim", 0) > 0:\n'
+            f"        {name} = {name}.full_tensor()\n    {name} = {name}.clone().{op}(t)\n")
+
+
+F_FIXED = FIXABLE.replace("    x.div_(t)\n", _guarded("x", "div_"))
+G_FIXED = FIXABLE.replace("    y.mul_(t)\n", _guarded("y", "mul_"))
 
 
 @pytest.mark.asyncio

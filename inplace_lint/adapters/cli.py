@@ -101,6 +101,9 @@ class Options:
     cache_dir: Optional[str] = None
     #: the resolved configuration (``--show-settings``)
     loaded: Optional[config.Loaded] = None
+    #: (Python, torch) overriding each project's stated floor: ``--target-version``/``--torch-version``,
+    #: else ``target-version``/``torch-version`` from the config file
+    target: Tuple[Optional[Tuple[int, int]], Optional[Tuple[int, int]]] = (None, None)
 
 
 def _paths(args: argparse.Namespace) -> List[str]:
@@ -161,7 +164,9 @@ def _common(args: argparse.Namespace) -> Options:
                    tuple(per_file), cfg_path.parent if cfg_path else None,
                    file_cfg.get("fix-style", config.FIX_STYLES[0]),
                    str((cfg_path.parent if cfg_path else pathlib.Path()) / file_cfg["cache-dir"])
-                   if file_cfg.get("cache-dir") else None, loaded)
+                   if file_cfg.get("cache-dir") else None, loaded,
+                   (_version_flag(args, "target_version") or file_cfg.get("target-version"),
+                    _version_flag(args, "torch_version") or file_cfg.get("torch-version")))
 
 
 def _cli_per_file(values: Sequence[str], flag: str) -> config.PerFileIgnores:
@@ -172,6 +177,16 @@ def _cli_per_file(values: Sequence[str], flag: str) -> config.PerFileIgnores:
     except config.ConfigError as exc:
         raise UsageError(str(exc)) from exc
     return [(os.path.join(os.getcwd(), g) if "/" in g else g, codes) for g, codes in pairs]
+
+
+def _version_flag(args: argparse.Namespace, name: str) -> Optional[Tuple[int, int]]:
+    value = getattr(args, name, None)
+    if value is None:
+        return None
+    try:
+        return config.parse_version_option(value, "--" + name.replace("_", "-"))
+    except config.ConfigError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def _prepare(files: List[str], opts: Options, args: argparse.Namespace) -> None:
@@ -212,7 +227,8 @@ def _check_stdin(args: argparse.Namespace, job: CheckJob) -> FileResult:
         return FileResult(name).fail(decode_problem(exc, raw))
     ignore = list(job.ignore) + config.per_file_ignored(name, list(job.per_file_ignores), job.config_dir)
     register_source(name, source)  # columns and fix edits come from this text, not from a file of that name
-    return check_source(source, name, job.settings, job.select, ignore, job.disable_noqa, fix_style=job.fix_style)
+    return check_source(source, name, job.settings, job.select, ignore, job.disable_noqa, fix_style=job.fix_style,
+                        target=job.target)
 
 
 def _discover(args: argparse.Namespace, opts: Options) -> List[str]:
@@ -343,7 +359,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def _check_files(args: argparse.Namespace, opts: Options, files: List[str]) -> int:
     """Check ``files`` (and stdin), print the findings; the exit code."""
     job = CheckJob(opts.settings, opts.select, opts.ignore, args.disable_noqa, opts.per_file_ignores, opts.config_dir,
-                   fix_style=opts.fix_style if args.format in EDIT_FORMATS else None)
+                   fix_style=opts.fix_style if args.format in EDIT_FORMATS else None, target=opts.target)
     _prepare(files, opts, args)
     outcomes = run_files(files, job, args.jobs, progress=_progress(args))
     results = [o.value for o in outcomes if o.value is not None]
@@ -449,7 +465,8 @@ class FixJob:
         ignore = list(self.opts.ignore) + config.per_file_ignored(
             path, list(self.opts.per_file_ignores), self.opts.config_dir)
         return fix_file(path, settings=self.opts.settings, style=self.style, unsafe_fixes=self.unsafe_fixes,
-                        select=self.opts.select, ignore=ignore, write=self.write, memory_aware=self.memory_aware)
+                        select=self.opts.select, ignore=ignore, write=self.write, memory_aware=self.memory_aware,
+                        target=self.opts.target)
 
 
 def _fix_stdin(args: argparse.Namespace, opts: Options) -> int:
@@ -472,7 +489,7 @@ def _fix_stdin(args: argparse.Namespace, opts: Options) -> int:
     ignore = list(opts.ignore) + config.per_file_ignored(name, list(opts.per_file_ignores), opts.config_dir)
     result = fix_code(source, name, settings=opts.settings, style=args.style or opts.fix_style,
                       unsafe_fixes=args.unsafe_fixes, select=opts.select, ignore=ignore,
-                      memory_aware=getattr(args, "memory_aware", False))
+                      memory_aware=getattr(args, "memory_aware", False), target=opts.target)
     new = result.new_source
     if args.diff:
         if new is not None:
@@ -546,6 +563,9 @@ def _fix_report(args: argparse.Namespace, outcomes, results) -> int:
               f"{'s' if remaining == 1 else ''}; {len(errors) + len(crashes)} file"
               f"{'s' if len(errors) + len(crashes) != 1 else ''} skipped. Scanned {len(outcomes)} file"
               f"{'s' if len(outcomes) != 1 else ''}.", file=sys.stderr)
+        dependent = [r for r in changed if r.adds_runtime_import]
+        if dependent:
+            print(runtime_dependency_note(dependent, args.diff), file=sys.stderr)
     if remaining or errors or crashes or (args.diff and changed):
         return 1
     if changed and getattr(args, "exit_non_zero_on_fix", False):
@@ -589,6 +609,33 @@ def cmd_fix(args: argparse.Namespace) -> int:
         return shown
     _project_mode(args, opts)
     return _exit(args, _fix_report(args, *_fix_files(args, opts, files, write=not args.diff)))
+
+
+def _runtime_install_hint() -> str:
+    url = project_url()
+    return f"pip install 'inplace-lint[runtime] @ git+{url}'" if url else "install inplace-lint[runtime] where it runs"
+
+
+def runtime_dependency_note(results, diff: bool = False) -> str:
+    """The summary's word on a new dependency: how many files the runtime style made import
+    ``inplace_lint.runtime``, what that needs where the code runs, and the way out (``--style inline``)."""
+    from ..floor import RUNTIME_PYTHON, RUNTIME_TORCH
+
+    n = len(results)
+    verb = "would import" if diff else ("now imports" if n == 1 else "now import")
+    note = (f"{n} file{'s' if n != 1 else ''} {verb} inplace_lint.runtime (--style runtime): the project "
+            f"needs inplace-lint installed where it runs (a new dependency: Python >= "
+            f"{RUNTIME_PYTHON[0]}.{RUNTIME_PYTHON[1]}, torch >= {RUNTIME_TORCH[0]}.{RUNTIME_TORCH[1]}; "
+            f"{_runtime_install_hint()}); --style inline writes plain torch instead.")
+    below = sorted({f"{r.floor.python_source} says Python >= {r.floor.python[0]}.{r.floor.python[1]}"
+                    for r in results if r.floor is not None and r.floor.python is not None
+                    and r.floor.python < RUNTIME_PYTHON}
+                   | {f"{r.floor.torch_source} says torch >= {r.floor.torch[0]}.{r.floor.torch[1]}"
+                      for r in results if r.floor is not None and r.floor.torch is not None
+                      and r.floor.torch < RUNTIME_TORCH})
+    if below:
+        note += " Below the runtime's floor: " + "; ".join(below) + "."
+    return note
 
 
 def cmd_rule(args: argparse.Namespace) -> int:
@@ -663,8 +710,9 @@ RUFF_FLAGS: Tuple[Tuple[Tuple[str, ...], dict, Tuple[str, ...]], ...] = (
     (("--unsafe-fixes",), dict(action="store_true", help="also apply fixes that another reader of the tensor "
                                                          "could notice"), _BOTH),
     (("--style",), dict(choices=config.FIX_STYLES, default=None,
-                        help="runtime: call inplace_lint.runtime; inline: plain torch, no dependency "
-                             "(default: fix-style from the config file, else runtime)"), _BOTH),
+                        help="inline: plain torch, no new dependency; runtime: call inplace_lint.runtime "
+                             "(scale_logits, out_of_place) (default: fix-style from the config file, else inline)"),
+     _BOTH),
     (("--memory-aware",), dict(action="store_true", help='runtime style: emit inplace="auto", which stays in place '
                                                          'wherever PyTorch allows it'), _BOTH),
     (("--show-fixes",), dict(action="store_true", help="list the fixes applied, by file and code"), _BOTH),
@@ -696,6 +744,16 @@ def _add_ruff_flags(parser: argparse.ArgumentParser, command: str) -> None:
     for flags, kwargs, commands in RUFF_FLAGS:
         if command in commands:
             parser.add_argument(*flags, **kwargs)
+
+
+def _floor_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target-version", metavar="X.Y", default=None,
+                        help="the oldest Python the code runs on (default: target-version from the config file, "
+                             "else the project's requires-python)")
+    parser.add_argument("--torch-version", metavar="X.Y", default=None,
+                        help="the oldest torch the code runs on, which decides how the inline DTensor guard imports "
+                             "DTensor (default: torch-version from the config file, else the lower bound of the "
+                             "project's torch requirement)")
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -774,6 +832,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="processes to check files with (default and auto: all cores; 1: in this process)")
     check.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
     _cache_flags(check)
+    _floor_flags(check)
     check.add_argument("--runtime-report", metavar="FILE", default=None,
                        help="a report of `python -m inplace_lint.sanitize` (text, json or sarif): mark the findings "
                             "it confirms and list on stderr what it saw that the static analysis missed")
@@ -784,6 +843,7 @@ def build_parser() -> argparse.ArgumentParser:
                          formatter_class=_HelpFormatter, description=FIX_DESCRIPTION, epilog=FIX_EXIT_CODES)
     fix.add_argument("paths", nargs="*", metavar="PATH",
                      help="files or directories (default: .); '-' reads the source from stdin")
+    _floor_flags(fix)
     _add_selection_options(fix)
     fix.add_argument("-j", "--jobs", type=_jobs, default=None,
                      help="processes to fix files with (default and auto: all cores; 1: in this process)")

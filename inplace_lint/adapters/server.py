@@ -110,6 +110,14 @@ def _document_options(path: Optional[str]) -> Tuple[config.Settings, List[str], 
     return settings, select, ignore, str(cli.get("fix-style", config.FIX_STYLES[0]))
 
 
+def _document_target(path: Optional[str]):
+    """``target-version``/``torch-version`` from the document's config file (else the project's floor decides)."""
+    if not path:
+        return (None, None)
+    _, cli, _ = config.load(pathlib.Path(path).parent)
+    return (cli.get("target-version"), cli.get("torch-version"))
+
+
 #: the last few checks, by (text, path, options): a re-open or a code action request on text that did
 #: not change is not analysed again (a save starts afresh)
 _RESULTS: "collections.OrderedDict[tuple, FileResult]" = collections.OrderedDict()
@@ -120,11 +128,12 @@ def result_for(source: str, path: Optional[str], with_edits: bool = False) -> Fi
     """The document's check; ``with_edits``: each fix carries its edits in the config's fix-style."""
     settings, select, ignore, style = _document_options(path)
     fix_style = style if with_edits else None
-    key = (source, path, settings, tuple(select), tuple(ignore), fix_style)
+    target = _document_target(path)
+    key = (source, path, settings, tuple(select), tuple(ignore), fix_style, target)
     result = _RESULTS.get(key)
     if result is None:
         result = _RESULTS[key] = check_source(source, path or "<document>", settings, select, ignore,
-                                              fix_style=fix_style)
+                                              fix_style=fix_style, target=target)
         while len(_RESULTS) > _RESULTS_SIZE:
             _RESULTS.popitem(last=False)
     else:

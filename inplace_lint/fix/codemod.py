@@ -57,8 +57,23 @@ from ..findings import Applicability, Edit, Finding, FixKind, WriteKind
 STYLES = config.FIX_STYLES
 RUNTIME_MODULE = "inplace_lint.runtime"
 DTENSOR_MODULE = "torch.distributed.tensor"
+#: where torch before 2.5 keeps ``DTensor`` (2.0 to 2.4; later versions keep it as an alias)
+DTENSOR_OLD_MODULE = "torch.distributed._tensor"
 #: modules whose ``DTensor`` is the real class (an existing import of it is reused)
-DTENSOR_MODULES = (DTENSOR_MODULE, "torch.distributed._tensor")
+DTENSOR_MODULES = (DTENSOR_MODULE, DTENSOR_OLD_MODULE)
+
+
+def dtensor_import_form(torch_floor: Optional[Tuple[int, int]]) -> str:
+    """How the inline style gets ``DTensor`` on a project whose oldest torch is ``torch_floor``:
+    ``"none"`` below 2.0 (no DTensor exists: no guard is written), ``"public"`` from 2.5
+    (``from torch.distributed.tensor import DTensor``), else ``"guarded"`` (2.0 to 2.4, or a floor the
+    project does not state): ``torch.distributed.tensor`` with a fallback to ``torch.distributed._tensor``
+    on ``ImportError`` (docs/pytorch-facts.md#dtensor-module)."""
+    if torch_floor is None:
+        return "guarded"
+    if torch_floor < (2, 0):
+        return "none"
+    return "public" if torch_floor >= (2, 5) else "guarded"
 
 
 @dataclass
@@ -76,6 +91,10 @@ class FixResult:
     written: bool = False
     #: the edits applied (merged, in source order)
     edits: List[Edit] = field(default_factory=list)
+    #: the rewrite adds the file's first import of ``inplace_lint.runtime`` (a new dependency)
+    adds_runtime_import: bool = False
+    #: the floor the rewrite was written for (:mod:`inplace_lint.floor`)
+    floor: Optional[object] = None
 
     @property
     def remaining(self) -> List[Finding]:
@@ -128,6 +147,25 @@ def merge_edits(edits: Iterable[Edit]) -> List[Edit]:
     return merged
 
 
+_FROM_IMPORT = re.compile(r"^from ([\w.]+) import ([\w, ]+)$")
+
+
+def _join_from_imports(lines: List[str]) -> List[str]:
+    """``from m import a`` and ``from m import b`` as one ``from m import a, b`` (as libcst's
+    ``AddImportsVisitor`` writes them); other statements unchanged. Sorted."""
+    names: Dict[str, Set[str]] = {}
+    other: List[str] = []
+    for line in lines:
+        match = _FROM_IMPORT.match(line)
+        if match is None:
+            other.append(line)
+        else:
+            names.setdefault(match.group(1), set()).update(n.strip() for n in match.group(2).split(","))
+    joined = [f"from {module} import {', '.join(sorted(found, key=lambda n: n.split(' as ')[0]))}"
+              for module, found in names.items()]
+    return sorted(joined + other)
+
+
 def _is_insertion(edit: Edit) -> bool:
     return (edit.line, edit.col) == (edit.end_line, edit.end_col)
 
@@ -137,13 +175,20 @@ def _merge_imports(a: Edit, b: Edit) -> Edit:
         nl = "\r\n" if "\r\n" in content else ("\r" if "\r" in content and "\n" not in content else "\n")
         lead = nl if content.startswith(nl) else ""
         body = content[len(lead):]
-        lines = [ln for ln in body.split(nl) if ln.strip()]
+        lines: List[str] = []  # one entry per statement: a `try:` import block stays whole
+        for ln in body.split(nl):
+            if not ln.strip():
+                continue
+            if lines and (ln[:1] in " \t" or ln.startswith(("except", "else:", "finally:"))):
+                lines[-1] += nl + ln
+            else:
+                lines.append(ln)
         tail = body[len(body.rstrip("\r\n")):]
         return lead, lines, tail, nl
 
     lead_a, lines_a, tail_a, nl = parts(a.content)
     lead_b, lines_b, tail_b, _ = parts(b.content)
-    lines = sorted(set(lines_a) | set(lines_b))
+    lines = _join_from_imports(sorted(set(lines_a) | set(lines_b)))
     tail = max(tail_a, tail_b, key=len)
     return dataclasses.replace(a, content=(lead_a or lead_b) + nl.join(lines) + tail)
 
@@ -168,14 +213,18 @@ class _Group:
     imports: Dict[int, Set[Tuple[str, str]]] = field(default_factory=dict)
     done: Set[int] = field(default_factory=set)
     text: Optional[str] = None  # the rebuilt lines
+    #: per finding with a planned ``scaling``: its (temperature, eps) source text
+    scalings: Dict[int, Tuple[str, str]] = field(default_factory=dict)
 
 
-def attach_edits(source: str, tree: ast.Module, findings: Sequence[Finding], style: str = "runtime",
-                 memory_aware: bool = False) -> List[Finding]:
+def attach_edits(source: str, tree: ast.Module, findings: Sequence[Finding], style: str = STYLES[0],
+                 memory_aware: bool = False, torch_floor: Optional[Tuple[int, int]] = None) -> List[Finding]:
     """``findings`` with ``fix.edits`` filled for ``style``; a planned fix the codemod cannot write
     loses its ``fix``. One libcst parse for all the file's fixable statements, no analysis.
 
-    ``tree`` is ``ast.parse(source)``. Raises ``ValueError`` for an unknown style.
+    ``tree`` is ``ast.parse(source)``; ``torch_floor`` is the oldest torch the file's project runs on
+    (:mod:`inplace_lint.floor`; None: not stated), which decides how the inline DTensor guard imports
+    ``DTensor`` (:func:`dtensor_import_form`). Raises ``ValueError`` for an unknown style.
     """
     if style not in STYLES:
         raise ValueError(f"style must be one of {STYLES}, got {style!r}")
@@ -185,10 +234,11 @@ def attach_edits(source: str, tree: ast.Module, findings: Sequence[Finding], sty
     lines = textpos.split_lines(source)
     groups = _groups(tree, lines, todo)
     newline = _newline(lines)
-    names = _ImportNames(source, tree)
     unit = _indent_unit(tree, lines)
+    names = _ImportNames(source, tree, dtensor_import_form(torch_floor), unit)
     for g in groups:
         g.indent = g.indent.replace("\0", unit)
+        g.scalings = {id(f): scaling_text(lines, f.fix.scaling) for f in g.findings if f.fix.scaling is not None}
     slow = [g for g in groups if not _fast(g, lines, newline, style, memory_aware, unit, names)]
     if slow:
         from .render import render  # libcst: only for statements the text path does not cover
@@ -274,23 +324,34 @@ def _fast(group: _Group, lines: List[str], newline: str, style: str, memory_awar
         return False
     indent = group.indent
     out: List[str] = []
-    if style == "runtime":
+    if style == "runtime" and finding.fix.scaling is not None:
+        local, _ = names.get(RUNTIME_MODULE, "scale_logits")
+        call = scale_call(local, name, finding.fix, memory_aware, group.scalings[id(finding)])
+        out.append(f"{indent}{name} = {call}{tail}")
+        group.imports[id(finding)] = {(RUNTIME_MODULE, "scale_logits")}
+    elif style == "runtime":
         local, _ = names.get(RUNTIME_MODULE, "out_of_place")
         call = [name, f'"{method}"'] + ([args] if args else []) + (['inplace="auto"'] if memory_aware else [])
         out.append(f"{indent}{name} = {local}({', '.join(call)}){tail}")
         group.imports[id(finding)] = {(RUNTIME_MODULE, "out_of_place")}
     else:
-        if any(not _ast_literal(o) for o in operands):
+        loose = [o for o in operands if not _ast_constant(o)]
+        if names.dtensor_form != "none" and any(not isinstance(o, ast.Name) for o in loose):
+            # operands to hold in temporaries first (render.py's ``hold``, the same text)
+            held = _hold_from_text(line, start + len(text) - len(args) - (1 if text.endswith(")") and
+                                   finding.write_kind is WriteKind.METHOD else 0), args, operands, name, names)
+            if held is None:
+                return False
+            temps, args = held
+            out += [f"{indent}{temp} = {value}{newline}" for temp, value in temps]
+            held_names = iter(temp for temp, _ in temps)  # the operands, in order, as the guard sees them
+            loose = [o if isinstance(o, ast.Name) else ast.Name(id=next(held_names), ctx=ast.Load()) for o in loose]
+            if method not in ops.OUT_OF_PLACE_TWINS:
+                text = f"{name}.{method}({args})"
+        bare = [o.id for o in loose if o.id != name] if names.dtensor_form != "none" else []
+        if bare:
             dt, _ = names.get(DTENSOR_MODULE, "DTensor")
-            skip = _module_names(names.tree) | {dt}
-            roots: List[str] = []
-            for operand in operands:
-                for root in _ast_operand_roots(operand, skip):
-                    if root != name and root not in roots:
-                        roots.append(root)
-            loose = [o for o in operands if not _ast_literal(o)]
-            bare = [o.id for o in loose] if all(isinstance(o, ast.Name) and o.id != name for o in loose) else None
-            condition = guard_condition(name, dt, roots, bare)
+            condition = guard_condition(name, dt, [], list(dict.fromkeys(bare)))
             out += [f"{indent}if {condition}:{newline}", f"{indent}{unit}{name} = {name}.full_tensor(){newline}"]
             group.imports[id(finding)] = {(DTENSOR_MODULE, "DTensor")}
         if method not in ops.OUT_OF_PLACE_TWINS:
@@ -305,13 +366,49 @@ def _fast(group: _Group, lines: List[str], newline: str, style: str, memory_awar
     return True
 
 
+def scaling_text(lines: List[str], scaling) -> Tuple[str, str]:
+    """(temperature, eps) source text of a planned :class:`~inplace_lint.findings.Scaling`."""
+    def text(span: Tuple[int, int, int, int]) -> str:
+        line, col, end_line, end_col = span
+        head, tail = textpos.line_text(lines, line), textpos.line_text(lines, end_line)
+        start, end = textpos.char_column(head, col), textpos.char_column(tail, end_col)
+        if line == end_line:
+            return head[start:end]
+        return head[start:] + lines[line - 1][len(head):] + "".join(lines[line:end_line - 1]) + tail[:end]
+
+    eps = scaling.eps if isinstance(scaling.eps, str) else text(scaling.eps)
+    return "".join(text(s) for s in scaling.temperature), eps
+
+
+def scale_call(func: str, name: str, fix, memory_aware: bool, texts: Tuple[str, str]) -> str:
+    """The runtime style's call for the temperature idiom (``fix.scaling``, planned by the analysis):
+    ``scale_logits(logits, T.unsqueeze(-1), eps=1e-8, broadcast="trailing", inplace="auto")``.
+    ``inplace="auto"`` (in place wherever autograd allows it: no logits-sized copy, as the original) is
+    written where the fix is safe (nothing else reads the tensor afterwards, so writing it in place
+    cannot be seen) or with ``--memory-aware``; an unsafe fix divides out of place."""
+    scale = fix.scaling
+    temperature, eps = texts
+    args = [name, temperature]
+    if eps:
+        args.append(f"eps={eps}")
+    if scale.trailing:
+        args.append('broadcast="trailing"')
+    if memory_aware or fix.applicability is Applicability.SAFE:
+        args.append('inplace="auto"')
+    return f"{func}({', '.join(args)})"
+
+
 def guard_condition(name: str, dt: str, roots: Sequence[str], bare_names: Optional[Sequence[str]]) -> str:
-    """The DTensor guard's test: gather ``name`` when it is a DTensor and no operand root is one, and, when
-    every non-literal operand is a bare name (``bare_names``), only when one of them is a tensor with
-    ndim > 0: a DTensor mixes fine with a Python number or a 0-dim tensor (docs/pytorch-facts.md#dtensor-mixing),
-    so gathering there would turn working DTensor code into a plain tensor."""
+    """The DTensor guard's test, decided at run time on the operands themselves: gather ``name`` when it
+    is a DTensor, no operand is one, and one operand (``bare_names``: each non-literal operand, held in a
+    name, a temporary when it was an expression) is a tensor with ndim > 0. A DTensor mixes fine with a
+    Python number, a 0-dim tensor or another DTensor (docs/pytorch-facts.md#dtensor-mixing), so gathering
+    there would turn working DTensor code into a plain tensor next to DTensors (the MoE router's
+    ``rw /= rw.sum(-1, keepdim=True)``). ``roots`` (names an operand expression is computed from) is only
+    used where an operand could not be held in a name (a ``*args`` call)."""
     condition = f"isinstance({name}, {dt})" + "".join(f" and not isinstance({r}, {dt})" for r in roots)
     if bare_names:
+        condition += "".join(f" and not isinstance({n}, {dt})" for n in bare_names if n not in roots)
         sized = " or ".join(f'getattr({n}, "ndim", 0) > 0' for n in bare_names)
         condition += f" and ({sized})" if len(bare_names) > 1 else f" and {sized}"
     return condition
@@ -319,6 +416,55 @@ def guard_condition(name: str, dt: str, roots: Sequence[str], bare_names: Option
 
 def _ast_literal(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is not Ellipsis
+
+
+def _ast_constant(node: ast.expr) -> bool:
+    """A literal, ``...`` or a unary operator on a literal (``-1``): never a tensor, never held."""
+    if isinstance(node, ast.UnaryOp) and _ast_literal(node.operand):
+        return True
+    return isinstance(node, ast.Constant)
+
+
+_GAP_FIRST = re.compile(r"\s*(?:\w+\s*=\s*)?")
+_GAP = re.compile(r"\s*,\s*(?:\w+\s*=\s*)?")
+_GAP_LAST = re.compile(r"\s*,?\s*")
+
+
+def _hold_from_text(line: str, args_start: int, args: str, operands: Sequence[ast.expr], name: str,
+                    names: "_ImportNames") -> Optional[Tuple[List[Tuple[str, str]], str]]:
+    """The temporaries of :meth:`inplace_lint.fix.render._Rewriter.hold`, from the text of a one-line call's
+    arguments (``args``, starting at character ``args_start`` of ``line``): ``[(temp, operand text)]`` and the
+    arguments with each held operand replaced by its temporary. None where the text is not plain
+    ``operand, key=operand`` (a bracketed operand, a ``*`` argument): libcst writes those."""
+    spans = []
+    for o in operands:
+        lo = textpos.char_column(line, o.col_offset) - args_start
+        hi = textpos.char_column(line, o.end_col_offset or 0) - args_start
+        if lo < 0 or hi > len(args):
+            return None
+        spans.append((lo, hi, o))
+    pos = 0
+    for i, (lo, hi, o) in enumerate(spans):
+        gap = args[pos:lo]
+        if not (_GAP_FIRST if i == 0 else _GAP).fullmatch(gap):
+            return None
+        pos = hi
+    if not _GAP_LAST.fullmatch(args[pos:]):
+        return None
+    temps: List[Tuple[str, str]] = []
+    pieces: List[str] = []
+    pos = 0
+    for lo, hi, o in spans:
+        pieces.append(args[pos:lo])
+        if _ast_constant(o) or isinstance(o, ast.Name):
+            pieces.append(args[lo:hi])
+        else:
+            temp = names.temp(name, len(temps) + 1)
+            temps.append((temp, args[lo:hi]))
+            pieces.append(temp)
+        pos = hi
+    pieces.append(args[pos:])
+    return temps, "".join(pieces)
 
 
 def _ast_dotted(node: ast.expr) -> Optional[str]:
@@ -455,14 +601,22 @@ def _segment(lines: List[str], f: Finding) -> str:
 
 
 class _ImportNames:
-    """The names the rewrite uses for ``out_of_place`` and ``DTensor`` in one file: an existing
-    top-level import of the real object is reused; otherwise the plain name when the file never
-    uses it, else a fresh one (``DTensor = None`` must not turn the guard into a TypeError)."""
+    """The names the rewrite uses for ``out_of_place``, ``scale_logits`` and ``DTensor`` in one file: an
+    existing top-level import of the real object (also one inside a top-level ``try``, as in
+    ``try: from torch.distributed.tensor import DTensor`` / ``except ImportError: from
+    torch.distributed._tensor import DTensor``) is reused; otherwise the plain name when the file never
+    uses it, else a fresh one (``DTensor = None`` must not turn the guard into a TypeError).
 
-    def __init__(self, source: str, tree: ast.Module) -> None:
+    ``dtensor_form`` (:func:`dtensor_import_form`) says how a new ``DTensor`` import is written; ``unit``
+    is the file's indentation step (for the guarded import's ``try`` block)."""
+
+    def __init__(self, source: str, tree: ast.Module, dtensor_form: str = "guarded", unit: str = "    ") -> None:
         self.source = source
         self.tree = tree
+        self.dtensor_form = dtensor_form
+        self.unit = unit
         self._cache: Dict[Tuple[str, str], Tuple[str, bool]] = {}
+        self._words: Optional[Set[str]] = None
 
     def get(self, module: str, name: str) -> Tuple[str, bool]:
         """(local name, already imported)."""
@@ -471,12 +625,30 @@ class _ImportNames:
             self._cache[key] = self._decide(module, name)
         return self._cache[key]
 
+    def temp(self, target: str, index: int) -> str:
+        """The name of the ``index``-th (from 1) temporary that holds an operand of a write to ``target``
+        (``_logits_operand``, ``_logits_operand2``): a name the file never uses, the same in every path."""
+        if self._words is None:
+            self._words = set(re.findall(r"\w+", self.source))
+        base = f"_{target}_operand"
+        candidates = [base + (str(index) if index > 1 else "")] + [f"{base}{index}_{i}" for i in range(2, 100)]
+        return next(c for c in candidates if c not in self._words)
+
+    def _top_level_imports(self):
+        for stmt in self.tree.body:
+            if isinstance(stmt, ast.ImportFrom):
+                yield stmt
+            elif isinstance(stmt, ast.Try):
+                for inner in stmt.body + [s for h in stmt.handlers for s in h.body]:
+                    if isinstance(inner, ast.ImportFrom):
+                        yield inner
+
     def _decide(self, module: str, name: str) -> Tuple[str, bool]:
         modules = DTENSOR_MODULES if module == DTENSOR_MODULE else (module,)
         bound: Dict[str, int] = {}
         found: Optional[str] = None
-        for stmt in self.tree.body:
-            if isinstance(stmt, ast.ImportFrom) and stmt.module in modules and stmt.level == 0:
+        for stmt in self._top_level_imports():
+            if stmt.module in modules and stmt.level == 0:
                 for alias in stmt.names:
                     if alias.name == name:
                         found = alias.asname or alias.name
@@ -538,10 +710,18 @@ class _Imports:
             local, present = self.names.get(module, name)
             if present:
                 continue
-            statements.append(f"from {module} import {name}" + (f" as {local}" if local != name else ""))
+            alias = f" as {local}" if local != name else ""
+            if module == DTENSOR_MODULE and self.names.dtensor_form == "guarded":
+                # torch 2.0 to 2.4 keep DTensor in torch.distributed._tensor (docs/pytorch-facts.md#dtensor-module)
+                unit, nl = self.names.unit, self.newline
+                statements.append(f"try:{nl}{unit}from {DTENSOR_MODULE} import {name}{alias}{nl}"
+                                  f"except ImportError:  # torch < 2.5{nl}"
+                                  f"{unit}from {DTENSOR_OLD_MODULE} import {name}{alias}")
+                continue
+            statements.append(f"from {module} import {name}{alias}")
         if not statements:
             return None
-        content = self.lead + self.newline.join(sorted(statements)) + ("" if self.lead else self.newline) + self.sep
+        content = self.lead + self.newline.join(_join_from_imports(statements)) + ("" if self.lead else self.newline) + self.sep
         return Edit(self.line, self.col, self.line, self.col, content)
 
 
@@ -573,9 +753,13 @@ def _applicable(finding: Finding, unsafe_fixes: bool) -> bool:
         (unsafe_fixes or finding.fix.applicability is Applicability.SAFE)
 
 
-def fix_findings(source: str, result: FixResult, findings: Sequence[Finding], unsafe_fixes: bool) -> None:
+def fix_findings(source: str, result: FixResult, findings: Sequence[Finding], unsafe_fixes: bool,
+                 python_floor: Optional[Tuple[int, int]] = None) -> None:
     """Apply the edits of the applicable ``findings`` (with edits attached) to ``source``: sets
-    ``result.applied`` / ``unsafe_skipped`` / ``unfixed`` and ``new_source`` (None when unchanged)."""
+    ``result.applied`` / ``unsafe_skipped`` / ``unfixed`` and ``new_source`` (None when unchanged).
+
+    The result is re-parsed, with the grammar of ``python_floor`` (the project's oldest Python) when
+    the original parses with it: a rewrite never needs a newer Python than the code it rewrites."""
     todo: List[Finding] = []
     for finding in findings:
         if _applicable(finding, unsafe_fixes):
@@ -590,6 +774,14 @@ def fix_findings(source: str, result: FixResult, findings: Sequence[Finding], un
         edits = merge_edits(e for f in todo for e in f.fix.edits)
         new = apply_edits(source, edits)
         ast.parse(new)  # a rewrite is re-parsed before anyone sees it
+        version = python_floor if python_floor is not None and python_floor >= (3, 7) else None
+        if version is not None:
+            try:
+                ast.parse(source, feature_version=version)
+            except SyntaxError:
+                version = None  # the original already needs a newer Python than the stated floor
+        if version is not None:
+            ast.parse(new, feature_version=version)
     except (SyntaxError, ValueError, RecursionError) as exc:  # pragma: no cover - a bug in the codemod
         result.error = f"internal error: the rewrite does not apply or parse ({exc}); file left unchanged"
         return
@@ -597,6 +789,11 @@ def fix_findings(source: str, result: FixResult, findings: Sequence[Finding], un
     if new != source:
         result.new_source = new
         result.edits = edits
+        result.adds_runtime_import = _imports_runtime(new) and not _imports_runtime(source)
+
+
+def _imports_runtime(source: str) -> bool:
+    return re.search(rf"^\s*from\s+{re.escape(RUNTIME_MODULE)}\s+import\b", source, re.MULTILINE) is not None
 
 
 def unified_diff(path: str, source: str, edits: Sequence[Edit], context: int = 3) -> Optional[List[str]]:
@@ -650,24 +847,32 @@ def unified_diff(path: str, source: str, edits: Sequence[Edit], context: int = 3
     return out
 
 
-def fix_code(source: str, path: str = "<string>", *, settings: Settings = DEFAULT_SETTINGS, style: str = "runtime",
+def fix_code(source: str, path: str = "<string>", *, settings: Settings = DEFAULT_SETTINGS, style: str = STYLES[0],
              unsafe_fixes: bool = False, select: Sequence[str] = (), ignore: Sequence[str] = (),
-             memory_aware: bool = False) -> FixResult:
-    """Fix ``source`` (text); ``result.new_source`` is the rewritten text, or None when unchanged."""
+             memory_aware: bool = False,
+             target: Tuple[Optional[Tuple[int, int]], Optional[Tuple[int, int]]] = (None, None)) -> FixResult:
+    """Fix ``source`` (text); ``result.new_source`` is the rewritten text, or None when unchanged.
+
+    ``target``: (Python, torch) versions overriding the floor of the project ``path`` is in
+    (:mod:`inplace_lint.floor`; ``--target-version`` / ``--torch-version``)."""
+    from .. import floor
     from ..pipeline import check_source
 
     result = FixResult(path, old_source=source)
-    checked = check_source(source, path, settings, select, ignore, fix_style=style, memory_aware=memory_aware)
+    result.floor = stated = floor.for_path(path).override(*target)
+    checked = check_source(source, path, settings, select, ignore, fix_style=style, memory_aware=memory_aware,
+                           target=(stated.python, stated.torch))
     if checked.error:
         result.error = checked.error
         return result
-    fix_findings(source, result, checked.findings, unsafe_fixes)
+    fix_findings(source, result, checked.findings, unsafe_fixes, stated.python)
     return result
 
 
-def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = "runtime", unsafe_fixes: bool = False,
+def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = STYLES[0], unsafe_fixes: bool = False,
              select: Sequence[str] = (), ignore: Sequence[str] = (), write: bool = True,
-             memory_aware: bool = False) -> FixResult:
+             memory_aware: bool = False,
+             target: Tuple[Optional[Tuple[int, int]], Optional[Tuple[int, int]]] = (None, None)) -> FixResult:
     """Fix one file in place (atomically: temp file + rename; a symlink keeps pointing at its target,
     which is rewritten); encoding, BOM and newlines are kept.
 
@@ -693,7 +898,7 @@ def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = "
         result.error = f"{problem.message} (line {problem.line}, column {problem.col + 1})"
         return result
     fixed = fix_code(source, path, settings=settings, style=style, unsafe_fixes=unsafe_fixes, select=select,
-                     ignore=ignore, memory_aware=memory_aware)
+                     ignore=ignore, memory_aware=memory_aware, target=target)
     fixed.old_source = source
     if fixed.new_source is not None and write:
         atomic_write(path, fixed.new_source.encode(encoding))
@@ -702,7 +907,7 @@ def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = "
 
 
 def fix_one(source: str, path: str, finding: Finding, *, settings: Settings = DEFAULT_SETTINGS,
-            style: str = "runtime", select: Sequence[str] = (), ignore: Sequence[str] = ()) -> Optional[str]:
+            style: str = STYLES[0], select: Sequence[str] = (), ignore: Sequence[str] = ()) -> Optional[str]:
     """``source`` with ``finding``'s advertised edits applied (safe or not: the caller asked for this
     one), or None when it has none. ``finding`` must carry its edits (``check_source(fix_style=...)``)."""
     if finding.fix is None or not finding.fix.edits:

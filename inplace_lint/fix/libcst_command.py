@@ -22,7 +22,7 @@ class InplaceToOutOfPlace(VisitorBasedCodemodCommand):
 
     DESCRIPTION = "Rewrite in-place PyTorch ops on views and model outputs to out-of-place form."
 
-    def __init__(self, context: CodemodContext, style: str = "runtime", unsafe_fixes: bool = False,
+    def __init__(self, context: CodemodContext, style: str = STYLES[0], unsafe_fixes: bool = False,
                  settings: Optional[Settings] = None, select: Sequence[str] = (),
                  ignore: Sequence[str] = (), memory_aware: bool = False) -> None:
         super().__init__(context)
@@ -37,8 +37,8 @@ class InplaceToOutOfPlace(VisitorBasedCodemodCommand):
 
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
-        arg_parser.add_argument("--style", choices=STYLES, default="runtime",
-                                help="runtime: call inplace_lint.runtime; inline: plain torch")
+        arg_parser.add_argument("--style", choices=STYLES, default=STYLES[0],
+                                help="inline (default): plain torch; runtime: call inplace_lint.runtime")
         arg_parser.add_argument("--unsafe-fixes", action="store_true", default=False,
                                 help="also apply fixes that other readers of the tensor could notice")
         arg_parser.add_argument("--memory-aware", action="store_true", default=False,

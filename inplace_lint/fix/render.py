@@ -11,7 +11,8 @@ import libcst as cst
 
 from ..analysis import ops
 from ..findings import Finding, FixKind, WriteKind
-from .codemod import DTENSOR_MODULE, RUNTIME_MODULE, _Group, _ImportNames, _module_names, _terminated, guard_condition
+from .codemod import (DTENSOR_MODULE, RUNTIME_MODULE, _Group, _ImportNames, _module_names, _terminated, guard_condition,
+                      scale_call)
 
 
 def render(groups: List[_Group], newline: str, unit: str, style: str, memory_aware: bool,
@@ -67,6 +68,13 @@ _LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Concat
 
 def _is_literal(node: cst.BaseExpression) -> bool:
     return isinstance(node, _LITERALS) or (isinstance(node, cst.Name) and node.value in ("True", "False", "None"))
+
+
+def _constant(node: cst.BaseExpression) -> bool:
+    """A literal, ``...`` or a unary operator on a literal (``-1``): never a tensor, never held
+    (:func:`inplace_lint.fix.codemod._ast_constant` on ``ast``)."""
+    return _is_literal(node) or isinstance(node, cst.Ellipsis) or (
+        isinstance(node, cst.UnaryOperation) and _is_literal(node.expression))
 
 
 def _comma() -> cst.Comma:
@@ -158,13 +166,38 @@ class _Rewriter(cst.CSTTransformer):
             self.group.imports.setdefault(id(self.finding), set()).add((module, name))
         return local
 
+    def hold(self, name: str, values: Sequence[cst.BaseExpression]) -> Tuple[List[cst.BaseStatement], List[cst.BaseExpression]]:
+        """Each operand expression that is neither a literal nor a name, evaluated once into a temporary
+        (``_x_operand = rw.sum(-1, keepdim=True)``), in order, so the guard can test what it is at run time
+        and a gather of ``name`` cannot change an operand computed from it. Returns the statements and
+        the operands to use instead (names and literals are kept)."""
+        held: List[cst.BaseStatement] = []
+        out: List[cst.BaseExpression] = []
+        for value in values:
+            if _constant(value) or isinstance(value, cst.Name):
+                out.append(value)
+                continue
+            temp = self.names.temp(name, len(held) + 1)
+            if "\n" in self.code(value) and not value.lpar:  # continuation lines need brackets of their own
+                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            held.append(_assign(temp, value))
+            out.append(cst.Name(temp))
+        return held, out
+
     def guard(self, name: str, operands: Sequence[cst.BaseExpression] = ()) -> List[cst.BaseStatement]:
-        """The DTensor guard: gather the target before a mixed op, unless an operand is itself a DTensor;
-        none when every operand is a literal (the op works on a DTensor as it is)."""
-        loose = [o for o in operands if not _is_literal(o)]
+        """The DTensor guard: gather the target before a mixed op, deciding on the operands at run time
+        (:func:`inplace_lint.fix.codemod.guard_condition`); none when every operand is a literal or the
+        target itself (the op works on a DTensor as it is), or when the project's torch has no DTensor."""
+        if self.names.dtensor_form == "none" and self.style != "runtime":
+            return []
+        loose = [o for o in operands if not _constant(o)]
         if operands and not loose:
             return []
-        bare = [o.value for o in loose] if all(isinstance(o, cst.Name) and o.value != name for o in loose) else None
+        bare = [o.value for o in loose] if all(isinstance(o, cst.Name) for o in loose) else None
+        if bare is not None:
+            bare = list(dict.fromkeys(b for b in bare if b != name))
+            if loose and not bare:
+                return []  # x.mul_(x): both sides are the same tensor
         # runtime style: the guard's class comes from the runtime (a stand-in on a torch without DTensor),
         # so the rewritten module imports nothing torch may lack; an existing real import is reused
         local, imported = self.names.get(DTENSOR_MODULE, "DTensor")
@@ -173,10 +206,11 @@ class _Rewriter(cst.CSTTransformer):
         else:
             dt = self.use(DTENSOR_MODULE, "DTensor")
         roots: List[str] = []
-        for operand in operands:
-            for root in _operand_roots(operand, self._modules | {dt}):
-                if root != name and root not in roots:
-                    roots.append(root)
+        if bare is None:  # an operand that could not be held in a name: test what it is computed from
+            for operand in operands:
+                for root in _operand_roots(operand, self._modules | {dt}):
+                    if root != name and root not in roots:
+                        roots.append(root)
         condition = guard_condition(name, dt, roots, bare)
         unit = self.module.default_indent
         return [cst.parse_statement(f"if {condition}:\n{unit}{name} = {name}.full_tensor()\n",
@@ -202,10 +236,20 @@ class _Rewriter(cst.CSTTransformer):
             value = cst.Call(func=cst.Name(func), args=head + rest, whitespace_before_args=ws_before_args)
             return [_assign(name, value)]
         operands = [a.value for a in args]
-        needs_guard = any(not (isinstance(a, _LITERALS) or (isinstance(a, cst.Name) and a.value in ("True", "False", "None")))
-                          for a in operands)
-        guard = self.guard(name, operands) if needs_guard else []
+        held: List[cst.BaseStatement] = []
+        if self.names.dtensor_form != "none" and not any(a.star for a in args):
+            held, operands = self.hold(name, operands)
+            args = [a.with_changes(value=v) for a, v in zip(args, operands)]
+        needs_guard = any(not _constant(a) for a in operands)
+        guard = held + (self.guard(name, operands) if needs_guard else [])
         if method not in ops.OUT_OF_PLACE_TWINS and original is not None:
+            if held:  # the original statement, with its operands read from the temporaries
+                call = original.body[0].value if isinstance(original.body[0], cst.Expr) else None
+                if not isinstance(call, cst.Call):
+                    return None
+                original = original.with_changes(body=[original.body[0].with_changes(
+                    value=call.with_changes(args=[a.with_changes(value=v) for a, v in
+                                                  zip(call.args, ([call.args[0].value] if self._is_unbound_method(call) else []) + operands)]))])
             return guard + [cst.parse_statement(f"{name} = {name}.clone()\n", config=self.module.config_for_parsing),
                             original]
         # the op itself, on a copy: same values, dtype and errors as the in-place original
@@ -220,6 +264,11 @@ class _Rewriter(cst.CSTTransformer):
         self.finding = finding
         name = finding.target
         kind = finding.write_kind
+        if self.style == "runtime" and finding.fix.scaling is not None and original is not None:
+            # the temperature idiom (planned by the analysis): the corrected scaling routine
+            call = scale_call(self.use(RUNTIME_MODULE, "scale_logits"), name, finding.fix, self.memory_aware,
+                              self.group.scalings[id(finding)])
+            return [_assign(name, cst.parse_expression(call))]
         if kind is WriteKind.METHOD and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             args = list(node.args)
             if self._is_unbound_method(node):  # torch.Tensor.div_(x, t)
@@ -230,13 +279,29 @@ class _Rewriter(cst.CSTTransformer):
             return self.method_statements(name, method, None, [cst.Arg(node.value)], original)
         if kind is WriteKind.SUBSCRIPT and original is not None:
             operands: List[cst.BaseExpression] = []
+            held: List[cst.BaseStatement] = []
             small = original.body[0] if isinstance(original, cst.SimpleStatementLine) else None
             if isinstance(small, (cst.Assign, cst.AugAssign)):
-                operands.append(small.value)
                 target = small.targets[0].target if isinstance(small, cst.Assign) else small.target
-                if isinstance(target, cst.Subscript):
-                    operands += [e.slice.value for e in target.slice if isinstance(e.slice, cst.Index)]
-            return self.guard(name, operands) + [
+                if not isinstance(target, cst.Subscript):
+                    return None
+                index = [i for i, e in enumerate(target.slice) if isinstance(e.slice, cst.Index)]
+                keys = [target.slice[i].slice.value for i in index]
+                # `x[i] = v` evaluates v first, `x[i] += v` the index first: the temporaries keep that order
+                augmented = isinstance(small, cst.AugAssign)
+                operands = keys + [small.value] if augmented else [small.value] + keys
+                if self.names.dtensor_form != "none" or self.style == "runtime":
+                    held, operands = self.hold(name, operands)
+                    value, keys = (operands[-1], operands[:-1]) if augmented else (operands[0], operands[1:])
+                    elements = list(target.slice)
+                    for i, key in zip(index, keys):
+                        elements[i] = elements[i].with_changes(slice=elements[i].slice.with_changes(value=key))
+                    target = target.with_changes(slice=elements)
+                    small = small.with_changes(value=value, **(
+                        {"targets": [small.targets[0].with_changes(target=target)]} if isinstance(small, cst.Assign)
+                        else {"target": target}))
+                    original = original.with_changes(body=[small])
+            return held + self.guard(name, operands) + [
                 cst.parse_statement(f"{name} = {name}.clone()\n", config=self.module.config_for_parsing), original]
         if kind is WriteKind.FUNCTION and isinstance(node, cst.Call) and node.args:
             # torch.relu_(x) -> torch.relu_(x.clone()): the same function on a copy

@@ -58,12 +58,17 @@ RULE = Rule(
             """,
             message="`div_` writes in place to `logits_rmpad`, a view of model output `output.logits`",
             fix="""
-                from inplace_lint.runtime import out_of_place
+                try:
+                    from torch.distributed.tensor import DTensor
+                except ImportError:  # torch < 2.5
+                    from torch.distributed._tensor import DTensor
 
                 def scale_logits(model, batch, temperature):
                     output = model(**batch)
                     logits_rmpad = output.logits.squeeze(0)
-                    logits_rmpad = out_of_place(logits_rmpad, "div_", temperature)
+                    if isinstance(logits_rmpad, DTensor) and not isinstance(temperature, DTensor) and getattr(temperature, "ndim", 0) > 0:
+                        logits_rmpad = logits_rmpad.full_tensor()
+                    logits_rmpad = logits_rmpad.clone().div_(temperature)
                     return logits_rmpad
                 """,
         ),
@@ -76,11 +81,16 @@ RULE = Rule(
             """,
             message="`/=` writes in place to `scores`, a view of model output `model(ids).logits`",
             fix="""
-                from inplace_lint.runtime import out_of_place
+                try:
+                    from torch.distributed.tensor import DTensor
+                except ImportError:  # torch < 2.5
+                    from torch.distributed._tensor import DTensor
 
                 def last_token_scores(model, ids, temperature):
                     scores = model(ids).logits[:, -1, :]
-                    scores = out_of_place(scores, "div_", temperature)
+                    if isinstance(scores, DTensor) and not isinstance(temperature, DTensor) and getattr(temperature, "ndim", 0) > 0:
+                        scores = scores.full_tensor()
+                    scores = scores.clone().div_(temperature)
                     return scores
                 """,
         ),

@@ -59,11 +59,16 @@ RULE = Rule(
             message="`div_` writes in place to `local`, `logits.full_tensor()` (`DTensor.full_tensor()` runs a "
                     "custom autograd Function)",
             fix="""
-                from inplace_lint.runtime import out_of_place
+                try:
+                    from torch.distributed.tensor import DTensor
+                except ImportError:  # torch < 2.5
+                    from torch.distributed._tensor import DTensor
 
                 def sharpen(logits, temperature):
                     local = logits.full_tensor()
-                    local = out_of_place(local, "div_", temperature)
+                    if isinstance(local, DTensor) and not isinstance(temperature, DTensor) and getattr(temperature, "ndim", 0) > 0:
+                        local = local.full_tensor()
+                    local = local.clone().div_(temperature)
                     return local
                 """,
         ),
@@ -88,7 +93,6 @@ RULE = Rule(
             message="`mul_` writes in place to `y`, the output of custom autograd Function `Identity.apply(...)`",
             fix="""
                 import torch
-                from inplace_lint.runtime import out_of_place
 
                 class Identity(torch.autograd.Function):
                     @staticmethod
@@ -101,7 +105,7 @@ RULE = Rule(
 
                 def double(x):
                     y = Identity.apply(x)
-                    y = out_of_place(y, "mul_", 2)
+                    y = y.clone().mul_(2)
                     return y
                 """,
         ),

@@ -50,11 +50,16 @@ RULE = Rule(
             """,
             message="`mul_` writes in place to `q`, one output of `.chunk(2, dim=-1)` of `qk`",
             fix="""
-                from inplace_lint.runtime import out_of_place
+                try:
+                    from torch.distributed.tensor import DTensor
+                except ImportError:  # torch < 2.5
+                    from torch.distributed._tensor import DTensor
 
                 def rotate_half(qk, scale):
                     q, k = qk.chunk(2, dim=-1)
-                    q = out_of_place(q, "mul_", scale)
+                    if isinstance(q, DTensor) and not isinstance(scale, DTensor) and getattr(scale, "ndim", 0) > 0:
+                        q = q.full_tensor()
+                    q = q.clone().mul_(scale)
                     return q, k
                 """,
         ),

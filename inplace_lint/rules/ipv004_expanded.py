@@ -67,11 +67,9 @@ RULE = Rule(
             message="`clamp_` writes in place to `t`, an expanded view of `temperature`; raises when "
                     "`.expand(n)` makes a size-1 dimension larger than 1 (its elements then share memory)",
             fix="""
-                from inplace_lint.runtime import out_of_place
-
                 def clamp_temperature(temperature, n):
                     t = temperature.expand(n)
-                    t = out_of_place(t, "clamp_", min=1e-8)
+                    t = t.clone().clamp_(min=1e-8)
                     return t
                 """,
         ),

@@ -54,12 +54,17 @@ RULE = Rule(
                     "`hidden`",
             fix="""
                 import torch
-                from inplace_lint.runtime import out_of_place
+                try:
+                    from torch.distributed.tensor import DTensor
+                except ImportError:  # torch < 2.5
+                    from torch.distributed._tensor import DTensor
 
                 def scale_last(hidden, scale):
                     with torch.no_grad():
                         head = hidden[:, -1]
-                    head = out_of_place(head, "mul_", scale)
+                    if isinstance(head, DTensor) and not isinstance(scale, DTensor) and getattr(scale, "ndim", 0) > 0:
+                        head = head.full_tensor()
+                    head = head.clone().mul_(scale)
                     return head
                 """,
         ),

@@ -57,12 +57,17 @@ RULE = Rule(
             message="`mul_` writes in place to `probs`, `logits.softmax(-1)`, whose output autograd saves for "
                     "backward",
             fix="""
-                from inplace_lint.runtime import out_of_place
+                try:
+                    from torch.distributed.tensor import DTensor
+                except ImportError:  # torch < 2.5
+                    from torch.distributed._tensor import DTensor
 
                 def entropy(logits):
                     probs = logits.softmax(-1)
                     log_probs = logits.log_softmax(-1)
-                    probs = out_of_place(probs, "mul_", log_probs)
+                    if isinstance(probs, DTensor) and not isinstance(log_probs, DTensor) and getattr(log_probs, "ndim", 0) > 0:
+                        probs = probs.full_tensor()
+                    probs = probs.clone().mul_(log_probs)
                     return -probs.sum(-1)
                 """,
         ),

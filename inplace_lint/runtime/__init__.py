@@ -49,9 +49,12 @@ InplaceMode = Union[bool, str]
 
 try:  # the class the rewritten code's DTensor guard tests against (runtime style imports it from here)
     from torch.distributed.tensor import DTensor
-except ImportError:  # pragma: no cover - torch < 2.5, or a build without torch.distributed
-    class DTensor:  # type: ignore[no-redef]
-        """Stands in where torch has no DTensor: nothing is an instance of it, so the guard never gathers."""
+except ImportError:  # pragma: no cover - torch < 2.5 (docs/pytorch-facts.md#dtensor-module)
+    try:
+        from torch.distributed._tensor import DTensor  # type: ignore[no-redef]
+    except ImportError:  # torch < 2.0, or a build without torch.distributed
+        class DTensor:  # type: ignore[no-redef]
+            """Stands in where torch has no DTensor: nothing is an instance of it, so the guard never gathers."""
 
 # --------------------------------------------------------------------------
 # Op tables
@@ -95,7 +98,10 @@ def _dtensor_types() -> Optional[Tuple[type, type]]:
     try:
         if not torch.distributed.is_available():
             return None
-        from torch.distributed.tensor import DTensor, Replicate
+        try:
+            from torch.distributed.tensor import DTensor, Replicate
+        except ImportError:  # torch 2.0 to 2.4 (docs/pytorch-facts.md#dtensor-module)
+            from torch.distributed._tensor import DTensor, Replicate  # type: ignore[no-redef]
     except Exception:  # pragma: no cover - depends on the torch build
         return None
     return DTensor, Replicate
@@ -530,13 +536,28 @@ def setitem(target: torch.Tensor, index: Any, value: Any, *,
 # --------------------------------------------------------------------------
 
 
+class LogitsDtypeError(TypeError, RuntimeError):
+    """:func:`scale_logits` on logits that are not floating point. A ``TypeError``, and a ``RuntimeError``
+    as ``logits.div_(t)`` raises there ("result type Float can't be cast to the desired output type Long",
+    docs/pytorch-facts.md#inplace-keeps-dtype-and-shape), so code the codemod rewrote raises what it raised."""
+
+
 def _temperature_divisor(logits: torch.Tensor, temperature: torch.Tensor,
-                         eps: float) -> torch.Tensor:
-    """Clamp, cast to the logits dtype and reshape so it broadcasts per row."""
+                         eps: Optional[float], broadcast: str = "rows") -> torch.Tensor:
+    """Clamp, cast to the logits dtype and reshape so it broadcasts per row (``broadcast="rows"``), or
+    keep the shape as given (``"trailing"``: as in ``logits.div_(temperature)``)."""
     lshape = tuple(logits.shape)
     tshape = tuple(temperature.shape)
     t = temperature
-    if t.ndim == 0:
+    if broadcast == "trailing":
+        try:
+            grown = tuple(torch.broadcast_shapes(tshape, lshape))
+        except RuntimeError as exc:
+            raise RuntimeError(f"temperature of shape {list(tshape)} does not broadcast to logits of shape "
+                               f"{list(lshape)}: {exc}") from None
+        if grown != lshape:  # the in-place division's own rule (docs/pytorch-facts.md#inplace-keeps-dtype-and-shape)
+            raise RuntimeError(f"output with shape {list(lshape)} doesn't match the broadcast shape {list(grown)}")
+    elif t.ndim == 0:
         pass
     elif t.ndim < len(lshape) and tshape == lshape[:t.ndim]:
         # per-token (N,) for (N, V); per-sample (B,) for (B, S, V); (B, S) too
@@ -557,12 +578,14 @@ def _temperature_divisor(logits: torch.Tensor, temperature: torch.Tensor,
             f"(shape {lshape[:1]} or {lshape[:-1]}), or a shape that broadcasts "
             f"to the logits with the same number of dims (e.g. {lshape[:-1] + (1,)})")
     # out of place: a broadcast temperature raises on clamp_ (docs/pytorch-facts.md#expanded-overlap)
-    return t.clamp(min=eps).to(logits.dtype)
+    if eps is not None:
+        t = t.clamp(min=eps)
+    return t.to(logits.dtype)
 
 
 def scale_logits(logits: torch.Tensor, temperature: Union[numbers.Real, torch.Tensor], *,
-                 eps: float = 1e-8, inplace: InplaceMode = False,
-                 keep_sharded: bool = False) -> torch.Tensor:
+                 eps: Optional[float] = 1e-8, inplace: InplaceMode = False,
+                 keep_sharded: bool = False, broadcast: str = "rows") -> torch.Tensor:
     """Divide logits by a temperature, without mutating the input unless asked.
 
     Args:
@@ -577,6 +600,15 @@ def scale_logits(logits: torch.Tensor, temperature: Union[numbers.Real, torch.Te
         eps: temperatures are clamped at ``eps`` (padding rows carry 0),
             out of place.  The clamp happens in the temperature's dtype before
             the cast, as upstream does; for fp16 logits 1e-8 rounds to 0.
+            ``None``: no clamp (the code the codemod rewrites did not clamp).
+        broadcast: ``"rows"`` (default) reads a temperature whose shape is a
+            prefix of ``logits.shape[:-1]`` as one value per row (see
+            ``temperature``); ``"trailing"`` broadcasts the temperature as it
+            is, trailing dims aligned, exactly as ``logits.div_(temperature)``
+            does, and raises ``RuntimeError`` where that in-place division
+            would (a broadcast shape other than ``logits.shape``).  The codemod
+            writes ``"trailing"``: the temperature keeps the shape the
+            original code gave it (``temperature.unsqueeze(-1)``).
         inplace: ``False`` (default) returns a new tensor; ``True`` divides
             ``logits`` in place (the original verl code) and returns it;
             ``"auto"`` divides in place only when :func:`inplace_hazard` finds
@@ -594,14 +626,20 @@ def scale_logits(logits: torch.Tensor, temperature: Union[numbers.Real, torch.Te
         copy, and no gather: a DTensor stays a DTensor).  A tensor
         temperature is cast to ``logits.dtype`` before dividing, so bf16
         logits never get a full-size fp32 copy; a Python number divides
-        directly (``logits / max(t, eps)``).  DTensor logits give a plain
-        tensor by default (gathered, verl PR 6935) and a DTensor with
-        ``keep_sharded=True``.  A DTensor temperature is gathered first.
+        directly (``logits / max(t, eps)``).  DTensor logits divided by a
+        plain tensor temperature with dimensions give a plain tensor by
+        default (gathered, verl PR 6935) and a DTensor with
+        ``keep_sharded=True``; by a number, a 0-dim tensor or a DTensor
+        temperature they stay a DTensor (nothing is gathered: that op works
+        on DTensors).  A DTensor temperature next to plain logits is gathered.
 
     Raises:
         ValueError: the temperature shape does not fit the logits shape (the
-            message names both), or ``inplace`` is invalid.
-        TypeError: logits are not a floating-point tensor.
+            message names both), or ``inplace`` or ``broadcast`` is invalid.
+        RuntimeError: with ``broadcast="trailing"``, where ``logits.div_``
+            would raise (the temperature does not broadcast to ``logits.shape``).
+        TypeError: logits are not a floating-point tensor (:class:`LogitsDtypeError`,
+            also a ``RuntimeError``, as the in-place division raises).
 
     Source: verl PR 6935 "[fsdp] fix: FSDP logits temperature scaling for
     view tensors" (out-of-place division, ``full_tensor()`` for DTensor),
@@ -610,17 +648,24 @@ def scale_logits(logits: torch.Tensor, temperature: Union[numbers.Real, torch.Te
     the temperature is the scalar 1).
     """
     _check_inplace_mode(inplace)
+    if broadcast not in ("rows", "trailing"):
+        raise ValueError(f"broadcast must be 'rows' or 'trailing', got {broadcast!r}")
     if not isinstance(logits, torch.Tensor):
         raise TypeError(f"logits must be a torch.Tensor, got {type(logits).__name__}")
     if not logits.is_floating_point():
-        raise TypeError(f"logits must be a floating-point tensor, got {logits.dtype}")
+        raise LogitsDtypeError(f"logits must be a floating-point tensor, got {logits.dtype} (dividing them in "
+                               f"place raises too: the float result can't be cast to {logits.dtype})")
 
     if isinstance(temperature, torch.Tensor):
-        divisor = _temperature_divisor(logits, _gather(temperature), eps)
+        # a DTensor temperature is gathered only next to plain logits: two DTensors divide as they are
+        t = temperature if _is_dtensor(logits) else _gather(temperature)
+        divisor = _temperature_divisor(logits, t, eps, broadcast)
+    elif broadcast == "trailing":
+        raise TypeError(f"broadcast='trailing' takes a tensor temperature, got {type(temperature).__name__}")
     elif isinstance(temperature, numbers.Real) and not isinstance(temperature, bool):
         if temperature == 1:
             return logits
-        divisor = max(float(temperature), float(eps))
+        divisor = float(temperature) if eps is None else max(float(temperature), float(eps))
     else:
         raise TypeError(
             f"temperature must be a number or a tensor, got {type(temperature).__name__}")
@@ -633,10 +678,11 @@ def scale_logits(logits: torch.Tensor, temperature: Union[numbers.Real, torch.Te
         target.div_(div)
         return target
 
-    if _is_dtensor(logits):
+    if _is_dtensor(logits) and _is_plain_tensor(divisor) and divisor.ndim > 0:
+        # the only mix that raises (docs/pytorch-facts.md#dtensor-mixing): a number, a 0-dim tensor or a
+        # DTensor temperature divides the DTensor as it is, which stays a DTensor
         if keep_sharded:
-            if isinstance(divisor, torch.Tensor) and divisor.ndim > 0:
-                divisor = _replicate_on(divisor, logits.device_mesh)
+            divisor = _replicate_on(divisor, logits.device_mesh)
         else:
             logits = logits.full_tensor()
     return logits / divisor
