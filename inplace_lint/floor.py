@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import configparser
 import functools
+import os
 import pathlib
 import re
 from dataclasses import dataclass
@@ -98,13 +99,13 @@ _ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 
 def project_root(path: pathlib.Path) -> Optional[pathlib.Path]:
     """The nearest folder at or above ``path`` that states a project (see the module docstring)."""
-    path = path.resolve()
-    return _root_of(path if path.is_dir() else path.parent)
+    path = pathlib.Path(os.path.realpath(path))  # not Path.resolve: it raises on a symlink loop
+    return _root_of(path if os.path.isdir(path) else path.parent)
 
 
 @functools.lru_cache(maxsize=4096)
 def _root_of(folder: pathlib.Path) -> Optional[pathlib.Path]:
-    if any((folder / m).is_file() for m in _ROOT_MARKERS) or any(folder.glob("requirements*.txt")):
+    if any(os.path.isfile(folder / m) for m in _ROOT_MARKERS) or any(folder.glob("requirements*.txt")):
         return folder
     return None if folder.parent == folder else _root_of(folder.parent)
 
@@ -137,21 +138,23 @@ def read(root: pathlib.Path) -> Floor:
 def _sources(root: pathlib.Path) -> Iterable[Tuple[str, Optional[Version], List[str]]]:
     """(file name, Python floor, requirement strings) per project file in ``root``."""
     pyproject = root / "pyproject.toml"
-    if pyproject.is_file():
+    if os.path.isfile(pyproject):
         yield ("pyproject.toml",) + _pyproject(pyproject)
     setup_cfg = root / "setup.cfg"
-    if setup_cfg.is_file():
+    if os.path.isfile(setup_cfg):
         yield ("setup.cfg",) + _setup_cfg(setup_cfg)
     setup_py = root / "setup.py"
-    if setup_py.is_file():
+    if os.path.isfile(setup_py):
         yield ("setup.py",) + _setup_py(setup_py)
     for req in sorted(list(root.glob("requirements*.txt")) + list(root.glob("requirements/*.txt"))):
         yield (str(req.relative_to(root)), None, _requirements_txt(req))
 
 
 def _read(path: pathlib.Path) -> str:
+    from .adapters.files import read_bytes  # a FIFO or device is refused, never read (it would block)
+
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return read_bytes(str(path)).decode("utf-8", errors="replace")
     except OSError:
         return ""
 

@@ -107,9 +107,9 @@ def test_fixing_the_helper_in_the_same_run_fixes_the_call(two_files, capsys):
                                 AT_WRITE.replace(" [fix: unsafe]", " [unsafe fix not applied: `logits` is a parameter: "
                                                  "the caller would no longer see the change; use --unsafe-fixes]")]
     pipeline._PROJECTS.clear()
-    assert main(["fix", "-j", "1", "--unsafe-fixes", "pkg"]) == 0
+    assert main(["fix", "-j", "1", "--unsafe-fixes", "--style", "runtime", "pkg"]) == 0
     assert capsys.readouterr().out == ""
-    assert "logits = out_of_place(logits, \"div_\", temperature)" in (two_files / "pkg" / "helpers.py").read_text()
+    assert "logits = scale_logits(logits, temperature, eps=None)" in (two_files / "pkg" / "helpers.py").read_text()
     assert _check(capsys, "--no-cache", "pkg") == (0, "")
 
 

@@ -42,7 +42,7 @@ def test_fix_leaves_the_suppressed_line(tmp_path, capsys):
     assert main(["fix", "--no-cache", str(path)]) == 0
     assert path.read_text() == SUPPRESSED
     path.write_text(REPORTED)
-    assert main(["fix", "--no-cache", str(path)]) == 0
+    assert main(["fix", "--no-cache", "--style", "runtime", str(path)]) == 0
     assert path.read_text() == REPORTED.replace(
         "import torch\n", "import torch\nfrom inplace_lint.runtime import out_of_place\n").replace(
         WRITE, '    logits = out_of_place(logits, "div_", t)')

@@ -19,8 +19,11 @@ import sys
 import pytest
 
 BAD = b"import torch\n\ndef f(model, ids, t):\n    logits = model(ids).logits\n    logits.div_(t)\n    return logits\n"
-FIXED = (b"import torch\nfrom inplace_lint.runtime import out_of_place\n\ndef f(model, ids, t):\n"
-         b"    logits = model(ids).logits\n    logits = out_of_place(logits, \"div_\", t)\n    return logits\n")
+FIXED = (b"import torch\ntry:\n    from torch.distributed.tensor import DTensor\nexcept ImportError:  # torch < 2.5\n"
+         b"    from torch.distributed._tensor import DTensor\n\ndef f(model, ids, t):\n"
+         b"    logits = model(ids).logits\n"
+         b"    if isinstance(logits, DTensor) and not isinstance(t, DTensor) and getattr(t, \"ndim\", 0) > 0:\n"
+         b"        logits = logits.full_tensor()\n    logits = logits.clone().div_(t)\n    return logits\n")  # the default style, inline
 LOOP = os.strerror(errno.ELOOP)
 MISSING = os.strerror(errno.ENOENT)
 DENIED = os.strerror(errno.EACCES)

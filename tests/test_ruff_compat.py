@@ -228,7 +228,7 @@ def test_show_settings_prints_the_settings_and_where_each_came_from(both):
     names = next(line for line in lines if line.startswith("model-output-names = "))
     assert "policy_out" in names and names.endswith(f"  # {o / 'pyproject.toml'} [tool.inplace-lint]")
     assert f"report-in-no-grad = true  # {o / 'setup.cfg'} [flake8]" in lines
-    assert "fix-style = runtime  # default" in lines
+    assert "fix-style = inline  # default" in lines
 
 
 def test_show_files_lists_the_same_files_as_ruff(tmp_path):
