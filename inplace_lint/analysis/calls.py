@@ -469,6 +469,10 @@ class CallsMixin:
             steps = tuple(Step(s.kind, s.text, node.lineno, s.no_grad or self.no_grad) for s in o.steps)
             out.append(Origin(o.root, f"{short_name}(...)", node.lineno, steps, o.root_no_grad or self.no_grad,
                               o.certain_tensor))
+            if summary.kept:
+                # the object is also held where the callee put it: a fix that rebinds its name is unsafe
+                self.kept_roots.setdefault((f"{short_name}(...)", node.lineno),
+                                           f"what `{short_name}()` returns, which is also reachable elsewhere: {summary.kept}")
         return cap(out)
 
 

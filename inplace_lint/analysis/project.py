@@ -700,6 +700,9 @@ class Project:
         sites = calls_to.get(qual, [])
         if not sites or any(s.callback or not set(observed) <= s.unread for s in sites):
             return 0
+        summary = self.summaries.get(qual)
+        if summary is not None and summary.decorated:
+            return 0  # a registry or wrapper decorator may call it where no call site shows
         name = qual.rsplit(".", 1)[-1]
         for index in self.indexes.values():
             refs = self._value_refs(index)

@@ -202,7 +202,7 @@ class ReportingMixin:
             return None  # class bodies
         stmt = self.stmt_stack[-1] if self.stmt_stack else None
         return fixplan.plan(self.facts(), self.params, kind, node, target, op_name, origins, self.env, stmt,
-                            self.loop_stack, callers_checked)
+                            self.loop_stack, callers_checked, self.kept_roots)
 
     def is_unread_after(self, arg: Optional[ast.expr], call: ast.Call) -> bool:
         """The argument is a temporary, or a local name the caller neither reads nor lets escape after the call."""
@@ -213,6 +213,10 @@ class ReportingMixin:
         if not isinstance(arg, ast.Name) or self.loop_stack:
             return False
         facts = self.facts()
+        if any(isinstance(p, fixplan.REPEATED) for p in facts.path_to(call)):
+            return False  # a comprehension or lambda passes the same object on every step
+        if fixplan.kept_reason(self.env.get(arg.id, ()), self.kept_roots):
+            return False  # what it holds is also held elsewhere (a cache, `self.last`)
         end = (call.end_lineno or call.lineno, call.end_col_offset or 0)
         if any(load.id == arg.id and (load.lineno, load.col_offset) >= end for load in facts.loads):
             return False  # the caller reads what it passed (fix planning would only look at other names)
