@@ -49,10 +49,13 @@ class Origin:
     #: False when the root is a guess (``obj.chunk(2)`` on an untracked ``obj`` may be a TensorDict):
     #: then only writes that prove a tensor (``*_`` methods) are reported, not ``x[k] = v`` or ``x += v``
     certain_tensor: bool = True
+    #: when the root is risky only for some of the implementations a call may run (``self.kernel(x)``
+    #: with ``kernel`` one of several project classes): which one, for the message
+    condition: str = ""
 
     def extend(self, step: Step) -> "Origin":
         return Origin(self.root, self.root_text, self.root_line, self.steps[-7:] + (step,), self.root_no_grad,
-                      self.certain_tensor)
+                      self.certain_tensor, self.condition)
 
     @property
     def is_container(self) -> bool:

@@ -162,7 +162,7 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
             if self.ctx is not None and not (index == 0 and bound_first):
                 held.add(param_origin(index, a.lineno))
             if name in self.settings.model_output_params:
-                if model_outputs.annotation_allows_guess(a.annotation):
+                if model_outputs.annotation_allows_guess(a.annotation) and not model_outputs.used_as_list(func, name):
                     held.add(Origin(RootKind.MODEL_OUTPUT_OBJECT, name, a.lineno))
                 else:
                     typed.add(name)

@@ -10,7 +10,7 @@ import ast
 from typing import Optional, Sequence, Set
 
 from ..findings import Origin, RootKind, Step, StepKind
-from . import grad, ops
+from . import grad, model_outputs, ops
 from .astutil import dotted_name, last_name, short
 from .statements import EMPTY, cap
 from .summaries import function_of, param_index
@@ -172,7 +172,12 @@ class ExpressionsMixin:
         if attr in ops.VIEW_ATTRIBUTES:
             return self.view_of(node.value, recv, StepKind.VIEW, f".{attr}", node.lineno)
         if attr in self.settings.model_output_fields and self._is_model_output_receiver(node.value, recv, attr):
-            return frozenset({Origin(RootKind.MODEL_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad)})
+            # known only by a name (`output.logprobs` of a parameter called `output`): a field so named may
+            # be a list of dicts, so only a `*_` method proves it a tensor; a model call's field is one
+            made = any(o.root is RootKind.MODEL_OUTPUT_OBJECT and not o.steps
+                       and not model_outputs.is_guessed_object(o) for o in recv)
+            return frozenset({Origin(RootKind.MODEL_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad,
+                                     certain_tensor=made or attr == "logits")})
         return EMPTY
 
     def _is_model_output_receiver(self, recv_node: ast.expr, recv: frozenset, attr: str) -> bool:

@@ -172,12 +172,15 @@ def value_refs(tree: ast.Module) -> str:
 
 
 def _init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
-    """``self.x = SomeClass(...)`` (or ``self.x: SomeClass = ...``) in ``__init__``: x -> "SomeClass"."""
+    """``self.x = SomeClass(...)`` (or ``self.x: SomeClass = ...``, or ``self.x = x`` with the parameter
+    ``x: SomeClass``) in ``__init__``: x -> "SomeClass"."""
     out: Dict[str, str] = {}
     for item in cls.body:
         if not (isinstance(item, ast.FunctionDef) and item.name == "__init__" and item.args.args):
             continue
         me = item.args.args[0].arg
+        every = item.args.posonlyargs + item.args.args + item.args.kwonlyargs
+        annotated = {a.arg: dotted_name(a.annotation) for a in every[1:] if a.annotation is not None}
         nodes = list(item.body)
         for stmt in item.body:  # the top level of __init__ and one level of if/else, try, with
             for field in ("body", "orelse", "finalbody"):
@@ -186,7 +189,11 @@ def _init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
             target = value = None
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target, value = node.targets[0], node.value
-                value = value.func if isinstance(value, ast.Call) else None
+                if isinstance(value, ast.Name) and annotated.get(value.id):
+                    name = annotated[value.id]  # self.kernel = kernel, with `kernel: Kernel`
+                    value = ast.Name(id=name) if "." not in name else ast.parse(name, mode="eval").body
+                else:
+                    value = value.func if isinstance(value, ast.Call) else None
             elif isinstance(node, ast.AnnAssign):
                 target, value = node.target, node.annotation
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
@@ -789,6 +796,8 @@ class Project:
         where = self._where(site, path)
         write = Write(w.op, w.op_name, w.kind, w.target, w.point_index)
         message = f"{rule.message(write, shown)}, passed by the call at {where}"
+        if shown.condition:
+            message += f" ({shown.condition})"
         related = (Related(f"call site passing {shown.root.value} `{shown.root_text}`", site.line, site.col,
                            None if site.path == path else site.path),)
         related += tuple(replace(r, path=None if site.path == path else site.path) for r in shown.related())

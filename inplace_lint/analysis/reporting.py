@@ -55,6 +55,11 @@ def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_g
     return None, None
 
 
+def with_condition(message: str, origin: Origin) -> str:
+    """The rule's message, with the condition under which the write raises when there is one."""
+    return f"{message} ({origin.condition})" if origin.condition else message
+
+
 class ReportingMixin:
     def report(self, node: ast.AST, kind: WriteKind, op: str, target: ast.expr, origins, op_name: Optional[str] = None,
                no_fix: bool = False, write_no_grad: bool = False) -> None:
@@ -100,17 +105,18 @@ class ReportingMixin:
         finding = Finding(
             code=rule.code, line=node.lineno, col=node.col_offset,
             end_line=node.end_lineno or node.lineno, end_col=node.end_col_offset or node.col_offset,
-            message=rule.message(write, origin), op=op, write_kind=kind,
+            message=with_condition(rule.message(write, origin), origin), op=op, write_kind=kind,
             target=target_text, origin=origin, fix=fix, related=origin.related(),
         )
-        rooted = self.param_rooted(real, write, rule, self.no_grad or write_no_grad)
+        rooted = self.param_rooted(real, write, rule, self.no_grad or write_no_grad, {i for i, _ in placeholders})
         if rooted is not None:
             self.rooted_keys.append(key)  # undone in summary() if the parameter is bound again
         self.sink[key] = LocalFinding(finding, self.qual, grad_rule=not rule.without_grad,
                                       observed=frozenset(observed or ()), fix_if_callers=alt,
                                       param_rooted=rooted)
 
-    def param_rooted(self, origins: Sequence[Origin], write: Write, rule, no_grad: bool) -> Optional[int]:
+    def param_rooted(self, origins: Sequence[Origin], write: Write, rule, no_grad: bool,
+                     reached: Sequence[int] = ()) -> Optional[int]:
         """The parameter every origin that makes ``rule`` apply was guessed from (its annotation, or a view
         taken of the parameter itself, whose root is named after it), if it still holds the parameter
         and nothing else written here matches a rule of its own (a lower one: ``y = x.chunk(2)[0] if c
@@ -118,17 +124,30 @@ class ReportingMixin:
         if self.ctx is None or not self.params:
             return None
         matching = [o for o in _written_tensors(origins, write.kind) if rule.applies(o, write)]
-        names = {o.root_text for o in matching}
-        if len(names) != 1 or any(o.root is not RootKind.TENSOR for o in matching):
+        names = {self._guessed_from(o) for o in matching}
+        if len(names) != 1:
             return None
         name = names.pop()
-        if name not in self.params:
+        if name is None or name not in self.params:
             return None
-        rest = [o for o in origins if not (o.root is RootKind.TENSOR and o.root_text == name)]
+        rest = [o for o in origins if self._guessed_from(o) != name]
         if rest and match(rest, write, no_grad, self.settings.report_in_no_grad)[0] is not None:
             return None
         index = list(self.params).index(name)
+        if any(o.root is not RootKind.TENSOR for o in matching) and index not in reached:
+            return None  # `outputs.logits`: the callers' objects do not reach the write (a field is not followed)
         return index if any(param_index(o) == index for o in self.env.get(name, ())) else None
+
+    def _guessed_from(self, origin: Origin) -> Optional[str]:
+        """The parameter ``origin`` is a guess about: its ``torch.Tensor`` annotation or a view taken of it
+        (a root named after it), or its name (``outputs[0]`` of a parameter called ``outputs``)."""
+        if origin.root is RootKind.TENSOR:
+            return origin.root_text
+        if origin.root in (RootKind.MODEL_OUTPUT, RootKind.MODEL_OUTPUT_OBJECT) and "(" not in origin.root_text:
+            head = fixplan.root_base_name(origin)
+            if head is not None and head in self.settings.model_output_params:
+                return head
+        return None
 
     def involved_params(self, target: ast.expr, origins: Sequence[Origin]) -> frozenset:
         """Indexes of the parameters a fix would hide the write from: the target or a view's base."""
