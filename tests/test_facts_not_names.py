@@ -91,6 +91,55 @@ NOT_OUTPUTS = [
 ]
 
 
+NOT_OUTPUTS.append(
+    # a public method whose one caller (the module's forward) passes a list of activations it computed:
+    # the project's own call outweighs the parameter's name (found in a released TTS model's `parse_output`)
+    """
+    import torch
+    from torch import nn
+
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+
+        def forward(self, x):
+            steps = [self.proj(x[:, i]) for i in range(x.shape[1])]
+            return torch.stack(steps, dim=1), torch.stack([s.sum(-1) for s in steps], dim=1)
+
+
+    class Synth(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.decoder = Decoder()
+            self.postnet = nn.Linear(4, 4)
+
+        def forward(self, x, lengths):
+            mel, gate = self.decoder(x)
+            post = mel + self.postnet(mel)
+            return self.parse_output([mel, post, gate], lengths)
+
+        def parse_output(self, outputs, lengths):
+            mel, post, gate = outputs
+            mask = torch.arange(mel.shape[1])[None, :] >= lengths[:, None]
+            post.masked_fill_(mask[..., None], 0.0)
+            gate.masked_fill_(mask, 1e3)
+            return mel, post, gate
+    """)
+
+
+def test_list_of_activations_runs_under_torch():
+    """The `parse_output` case above trains: the masked writes are legal."""
+    torch = pytest.importorskip("torch")
+    namespace: dict = {}
+    exec(compile(textwrap.dedent(NOT_OUTPUTS[-1]), "<synth>", "exec"), namespace)
+    x = torch.randn(2, 3, 4, requires_grad=True)
+    mel, post, gate = namespace["Synth"]()(x, torch.tensor([3, 1]))
+    (mel.sum() + post.sum() + gate.sum()).backward()
+    assert x.grad is not None and bool((post[1, 1:] == 0).all())
+
+
 @pytest.mark.parametrize("src", NOT_OUTPUTS)
 def test_names_do_not_make_facts(src):
     assert _found(src) == []
@@ -107,7 +156,7 @@ def test_names_do_not_make_facts(src):
          return _merge(model(x), t)
      """, [("IPV001", 3, "`div_` writes in place to `outputs[0]`, a view of model output object `model(...)`, "
                          "passed by the call at line 7")]),
-    # a list holding a model output: what it holds is not followed, so the name's guess stays
+    # a list holding a model output: its items reach the callee's items
     ("""
      def merge(outputs, t):
          outputs[0].div_(t)
@@ -115,13 +164,25 @@ def test_names_do_not_make_facts(src):
 
      def f(model, x, t):
          return merge([model(x).logits], t)
-     """, [("IPV001", 3, "`div_` writes in place to model output `outputs[0]`")]),
+     """, [("IPV001", 3, "`div_` writes in place to `outputs[0]`, a view of model output `model(x).logits`, "
+                         "passed by the call at line 7")]),
     # no caller in the project: the guess stays
     ("""
      def merge(outputs, t):
          outputs[0].div_(t)
          return outputs
      """, [("IPV001", 3, "`div_` writes in place to model output `outputs[0]`")]),
+    # one caller passes a list of activations, the other a model's output object
+    ("""
+     def _merge(outputs, t):
+         outputs[0].div_(t)
+         return outputs
+
+     def f(model, x, t):
+         a = _merge([x * 2], t)
+         return _merge(model(x), t)
+     """, [("IPV001", 3, "`div_` writes in place to `outputs[0]`, a view of model output object `model(...)`, "
+                         "passed by the call at line 8")]),
     # a `*_` method on a guessed field still proves a tensor
     ("""
      def post(output, t):

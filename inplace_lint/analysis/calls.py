@@ -193,18 +193,20 @@ class CallsMixin:
         return EMPTY
 
     def _display_value(self, node: Optional[ast.expr]) -> frozenset:
-        """A list, tuple, dict or set display of values that are nothing tracked (``[x * 2, y]``): known to
-        be a plain container, not a model output or a tensor (so the callee's parameter is decided by
-        what callers pass, not by its name); EMPTY for anything else."""
+        """What a list, tuple, dict or set display passes (``[mel, mel + post(mel)]``): its elements' origins
+        (the callee reaches them as items, ``mel, post = outputs``), or, when none is tracked, a plain
+        container known to be nothing risky; so the callee's parameter is decided by what the callers
+        pass, not by its name. EMPTY for anything else."""
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             parts = node.elts
         elif isinstance(node, ast.Dict):
-            parts = [p for p in node.keys + node.values if p is not None]
+            parts = [p for p in node.values if p is not None]
         else:
             return EMPTY
-        if any(isinstance(p, ast.Starred) or self.eval_quiet(p) for p in parts):
+        if any(isinstance(p, ast.Starred) for p in parts) or (isinstance(node, ast.Dict) and None in node.keys):
             return EMPTY
-        return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
+        held = cap(o for p in parts for o in self.eval_quiet(p))
+        return held or frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
 
     def _is_tensor_argument(self, node: ast.expr) -> bool:
         """``node`` is proven a tensor (a torch op's result, a model output, a ``torch.Tensor`` parameter)."""

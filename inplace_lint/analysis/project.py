@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ..config import DEFAULT_SETTINGS, Settings
-from ..findings import Finding, Origin, Related
+from ..findings import Finding, Origin, Related, RootKind
 from ..rules import PRIORITY, Write
 from . import model_outputs
 from .astutil import dotted_name
@@ -686,7 +686,8 @@ class Project:
             if lf.grad_rule and (file_off or self._grad_off(grad_off, lf.func)) and not self.settings.report_in_no_grad:
                 continue
             if lf.grad_rule and lf.param_rooted is not None \
-                    and self._callers_decide(calls_to, incoming, lf.func, lf.param_rooted):
+                    and self._callers_decide(calls_to, incoming, lf.func, lf.param_rooted,
+                                             named=lf.finding.origin.root is not RootKind.TENSOR):
                 continue  # what the callers pass is known: the parameter's write below is matched against it
             finding = lf.finding
             if lf.fix_if_callers is not None and lf.observed:
@@ -717,7 +718,7 @@ class Project:
                 return 0  # handed around as a value: some calls are not visible as call sites
         return len(sites)
 
-    def _callers_decide(self, calls_to, incoming, qual: str, index: int, memo=None) -> bool:
+    def _callers_decide(self, calls_to, incoming, qual: str, index: int, memo=None, named: bool = False) -> bool:
         """Every in-project call of ``qual`` passes something known for parameter ``index`` (and the
         function is not handed around as a value, where calls are not visible). A caller that passes
         its own parameter on decides only where its own callers do, up to the calls that pass
@@ -727,10 +728,12 @@ class Project:
         if key in memo:
             return memo[key]
         memo[key] = False  # a cycle of calls decides nothing
-        memo[key] = decided = self._callers_pass_known(calls_to, incoming, qual, index, memo)
+        memo[key] = decided = self._callers_pass_known(calls_to, incoming, qual, index, memo, named)
         return decided
 
-    def _callers_pass_known(self, calls_to, incoming, qual: str, index: int, memo) -> bool:
+    def _callers_pass_known(self, calls_to, incoming, qual: str, index: int, memo, named: bool = False) -> bool:
+        """``named``: the guess is only the parameter's name (``outputs``), no annotation: the project's own
+        calls outweigh it even for a public method (unseen callers are no evidence for a name)."""
         sites = calls_to.get(qual)
         if not sites:
             return False
@@ -740,7 +743,7 @@ class Project:
                 return False
             for o in passed:
                 k = param_index(o)
-                if k is not None and not self._callers_decide(calls_to, incoming, s.caller, k, memo) \
+                if k is not None and not self._callers_decide(calls_to, incoming, s.caller, k, memo, named) \
                         and not self._reported_at(s, passed):
                     return False  # the caller's own parameter, whose callers do not decide it
         if len(incoming.get((qual, index), ())) >= _MAX_INCOMING:
@@ -748,7 +751,7 @@ class Project:
         name = qual.rsplit(".", 1)[-1]
         if name == "forward" or (name.startswith("__") and name.endswith("__")):
             return False  # called by nn.Module.__call__ / the interpreter too, where no call site shows
-        if not name.startswith("_") and self._class(qual.rpartition(".")[0]) is not None:
+        if not named and not name.startswith("_") and self._class(qual.rpartition(".")[0]) is not None:
             return False  # a public method: `loader.load(...)` on a local instance is no call site
         for module_index in self.indexes.values():
             refs = self._value_refs(module_index)
