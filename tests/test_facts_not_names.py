@@ -298,3 +298,38 @@ def test_submodule_activation_saved_output():
     assert _found(src) == [
         ("IPV006", 19, "`mul_` writes in place to `g`, `self.gate(...)`, whose output autograd saves for backward "
                        "(raises when `gate` is `Gate`, whose forward returns `torch.sigmoid(x)`)")]
+
+
+# ------------------------------------------------------------------ @property getters are calls
+
+PROPERTY = """
+import torch
+from torch import nn
+
+
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.raw = nn.Parameter(torch.ones(3))
+
+    @property
+    def scale(self):
+        return self.raw.sqrt()
+
+    def forward(self, x):
+        s = self.scale
+        s.add_(1e-6)
+        return x * s
+"""
+
+
+def test_property_getter_is_a_call():
+    """A saved output reached through a @property of self (issue 20, a miss in a released library)."""
+    assert _found(PROPERTY) == [
+        ("IPV006", 17, "`add_` writes in place to `s`, `self.scale (property)`, whose output autograd saves for "
+                       "backward")]
+    torch = pytest.importorskip("torch")
+    namespace: dict = {}
+    exec(compile(PROPERTY, "<scale>", "exec"), namespace)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        namespace["Scale"]()(torch.ones(3)).sum().backward()

@@ -89,6 +89,44 @@ ROUTES = [
          return r.last
      """, 14, "`x` holds what `logits()` returns, which is also reachable elsewhere: `out` is also stored in "
               "`self.last` (line 9)"),
+    ("returns self.last", """
+     class Runner:
+         def logits(self, n):
+             self.last = model(n).logits
+             return self.last
+
+         def scaled(self, n, t):
+             x = self.logits(n)
+             x.div_(t)
+             return x
+
+
+     def observe():
+         r = Runner()
+         r.scaled(3, 2.0)
+         return r.last
+     """, 13, "`x` holds what `logits()` returns, which is also reachable elsewhere: it is `self.last` (line 9)"),
+    ("cached_property", """
+     import functools
+
+
+     class Runner:
+         @functools.cached_property
+         def logits(self):
+             return model(3).logits
+
+         def scaled(self, t):
+             x = self.logits
+             x.div_(t)
+             return x
+
+
+     def observe():
+         r = Runner()
+         r.scaled(2.0)
+         return r.logits
+     """, 16, "`x` holds what `logits()` returns, which is also reachable elsewhere: `@functools.cached_property` "
+              "keeps each result and returns the same tensor to later calls"),
     ("self.cache dict", """
      class Runner:
          def __init__(self):

@@ -515,7 +515,10 @@ class CallsMixin:
                 continue
             steps = tuple(Step(s.kind, s.text, node.lineno, s.no_grad or self.no_grad) for s in o.steps)
             text, condition = f"{short_name}(...)", o.condition
-            if submodule is not None:
+            if not node.args and not node.keywords and isinstance(node.func, ast.Attribute) \
+                    and node.end_col_offset == node.func.end_col_offset and node.end_lineno == node.func.end_lineno:
+                text = f"{short(node.func)} (property)"  # `self.scale`, a @property: its getter's fresh result
+            elif submodule is not None:
                 text = f"{self.self_name}.{submodule}(...)"
                 condition = condition or (f"raises when `{submodule}` is `{qual.rsplit('.', 2)[-2]}`, whose "
                                           f"forward returns `{o.root_text}`")

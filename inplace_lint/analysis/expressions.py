@@ -178,6 +178,13 @@ class ExpressionsMixin:
                        and not model_outputs.is_guessed_object(o) for o in recv)
             return frozenset({Origin(RootKind.MODEL_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad,
                                      certain_tensor=made or attr == "logits")})
+        if self.ctx is not None and self.cls_qual and isinstance(node.value, ast.Name) \
+                and node.value.id == self.self_name and self.self_name is not None:
+            getters = self.ctx.property_getters(self.cls_qual, attr)
+            if getters:  # `self.scale`, a @property: a call of its getter
+                call = ast.copy_location(ast.Call(func=node, args=[], keywords=[]), node)
+                call.end_lineno, call.end_col_offset = node.end_lineno, node.end_col_offset
+                return self.project_calls(call, [(q, 0 if static else 1) for q, static in getters], [], {})
         return EMPTY
 
     def _is_model_output_receiver(self, recv_node: ast.expr, recv: frozenset, attr: str) -> bool:

@@ -622,7 +622,7 @@ _TRANSPARENT_DECORATORS = frozenset({
 })
 #: decorators that keep each result and hand the same object to later calls (functools)
 _CACHING_DECORATORS = frozenset({"lru_cache", "cache", "cached", "memoize", "memoized", "cached_method",
-                                 "lru_cache_with_ttl"})
+                                 "lru_cache_with_ttl", "cached_property"})
 
 
 def decorator_effects(func: ast.AST) -> Tuple[str, str]:
@@ -676,6 +676,16 @@ def returned_elsewhere(facts: FunctionFacts, bases: Iterable[str] = ()) -> str:
         for n in ast.walk(value):
             if isinstance(n, ast.Name) and id(_alias_chain_top(facts, n)) in tops:
                 names.add(n.id)
+    for ret in facts.returns:
+        top = ret.value
+        while isinstance(top, (ast.Attribute, ast.Subscript)) and not (
+                isinstance(top, ast.Attribute) and top.attr in _NON_ALIAS_ATTRS):
+            top = top.value
+        if top is not ret.value and isinstance(top, ast.Name) and (
+                top.id in ("self", "cls") or not (facts.is_param(top.id) or facts.is_local(top.id))):
+            # `return self._cur`, `return CACHE[k]`: the object stays where it was read from (an attribute of
+            # another parameter is the caller's own object, judged at the caller)
+            return f"it is `{ast.unparse(ret.value)}` (line {ret.lineno})"
     if not names:
         return ""
     if any(facts.is_param(n) or not facts.is_local(n) for n in names):

@@ -100,11 +100,17 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
         elif isinstance(node, ast.ClassDef):
             bases = tuple(b for b in (dotted_name(b) for b in node.bases) if b)
             methods = {}
+            getters = set()
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     static = any(dotted_name(d) == "staticmethod" for d in item.decorator_list)
                     methods[item.name] = (_params(item), static)
+                    if any((dotted_name(d) or "").rpartition(".")[2] in ("property", "cached_property")
+                           for d in item.decorator_list):
+                        getters.add(item.name)
             index.classes[node.name] = (bases, methods)
+            if getters:
+                index.properties[node.name] = frozenset(getters)
             attributes = _init_attributes(node)
             if attributes:
                 index.attributes[node.name] = attributes
@@ -943,6 +949,18 @@ class ModuleContext:
 
     def method(self, cls_qual: str, name: str, skip_self: bool = False):
         return self.project.method(cls_qual, name, skip_self)
+
+    def property_getters(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
+        """``self.name`` where the class (or a base) defines ``name`` as a ``@property``: the getter and its
+        overrides (as for a call ``self.name()``); empty when it is not a property."""
+        found = self.project.method(cls_qual, name)
+        if not found:
+            return ()
+        module, _, cls_name = found[0].rpartition(".")[0].rpartition(".")
+        index = self.project.indexes.get(module)
+        if index is None or name not in index.properties.get(cls_name, ()):
+            return ()
+        return self.dispatch(cls_qual, name)
 
     def dispatch(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
         """:meth:`Project.dispatch`; the walk depends on the answer (a new override walks it again)."""

@@ -190,6 +190,8 @@ class ModuleIndex:
     #: (None until needed when the text was not at hand: computed from the tree then); one string,
     #: ``"\\nname\\nother\\n"`` (:func:`.project.refs_text`), not a set: it is cheap to read from the cache
     value_refs: Optional[str] = None
+    #: class name -> names of its ``@property`` / ``@cached_property`` getters (``self.name`` calls them)
+    properties: Dict[str, FrozenSet[str]] = field(default_factory=dict)
 
 
 @dataclass
