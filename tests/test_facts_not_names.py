@@ -333,3 +333,28 @@ def test_property_getter_is_a_call():
     exec(compile(PROPERTY, "<scale>", "exec"), namespace)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         namespace["Scale"]()(torch.ones(3)).sum().backward()
+
+
+def test_a_submodule_named_like_a_model_keeps_its_model_output():
+    """`self.actor_module(x)` resolved to a project class is still a model's output as the patterns say
+    (the seed's head may be a custom Function), besides what its forward returns."""
+    src = """
+    from torch import nn
+
+
+    class Head(nn.Module):
+        def forward(self, h):
+            return h * 2
+
+
+    class Policy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.actor_module = Head()
+
+        def step(self, x, t):
+            logits = self.actor_module(x)
+            logits.div_(t)
+            return logits
+    """
+    assert _found(src) == [("IPV001", 17, "`div_` writes in place to `logits`, model output `self.actor_module(...)`")]

@@ -89,7 +89,11 @@ class CallsMixin:
                 return self.project_calls(node, callees, args, kwargs)
             forwards = self.submodule_forwards(func)
             if forwards:
-                return self.project_calls(node, forwards, args, kwargs, submodule=func.attr)
+                found = self.project_calls(node, forwards, args, kwargs, submodule=func.attr)
+                if not self.settings.is_model_call_name(func.attr):
+                    return found
+                # `self.actor_module(x)`: still a model's output as the patterns say, and what its forward returns
+                return cap(found | self.method_call(node, func.attr, func.value, self.eval(func.value)))
             recv = self.eval(func.value)
             inplace_module = self.inplace_modules.get(func_dotted or "")
             if inplace_module and node.args:
