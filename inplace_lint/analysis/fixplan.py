@@ -14,7 +14,14 @@ change. It is SAFE only when nothing that could observe the mutation can see it:
   write do not count, unless a loop around that ``if`` can run it again);
 - none of them escaped before the write: stored in a container or an attribute, passed
   to a call that may keep it (anything but torch functions and a few builtins), yielded,
-  or captured by a nested function, lambda or generator.
+  or captured by a nested function, lambda or generator;
+- what an in-project call returned is not also held by the callee (``FunctionSummary.kept``:
+  a caching or replacing decorator, ``self.last = out``, ``_LOG.append(out)``; see
+  :func:`returned_elsewhere`, :func:`decorator_effects`);
+- no Python attribute was set on the tensor object (``x.tag = v``: lost by rebinding).
+
+A model output is a record: another field (``output.hidden_states``, ``output["entropy"] = e``)
+is not a read of the written one (:func:`written_fields`).
 
 Anything else is UNSAFE, with the reason.
 """
