@@ -530,8 +530,8 @@ class CallsMixin:
                               o.certain_tensor, condition))
             if summary.kept:
                 # the object is also held where the callee put it: a fix that rebinds its name is unsafe
-                self.kept_roots.setdefault(
-                    (text, node.lineno), f"what `{short_name}()` returns, which is also reachable elsewhere: {summary.kept}")
+                reason = f"what `{short_name}()` returns, which is also reachable elsewhere: {summary.kept}"
+                self.kept_roots.setdefault((text, node.lineno), reason)
         return cap(out)
 
 
