@@ -54,10 +54,13 @@ class Origin:
     certain_tensor: bool = True
     #: the file ``root_line`` is in; None for the file where the origin is used (as ``Step.path``)
     path: Optional[str] = None
+    #: when the root is risky only for some of the implementations a call may run (``self.kernel(x)``
+    #: with ``kernel`` one of several project classes): which one, for the message
+    condition: str = ""
 
     def extend(self, step: Step) -> "Origin":
         return Origin(self.root, self.root_text, self.root_line, self.steps[-7:] + (step,), self.root_no_grad,
-                      self.certain_tensor, self.path)
+                      self.certain_tensor, self.path, self.condition)
 
     @property
     def is_container(self) -> bool:

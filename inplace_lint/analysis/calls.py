@@ -130,6 +130,13 @@ class CallsMixin:
             callees = self.resolve_callees(func, (ns, imported)) if self.ctx is not None else ()
             if callees:
                 return self.project_calls(node, callees, args, kwargs)
+            forwards = self.submodule_forwards(func)
+            if forwards:
+                found = self.project_calls(node, forwards, args, kwargs, submodule=func.attr)
+                if not self.settings.is_model_call_name(func.attr):
+                    return found
+                # `self.actor_module(x)`: still a model's output as the patterns say, and what its forward returns
+                return cap(found | self.method_call(node, func.attr, func.value, self.eval(func.value)))
             recv = self.eval(func.value)
             inplace_module = self.inplace_modules.get(func_dotted or "")
             if inplace_module and node.args:
@@ -233,6 +240,29 @@ class CallsMixin:
             return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
         return EMPTY
 
+    def _display_value(self, node: Optional[ast.expr]) -> frozenset:
+        """What a list, tuple, dict or set display passes (``[mel, mel + post(mel)]``): its elements' origins
+        (the callee reaches them as items, ``mel, post = outputs``), or, when none is tracked, a plain
+        container known to be nothing risky; so the callee's parameter is decided by what the callers
+        pass, not by its name. EMPTY for anything else."""
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            parts = node.elts
+        elif isinstance(node, ast.Dict):
+            parts = [p for p in node.values if p is not None]
+        else:
+            return EMPTY
+        if any(isinstance(p, ast.Starred) for p in parts) or (isinstance(node, ast.Dict) and None in node.keys):
+            return EMPTY
+        held = cap(o for p in parts for o in self.eval_quiet(p))
+        return held or frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
+
+    def _is_tensor_argument(self, node: ast.expr) -> bool:
+        """``node`` is proven a tensor (a torch op's result, a model output, a ``torch.Tensor`` parameter)."""
+        if isinstance(node, (ast.Constant, ast.List, ast.Tuple, ast.UnaryOp)):
+            return False
+        origins = self.eval_quiet(node)
+        return any(o.is_tensor and o.certain_tensor and param_index(o) is None for o in origins)
+
     def _inputs_need_no_grad(self, node: ast.Call, args: List[frozenset], kwargs: Dict[str, frozenset],
                              receiver: Optional[frozenset] = None) -> bool:
         """Every tensor input is known to need no grad (numbers and constants aside)."""
@@ -278,6 +308,9 @@ class CallsMixin:
             tensor_like = known or name != "split" or functional or tensor_split_args(node)
             if not tensor_like:
                 return EMPTY
+            if not known and not functional and name != "tensor_split" and node.args \
+                    and self._is_tensor_argument(node.args[0]):
+                return EMPTY  # tok.split(x), sampler.chunk(x, 2): a tensor's chunk/split/unbind take sizes and dims
             return self.view_of(recv_node, recv, StepKind.MULTI_VIEW, call_text(node, name), line, any_base=True,
                                 certain=functional)
         if name in ops.SAVES_OUTPUT:
@@ -415,6 +448,21 @@ class CallsMixin:
             found = ctx.function(f"{ctx.module}.{value.id}.{func.attr}")  # Cls.static_method(...) of this module
         return [found] if found else []
 
+    def submodule_forwards(self, func: ast.Attribute) -> List[Tuple[str, int]]:
+        """``self.kernel(x)`` where ``__init__`` built ``self.kernel`` from an in-project class (or took it
+        as a parameter annotated with one): the ``forward`` of that class and of each in-project subclass
+        that overrides it (class-hierarchy analysis), as for ``self.kernel.forward(x)``. Empty when the
+        class is not the project's (``nn.Linear``) or none of them defines ``forward``."""
+        ctx = self.ctx
+        value = func.value
+        if ctx is None or not self.cls_qual or not isinstance(value, ast.Name) or value.id != self.self_name \
+                or f"{value.id}.{func.attr}" in self.env:
+            return []
+        owner = ctx.attribute_class(self.cls_qual, func.attr)
+        if owner is None:
+            return []
+        return [(q, 0 if static else 1) for q, static in ctx.dispatch(owner, "forward")]
+
     def callable_refs(self, node: ast.expr) -> List[Tuple[str, int]]:
         """A function value: ``f``, ``self.m``, ``partial(self.m, a)`` -> each (qualified name, bound
         arguments) it may be (``self.m``: the method and its overrides, as for a call)."""
@@ -441,15 +489,15 @@ class CallsMixin:
                                                ((bound, frozenset({given})),), self.no_grad, callback=True))
 
     def project_calls(self, node: ast.Call, callees: List[Tuple[str, int]], args: List[frozenset],
-                      kwargs: Dict[str, frozenset]) -> frozenset:
+                      kwargs: Dict[str, frozenset], submodule: Optional[str] = None) -> frozenset:
         """A call that may run any of ``callees`` (a method and its overrides): each is a call site of its
         own (origins flow into every target, each counts for its grad context and fix safety), a write
         of any target's mutating helper is reported here, and the value is the union of their returns."""
         if len(callees) == 1:
-            return self.project_call(node, callees[0], args, kwargs)
+            return self.project_call(node, callees[0], args, kwargs, submodule)
         out = EMPTY
         for callee in callees:
-            out = cap(out | self.project_call(node, callee, args, kwargs))
+            out = cap(out | self.project_call(node, callee, args, kwargs, submodule))
         return out
 
     def where(self, path: str, line: int) -> str:
@@ -480,7 +528,9 @@ class CallsMixin:
         return name[:-1]
 
     def project_call(self, node: ast.Call, callee: Tuple[str, int], args: List[frozenset],
-                     kwargs: Dict[str, frozenset]) -> frozenset:
+                     kwargs: Dict[str, frozenset], submodule: Optional[str] = None) -> frozenset:
+        """``submodule``: the attribute of ``self`` the call went through (``kernel`` of ``self.kernel(x)``,
+        ``callee`` one class's ``forward``): what it returns names the class it is risky for."""
         qual, bound = callee
         ctx = self.ctx
         summary = ctx.summary(qual)
@@ -531,8 +581,9 @@ class CallsMixin:
         starred = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
         if self.recording:  # not again from eval_quiet: it may see names bound since (`a, b = z, f(a)`), and
             # ModuleContext.call_sites keeps the later of two records of one call
+            passed = ((i, o or self._display_value(n)) for i, (o, n) in sorted(binding.items()))
             ctx.calls.append(CallSite(self.qual, qual, ctx.path, node.lineno, node.col_offset,
-                                      tuple((i, o) for i, (o, _) in sorted(binding.items()) if o),
+                                      tuple((i, o) for i, o in passed if o),
                                       self.no_grad, unread=frozenset(unread),
                                       bound=None if starred else frozenset(binding)))
         if summary is None or not summary.returns:
@@ -547,8 +598,20 @@ class CallsMixin:
             if _guess_of_known_param(o, summary.returns, params, binding):
                 continue
             steps = tuple(Step(s.kind, s.text, node.lineno, s.no_grad or self.no_grad) for s in o.steps)
-            out.append(Origin(o.root, f"{short_name}(...)", node.lineno, steps, o.root_no_grad or self.no_grad,
-                              o.certain_tensor))
+            text, condition = f"{short_name}(...)", o.condition
+            if not node.args and not node.keywords and isinstance(node.func, ast.Attribute) \
+                    and node.end_col_offset == node.func.end_col_offset and node.end_lineno == node.func.end_lineno:
+                text = f"{short(node.func)} (property)"  # `self.scale`, a @property: its getter's fresh result
+            elif submodule is not None:
+                text = f"{self.self_name}.{submodule}(...)"
+                condition = condition or (f"raises when `{submodule}` is `{qual.rsplit('.', 2)[-2]}`, whose "
+                                          f"forward returns `{o.root_text}`")
+            out.append(Origin(o.root, text, node.lineno, steps, o.root_no_grad or self.no_grad,
+                              o.certain_tensor, condition))
+            if summary.kept:
+                # the object is also held where the callee put it: a fix that rebinds its name is unsafe
+                reason = f"what `{short_name}()` returns, which is also reachable elsewhere: {summary.kept}"
+                self.kept_roots.setdefault((text, node.lineno), reason)
         return cap(out)
 
 

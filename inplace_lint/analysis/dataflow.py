@@ -114,6 +114,9 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
     #: the callee not matching the model-call patterns): intermediate activations, not model outputs,
     #: whatever their name (see :mod:`.model_outputs`)
     submodule_results: Set[str] = field(default_factory=set)
+    #: (root text, root line) of what an in-project call returned -> why it is also held elsewhere
+    #: (``FunctionSummary.kept``): a fix that rebinds a name holding it is unsafe
+    kept_roots: Dict[Tuple[str, int], str] = field(default_factory=dict)
     #: walking the branch a module takes in eval mode only (``else`` of ``if self.training:``): guess, its
     #: writes run for inference, so only the rules that hold without grad apply to them
     eval_branch: bool = False
@@ -159,7 +162,7 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
             if self.ctx is not None and not (index == 0 and bound_first):
                 held.add(param_origin(index, a.lineno))
             if name in self.settings.model_output_params:
-                if model_outputs.annotation_allows_guess(a.annotation):
+                if model_outputs.annotation_allows_guess(a.annotation) and not model_outputs.used_as_list(func, name):
                     held.add(Origin(RootKind.MODEL_OUTPUT_OBJECT, name, a.lineno))
                 else:
                     typed.add(name)

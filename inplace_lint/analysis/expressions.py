@@ -10,7 +10,7 @@ import ast
 from typing import Optional, Sequence, Set
 
 from ..findings import Origin, RootKind, Step, StepKind
-from . import grad, ops
+from . import grad, model_outputs, ops
 from .astutil import dotted_name, last_name, short
 from .statements import EMPTY, cap
 from .summaries import function_of, param_index
@@ -172,7 +172,19 @@ class ExpressionsMixin:
         if attr in ops.VIEW_ATTRIBUTES:
             return self.view_of(node.value, recv, StepKind.VIEW, f".{attr}", node.lineno)
         if attr in self.settings.model_output_fields and self._is_model_output_receiver(node.value, recv, attr):
-            return frozenset({Origin(RootKind.MODEL_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad)})
+            # known only by a name (`output.logprobs` of a parameter called `output`): a field so named may
+            # be a list of dicts, so only a `*_` method proves it a tensor; a model call's field is one
+            made = any(o.root is RootKind.MODEL_OUTPUT_OBJECT and not o.steps
+                       and not model_outputs.is_guessed_object(o) for o in recv)
+            return frozenset({Origin(RootKind.MODEL_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad,
+                                     certain_tensor=made or attr == "logits")})
+        if self.ctx is not None and self.cls_qual and isinstance(node.value, ast.Name) \
+                and node.value.id == self.self_name and self.self_name is not None:
+            getters = self.ctx.property_getters(self.cls_qual, attr)
+            if getters:  # `self.scale`, a @property: a call of its getter
+                call = ast.copy_location(ast.Call(func=node, args=[], keywords=[]), node)
+                call.end_lineno, call.end_col_offset = node.end_lineno, node.end_col_offset
+                return self.project_calls(call, [(q, 0 if static else 1) for q, static in getters], [], {})
         return EMPTY
 
     def _is_model_output_receiver(self, recv_node: ast.expr, recv: frozenset, attr: str) -> bool:

@@ -14,7 +14,14 @@ change. It is SAFE only when nothing that could observe the mutation can see it:
   write do not count, unless a loop around that ``if`` can run it again);
 - none of them escaped before the write: stored in a container or an attribute, passed
   to a call that may keep it (anything but torch functions and a few builtins), yielded,
-  or captured by a nested function, lambda or generator.
+  or captured by a nested function, lambda or generator;
+- what an in-project call returned is not also held by the callee (``FunctionSummary.kept``:
+  a caching or replacing decorator, ``self.last = out``, ``_LOG.append(out)``; see
+  :func:`returned_elsewhere`, :func:`decorator_effects`);
+- no Python attribute was set on the tensor object (``x.tag = v``: lost by rebinding).
+
+A model output is a record: another field (``output.hidden_states``, ``output["entropy"] = e``)
+is not a read of the written one (:func:`written_fields`).
 
 Anything else is UNSAFE, with the reason.
 """
@@ -27,7 +34,7 @@ from . import ops
 from .astutil import dotted_name as _dotted
 from .astutil import last_name as _last_name
 from .astutil import short
-from ..findings import Applicability, Fix, FixKind, Origin, Scaling, WriteKind
+from ..findings import Applicability, Fix, FixKind, Origin, RootKind, Scaling, WriteKind
 
 #: a write under one of these is evaluated lazily, conditionally or out of order: never hoisted
 _NO_HOIST_PARENTS = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.BoolOp,
@@ -79,6 +86,8 @@ class FunctionFacts:
         self.parents: Dict[int, ast.AST] = {}
         self.loads: List[ast.Name] = []
         self.assigns: List[ast.stmt] = []
+        #: the function's own ``return <value>`` statements (not those of nested functions)
+        self.returns: List[ast.Return] = []
         #: ids of the loads inside a nested function, lambda, generator expression or class (run later)
         self.captured_loads: Set[int] = set()
         stack = [(func, False)]
@@ -106,6 +115,8 @@ class FunctionFacts:
                             captured_loads.add(id(child))
                     elif isinstance(child, ASSIGNS):
                         assigns.append(child)
+                    elif type(child) is ast.Return and not captured and child.value is not None:
+                        self.returns.append(child)
         self.loads.sort(key=lambda n: (n.lineno, n.col_offset))
         self.declared, self.assigned = _declarations(func)
         # memos: a function with many findings must not cost findings x loads x depth
@@ -252,6 +263,7 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
         facts.closures[closure_key] = _alias_closure(facts, set(key), before, exclusive if before else ())
     watched = facts.closures[closure_key]
     loop_spans = [(loop.lineno, loop.end_lineno or loop.lineno) for loop in loops]
+    fields = written_fields(origins)
     for load in facts.loads:
         name = load.id
         if name not in watched:
@@ -259,6 +271,15 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
         pos = (load.lineno, load.col_offset)
         if start <= pos < end:
             continue  # the write itself
+        if name in fields and _other_field(facts, load, fields[name]):
+            continue  # `output.hidden_states`, `output["entropy"] = e`: another field of the output object
+        if name == target_name and (pos < start or any(lo <= load.lineno <= hi for lo, hi in loop_spans)):
+            attr = facts.parent(load)
+            if isinstance(attr, ast.Attribute) and attr.value is load and isinstance(attr.ctx, (ast.Store, ast.Del)):
+                # `x.tag = v`: Python state on the tensor object; the rebound name is a new object without it
+                return Applicability.UNSAFE, (
+                    f"`{name}.{attr.attr}` is set on the tensor object (line {load.lineno}): the rebound "
+                    f"`{name}` would be a new tensor without it (AttributeError)")
         if facts.captured(load):
             return Applicability.UNSAFE, (
                 f"`{name}` is used by a nested function, lambda or generator (line {load.lineno}), "
@@ -278,6 +299,67 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
                 return Applicability.UNSAFE, (
                     f"`{name}` {escape} (line {load.lineno}), where the change would no longer be seen")
     return Applicability.SAFE, ""
+
+
+#: fields of a model output that may hold the same tensor: ``last_hidden_state`` is usually the last
+#: element of ``hidden_states`` (Hugging Face models append the final state to both)
+_ALIASED_FIELDS = (frozenset({"last_hidden_state", "hidden_states", "encoder_last_hidden_state",
+                              "encoder_hidden_states", "decoder_hidden_states"}),)
+
+
+def _field_of(text: str) -> Optional[str]:
+    """``logits`` for ``output.logits``, ``output["logits"]`` (and views of them); None for ``outputs[0]``."""
+    head = text.split(".", 1)[0].split("[", 1)[0]
+    rest = text[len(head):]
+    if rest.startswith("."):
+        name = rest[1:].split(".", 1)[0].split("[", 1)[0].split("(", 1)[0]
+        return name if name.isidentifier() else None
+    if rest[:2] in ('["', "['"):
+        name = rest[2:].split(rest[1], 1)[0]
+        return name if name.isidentifier() else None
+    return None
+
+
+def _field_group(name: str) -> FrozenSet[str]:
+    for group in _ALIASED_FIELDS:
+        if name in group:
+            return group
+    return frozenset({name})
+
+
+def written_fields(origins: Sequence[Origin]) -> Dict[str, FrozenSet[str]]:
+    """For each model output object the written tensor is a field of (``output`` of ``output.logits``),
+    the fields it may be (with the fields that may share their tensor). An output object is a record:
+    a different field holds a different tensor (issue 20, "a model output is an object with fields"),
+    so reading ``output.hidden_states`` or storing ``output["entropy"]`` does not observe ``output.logits``.
+    A base also reached as a whole (``outputs[0]``, the object itself) has no entry."""
+    fields: Dict[str, Set[str]] = {}
+    whole: Set[str] = set()
+    for origin in origins:
+        base = root_base_name(origin)
+        if base is None:
+            continue
+        name = _field_of(origin.root_text) if origin.root is RootKind.MODEL_OUTPUT else None
+        if name is None:
+            whole.add(base)
+        else:
+            fields.setdefault(base, set()).update(_field_group(name))
+    return {base: frozenset(names) for base, names in fields.items() if base not in whole}
+
+
+def _other_field(facts: FunctionFacts, load: ast.Name, fields: FrozenSet[str]) -> bool:
+    """``load`` reads or stores one named field of the object, not one of ``fields``: ``output.hidden_states``,
+    ``output["entropy"] = e``. A method (``output.get("logits")``, ``output.to_tuple()``) may read any field."""
+    parent = facts.parent(load)
+    if isinstance(parent, ast.Attribute) and parent.value is load:
+        grand = facts.parent(parent)
+        if isinstance(grand, ast.Call) and grand.func is parent:
+            return False
+        return parent.attr not in fields
+    if isinstance(parent, ast.Subscript) and parent.value is load and isinstance(parent.slice, ast.Constant) \
+            and isinstance(parent.slice.value, str):
+        return parent.slice.value not in fields
+    return False
 
 
 def _call_role(call: ast.Call, current: ast.AST) -> str:
@@ -489,10 +571,27 @@ def _declarations(func: ast.AST) -> Tuple[FrozenSet[str], FrozenSet[str]]:
     return frozenset(declared), frozenset(assigned)
 
 
+#: a call under one of these runs again with the same names (once per element, or each time it is called)
+REPEATED = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)
+
+
+def kept_reason(origins: Iterable[Origin], kept: Dict[Tuple[str, int], str]) -> str:
+    """Why one of ``origins`` (what an in-project call returned) is also held elsewhere, or ""."""
+    if not kept:
+        return ""
+    for origin in origins:
+        reason = kept.get((origin.root_text, origin.root_line))
+        if reason:
+            return reason
+    return ""
+
+
 def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast.AST, target: ast.expr,
          op_name: Optional[str], origins: Sequence[Origin], env_aliases: Dict[str, FrozenSet[Origin]],
-         stmt: Optional[ast.stmt], loops: Sequence[ast.AST], callers_checked: bool = False) -> Optional[Fix]:
-    """The fix for one finding, or None when it has no correct out-of-place form."""
+         stmt: Optional[ast.stmt], loops: Sequence[ast.AST], callers_checked: bool = False,
+         kept: Optional[Dict[Tuple[str, int], str]] = None) -> Optional[Fix]:
+    """The fix for one finding, or None when it has no correct out-of-place form. ``kept``: roots of
+    what in-project calls returned that is also held elsewhere (``FunctionSummary.kept``)."""
     name = write_target_name(kind, target)
     if name is None:
         return None
@@ -507,6 +606,9 @@ def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast
     aliases = [k for k, held in env_aliases.items()
                if "." not in k and "[" not in k and any((o.root, o.root_text, o.root_line) in roots for o in held)]
     applicable, reason = applicability(facts, params, name, origins, aliases, node, loops, callers_checked)
+    held = kept_reason(origins, kept or {})
+    if held:
+        applicable, reason = Applicability.UNSAFE, f"`{name}` holds {held}"
     if fkind is FixKind.HOIST and _reads_watched_outside(facts, stmt, node, name, origins, aliases):
         return None  # another alias or the base is read in the same statement: moving the write reorders it
     if kind is WriteKind.SUBSCRIPT or (kind is WriteKind.METHOD and op_name not in ops.OUT_OF_PLACE_TWINS):
@@ -712,3 +814,95 @@ def call_remedy(facts: FunctionFacts, params: Sequence[str], arg: ast.expr, call
                          "see the change"
         options.append(clone)
     return " or ".join(options)
+
+
+
+# --------------------------------------------------------------------------- results kept elsewhere
+
+#: decorators that neither keep what the function returns nor call it from elsewhere
+_TRANSPARENT_DECORATORS = frozenset({
+    "staticmethod", "classmethod", "abstractmethod", "override", "final", "overload", "wraps", "no_type_check",
+    "no_grad", "inference_mode", "enable_grad", "set_grad_enabled", "compile", "script", "script_method",
+    "ignore", "unused", "export", "disable", "custom_fwd", "custom_bwd", "autocast", "once_differentiable",
+    "setter", "getter", "deleter", "property", "contextmanager", "asynccontextmanager", "jit", "njit",
+    "deprecated", "torch_function",
+})
+#: decorators that keep each result and hand the same object to later calls (functools)
+_CACHING_DECORATORS = frozenset({"lru_cache", "cache", "cached", "memoize", "memoized", "cached_method",
+                                 "lru_cache_with_ttl", "cached_property"})
+
+
+def decorator_effects(func: ast.AST) -> Tuple[str, str]:
+    """(why the result is kept, which decorator may call the function from elsewhere) for ``func``'s
+    decorators: ``@functools.lru_cache`` keeps each result and returns the same tensor to the next call
+    with equal arguments (functools docs); a decorator not known to pass calls through replaces the
+    function (a wrapper that may store results, a registry that calls it by name)."""
+    kept = decorated = ""
+    for dec in getattr(func, "decorator_list", ()):
+        head = dec.func if isinstance(dec, ast.Call) else dec
+        name = _last_name(head) or ""
+        text = _dotted(head) or ast.unparse(head)
+        if name in _TRANSPARENT_DECORATORS:
+            continue
+        if name in _CACHING_DECORATORS:
+            kept = kept or f"`@{text}` keeps each result and returns the same tensor to later calls"
+            continue
+        kept = kept or f"`@{text}` replaces the function and may keep what it returns"
+        decorated = decorated or f"@{text}"
+    return kept, decorated
+
+
+def _describe_keeper(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
+    """Where the object named at ``load`` is also put: ``self.last``, ``_LOG.append``, ... or None."""
+    if facts.captured(load):
+        return f"`{load.id}` is used by a nested function or generator (line {load.lineno})"
+    top, keeper = _climb(facts, load)
+    if keeper is not None:
+        return f"`{load.id}` is passed to `{_dotted(keeper.func) or ast.unparse(keeper.func)}` (line {load.lineno})"
+    parent = facts.parent(top)
+    if isinstance(parent, (ast.Assign, ast.AnnAssign)) and getattr(parent, "value", None) is top:
+        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+        stored = [t for t in targets if not isinstance(t, ast.Name)]
+        if stored:
+            return f"`{load.id}` is also stored in `{ast.unparse(stored[0])}` (line {load.lineno})"
+        return None
+    escape = _escape(facts, load)
+    return None if escape is None else f"`{load.id}` {escape} (line {load.lineno})"
+
+
+def returned_elsewhere(facts: FunctionFacts, bases: Iterable[str] = ()) -> str:
+    """Why what the function returns may also be reachable after it returns (it was stored in an
+    attribute, a container, a global, passed to a call that may keep it, captured), or "".
+    ``bases``: the objects the returned tensors are fields of (``out`` of a returned ``out.logits``)."""
+    names: Set[str] = set(bases)
+    for ret in facts.returns:
+        value = ret.value
+        tops = {id(value)}
+        if isinstance(value, (ast.Tuple, ast.List)):
+            tops |= {id(e) for e in value.elts}
+        for n in ast.walk(value):
+            if isinstance(n, ast.Name) and id(_alias_chain_top(facts, n)) in tops:
+                names.add(n.id)
+    for ret in facts.returns:
+        top = ret.value
+        while isinstance(top, (ast.Attribute, ast.Subscript)) and not (
+                isinstance(top, ast.Attribute) and top.attr in _NON_ALIAS_ATTRS):
+            top = top.value
+        if top is not ret.value and isinstance(top, ast.Name) and (
+                top.id in ("self", "cls") or not (facts.is_param(top.id) or facts.is_local(top.id))):
+            # `return self._cur`, `return CACHE[k]`: the object stays where it was read from (an attribute of
+            # another parameter is the caller's own object, judged at the caller)
+            return f"it is `{ast.unparse(ret.value)}` (line {ret.lineno})"
+    if not names:
+        return ""
+    if any(facts.is_param(n) or not facts.is_local(n) for n in names):
+        return ""  # a parameter or a global: the caller's own reference (judged at the caller)
+    watched = _alias_closure(facts, names)
+    inside = {id(n) for ret in facts.returns for n in ast.walk(ret)}
+    for load in facts.loads:
+        if load.id not in watched or id(load) in inside:
+            continue
+        keeper = _describe_keeper(facts, load)
+        if keeper is not None:
+            return keeper
+    return ""

@@ -37,6 +37,21 @@ def annotation_allows_guess(annotation: Optional[ast.expr]) -> bool:
     return "Output" in text or "dict" in text.lower() or "Any" in text
 
 
+#: methods of a list that no model output has (a ``ModelOutput`` is an ordered dict, a tuple has none)
+_LIST_METHODS = frozenset({"append", "extend", "insert", "sort", "reverse", "remove"})
+
+
+def used_as_list(func: Optional[ast.AST], name: str) -> bool:
+    """``name`` has a list's own method called on it in ``func`` (``outputs.append(x)``): it is a list the
+    function fills, not a model output, whatever it is called."""
+    for node in ast.walk(func) if func is not None else ():
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in _LIST_METHODS and isinstance(node.func.value, ast.Name) \
+                and node.func.value.id == name:
+            return True
+    return False
+
+
 def is_tensor_annotation(annotation: Optional[ast.expr]) -> bool:
     """``torch.Tensor``, ``Tensor``, ``nn.Parameter`` (alone; ``Optional[Tensor]`` is not proof enough)."""
     if annotation is None:

@@ -26,7 +26,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .. import progress, textpos
 from ..config import DEFAULT_SETTINGS, Settings
-from ..findings import Finding, Origin, Related
+from ..findings import Finding, Origin, Related, RootKind
 from ..rules import PRIORITY, Write
 from . import model_outputs
 from .astutil import dotted_name
@@ -102,11 +102,17 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
         elif isinstance(node, ast.ClassDef):
             bases = tuple(b for b in (dotted_name(b) for b in node.bases) if b)
             methods = {}
+            getters = set()
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     static = any(dotted_name(d) == "staticmethod" for d in item.decorator_list)
                     methods[item.name] = (_params(item), static)
+                    if any((dotted_name(d) or "").rpartition(".")[2] in ("property", "cached_property")
+                           for d in item.decorator_list):
+                        getters.add(item.name)
             index.classes[node.name] = (bases, methods)
+            if getters:
+                index.properties[node.name] = frozenset(getters)
             attributes = _init_attributes(node)
             if attributes:
                 index.attributes[node.name] = attributes
@@ -174,12 +180,15 @@ def value_refs(tree: ast.Module) -> str:
 
 
 def _init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
-    """``self.x = SomeClass(...)`` (or ``self.x: SomeClass = ...``) in ``__init__``: x -> "SomeClass"."""
+    """``self.x = SomeClass(...)`` (or ``self.x: SomeClass = ...``, or ``self.x = x`` with the parameter
+    ``x: SomeClass``) in ``__init__``: x -> "SomeClass"."""
     out: Dict[str, str] = {}
     for item in cls.body:
         if not (isinstance(item, ast.FunctionDef) and item.name == "__init__" and item.args.args):
             continue
         me = item.args.args[0].arg
+        every = item.args.posonlyargs + item.args.args + item.args.kwonlyargs
+        annotated = {a.arg: dotted_name(a.annotation) for a in every[1:] if a.annotation is not None}
         nodes = list(item.body)
         for stmt in item.body:  # the top level of __init__ and one level of if/else, try, with
             for field in ("body", "orelse", "finalbody"):
@@ -188,7 +197,11 @@ def _init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
             target = value = None
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target, value = node.targets[0], node.value
-                value = value.func if isinstance(value, ast.Call) else None
+                if isinstance(value, ast.Name) and annotated.get(value.id):
+                    name = annotated[value.id]  # self.kernel = kernel, with `kernel: Kernel`
+                    value = ast.Name(id=name) if "." not in name else ast.parse(name, mode="eval").body
+                else:
+                    value = value.func if isinstance(value, ast.Call) else None
             elif isinstance(node, ast.AnnAssign):
                 target, value = node.target, node.annotation
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
@@ -688,7 +701,8 @@ class Project:
             if lf.grad_rule and (file_off or self._grad_off(grad_off, lf.func)) and not self.settings.report_in_no_grad:
                 continue
             if lf.grad_rule and lf.param_rooted is not None \
-                    and self._callers_decide(calls_to, incoming, lf.func, lf.param_rooted):
+                    and self._callers_decide(calls_to, incoming, lf.func, lf.param_rooted,
+                                             named=lf.finding.origin.root is not RootKind.TENSOR):
                 continue  # what the callers pass is known: the parameter's write below is matched against it
             finding = lf.finding
             if lf.fix_if_callers is not None and lf.observed:
@@ -709,6 +723,9 @@ class Project:
         sites = calls_to.get(qual, [])
         if not sites or any(s.callback or not set(observed) <= s.unread for s in sites):
             return 0
+        summary = self.summaries.get(qual)
+        if summary is not None and summary.decorated:
+            return 0  # a registry or wrapper decorator may call it where no call site shows
         name = qual.rsplit(".", 1)[-1]
         for index in self.indexes.values():
             refs = self._value_refs(index)
@@ -716,7 +733,7 @@ class Project:
                 return 0  # handed around as a value: some calls are not visible as call sites
         return len(sites)
 
-    def _callers_decide(self, calls_to, incoming, qual: str, index: int, memo=None) -> bool:
+    def _callers_decide(self, calls_to, incoming, qual: str, index: int, memo=None, named: bool = False) -> bool:
         """Every in-project call of ``qual`` passes something known for parameter ``index`` (and the
         function is not handed around as a value, where calls are not visible). A caller that passes
         its own parameter on decides only where its own callers do, up to the calls that pass
@@ -726,10 +743,12 @@ class Project:
         if key in memo:
             return memo[key]
         memo[key] = False  # a cycle of calls decides nothing
-        memo[key] = decided = self._callers_pass_known(calls_to, incoming, qual, index, memo)
+        memo[key] = decided = self._callers_pass_known(calls_to, incoming, qual, index, memo, named)
         return decided
 
-    def _callers_pass_known(self, calls_to, incoming, qual: str, index: int, memo) -> bool:
+    def _callers_pass_known(self, calls_to, incoming, qual: str, index: int, memo, named: bool = False) -> bool:
+        """``named``: the guess is only the parameter's name (``outputs``), no annotation: the project's own
+        calls outweigh it even for a public method (unseen callers are no evidence for a name)."""
         sites = calls_to.get(qual)
         if not sites:
             return False
@@ -739,7 +758,7 @@ class Project:
                 return False
             for o in passed:
                 k = param_index(o)
-                if k is not None and not self._callers_decide(calls_to, incoming, s.caller, k, memo) \
+                if k is not None and not self._callers_decide(calls_to, incoming, s.caller, k, memo, named) \
                         and not self._reported_at(s, passed):
                     return False  # the caller's own parameter, whose callers do not decide it
         if len(incoming.get((qual, index), ())) >= _MAX_INCOMING:
@@ -747,7 +766,7 @@ class Project:
         name = qual.rsplit(".", 1)[-1]
         if name == "forward" or (name.startswith("__") and name.endswith("__")):
             return False  # called by nn.Module.__call__ / the interpreter too, where no call site shows
-        if not name.startswith("_") and self._class(qual.rpartition(".")[0]) is not None:
+        if not named and not name.startswith("_") and self._class(qual.rpartition(".")[0]) is not None:
             return False  # a public method: `loader.load(...)` on a local instance is no call site
         for module_index in self.indexes.values():
             refs = self._value_refs(module_index)
@@ -795,6 +814,8 @@ class Project:
         where = self._where(site, path)
         write = Write(w.op, w.op_name, w.kind, w.target, w.point_index, w.condition)
         message = f"{rule.message(write, shown)}, passed by the call at {where}"
+        if shown.condition:
+            message += f" ({shown.condition})"
         related = (Related(f"call site passing {shown.root.value} `{shown.root_text}`", site.line, site.col,
                            None if site.path == path else site.path),)
         # each location in its own file: the origin's root and steps name theirs (the caller's, a
@@ -939,6 +960,18 @@ class ModuleContext:
 
     def method(self, cls_qual: str, name: str, skip_self: bool = False):
         return self.project.method(cls_qual, name, skip_self)
+
+    def property_getters(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
+        """``self.name`` where the class (or a base) defines ``name`` as a ``@property``: the getter and its
+        overrides (as for a call ``self.name()``); empty when it is not a property."""
+        found = self.project.method(cls_qual, name)
+        if not found:
+            return ()
+        module, _, cls_name = found[0].rpartition(".")[0].rpartition(".")
+        index = self.project.indexes.get(module)
+        if index is None or name not in index.properties.get(cls_name, ()):
+            return ()
+        return self.dispatch(cls_qual, name)
 
     def dispatch(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
         """:meth:`Project.dispatch`; the walk depends on the answer (a new override walks it again)."""

@@ -57,6 +57,11 @@ def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_g
     return None, None
 
 
+def with_condition(message: str, origin: Origin) -> str:
+    """The rule's message, with the condition under which the write raises when there is one."""
+    return f"{message} ({origin.condition})" if origin.condition else message
+
+
 class ReportingMixin:
     def report(self, node: ast.AST, kind: WriteKind, op: str, target: ast.expr, origins, op_name: Optional[str] = None,
                no_fix: bool = False, write_no_grad: bool = False, helper: Optional["HelperWrite"] = None,
@@ -105,7 +110,7 @@ class ReportingMixin:
                         alt = None
         here = self.ctx.path if self.ctx is not None else None
         related = tuple(r if r.path is None or r.path != here else replace(r, path=None) for r in origin.related())
-        message = rule.message(write, origin)
+        message = with_condition(rule.message(write, origin), origin)
         if helper is not None:
             related = (Related(f"the write in `{helper.name}()`", helper.line, helper.col,
                                None if helper.path == here else helper.path, role=HELPER_WRITE),) + related
@@ -118,14 +123,15 @@ class ReportingMixin:
             message=message, op=op, write_kind=kind,
             target=target_text, origin=origin, fix=fix, related=related,
         )
-        rooted = self.param_rooted(real, write, rule, self.no_grad or write_no_grad)
+        rooted = self.param_rooted(real, write, rule, self.no_grad or write_no_grad, {i for i, _ in placeholders})
         if rooted is not None:
             self.rooted_keys.append(key)  # undone in summary() if the parameter is bound again
         self.sink[key] = LocalFinding(finding, self.qual, grad_rule=not rule.without_grad,
                                       observed=frozenset(observed or ()), fix_if_callers=alt,
                                       param_rooted=rooted)
 
-    def param_rooted(self, origins: Sequence[Origin], write: Write, rule, no_grad: bool) -> Optional[int]:
+    def param_rooted(self, origins: Sequence[Origin], write: Write, rule, no_grad: bool,
+                     reached: Sequence[int] = ()) -> Optional[int]:
         """The parameter every origin that makes ``rule`` apply was guessed from (its annotation, or a view
         taken of the parameter itself, whose root is named after it), if it still holds the parameter
         and nothing else written here matches a rule of its own (a lower one: ``y = x.chunk(2)[0] if c
@@ -133,17 +139,30 @@ class ReportingMixin:
         if self.ctx is None or not self.params:
             return None
         matching = [o for o in _written_tensors(origins, write.kind) if rule.applies(o, write)]
-        names = {o.root_text for o in matching}
-        if len(names) != 1 or any(o.root is not RootKind.TENSOR for o in matching):
+        names = {self._guessed_from(o) for o in matching}
+        if len(names) != 1:
             return None
         name = names.pop()
-        if name not in self.params:
+        if name is None or name not in self.params:
             return None
-        rest = [o for o in origins if not (o.root is RootKind.TENSOR and o.root_text == name)]
+        rest = [o for o in origins if self._guessed_from(o) != name]
         if rest and match(rest, write, no_grad, self.settings.report_in_no_grad)[0] is not None:
             return None
         index = list(self.params).index(name)
+        if any(o.root is not RootKind.TENSOR for o in matching) and index not in reached:
+            return None  # `outputs.logits`: the callers' objects do not reach the write (a field is not followed)
         return index if any(param_index(o) == index for o in self.env.get(name, ())) else None
+
+    def _guessed_from(self, origin: Origin) -> Optional[str]:
+        """The parameter ``origin`` is a guess about: its ``torch.Tensor`` annotation or a view taken of it
+        (a root named after it), or its name (``outputs[0]`` of a parameter called ``outputs``)."""
+        if origin.root is RootKind.TENSOR:
+            return origin.root_text
+        if origin.root in (RootKind.MODEL_OUTPUT, RootKind.MODEL_OUTPUT_OBJECT) and "(" not in origin.root_text:
+            head = fixplan.root_base_name(origin)
+            if head is not None and head in self.settings.model_output_params:
+                return head
+        return None
 
     def involved_params(self, target: ast.expr, origins: Sequence[Origin]) -> frozenset:
         """Indexes of the parameters a fix would hide the write from: the target or a view's base."""
@@ -218,7 +237,7 @@ class ReportingMixin:
             return None  # class bodies
         stmt = self.stmt_stack[-1] if self.stmt_stack else None
         return fixplan.plan(self.facts(), self.params, kind, node, target, op_name, origins, self.env, stmt,
-                            self.loop_stack, callers_checked)
+                            self.loop_stack, callers_checked, self.kept_roots)
 
     def plan_call_remedy(self, call: ast.AST, arg: ast.expr, origins: Sequence[Origin], twin: Optional[str],
                          kept: bool) -> str:
@@ -236,6 +255,10 @@ class ReportingMixin:
         if not isinstance(arg, ast.Name) or self.loop_stack:
             return False
         facts = self.facts()
+        if any(isinstance(p, fixplan.REPEATED) for p in facts.path_to(call)):
+            return False  # a comprehension or lambda passes the same object on every step
+        if fixplan.kept_reason(self.env.get(arg.id, ()), self.kept_roots):
+            return False  # what it holds is also held elsewhere (a cache, `self.last`)
         end = (call.end_lineno or call.lineno, call.end_col_offset or 0)
         if any(load.id == arg.id and (load.lineno, load.col_offset) >= end for load in facts.loads):
             return False  # the caller reads what it passed (fix planning would only look at other names)

@@ -13,10 +13,10 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Set
 
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
-from . import grad, model_outputs, ops
+from . import fixplan, grad, model_outputs, ops
 from .astutil import dotted_name, is_str_constant
 from .names import LITERAL_HEADS, import_bindings
-from .summaries import FunctionSummary, function_ref, located_steps, param_index
+from .summaries import FunctionSummary, function_of, function_ref, located_steps, param_index
 
 EMPTY: frozenset = frozenset()
 _MAX_ORIGINS = 12
@@ -452,10 +452,20 @@ class StatementsMixin:
                 self.sink[key] = replace(found, param_rooted=None)
         writes = tuple(replace(w, kept=w.kept or w.index in returned) if w.via is None else w
                        for w in self.param_writes)
+        kept, decorated = fixplan.decorator_effects(self.func)
+        risky = [o for o in returns if param_index(o) is None and function_of(o) is None]
+        if not risky:
+            kept = ""
+        elif not kept:
+            kept = next((self.kept_roots[(o.root_text, o.root_line)] for o in risky
+                         if (o.root_text, o.root_line) in self.kept_roots), "")
+            if not kept:
+                bases = {b for b in (fixplan.root_base_name(o) for o in risky) if b is not None}
+                kept = fixplan.returned_elsewhere(self.facts(), bases)
         if self.ctx is not None:
             # what callers read from the summary names the file of each view step (they report it there)
             path = self.ctx.path
             returns = frozenset(replace(o, steps=located_steps(o.steps, path)) if o.steps else o for o in returns)
             writes = tuple(replace(w, steps=located_steps(w.steps, path)) if w.steps else w for w in writes)
         return FunctionSummary(self.qual, tuple(self.params), cap(returns), writes,
-                               declared_no_grad, frozenset(self.observed), static)
+                               declared_no_grad, frozenset(self.observed), static, kept, decorated)

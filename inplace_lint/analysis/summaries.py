@@ -146,6 +146,11 @@ class FunctionSummary:
     observed: FrozenSet[int] = frozenset()
     #: a ``@staticmethod`` (no bound first argument)
     static: bool = False
+    #: why what the function returns may also be held elsewhere after the call (a cache, ``self.last``,
+    #: a module-level list, a decorator that replaces the function); "" when nothing else keeps it
+    kept: str = ""
+    #: a decorator that replaces or registers the function: it may be called where no call site shows
+    decorated: str = ""
 
     def digest(self) -> str:
         """Stable across processes (for the cache): what callers read from this summary."""
@@ -157,12 +162,13 @@ class FunctionSummary:
             return value
 
     def _compute_digest(self) -> str:
-        if not self.returns and not self.writes and not self.observed:
+        if not self.returns and not self.writes and not self.observed and not self.kept and not self.decorated:
             return ""
         parts = sorted(repr(o) for o in self.returns)
         parts += sorted(repr((w.index, w.line, w.col, w.kind.value, w.steps, w.kept, w.op, w.no_grad, w.condition))
                         for w in self.writes)
         parts.append(repr(sorted(self.observed)))
+        parts.append(repr((self.kept, self.decorated)))
         return hashlib.sha1("\n".join(parts).encode()).hexdigest()
 
 
@@ -203,6 +209,8 @@ class ModuleIndex:
     #: (None until needed when the text was not at hand: computed from the tree then); one string,
     #: ``"\\nname\\nother\\n"`` (:func:`.project.refs_text`), not a set: it is cheap to read from the cache
     value_refs: Optional[str] = None
+    #: class name -> names of its ``@property`` / ``@cached_property`` getters (``self.name`` calls them)
+    properties: Dict[str, FrozenSet[str]] = field(default_factory=dict)
 
 
 @dataclass
