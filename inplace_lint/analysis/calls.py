@@ -607,7 +607,7 @@ class CallsMixin:
                 condition = condition or (f"raises when `{submodule}` is `{qual.rsplit('.', 2)[-2]}`, whose "
                                           f"forward returns `{o.root_text}`")
             out.append(Origin(o.root, text, node.lineno, steps, o.root_no_grad or self.no_grad,
-                              o.certain_tensor, condition))
+                              o.certain_tensor, condition=condition))
             if summary.kept:
                 # the object is also held where the callee put it: a fix that rebinds its name is unsafe
                 reason = f"what `{short_name}()` returns, which is also reachable elsewhere: {summary.kept}"
