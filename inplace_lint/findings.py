@@ -24,6 +24,12 @@ class StepKind(enum.Enum):
     ELEMENT = "element"  # one element of a multi-output view, or a loop variable over a tensor
     EXPAND = "expanded view"
     ALIAS = "alias"  # the result of an in-place op is its receiver
+    #: the same tensor, read by the backward of an op it was passed to with grad on (``torch.linalg.norm(x)``)
+    SAVED_INPUT = "saved for backward by"
+
+
+#: steps that leave the tensor itself (not a view of it)
+SAME_TENSOR_STEPS = frozenset({StepKind.ALIAS, StepKind.SAVED_INPUT})
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,18 @@ class Origin:
     def is_tensor(self) -> bool:
         return not self.is_container
 
+    @property
+    def grad_evidence(self) -> bool:
+        """Something made the root require grad when grad was on: a model output, a custom Function's output,
+        an op's output saved for backward, arithmetic on one of those (``logits * 2``), or a factory with
+        ``requires_grad=True``. A root that is only a name (a parameter annotated ``torch.Tensor``, the
+        receiver of ``x.chunk(2)``) is a guess that the value is a tensor, not that it requires grad."""
+        if self.root_no_grad or self.root is RootKind.FRESH:
+            return False
+        if self.root is RootKind.TENSOR:
+            return not all(part.isidentifier() for part in self.root_text.split("."))
+        return True
+
     def has(self, kind: StepKind) -> bool:
         return any(s.kind is kind for s in self.steps)
 
@@ -81,7 +99,7 @@ class Origin:
         root = f"{self.root.value} `{self.root_text}`"
         if self.root is RootKind.TENSOR:
             root = f"`{self.root_text}`"
-        views = [s for s in self.steps if s.kind is not StepKind.ALIAS]
+        views = [s for s in self.steps if s.kind not in SAME_TENSOR_STEPS]
         if not views:
             return f"{root} (line {self.root_line})"
         chain = " -> ".join(f"`{s.text}`" for s in views)

@@ -81,7 +81,7 @@ class CallsMixin:
                 # torch.Tensor.div_(x, t) is x.div_(t)
                 return self.method_call(node, func.attr, node.args[0], args[0])
             if ns in TORCH_NAMESPACES:
-                return self.function_call(node, func.attr, ns == FUNCTIONAL_NAMESPACE, args, kwargs)
+                return self.function_call(node, func.attr, ns == FUNCTIONAL_NAMESPACE, args, kwargs, ns)
             if is_non_tensor_library(ns):
                 return EMPTY  # math.sqrt, np.exp, random.random: never tensors
             callees = self.resolve_callees(func, (ns, imported)) if self.ctx is not None else ()
@@ -119,7 +119,7 @@ class CallsMixin:
             if imported and qual is not None:
                 head, _, name = qual.rpartition(".")
                 if head in TORCH_NAMESPACES:  # from torch.nn.functional import relu_
-                    return self.function_call(node, name, head == FUNCTIONAL_NAMESPACE, args, kwargs)
+                    return self.function_call(node, name, head == FUNCTIONAL_NAMESPACE, args, kwargs, head)
                 if is_non_tensor_library(qual):
                     return EMPTY
             callee = self.resolve_callee(func)
@@ -149,8 +149,36 @@ class CallsMixin:
         return first
 
     def function_call(self, node: ast.Call, name: str, functional: bool, args: List[frozenset],
-                      kwargs: Dict[str, frozenset]) -> frozenset:
-        """``torch.<name>(...)`` / ``F.<name>(...)`` (any alias)."""
+                      kwargs: Dict[str, frozenset], namespace: str = "torch") -> frozenset:
+        """``torch.<name>(...)`` / ``F.<name>(...)`` / ``torch.linalg.<name>(...)`` (any alias; ``namespace``
+        is the resolved module)."""
+        result = self._function_call(node, name, functional, args, kwargs, namespace)
+        entry = ops.saved_for_backward(namespace, name)
+        if entry and entry[2] and not self.no_grad:
+            given = list(node.args)
+            if not given and kw(node, "input") is not None:
+                given = [kw(node, "input")]
+            for position in entry[2]:
+                if position < len(given):
+                    self.mark_saved_input(given[position], f"{ast.unparse(node.func)}", node.lineno)
+        return result
+
+    def mark_saved_input(self, arg: ast.expr, op: str, line: int) -> None:
+        """``arg`` was read by the backward of ``op``, which ran with grad on: a later in-place write to the
+        tensor the name holds fails at backward when it requires grad (docs/pytorch-facts.md#saved-input).
+        Only names (and dotted names) whose value is tracked and may require grad by evidence are marked
+        (:attr:`Origin.grad_evidence`); a parameter's placeholder is marked too, for its callers to decide."""
+        key = dotted_name(arg)
+        origins = self.env.get(key) if key is not None else None
+        if not origins:
+            return
+        step = Step(StepKind.SAVED_INPUT, op, line)
+        marked = [o.extend(step) if o.is_tensor and (param_index(o) is not None or o.grad_evidence) else o
+                  for o in origins]
+        self.env[key] = cap(marked)
+
+    def _function_call(self, node: ast.Call, name: str, functional: bool, args: List[frozenset],
+                       kwargs: Dict[str, frozenset], namespace: str) -> frozenset:
         qual = ast.unparse(node.func)
         out_node = kw(node, "out")
         if out_node is not None and not isinstance(out_node, (ast.Tuple, ast.List)):
@@ -176,7 +204,7 @@ class CallsMixin:
                 return first_origins  # F.dropout(training=False, inplace=True) writes nothing
             self.report(node, WriteKind.INPLACE_KWARG, f"`{qual}(..., inplace=True)`", first, first_origins)
             return self._inplace_result(node, name, first_origins)
-        if name in ops.SAVES_OUTPUT and not inplace_flag(node, name):
+        if ops.saves_output(namespace, name) and not inplace_flag(node, name):
             if no_grad_value(first_origins):
                 return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
             return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad)})
@@ -202,9 +230,24 @@ class CallsMixin:
             return frozenset({Origin(RootKind.TENSOR, short(node), node.lineno, root_no_grad=self.no_grad)})
         return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
 
+    def _is_self(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.Name) and node.id == self.self_name
+
     def method_call(self, node: ast.Call, name: str, recv_node: ast.expr, recv: frozenset,
                     functional: bool = False) -> frozenset:
         """``recv.<name>(...)``; ``functional`` for ``torch.<name>(recv, ...)`` (the receiver is surely a tensor)."""
+        result = self._method_call(node, name, recv_node, recv, functional)
+        if not functional and not self.no_grad:
+            entry = ops.saved_for_backward(ops.TENSOR_METHOD, name)
+            if entry and entry[2] and any(o.is_tensor for o in recv) and not self._is_self(recv_node):
+                given = [recv_node] + list(node.args)
+                for position in entry[2]:
+                    if position < len(given):
+                        self.mark_saved_input(given[position], f"{short(recv_node)}.{name}", node.lineno)
+        return result
+
+    def _method_call(self, node: ast.Call, name: str, recv_node: ast.expr, recv: frozenset,
+                     functional: bool = False) -> frozenset:
         line = node.lineno
         if name in ops.TENSOR_INPLACE_METHODS:
             if not recv and isinstance(recv_node, ast.Subscript) and not is_basic_index(recv_node.slice) \
@@ -236,7 +279,8 @@ class CallsMixin:
                 return EMPTY
             return self.view_of(recv_node, recv, StepKind.MULTI_VIEW, call_text(node, name), line, any_base=True,
                                 certain=functional)
-        if name in ops.SAVES_OUTPUT:
+        if ops.saves_output(ops.TENSOR_METHOD, name) and (name in ops.SAVES_OUTPUT_ANY_RECEIVER or any(
+                o.is_tensor for o in known) or (recv and not self._is_self(recv_node) and _literal_args(node))):
             if no_grad_value(known) and known == recv or (name in _STATE_ROOTS and recv and not known
                                                           and self._accumulated_params(recv)):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
@@ -498,6 +542,12 @@ def _is_literal(node: ast.AST) -> bool:
     if isinstance(node, (ast.Tuple, ast.List)):
         return all(_is_literal(e) for e in node.elts)
     return isinstance(node, ast.Constant)
+
+
+def _literal_args(node: ast.Call) -> bool:
+    """Every positional argument is a literal (``x.norm(2, -1)``, ``x.std()``): a module called on its input
+    (``self.norm(h)``, ``ln.norm(h)``) passes a tensor."""
+    return all(_is_literal(a) for a in node.args)
 
 
 def _known(origins: frozenset) -> frozenset:

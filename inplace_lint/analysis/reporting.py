@@ -41,13 +41,18 @@ def _written_tensors(origins: Sequence[Origin], kind: WriteKind) -> List[Origin]
     return tensors
 
 
-def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_grad: bool):
-    """The first rule (by priority) some origin matches, and the origin that shows it; or (None, None)."""
+def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_grad: bool,
+          grad_context: bool = False):
+    """The first rule (by priority) some origin matches, and the origin that shows it; or (None, None).
+
+    ``no_grad``: the write needs no autograd rule; ``grad_context``: that is only because the write sits in a
+    grad-off block (``with torch.no_grad():``), so a rule that looks at the origin's grad mode
+    (``grad_at_origin``: a tensor saved for backward with grad on) still applies."""
     tensors = _written_tensors(origins, write.kind)
     if not tensors:
         return None, None
     for rule in PRIORITY:
-        if no_grad and not (rule.without_grad or report_in_no_grad):
+        if no_grad and not (rule.without_grad or report_in_no_grad or (grad_context and rule.grad_at_origin)):
             continue
         matching = [o for o in tensors if rule.applies(o, write)]
         if matching:
@@ -78,12 +83,17 @@ class ReportingMixin:
         if not real:
             return
         write = Write(op, op_name, kind, short(target), point_index(node, kind))
-        rule, origin = match(real, write, self.no_grad or write_no_grad, self.settings.report_in_no_grad)
+        rule, origin = match(real, write, self.no_grad or write_no_grad, self.settings.report_in_no_grad,
+                             grad_context=not write_no_grad)
         if rule is None:
             return
         key = (node.lineno, node.col_offset)
         if key in self.sink:
             return
+        if self.no_grad and not rule.without_grad:
+            # a saved tensor written under no_grad: the out-of-place form would make a tensor that needs no
+            # grad, so the caller's backward would lose this path instead of raising: no fix
+            no_fix = True
         target_text = write.target
         fix = observed = alt = None
         if not no_fix:
