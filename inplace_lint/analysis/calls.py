@@ -269,6 +269,10 @@ class CallsMixin:
                 recv = cap(o for o in recv if not o.has(StepKind.EXPAND))
             if _is_dtype_conversion(node, name) and self.is_bool_value(recv_node):
                 return EMPTY  # (ids != pad).view(...).expand(...).float(): a bool mask converted is a copy
+            if _to_integer_dtype(node, name) and not any(o.has(StepKind.EXPAND) for o in recv):
+                # x.to(torch.long): integer and bool tensors never require grad (docs/pytorch-facts.md#grad-off);
+                # from a float tensor it is a copy (an expanded one may be returned as is when already integer)
+                return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             return self.view_of(recv_node, recv, StepKind.MAY_ALIAS, call_text(node, name), line)
         if name in ops.EXPAND_METHODS:
             return self.view_of(recv_node, recv, StepKind.EXPAND, call_text(node, name), line, any_base=True)
@@ -542,6 +546,19 @@ def _is_literal(node: ast.AST) -> bool:
     if isinstance(node, (ast.Tuple, ast.List)):
         return all(_is_literal(e) for e in node.elts)
     return isinstance(node, ast.Constant)
+
+
+_INTEGER_DTYPES = frozenset({"long", "int", "int64", "int32", "int16", "int8", "uint8", "short", "bool", "uint16",
+                             "uint32", "uint64"})
+
+
+def _to_integer_dtype(node: ast.Call, name: str) -> bool:
+    """``x.to(torch.long)``, ``x.to(dtype=torch.bool)``, ``x.type(torch.int64)``: an integer or bool result."""
+    if name not in ("to", "type"):
+        return False
+    given = [kw(node, "dtype")] + list(node.args[:2])
+    return any(a is not None and (dotted_name(a) or "").startswith("torch.")
+               and (dotted_name(a) or "").rsplit(".", 1)[1] in _INTEGER_DTYPES for a in given)
 
 
 def _literal_args(node: ast.Call) -> bool:

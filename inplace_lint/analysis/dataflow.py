@@ -117,6 +117,9 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
     #: walking the branch a module takes in eval mode only (``else`` of ``if self.training:``): guess, its
     #: writes run for inference, so only the rules that hold without grad apply to them
     eval_branch: bool = False
+    #: names (and dotted names) known, in the branch being walked, not to require grad (the ``else`` of
+    #: ``if x.requires_grad:``): writes to them, or to views of them, need no autograd rule
+    nograd_keys: Set[str] = field(default_factory=set)
     #: names bound to a bool tensor (a comparison, ``torch.logical_or(...)``, views of one)
     bool_names: Set[str] = field(default_factory=set)
     #: parameters bound, somewhere in the walk, to a value that is not made from what the caller passed

@@ -8,7 +8,7 @@ from typing import List, Optional, Sequence, Tuple
 from ..findings import Finding, Origin, RootKind, WriteKind
 from ..rules import PRIORITY, Write
 from . import fixplan, model_outputs
-from .astutil import short
+from .astutil import dotted_name, short
 from .statements import origin_key
 from .summaries import LocalFinding, ParamWrite, param_index
 
@@ -19,6 +19,43 @@ def as_written_tensor(origin: Origin, kind: WriteKind) -> Origin:
             and not model_outputs.is_guessed_object(origin):
         return Origin(RootKind.MODEL_OUTPUT, origin.root_text, origin.root_line, (), origin.root_no_grad)
     return origin
+
+
+def _written_base(target: ast.expr) -> Optional[str]:
+    """The name (or dotted name) whose tensor a write reaches: ``x`` for ``x[0]``, ``x.view(-1)``, ``x``."""
+    while True:
+        key = dotted_name(target)
+        if key is not None:
+            return key
+        if isinstance(target, ast.Subscript):
+            target = target.value
+        elif isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute):
+            target = target.func.value
+        else:
+            return None
+
+
+#: ops whose result never requires grad (an index, a sample count, a bool, a Python number)
+_GRADLESS_CONSUMERS = frozenset({"multinomial", "argmax", "argmin", "argsort", "item", "tolist", "nonzero",
+                                 "searchsorted", "bucketize", "isnan", "isinf", "isfinite", "long", "int",
+                                 "bool", "eq", "ne", "lt", "le", "gt", "ge", "any", "all", "count_nonzero"})
+
+
+def _gradless_use(load: ast.AST, parents) -> bool:
+    """``load`` is the receiver or an argument of an op in :data:`_GRADLESS_CONSUMERS`, or compared, or the
+    receiver of a method chain that ends so (``p.max() > 0.5``, ``p.sum(-1).argmax()``)."""
+    parent = parents.get(id(load))
+    if isinstance(parent, ast.Compare):
+        return True
+    if isinstance(parent, ast.Attribute) and parent.value is load:
+        call = parents.get(id(parent))
+        if not (isinstance(call, ast.Call) and call.func is parent):
+            return False
+        return parent.attr in _GRADLESS_CONSUMERS or _gradless_use(call, parents)
+    if isinstance(parent, ast.Call) and any(a is load for a in parent.args):
+        name = parent.func.attr if isinstance(parent.func, ast.Attribute) else getattr(parent.func, "id", "")
+        return name in _GRADLESS_CONSUMERS
+    return False
 
 
 def point_index(node: ast.AST, kind: WriteKind) -> bool:
@@ -65,7 +102,8 @@ class ReportingMixin:
                no_fix: bool = False, write_no_grad: bool = False) -> None:
         """Report the write at ``node`` if ``target``'s origins match a rule; ``op_name`` is the in-place
         method it amounts to (``div_`` for ``x.div_(t)`` and ``x /= t``), for fix planning."""
-        write_no_grad = write_no_grad or self.eval_branch
+        write_no_grad = write_no_grad or self.eval_branch or (
+            bool(self.nograd_keys) and _written_base(target) in self.nograd_keys)
         real = []
         placeholders = []
         for o in origins:
@@ -89,6 +127,8 @@ class ReportingMixin:
             return
         key = (node.lineno, node.col_offset)
         if key in self.sink:
+            return
+        if origin.root is RootKind.SAVED_OUTPUT and rule.grad_at_origin and self.only_gradless_consumers(node, origin):
             return
         if self.no_grad and not rule.without_grad:
             # a saved tensor written under no_grad: the out-of-place form would make a tensor that needs no
@@ -119,6 +159,33 @@ class ReportingMixin:
         self.sink[key] = LocalFinding(finding, self.qual, grad_rule=not rule.without_grad,
                                       observed=frozenset(observed or ()), fix_if_callers=alt,
                                       param_rooted=rooted)
+
+    def only_gradless_consumers(self, node: ast.AST, origin: Origin) -> bool:
+        """Every read of the saved output written at ``node`` (through the names that hold it, or the write's
+        own value) feeds an op whose result never requires grad (``torch.multinomial``, ``argmax``, a
+        comparison, ``.item()``, ...): no backward passes through the op that saved it, so the write cannot
+        fail (docs/pytorch-facts.md#saved-output). ``torch.bernoulli`` is not one: its result has a
+        ``BernoulliBackward0`` node, and a backward through it reaches the saved output."""
+        if self.func is None:
+            return False
+        facts = self.facts()
+        stmt = self.stmt_stack[-1] if self.stmt_stack else None
+        names = {k for k, os in self.env.items() if "." not in k and any(
+            o.root is origin.root and o.root_line == origin.root_line and o.root_text == origin.root_text for o in os)}
+        value = getattr(stmt, "value", None)
+        if isinstance(stmt, ast.Assign) and value is not None and any(n is node for n in ast.walk(value)):
+            if not all(isinstance(t, ast.Name) for t in stmt.targets):
+                return False
+            names |= {t.id for t in stmt.targets}
+        elif isinstance(stmt, ast.Expr) and stmt.value is node:
+            pass
+        elif not names:
+            return _gradless_use(node, facts.parents)
+        if not names or names & set(self.params):
+            return False
+        write_loads = {id(n) for n in ast.walk(node) if isinstance(n, ast.Name)}
+        uses = [n for n in facts.loads if n.id in names and id(n) not in write_loads]
+        return bool(uses) and all(id(n) not in facts.captured_loads and _gradless_use(n, facts.parents) for n in uses)
 
     def param_rooted(self, origins: Sequence[Origin], write: Write, rule, no_grad: bool) -> Optional[int]:
         """The parameter every origin that makes ``rule`` apply was guessed from (its annotation, or a view

@@ -170,24 +170,55 @@ class StatementsMixin:
         arms: List[Dict[str, frozenset]] = []
         current = node
         saved = chain = self.eval_branch
+        saved_grad = (set(self.nograd_keys),)
+        gates = []  # what holds in every later arm: (grad-enabled test, requires_grad test) found false
         while True:
             self.eval(current.test)
             training = grad.training_test(current.test)  # `if self.training: ... else: <eval mode only>`
+            enabled = grad.grad_enabled_test(current.test)
+            requires = grad.requires_grad_test(current.test)
             before = dict(self.env)
             self.eval_branch = chain or training is False
+            self._gate(enabled is False, requires if requires and not requires[1] else None)
             self.run_body(current.body)
+            self.nograd_keys = set(saved_grad[0])
             arms.append(self.env)
             self.env = before
-            chain = self.eval_branch = chain or training is True  # what follows runs only in eval mode
+            # what follows runs only in eval mode, or (after `if torch.is_grad_enabled():`) with grad off
+            chain = self.eval_branch = chain or training is True or enabled is True
+            gates.append((enabled is True, requires if requires and requires[1] else None))
             orelse = current.orelse
             if len(orelse) == 1 and isinstance(orelse[0], ast.If):
                 current = orelse[0]
+                for off, key in gates:
+                    self._gate(off, key)
                 continue
+            for off, key in gates:
+                self._gate(off, key)
             self.run_body(orelse)
             arms.append(self.env)
             break
         self.eval_branch = saved
+        self.nograd_keys = saved_grad[0]
         self.env = merge(arms)
+        if not node.orelse and grad.ends_flow(node.body) and (gates[0][0] or gates[0][1]):
+            # `if torch.is_grad_enabled(): return ...` / `if x.requires_grad: raise ...`: what follows runs
+            # with the test false
+            self._gate(*gates[0])
+
+    def _gate(self, grad_off: bool, requires) -> None:
+        """Enter a branch where grad is off (``grad_off``: ``torch.is_grad_enabled()`` was false, so the whole
+        call runs with grad off, and what it made before the test was made with grad off too: only the rules
+        that hold without grad apply to its writes), or where ``requires[0]`` needs no grad."""
+        if grad_off and not self.settings.report_in_no_grad:
+            self.eval_branch = True
+        if requires:
+            key = requires[0]
+            self.nograd_keys.add(key)
+            origins = self.env.get(key)
+            if origins:
+                self.env[key] = frozenset(replace(o, root_no_grad=True) if param_index(o) is None else o
+                                          for o in origins)
 
     def stmt_Try(self, node) -> None:
         before = dict(self.env)
