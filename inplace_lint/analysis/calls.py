@@ -20,7 +20,7 @@ from . import model_outputs, ops
 from .astutil import call_text, dotted_name, is_false, is_str_constant, is_true, kw, last_name, short
 from .expressions import cut_tracking, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, is_torch, qualify, qualify_dotted
-from .statements import EMPTY, cap, origin_key
+from .statements import EMPTY, cap, contradicted, origin_key
 from .summaries import CallSite, function_of, no_grad_value, param_index, with_steps
 
 _DTYPE_CASTS = frozenset({"float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char"})
@@ -405,6 +405,9 @@ class CallsMixin:
             # self.runner.execute(...) where __init__ did self.runner = Runner(...)
             owner = ctx.attribute_class(self.cls_qual, value.attr)
             return [(q, 0 if static else 1) for q, static in ctx.dispatch(owner, func.attr)] if owner else []
+        if isinstance(value, ast.Name) and value.id in self.local_instances:
+            # step = BeamStep(...); step.advance(...)
+            return [(q, 0 if static else 1) for q, static in ctx.dispatch(self.local_instances[value.id], func.attr)]
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super" \
                 and self.cls_qual:
             found = ctx.method(self.cls_qual, func.attr, skip_self=True)
@@ -502,11 +505,26 @@ class CallsMixin:
             ctx.calls.append(CallSite(self.qual, qual, ctx.path, node.lineno, node.col_offset,
                                       tuple((i, o) for i, (o, _) in sorted(binding.items()) if o),
                                       self.no_grad, unread=frozenset(unread),
-                                      bound=None if starred else frozenset(binding)))
+                                      bound=None if starred else frozenset(binding),
+                                      constants=tuple((i, t) for i, t in ((i, _truth(n)) for i, (_, n)
+                                                                          in sorted(binding.items()))
+                                                      if t is not None)))
         if summary is None or not summary.returns:
             return EMPTY
         out = []
+        skip = set()
+        when = {}
+        if summary.returns_when and not starred:
+            values = {i: _truth(arg_node) for i, (_, arg_node) in binding.items()}
+            for o, paths in summary.returns_when:
+                feasible = [c for c in paths if not contradicted(c, values)]
+                if not feasible:
+                    skip.add(o)
+                else:  # a may-path: the root says on which (`batched_eye(..., copy=False)`)
+                    when[o] = ", ".join(f"{params[i]}={truth}" for i, truth, _ in feasible[0] if i < len(params))
         for o in summary.returns:
+            if o in skip:
+                continue  # only paths this call's constant arguments rule out return it
             i = param_index(o)
             if i is not None:
                 if i in binding:
@@ -515,8 +533,8 @@ class CallsMixin:
             if _guess_of_known_param(o, summary.returns, params, binding):
                 continue
             steps = tuple(Step(s.kind, s.text, node.lineno, s.no_grad or self.no_grad) for s in o.steps)
-            out.append(Origin(o.root, f"{short_name}(...)", node.lineno, steps, o.root_no_grad or self.no_grad,
-                              o.certain_tensor))
+            text = f"{short_name}(..., {when[o]})" if when.get(o) else f"{short_name}(...)"
+            out.append(Origin(o.root, text, node.lineno, steps, o.root_no_grad or self.no_grad, o.certain_tensor))
         return cap(out)
 
 
@@ -559,6 +577,13 @@ def _to_integer_dtype(node: ast.Call, name: str) -> bool:
     given = [kw(node, "dtype")] + list(node.args[:2])
     return any(a is not None and (dotted_name(a) or "").startswith("torch.")
                and (dotted_name(a) or "").rsplit(".", 1)[1] in _INTEGER_DTYPES for a in given)
+
+
+def _truth(node: Optional[ast.expr]) -> Optional[bool]:
+    """The truth of a literal argument (``True``, ``0``, ``None``, ``"x"``), else None (unknown)."""
+    if isinstance(node, ast.Constant):
+        return bool(node.value)
+    return None
 
 
 def _literal_args(node: ast.Call) -> bool:

@@ -678,6 +678,8 @@ class Project:
         for lf in result.findings:
             if lf.grad_rule and (file_off or self._grad_off(grad_off, lf.func)) and not self.settings.report_in_no_grad:
                 continue
+            if lf.grad_rule and lf.grad_cond is not None and self._cond_holds(calls_to, lf.func, lf.grad_cond):
+                continue  # `with no_grad() if flag else nullcontext():` and every call keeps flag so
             if lf.grad_rule and lf.param_rooted is not None \
                     and self._callers_decide(calls_to, incoming, lf.func, lf.param_rooted):
                 continue  # what the callers pass is known: the parameter's write below is matched against it
@@ -695,6 +697,24 @@ class Project:
                 if found is not None:
                     out[(w.line, w.col)] = found
         return sorted(out.values(), key=lambda f: (f.line, f.col, f.code))
+
+    @staticmethod
+    def _cond_holds(calls_to, qual: str, cond: tuple) -> bool:
+        """Every in-project call of ``qual`` gives parameter ``cond[0]`` the truth ``cond[1]`` (a literal, or
+        the literal default it leaves); with no in-project call, the default decides (guess: callers outside
+        keep it). A call with ``*args``/``**kwargs`` or a non-literal argument for it keeps the finding."""
+        index, truth, default = cond
+        sites = calls_to.get(qual, [])
+        if not sites:
+            return default is truth
+        for site in sites:
+            constants = dict(site.constants)
+            if index in constants:
+                if constants[index] is not truth:
+                    return False
+            elif site.bound is None or index in site.bound or default is not truth:
+                return False
+        return True
 
     def _callers_checked(self, calls_to, qual: str, observed) -> int:
         sites = calls_to.get(qual, [])

@@ -158,7 +158,7 @@ class ReportingMixin:
             self.rooted_keys.append(key)  # undone in summary() if the parameter is bound again
         self.sink[key] = LocalFinding(finding, self.qual, grad_rule=not rule.without_grad,
                                       observed=frozenset(observed or ()), fix_if_callers=alt,
-                                      param_rooted=rooted)
+                                      param_rooted=rooted, grad_cond=self.grad_cond)
 
     def only_gradless_consumers(self, node: ast.AST, origin: Origin) -> bool:
         """Every read of the saved output written at ``node`` (through the names that hold it, or the write's
