@@ -207,6 +207,8 @@ class CallsMixin:
         if ops.saves_output(namespace, name) and not inplace_flag(node, name):
             if no_grad_value(first_origins):
                 return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
+            if not first_origins and not self.grad_source(first):
+                return EMPTY  # nothing says the input requires grad: whether the output is saved is unknown
             return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad)})
         if name in ops.FACTORY_FUNCTIONS:
             return self._factory(node)
@@ -219,16 +221,45 @@ class CallsMixin:
 
     def _inputs_need_no_grad(self, node: ast.Call, args: List[frozenset], kwargs: Dict[str, frozenset],
                              receiver: Optional[frozenset] = None) -> bool:
-        """Every tensor input is known to need no grad (numbers and constants aside)."""
-        values = list(zip(node.args, args))
+        """Every tensor input is known to need no grad (numbers, constants and bool masks aside; the elements of
+        a list or tuple argument, as ``torch.cat((a, b))`` takes them, each count)."""
+        values = []
+        for n, o in zip(node.args, args):
+            if isinstance(n, (ast.List, ast.Tuple)) and not o:
+                values.extend((e, self.eval_quiet(e)) for e in n.elts)
+            else:
+                values.append((n, o))
         inputs = ([receiver] if receiver is not None else []) + [
-            o for n, o in values if o or not _is_literal(n)]
+            o for n, o in values if o or not (_is_literal(n) or self.is_bool_value(n))]
         return bool(inputs) and all(no_grad_value(o) for o in inputs)
 
     def _factory(self, node: ast.Call) -> frozenset:
         if is_true(kw(node, "requires_grad")):
             return frozenset({Origin(RootKind.TENSOR, short(node), node.lineno, root_no_grad=self.no_grad)})
         return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
+
+    def grad_source(self, node: Optional[ast.expr]) -> bool:
+        """An untracked expression that requires grad by evidence: what a submodule returns in a module's
+        method (``self.fc(x)``, a name bound to one), an arithmetic or call of such values. Anything else
+        untracked is unknown, and an op on it saves nothing the analysis can speak for."""
+        if node is None:
+            return False
+        if isinstance(node, ast.Name):
+            return node.id in self.submodule_results
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            value = node.func.value
+            if isinstance(value, ast.Name) and value.id == self.self_name and self.cls_qual:
+                return True  # self.fc(x), self.proj(h)
+            return self.grad_source(value)  # self.fc(x).view(...), h.float()
+        if isinstance(node, ast.Call):
+            return any(self.grad_source(a) for a in node.args)  # torch.sum(self.fc(x) * y)
+        if isinstance(node, ast.BinOp):
+            return self.grad_source(node.left) or self.grad_source(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return self.grad_source(node.operand)
+        if isinstance(node, ast.Subscript):
+            return self.grad_source(node.value)
+        return False
 
     def _is_self(self, node: ast.expr) -> bool:
         return isinstance(node, ast.Name) and node.id == self.self_name
@@ -288,6 +319,8 @@ class CallsMixin:
             if no_grad_value(known) and known == recv or (name in _STATE_ROOTS and recv and not known
                                                           and self._accumulated_params(recv)):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
+            if not recv and not self.grad_source(recv_node):
+                return EMPTY  # nothing says the receiver requires grad: whether the output is saved is unknown
             return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), line, root_no_grad=self.no_grad)})
         if name in ops.DTENSOR_LOCAL_METHODS:
             detached = (known and all(o.root_no_grad for o in known)) or _is_detached(recv_node)
@@ -296,6 +329,11 @@ class CallsMixin:
         if name == "apply" and (last_name(recv_node) or "a").lstrip("_")[:1].isupper():
             if self.forward_returns_fresh(recv_node):
                 return EMPTY  # forward returns a new tensor, not a view of an input: in place on it is legal
+            given = [(a, self.eval_quiet(a)) for a in node.args]
+            if given and all(_needs_no_grad_arg(a, o) for a, o in given):
+                # every tensor input needs no grad (`.data`, `.detach()`, a factory's): autograd does not track
+                # the output, so it is neither a custom-Function view nor requires grad
+                return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             return frozenset({Origin(RootKind.CUSTOM_FUNCTION, f"{short(recv_node)}.apply(...)", line,
                                      root_no_grad=self.no_grad)})
         if name == "forward" and self.settings.is_model_call_name(last_name(recv_node) or ""):
@@ -522,9 +560,16 @@ class CallsMixin:
                     skip.add(o)
                 else:  # a may-path: the root says on which (`batched_eye(..., copy=False)`)
                     when[o] = ", ".join(f"{params[i]}={truth}" for i, truth, _ in feasible[0] if i < len(params))
+        inputs_no_grad = bool(binding) and not starred and bound == 0 and all(
+            _needs_no_grad_arg(n, o) for o, n in binding.values())
         for o in summary.returns:
             if o in skip:
                 continue  # only paths this call's constant arguments rule out return it
+            if inputs_no_grad and o.root in (RootKind.CUSTOM_FUNCTION, RootKind.SAVED_OUTPUT) and param_index(o) is None:
+                # a function (not a method: no module state) given only tensors that need no grad: what it
+                # computes from them needs none either (gather_from_region(w.data) -> _Gather.apply(...))
+                out.append(Origin(RootKind.FRESH, f"{short_name}(...)", node.lineno, root_no_grad=True))
+                continue
             i = param_index(o)
             if i is not None:
                 if i in binding:
@@ -595,6 +640,23 @@ def _literal_args(node: ast.Call) -> bool:
 def _known(origins: frozenset) -> frozenset:
     """The origins that are not parameter placeholders (what is known at this point of the walk)."""
     return frozenset(o for o in origins if param_index(o) is None) if origins else origins
+
+
+def _needs_no_grad_arg(node: ast.AST, origins: frozenset) -> bool:
+    """An argument that needs no grad: a literal, known origins that need none, or a view chain of a detached
+    tensor (``w.data.transpose(0, 1)``, ``x.detach()[0]``)."""
+    if _is_literal(node) or no_grad_value(origins):
+        return True
+    while True:
+        if _is_detached(node):
+            return True
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                node.func.attr in ops.VIEW_METHODS or node.func.attr in ops.MAY_ALIAS_METHODS):
+            node = node.func.value
+        else:
+            return False
 
 
 def _is_detached(node: ast.AST) -> bool:

@@ -129,8 +129,9 @@ class ExpressionsMixin:
                and o.certain_tensor for ops_ in operands for o in ops_):
             return frozenset({Origin(RootKind.TENSOR, short(top), top.lineno, root_no_grad=self.no_grad)})
         if any(o.root is RootKind.FRESH and not o.steps and o.certain_tensor and function_of(o) is None
-               for ops_ in operands for o in ops_) and not any(param_index(o) is not None
-                                                               for ops_ in operands for o in ops_):
+               and param_index(o) is None for ops_ in operands for o in ops_):
+            # (an unannotated parameter that nothing proves a tensor, `/ (2 * sigma**2)`, does not make a
+            # factory's tensor require grad: its placeholder is not evidence)
             # arithmetic on a factory's tensor (and numbers): a new tensor that needs no grad either
             return frozenset({Origin(RootKind.FRESH, short(top), top.lineno, root_no_grad=True)})
         return EMPTY

@@ -260,6 +260,16 @@ class StatementsMixin:
         self.eval_branch = saved
         self.nograd_keys = saved_grad[0]
         self.path_conds = saved_conds
+        training = grad.training_test(node.test)
+        if training is not None and len(arms) == 2:
+            # `if self.training: std = noise.mul_(std)` with no else: the old `std` reaches the join only on the
+            # eval path, so (by the eval-only guess) only the rules that hold without grad apply to it there
+            train, evaluation = (arms[0], arms[1]) if training else (arms[1], arms[0])
+            for key, origins in evaluation.items():
+                other = train.get(key, EMPTY)
+                if origins != other:
+                    evaluation[key] = frozenset(o if o in other or param_index(o) is not None
+                                                else replace(o, root_no_grad=True) for o in origins)
         self.env = merge(arms)
         if not node.orelse and grad.ends_flow(node.body) and conds_false and self.param_condition(node.test):
             self.path_conds = saved_conds + (conds_false[0],)  # `if copy: return x.repeat(...)`: what follows
