@@ -55,10 +55,16 @@ class Origin:
     #: False when the root is a guess (``obj.chunk(2)`` on an untracked ``obj`` may be a TensorDict):
     #: then only writes that prove a tensor (``*_`` methods) are reported, not ``x[k] = v`` or ``x += v``
     certain_tensor: bool = True
+    #: >= 0 for an op's output saved for backward whose input is known only as parameter ``guess_param`` of the
+    #: function (nothing proves it requires grad): its callers decide (what they pass for it), -1 otherwise
+    guess_param: int = -1
+    #: the root is a guess that the value is a tensor (a parameter's ``torch.Tensor`` annotation, the receiver
+    #: of ``x.chunk(2)``, arithmetic on such guesses): no evidence that it requires grad
+    guessed: bool = False
 
     def extend(self, step: Step) -> "Origin":
         return Origin(self.root, self.root_text, self.root_line, self.steps[-7:] + (step,), self.root_no_grad,
-                      self.certain_tensor)
+                      self.certain_tensor, self.guess_param, self.guessed)
 
     @property
     def is_container(self) -> bool:
@@ -77,11 +83,9 @@ class Origin:
         an op's output saved for backward, arithmetic on one of those (``logits * 2``), or a factory with
         ``requires_grad=True``. A root that is only a name (a parameter annotated ``torch.Tensor``, the
         receiver of ``x.chunk(2)``) is a guess that the value is a tensor, not that it requires grad."""
-        if self.root_no_grad or self.root is RootKind.FRESH:
-            return False
-        if self.root is RootKind.TENSOR:
-            return not all(part.isidentifier() for part in self.root_text.split("."))
-        return True
+        # (a parameter's placeholder, ``"\x00param:i"``, is what a caller passes: not evidence by itself)
+        return not (self.root_no_grad or self.root is RootKind.FRESH or self.guess_param >= 0 or self.guessed
+                    or self.root_text.startswith("\x00"))
 
     def has(self, kind: StepKind) -> bool:
         return any(s.kind is kind for s in self.steps)

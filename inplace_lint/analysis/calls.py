@@ -209,7 +209,8 @@ class CallsMixin:
                 return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
             if not first_origins and not self.grad_source(first):
                 return EMPTY  # nothing says the input requires grad: whether the output is saved is unknown
-            return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad)})
+            return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad,
+                                     guess_param=self._guess_of(first, first_origins))})
         if name in ops.FACTORY_FUNCTIONS:
             return self._factory(node)
         if name in ops.VIEW_METHODS or name in ops.MAY_ALIAS_METHODS or name in ops.MULTI_VIEW_METHODS \
@@ -245,7 +246,10 @@ class CallsMixin:
         if node is None:
             return False
         if isinstance(node, ast.Name):
-            return node.id in self.submodule_results
+            # a parameter (known only as itself when the walk has no project: a snippet) is a guess that the
+            # callers decide (``Origin.guess_param``)
+            return node.id in self.submodule_results or (
+                self.ctx is None and node.id in self.params and node.id != self.self_name)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             value = node.func.value
             if isinstance(value, ast.Name) and value.id == self.self_name and self.cls_qual:
@@ -260,6 +264,14 @@ class CallsMixin:
         if isinstance(node, ast.Subscript):
             return self.grad_source(node.value)
         return False
+
+    def _guess_of(self, node: ast.expr, origins: frozenset) -> int:
+        """:func:`_guessed_param` of an op's input, or, untracked, the index of the parameter it names."""
+        if origins:
+            return _guessed_param(origins)
+        if isinstance(node, ast.Name) and node.id in self.params and node.id not in self.submodule_results:
+            return list(self.params).index(node.id)
+        return -1
 
     def _is_self(self, node: ast.expr) -> bool:
         return isinstance(node, ast.Name) and node.id == self.self_name
@@ -321,7 +333,8 @@ class CallsMixin:
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             if not recv and not self.grad_source(recv_node):
                 return EMPTY  # nothing says the receiver requires grad: whether the output is saved is unknown
-            return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), line, root_no_grad=self.no_grad)})
+            return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), line, root_no_grad=self.no_grad,
+                                     guess_param=self._guess_of(recv_node, recv))})
         if name in ops.DTENSOR_LOCAL_METHODS:
             detached = (known and all(o.root_no_grad for o in known)) or _is_detached(recv_node)
             return frozenset({Origin(RootKind.CUSTOM_FUNCTION, short(node), line,
@@ -386,7 +399,8 @@ class CallsMixin:
             made_in_no_grad = self.no_grad and (key is None or key in self.nograd_bound)
             # expand/broadcast_to and view ops exist on tensors only; torch.split(x, ...) proves x a tensor
             sure = kind is not StepKind.MULTI_VIEW or certain
-            root = Origin(RootKind.TENSOR, short(recv_node), line, root_no_grad=made_in_no_grad, certain_tensor=sure)
+            root = Origin(RootKind.TENSOR, short(recv_node), line, root_no_grad=made_in_no_grad, certain_tensor=sure,
+                          guessed=True)
             return placeholders | {root.extend(step)}
         return placeholders
 
@@ -570,6 +584,16 @@ class CallsMixin:
                 # computes from them needs none either (gather_from_region(w.data) -> _Gather.apply(...))
                 out.append(Origin(RootKind.FRESH, f"{short_name}(...)", node.lineno, root_no_grad=True))
                 continue
+            guess = -1
+            if o.guess_param >= 0 and param_index(o) is None:
+                # saved only if what this call passes for that parameter requires grad: the call decides
+                given = binding.get(o.guess_param, (EMPTY, None))[0]
+                if any(a.grad_evidence and param_index(a) is None for a in given):
+                    guess = -1
+                else:
+                    guess = _guessed_param(given) if given else -1
+                    if guess < 0:
+                        continue  # nothing passed for it requires grad by evidence: nothing saved to speak of
             i = param_index(o)
             if i is not None:
                 if i in binding:
@@ -579,7 +603,8 @@ class CallsMixin:
                 continue
             steps = tuple(Step(s.kind, s.text, node.lineno, s.no_grad or self.no_grad) for s in o.steps)
             text = f"{short_name}(..., {when[o]})" if when.get(o) else f"{short_name}(...)"
-            out.append(Origin(o.root, text, node.lineno, steps, o.root_no_grad or self.no_grad, o.certain_tensor))
+            out.append(Origin(o.root, text, node.lineno, steps, o.root_no_grad or self.no_grad, o.certain_tensor,
+                              guess))
         return cap(out)
 
 
@@ -640,6 +665,16 @@ def _literal_args(node: ast.Call) -> bool:
 def _known(origins: frozenset) -> frozenset:
     """The origins that are not parameter placeholders (what is known at this point of the walk)."""
     return frozenset(o for o in origins if param_index(o) is None) if origins else origins
+
+
+def _guessed_param(origins: frozenset) -> int:
+    """The parameter an op's input is known only as (its placeholder, or the guess its annotation makes), when
+    nothing in ``origins`` is evidence that it requires grad; -1 otherwise."""
+    if not origins or any(o.grad_evidence and param_index(o) is None for o in origins):
+        return -1
+    indexes = sorted(({param_index(o) for o in origins} | {o.guess_param for o in origins if o.guess_param >= 0})
+                     - {None})
+    return indexes[0] if indexes else -1
 
 
 def _needs_no_grad_arg(node: ast.AST, origins: frozenset) -> bool:

@@ -182,7 +182,7 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
                 else:
                     typed.add(name)
             if model_outputs.is_tensor_annotation(a.annotation):
-                held.add(Origin(RootKind.TENSOR, name, a.lineno))
+                held.add(Origin(RootKind.TENSOR, name, a.lineno, guessed=True))
             if held:
                 env[name] = frozenset(held)
         scope = self.new_scope(tuple(names), func, env, no_grad, dict(self.inplace_modules), qual)

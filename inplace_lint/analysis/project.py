@@ -680,6 +680,9 @@ class Project:
                 continue
             if lf.grad_rule and lf.grad_cond is not None and self._cond_holds(calls_to, lf.func, lf.grad_cond):
                 continue  # `with no_grad() if flag else nullcontext():` and every call keeps flag so
+            if lf.guess_param is not None and not self.settings.report_in_no_grad \
+                    and self._no_call_passes_grad(calls_to, lf.func, lf.guess_param):
+                continue  # saved only if the parameter requires grad, and no call passes one that does
             if lf.grad_rule and lf.param_rooted is not None \
                     and self._callers_decide(calls_to, incoming, lf.func, lf.param_rooted):
                 continue  # what the callers pass is known: the parameter's write below is matched against it
@@ -697,6 +700,34 @@ class Project:
                 if found is not None:
                     out[(w.line, w.col)] = found
         return sorted(out.values(), key=lambda f: (f.line, f.col, f.code))
+
+    @classmethod
+    def _no_call_passes_grad(cls, calls_to, qual: str, index: int, seen=None) -> bool:
+        """``qual`` has in-project calls and none passes, for parameter ``index``, something that requires
+        grad by evidence (``Origin.grad_evidence``): a guess of that parameter's grad is decided by them. A
+        call that passes on its own parameter (or a guess made from one) asks that caller's calls in turn; with
+        no in-project call (an entry point), the guess stays."""
+        seen = set() if seen is None else seen
+        if (qual, index) in seen or len(seen) > 8:
+            return False
+        seen.add((qual, index))
+        sites = calls_to.get(qual, [])
+        if not sites:
+            return False
+        for site in sites:
+            if site.bound is None or site.callback:
+                return False
+            for i, origins in site.args:
+                if i != index:
+                    continue
+                for o in origins:
+                    if o.grad_evidence and param_index(o) is None:
+                        return False
+                    passed = param_index(o) if param_index(o) is not None else (
+                        o.guess_param if o.guess_param >= 0 else None)
+                    if passed is not None and not cls._no_call_passes_grad(calls_to, site.caller, passed, seen):
+                        return False
+        return True
 
     @staticmethod
     def _cond_holds(calls_to, qual: str, cond: tuple) -> bool:

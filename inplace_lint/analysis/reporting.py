@@ -158,7 +158,17 @@ class ReportingMixin:
             self.rooted_keys.append(key)  # undone in summary() if the parameter is bound again
         self.sink[key] = LocalFinding(finding, self.qual, grad_rule=not rule.without_grad,
                                       observed=frozenset(observed or ()), fix_if_callers=alt,
-                                      param_rooted=rooted, grad_cond=self.grad_cond)
+                                      param_rooted=rooted, grad_cond=self.grad_cond,
+                                      guess_param=self.saved_guess(real, write, rule))
+
+    def saved_guess(self, origins: Sequence[Origin], write: Write, rule) -> Optional[int]:
+        """The parameter every origin that makes ``rule`` apply guesses its grad from (an output saved for
+        backward of an op whose input is only that parameter), or None."""
+        matching = [o for o in _written_tensors(origins, write.kind) if rule.applies(o, write)]
+        guesses = {o.guess_param for o in matching}
+        if len(guesses) == 1 and -1 not in guesses:
+            return guesses.pop()
+        return None
 
     def only_gradless_consumers(self, node: ast.AST, origin: Origin) -> bool:
         """Every read of the saved output written at ``node`` (through the names that hold it, or the write's

@@ -521,6 +521,8 @@ class StatementsMixin:
         """``Cls(...)`` of an in-project class: its qualified name; else None."""
         if self.ctx is None or not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
             return None
+        if not (node.func.id if isinstance(node.func, ast.Name) else node.func.attr).lstrip("_")[:1].isupper():
+            return None  # only CapWords names are looked up as classes (PEP 8): every other call would cost a lookup
         qual, imported = qualify(node.func, self.names, self.is_local_name)
         if not imported:
             dotted = dotted_name(node.func)

@@ -63,7 +63,9 @@ RULE = Rule(
         "or `mul` is legal, and an input read only for another input's gradient (`x` in `x @ w`) is not "
         "reported. A review bot caught this in TRL's `entropy_from_logits` (`probs = logps.exp(); "
         "probs.mul_(logps)`, TRL PR 7125). It is a warning: when nothing that requires grad reaches the op, "
-        "nothing raises."
+        "nothing raises. Whether the op's input requires grad needs evidence: a model or submodule output, "
+        "arithmetic on one, or, for a parameter, a caller in the project that passes one; an input nothing "
+        "speaks for is unknown and not reported."
     ),
     fix_safety="Safe when nothing else holds the tensor; the out-of-place form costs one copy. No fix for a write "
                "inside `torch.no_grad()` (the copy would need no grad and the backward would lose that path).",
@@ -72,7 +74,8 @@ RULE = Rule(
     invalid=(
         Example(
             """
-            def entropy(logits):
+            def entropy(model, ids):
+                logits = model(ids).logits
                 probs = logits.softmax(-1)
                 log_probs = logits.log_softmax(-1)
                 probs.mul_(log_probs)
@@ -83,7 +86,8 @@ RULE = Rule(
             fix="""
                 from inplace_lint.runtime import out_of_place
 
-                def entropy(logits):
+                def entropy(model, ids):
+                    logits = model(ids).logits
                     probs = logits.softmax(-1)
                     log_probs = logits.log_softmax(-1)
                     probs = out_of_place(probs, "mul_", log_probs)
@@ -115,18 +119,18 @@ RULE = Rule(
             """
             import torch
 
-            def pairwise(a, b):
-                d = torch.cdist(a, b)
+            def pairwise(x, centers):
+                d = torch.cdist(x, centers)
                 d.clamp_(min=1e-6)
                 return d
             """,
-            message="`clamp_` writes in place to `d`, `torch.cdist(a, b)`, whose output autograd saves for backward",
+            message="`clamp_` writes in place to `d`, `torch.cdist(x, centers)`, whose output autograd saves for backward",
             fix="""
                 import torch
                 from inplace_lint.runtime import out_of_place
 
-                def pairwise(a, b):
-                    d = torch.cdist(a, b)
+                def pairwise(x, centers):
+                    d = torch.cdist(x, centers)
                     d = out_of_place(d, "clamp_", min=1e-6)
                     return d
                 """,
@@ -134,7 +138,8 @@ RULE = Rule(
     ),
     valid=(
         """
-        def entropy(logits):
+        def entropy(model, ids):
+            logits = model(ids).logits
             probs = logits.softmax(-1)
             log_probs = logits.log_softmax(-1)
             return -(probs * log_probs).sum(-1)
