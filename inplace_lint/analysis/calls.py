@@ -579,7 +579,8 @@ class CallsMixin:
         for o in summary.returns:
             if o in skip:
                 continue  # only paths this call's constant arguments rule out return it
-            if inputs_no_grad and o.root in (RootKind.CUSTOM_FUNCTION, RootKind.SAVED_OUTPUT) and param_index(o) is None:
+            if inputs_no_grad and o.root in (RootKind.CUSTOM_FUNCTION, RootKind.SAVED_OUTPUT) \
+                    and param_index(o) is None:
                 # a function (not a method: no module state) given only tensors that need no grad: what it
                 # computes from them needs none either (gather_from_region(w.data) -> _Gather.apply(...))
                 out.append(Origin(RootKind.FRESH, f"{short_name}(...)", node.lineno, root_no_grad=True))

@@ -124,7 +124,8 @@ RULE = Rule(
                 d.clamp_(min=1e-6)
                 return d
             """,
-            message="`clamp_` writes in place to `d`, `torch.cdist(x, centers)`, whose output autograd saves for backward",
+            message="`clamp_` writes in place to `d`, `torch.cdist(x, centers)`, whose output autograd saves for "
+                    "backward",
             fix="""
                 import torch
                 from inplace_lint.runtime import out_of_place
