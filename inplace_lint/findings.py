@@ -24,6 +24,12 @@ class StepKind(enum.Enum):
     ELEMENT = "element"  # one element of a multi-output view, or a loop variable over a tensor
     EXPAND = "expanded view"
     ALIAS = "alias"  # the result of an in-place op is its receiver
+    #: the same tensor, read by the backward of an op it was passed to with grad on (``torch.linalg.norm(x)``)
+    SAVED_INPUT = "saved for backward by"
+
+
+#: steps that leave the tensor itself (not a view of it)
+SAME_TENSOR_STEPS = frozenset({StepKind.ALIAS, StepKind.SAVED_INPUT})
 
 
 @dataclass(frozen=True)
@@ -57,10 +63,16 @@ class Origin:
     #: when the root is risky only for some of the implementations a call may run (``self.kernel(x)``
     #: with ``kernel`` one of several project classes): which one, for the message
     condition: str = ""
+    #: >= 0 for an op's output saved for backward whose input is known only as parameter ``guess_param`` of the
+    #: function (nothing proves it requires grad): its callers decide (what they pass for it), -1 otherwise
+    guess_param: int = -1
+    #: the root is a guess that the value is a tensor (a parameter's ``torch.Tensor`` annotation, the receiver
+    #: of ``x.chunk(2)``, arithmetic on such guesses): no evidence that it requires grad
+    guessed: bool = False
 
     def extend(self, step: Step) -> "Origin":
         return Origin(self.root, self.root_text, self.root_line, self.steps[-7:] + (step,), self.root_no_grad,
-                      self.certain_tensor, self.path, self.condition)
+                      self.certain_tensor, self.path, self.condition, self.guess_param, self.guessed)
 
     @property
     def is_container(self) -> bool:
@@ -72,6 +84,16 @@ class Origin:
     @property
     def is_tensor(self) -> bool:
         return not self.is_container
+
+    @property
+    def grad_evidence(self) -> bool:
+        """Something made the root require grad when grad was on: a model output, a custom Function's output,
+        an op's output saved for backward, arithmetic on one of those (``logits * 2``), or a factory with
+        ``requires_grad=True``. A root that is only a name (a parameter annotated ``torch.Tensor``, the
+        receiver of ``x.chunk(2)``) is a guess that the value is a tensor, not that it requires grad."""
+        # (a parameter's placeholder, ``"\x00param:i"``, is what a caller passes: not evidence by itself)
+        return not (self.root_no_grad or self.root is RootKind.FRESH or self.guess_param >= 0 or self.guessed
+                    or self.root_text.startswith("\x00"))
 
     def has(self, kind: StepKind) -> bool:
         return any(s.kind is kind for s in self.steps)
@@ -90,7 +112,7 @@ class Origin:
         root = f"{self.root.value} `{self.root_text}`"
         if self.root is RootKind.TENSOR:
             root = f"`{self.root_text}`"
-        views = [s for s in self.steps if s.kind is not StepKind.ALIAS]
+        views = [s for s in self.steps if s.kind not in SAME_TENSOR_STEPS]
         if not views:
             return f"{root} (line {self.root_line})"
         chain = " -> ".join(f"`{s.text}`" for s in views)

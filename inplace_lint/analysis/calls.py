@@ -22,7 +22,7 @@ from .astutil import call_text, dotted_name, is_false, is_str_constant, is_true,
 from .expressions import cut_tracking, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, is_torch, qualify, qualify_dotted
 from .reporting import HelperWrite
-from .statements import EMPTY, cap, origin_key
+from .statements import EMPTY, cap, contradicted, origin_key
 from .summaries import CallSite, function_of, no_grad_value, param_index, with_steps
 
 _DTYPE_CASTS = frozenset({"float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char"})
@@ -124,7 +124,7 @@ class CallsMixin:
                 # torch.Tensor.div_(x, t) is x.div_(t)
                 return self.method_call(node, func.attr, node.args[0], args[0])
             if ns in TORCH_NAMESPACES:
-                return self.function_call(node, func.attr, ns == FUNCTIONAL_NAMESPACE, args, kwargs)
+                return self.function_call(node, func.attr, ns == FUNCTIONAL_NAMESPACE, args, kwargs, ns)
             if is_non_tensor_library(ns):
                 return EMPTY  # math.sqrt, np.exp, random.random: never tensors
             callees = self.resolve_callees(func, (ns, imported)) if self.ctx is not None else ()
@@ -171,7 +171,7 @@ class CallsMixin:
             if imported and qual is not None:
                 head, _, name = qual.rpartition(".")
                 if head in TORCH_NAMESPACES:  # from torch.nn.functional import relu_
-                    return self.function_call(node, name, head == FUNCTIONAL_NAMESPACE, args, kwargs)
+                    return self.function_call(node, name, head == FUNCTIONAL_NAMESPACE, args, kwargs, head)
                 if is_non_tensor_library(qual):
                     return EMPTY
             callee = self.resolve_callee(func)
@@ -201,8 +201,36 @@ class CallsMixin:
         return first
 
     def function_call(self, node: ast.Call, name: str, functional: bool, args: List[frozenset],
-                      kwargs: Dict[str, frozenset]) -> frozenset:
-        """``torch.<name>(...)`` / ``F.<name>(...)`` (any alias)."""
+                      kwargs: Dict[str, frozenset], namespace: str = "torch") -> frozenset:
+        """``torch.<name>(...)`` / ``F.<name>(...)`` / ``torch.linalg.<name>(...)`` (any alias; ``namespace``
+        is the resolved module)."""
+        result = self._function_call(node, name, functional, args, kwargs, namespace)
+        entry = ops.saved_for_backward(namespace, name)
+        if entry and entry[2] and not self.no_grad:
+            given = list(node.args)
+            if not given and kw(node, "input") is not None:
+                given = [kw(node, "input")]
+            for position in entry[2]:
+                if position < len(given):
+                    self.mark_saved_input(given[position], f"{ast.unparse(node.func)}", node.lineno)
+        return result
+
+    def mark_saved_input(self, arg: ast.expr, op: str, line: int) -> None:
+        """``arg`` was read by the backward of ``op``, which ran with grad on: a later in-place write to the
+        tensor the name holds fails at backward when it requires grad (docs/pytorch-facts.md#saved-input).
+        Only names (and dotted names) whose value is tracked and may require grad by evidence are marked
+        (:attr:`Origin.grad_evidence`); a parameter's placeholder is marked too, for its callers to decide."""
+        key = dotted_name(arg)
+        origins = self.env.get(key) if key is not None else None
+        if not origins:
+            return
+        step = Step(StepKind.SAVED_INPUT, op, line)
+        marked = [o.extend(step) if o.is_tensor and (param_index(o) is not None or o.grad_evidence) else o
+                  for o in origins]
+        self.env[key] = cap(marked)
+
+    def _function_call(self, node: ast.Call, name: str, functional: bool, args: List[frozenset],
+                       kwargs: Dict[str, frozenset], namespace: str) -> frozenset:
         qual = ast.unparse(node.func)
         out_node = kw(node, "out")
         if out_node is not None and not isinstance(out_node, (ast.Tuple, ast.List)):
@@ -227,10 +255,13 @@ class CallsMixin:
             self.report(node, WriteKind.INPLACE_KWARG, f"`{qual}(..., inplace=True)`", first, first_origins,
                         condition=condition)
             return self._inplace_result(node, name, first_origins)
-        if name in ops.SAVES_OUTPUT and not inplace_flag(node, name):
+        if ops.saves_output(namespace, name) and not inplace_flag(node, name):
             if no_grad_value(first_origins):
                 return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
-            return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad)})
+            if not first_origins and not self.grad_source(first):
+                return EMPTY  # nothing says the input requires grad: whether the output is saved is unknown
+            return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad,
+                                     guess_param=self._guess_of(first, first_origins))})
         if name in ops.FACTORY_FUNCTIONS:
             return self._factory(node)
         if name in ops.VIEW_METHODS or name in ops.MAY_ALIAS_METHODS or name in ops.MULTI_VIEW_METHODS \
@@ -265,10 +296,16 @@ class CallsMixin:
 
     def _inputs_need_no_grad(self, node: ast.Call, args: List[frozenset], kwargs: Dict[str, frozenset],
                              receiver: Optional[frozenset] = None) -> bool:
-        """Every tensor input is known to need no grad (numbers and constants aside)."""
-        values = list(zip(node.args, args))
+        """Every tensor input is known to need no grad (numbers, constants and bool masks aside; the elements of
+        a list or tuple argument, as ``torch.cat((a, b))`` takes them, each count)."""
+        values = []
+        for n, o in zip(node.args, args):
+            if isinstance(n, (ast.List, ast.Tuple)) and not o:
+                values.extend((e, self.eval_quiet(e)) for e in n.elts)
+            else:
+                values.append((n, o))
         inputs = ([receiver] if receiver is not None else []) + [
-            o for n, o in values if o or not _is_literal(n)]
+            o for n, o in values if o or not (_is_literal(n) or self.is_bool_value(n))]
         return bool(inputs) and all(no_grad_value(o) for o in inputs)
 
     def _factory(self, node: ast.Call) -> frozenset:
@@ -276,9 +313,58 @@ class CallsMixin:
             return frozenset({Origin(RootKind.TENSOR, short(node), node.lineno, root_no_grad=self.no_grad)})
         return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
 
+    def grad_source(self, node: Optional[ast.expr]) -> bool:
+        """An untracked expression that requires grad by evidence: what a submodule returns in a module's
+        method (``self.fc(x)``, a name bound to one), an arithmetic or call of such values. Anything else
+        untracked is unknown, and an op on it saves nothing the analysis can speak for."""
+        if node is None:
+            return False
+        if isinstance(node, ast.Name):
+            # a parameter (known only as itself when the walk has no project: a snippet) is a guess that the
+            # callers decide (``Origin.guess_param``)
+            return node.id in self.submodule_results or (
+                self.ctx is None and node.id in self.params and node.id != self.self_name)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            value = node.func.value
+            if isinstance(value, ast.Name) and value.id == self.self_name and self.cls_qual:
+                return True  # self.fc(x), self.proj(h)
+            return self.grad_source(value)  # self.fc(x).view(...), h.float()
+        if isinstance(node, ast.Call):
+            return any(self.grad_source(a) for a in node.args)  # torch.sum(self.fc(x) * y)
+        if isinstance(node, ast.BinOp):
+            return self.grad_source(node.left) or self.grad_source(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return self.grad_source(node.operand)
+        if isinstance(node, ast.Subscript):
+            return self.grad_source(node.value)
+        return False
+
+    def _guess_of(self, node: ast.expr, origins: frozenset) -> int:
+        """:func:`_guessed_param` of an op's input, or, untracked, the index of the parameter it names."""
+        if origins:
+            return _guessed_param(origins)
+        if isinstance(node, ast.Name) and node.id in self.params and node.id not in self.submodule_results:
+            return list(self.params).index(node.id)
+        return -1
+
+    def _is_self(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.Name) and node.id == self.self_name
+
     def method_call(self, node: ast.Call, name: str, recv_node: ast.expr, recv: frozenset,
                     functional: bool = False) -> frozenset:
         """``recv.<name>(...)``; ``functional`` for ``torch.<name>(recv, ...)`` (the receiver is surely a tensor)."""
+        result = self._method_call(node, name, recv_node, recv, functional)
+        if not functional and not self.no_grad:
+            entry = ops.saved_for_backward(ops.TENSOR_METHOD, name)
+            if entry and entry[2] and any(o.is_tensor for o in recv) and not self._is_self(recv_node):
+                given = [recv_node] + list(node.args)
+                for position in entry[2]:
+                    if position < len(given):
+                        self.mark_saved_input(given[position], f"{short(recv_node)}.{name}", node.lineno)
+        return result
+
+    def _method_call(self, node: ast.Call, name: str, recv_node: ast.expr, recv: frozenset,
+                     functional: bool = False) -> frozenset:
         line = node.lineno
         if name in ops.TENSOR_INPLACE_METHODS:
             if not recv and isinstance(recv_node, ast.Subscript) and not is_basic_index(recv_node.slice) \
@@ -300,6 +386,10 @@ class CallsMixin:
                 recv = cap(o for o in recv if not o.has(StepKind.EXPAND))
             if _is_dtype_conversion(node, name) and self.is_bool_value(recv_node):
                 return EMPTY  # (ids != pad).view(...).expand(...).float(): a bool mask converted is a copy
+            if _to_integer_dtype(node, name) and not any(o.has(StepKind.EXPAND) for o in recv):
+                # x.to(torch.long): integer and bool tensors never require grad (docs/pytorch-facts.md#grad-off);
+                # from a float tensor it is a copy (an expanded one may be returned as is when already integer)
+                return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             return self.view_of(recv_node, recv, StepKind.MAY_ALIAS, call_text(node, name), line)
         if name in ops.EXPAND_METHODS:
             return self.view_of(recv_node, recv, StepKind.EXPAND, call_text(node, name), line, any_base=True)
@@ -313,11 +403,15 @@ class CallsMixin:
                 return EMPTY  # tok.split(x), sampler.chunk(x, 2): a tensor's chunk/split/unbind take sizes and dims
             return self.view_of(recv_node, recv, StepKind.MULTI_VIEW, call_text(node, name), line, any_base=True,
                                 certain=functional)
-        if name in ops.SAVES_OUTPUT:
+        if ops.saves_output(ops.TENSOR_METHOD, name) and (name in ops.SAVES_OUTPUT_ANY_RECEIVER or any(
+                o.is_tensor for o in known) or (recv and not self._is_self(recv_node) and _literal_args(node))):
             if no_grad_value(known) and known == recv or (name in _STATE_ROOTS and recv and not known
                                                           and self._accumulated_params(recv)):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
-            return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), line, root_no_grad=self.no_grad)})
+            if not recv and not self.grad_source(recv_node):
+                return EMPTY  # nothing says the receiver requires grad: whether the output is saved is unknown
+            return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), line, root_no_grad=self.no_grad,
+                                     guess_param=self._guess_of(recv_node, recv))})
         if name in ops.DTENSOR_LOCAL_METHODS:
             detached = (known and all(o.root_no_grad for o in known)) or _is_detached(recv_node)
             return frozenset({Origin(RootKind.CUSTOM_FUNCTION, short(node), line,
@@ -325,6 +419,11 @@ class CallsMixin:
         if name == "apply" and (last_name(recv_node) or "a").lstrip("_")[:1].isupper():
             if self.forward_returns_fresh(recv_node):
                 return EMPTY  # forward returns a new tensor, not a view of an input: in place on it is legal
+            given = [(a, self.eval_quiet(a)) for a in node.args]
+            if given and all(_needs_no_grad_arg(a, o) for a, o in given):
+                # every tensor input needs no grad (`.data`, `.detach()`, a factory's): autograd does not track
+                # the output, so it is neither a custom-Function view nor requires grad
+                return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             return frozenset({Origin(RootKind.CUSTOM_FUNCTION, f"{short(recv_node)}.apply(...)", line,
                                      root_no_grad=self.no_grad)})
         if name == "forward" and self.settings.is_model_call_name(last_name(recv_node) or ""):
@@ -377,7 +476,8 @@ class CallsMixin:
             made_in_no_grad = self.no_grad and (key is None or key in self.nograd_bound)
             # expand/broadcast_to and view ops exist on tensors only; torch.split(x, ...) proves x a tensor
             sure = kind is not StepKind.MULTI_VIEW or certain
-            root = Origin(RootKind.TENSOR, short(recv_node), line, root_no_grad=made_in_no_grad, certain_tensor=sure)
+            root = Origin(RootKind.TENSOR, short(recv_node), line, root_no_grad=made_in_no_grad, certain_tensor=sure,
+                          guessed=True)
             return placeholders | {root.extend(step)}
         return placeholders
 
@@ -434,6 +534,9 @@ class CallsMixin:
             # self.runner.execute(...) where __init__ did self.runner = Runner(...)
             owner = ctx.attribute_class(self.cls_qual, value.attr)
             return [(q, 0 if static else 1) for q, static in ctx.dispatch(owner, func.attr)] if owner else []
+        if isinstance(value, ast.Name) and value.id in self.local_instances:
+            # step = BeamStep(...); step.advance(...)
+            return [(q, 0 if static else 1) for q, static in ctx.dispatch(self.local_instances[value.id], func.attr)]
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super" \
                 and self.cls_qual:
             found = ctx.method(self.cls_qual, func.attr, skip_self=True)
@@ -585,11 +688,44 @@ class CallsMixin:
             ctx.calls.append(CallSite(self.qual, qual, ctx.path, node.lineno, node.col_offset,
                                       tuple((i, o) for i, o in passed if o),
                                       self.no_grad, unread=frozenset(unread),
-                                      bound=None if starred else frozenset(binding)))
+                                      bound=None if starred else frozenset(binding),
+                                      constants=tuple((i, t) for i, t in ((i, _truth(n)) for i, (_, n)
+                                                                          in sorted(binding.items()))
+                                                      if t is not None)))
         if summary is None or not summary.returns:
             return EMPTY
         out = []
+        skip = set()
+        when = {}
+        if summary.returns_when and not starred:
+            values = {i: _truth(arg_node) for i, (_, arg_node) in binding.items()}
+            for o, paths in summary.returns_when:
+                feasible = [c for c in paths if not contradicted(c, values)]
+                if not feasible:
+                    skip.add(o)
+                else:  # a may-path: the root says on which (`batched_eye(..., copy=False)`)
+                    when[o] = ", ".join(f"{params[i]}={truth}" for i, truth, _ in feasible[0] if i < len(params))
+        inputs_no_grad = bool(binding) and not starred and bound == 0 and all(
+            _needs_no_grad_arg(n, o) for o, n in binding.values())
         for o in summary.returns:
+            if o in skip:
+                continue  # only paths this call's constant arguments rule out return it
+            if inputs_no_grad and o.root in (RootKind.CUSTOM_FUNCTION, RootKind.SAVED_OUTPUT) \
+                    and param_index(o) is None:
+                # a function (not a method: no module state) given only tensors that need no grad: what it
+                # computes from them needs none either (gather_from_region(w.data) -> _Gather.apply(...))
+                out.append(Origin(RootKind.FRESH, f"{short_name}(...)", node.lineno, root_no_grad=True))
+                continue
+            guess = -1
+            if o.guess_param >= 0 and param_index(o) is None:
+                # saved only if what this call passes for that parameter requires grad: the call decides
+                given = binding.get(o.guess_param, (EMPTY, None))[0]
+                if any(a.grad_evidence and param_index(a) is None for a in given):
+                    guess = -1
+                else:
+                    guess = _guessed_param(given) if given else -1
+                    if guess < 0:
+                        continue  # nothing passed for it requires grad by evidence: nothing saved to speak of
             i = param_index(o)
             if i is not None:
                 if i in binding:
@@ -598,7 +734,8 @@ class CallsMixin:
             if _guess_of_known_param(o, summary.returns, params, binding):
                 continue
             steps = tuple(Step(s.kind, s.text, node.lineno, s.no_grad or self.no_grad) for s in o.steps)
-            text, condition = f"{short_name}(...)", o.condition
+            text = f"{short_name}(..., {when[o]})" if when.get(o) else f"{short_name}(...)"
+            condition = o.condition
             if not node.args and not node.keywords and isinstance(node.func, ast.Attribute) \
                     and node.end_col_offset == node.func.end_col_offset and node.end_lineno == node.func.end_lineno:
                 text = f"{short(node.func)} (property)"  # `self.scale`, a @property: its getter's fresh result
@@ -607,7 +744,7 @@ class CallsMixin:
                 condition = condition or (f"raises when `{submodule}` is `{qual.rsplit('.', 2)[-2]}`, whose "
                                           f"forward returns `{o.root_text}`")
             out.append(Origin(o.root, text, node.lineno, steps, o.root_no_grad or self.no_grad,
-                              o.certain_tensor, condition=condition))
+                              o.certain_tensor, condition=condition, guess_param=guess))
             if summary.kept:
                 # the object is also held where the callee put it: a fix that rebinds its name is unsafe
                 reason = f"what `{short_name}()` returns, which is also reachable elsewhere: {summary.kept}"
@@ -643,9 +780,62 @@ def _is_literal(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant)
 
 
+_INTEGER_DTYPES = frozenset({"long", "int", "int64", "int32", "int16", "int8", "uint8", "short", "bool", "uint16",
+                             "uint32", "uint64"})
+
+
+def _to_integer_dtype(node: ast.Call, name: str) -> bool:
+    """``x.to(torch.long)``, ``x.to(dtype=torch.bool)``, ``x.type(torch.int64)``: an integer or bool result."""
+    if name not in ("to", "type"):
+        return False
+    given = [kw(node, "dtype")] + list(node.args[:2])
+    return any(a is not None and (dotted_name(a) or "").startswith("torch.")
+               and (dotted_name(a) or "").rsplit(".", 1)[1] in _INTEGER_DTYPES for a in given)
+
+
+def _truth(node: Optional[ast.expr]) -> Optional[bool]:
+    """The truth of a literal argument (``True``, ``0``, ``None``, ``"x"``), else None (unknown)."""
+    if isinstance(node, ast.Constant):
+        return bool(node.value)
+    return None
+
+
+def _literal_args(node: ast.Call) -> bool:
+    """Every positional argument is a literal (``x.norm(2, -1)``, ``x.std()``): a module called on its input
+    (``self.norm(h)``, ``ln.norm(h)``) passes a tensor."""
+    return all(_is_literal(a) for a in node.args)
+
+
 def _known(origins: frozenset) -> frozenset:
     """The origins that are not parameter placeholders (what is known at this point of the walk)."""
     return frozenset(o for o in origins if param_index(o) is None) if origins else origins
+
+
+def _guessed_param(origins: frozenset) -> int:
+    """The parameter an op's input is known only as (its placeholder, or the guess its annotation makes), when
+    nothing in ``origins`` is evidence that it requires grad; -1 otherwise."""
+    if not origins or any(o.grad_evidence and param_index(o) is None for o in origins):
+        return -1
+    indexes = sorted(({param_index(o) for o in origins} | {o.guess_param for o in origins if o.guess_param >= 0})
+                     - {None})
+    return indexes[0] if indexes else -1
+
+
+def _needs_no_grad_arg(node: ast.AST, origins: frozenset) -> bool:
+    """An argument that needs no grad: a literal, known origins that need none, or a view chain of a detached
+    tensor (``w.data.transpose(0, 1)``, ``x.detach()[0]``)."""
+    if _is_literal(node) or no_grad_value(origins):
+        return True
+    while True:
+        if _is_detached(node):
+            return True
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                node.func.attr in ops.VIEW_METHODS or node.func.attr in ops.MAY_ALIAS_METHODS):
+            node = node.func.value
+        else:
+            return False
 
 
 def _is_detached(node: ast.AST) -> bool:

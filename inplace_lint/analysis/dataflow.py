@@ -120,6 +120,24 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
     #: walking the branch a module takes in eval mode only (``else`` of ``if self.training:``): guess, its
     #: writes run for inference, so only the rules that hold without grad apply to them
     eval_branch: bool = False
+    #: names (and dotted names) known, in the branch being walked, not to require grad (the ``else`` of
+    #: ``if x.requires_grad:``): writes to them, or to views of them, need no autograd rule
+    nograd_keys: Set[str] = field(default_factory=set)
+    #: the conditions on parameters under which the statement being walked runs: (parameter index, the
+    #: truth value the test needs, the truth of the parameter's literal default or None) for ``if flag:``,
+    #: ``if not flag:``, ``a if flag else b``; a return records them (callee summaries are specialised for
+    #: the constant arguments of each call: :meth:`CallsMixin.project_call`)
+    path_conds: Tuple[Tuple[int, bool, Optional[bool]], ...] = ()
+    #: origin -> the condition tuples of the returns that give it; origins some return gives unconditionally
+    return_conds: Dict[Origin, Set[tuple]] = field(default_factory=dict)
+    uncond_returns: Set[Origin] = field(default_factory=set)
+    #: inside ``with torch.no_grad() if flag else nullcontext():`` on a parameter ``flag``: the condition
+    #: (index, truth, default truth) that turns grad off (see ``LocalFinding.grad_cond``)
+    grad_cond: Optional[tuple] = None
+    #: local names bound to an instance of an in-project class (``step = BeamStep(...)``): name -> class;
+    #: ``step.advance(...)`` dispatches to the class's method (and its overrides), so a method called only
+    #: from a grad-off function (an ``@torch.inference_mode()`` ``__call__``) is grad-off too
+    local_instances: Dict[str, str] = field(default_factory=dict)
     #: names bound to a bool tensor (a comparison, ``torch.logical_or(...)``, views of one)
     bool_names: Set[str] = field(default_factory=set)
     #: parameters bound, somewhere in the walk, to a value that is not made from what the caller passed
@@ -167,7 +185,7 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
                 else:
                     typed.add(name)
             if model_outputs.is_tensor_annotation(a.annotation):
-                held.add(Origin(RootKind.TENSOR, name, a.lineno))
+                held.add(Origin(RootKind.TENSOR, name, a.lineno, guessed=True))
             if held:
                 env[name] = frozenset(held)
         scope = self.new_scope(tuple(names), func, env, no_grad, dict(self.inplace_modules), qual)

@@ -125,12 +125,17 @@ class ExpressionsMixin:
         for right in reversed(rights):
             operands.append(self.eval(right))
         # arithmetic on a tensor that may need grad is a new tensor that needs grad (its rows are views)
-        if any(o.is_tensor and not o.root_no_grad and param_index(o) is None and o.root is not RootKind.FRESH
-               and o.certain_tensor for ops_ in operands for o in ops_):
-            return frozenset({Origin(RootKind.TENSOR, short(top), top.lineno, root_no_grad=self.no_grad)})
+        grads = [o for ops_ in operands for o in ops_ if o.is_tensor and not o.root_no_grad and param_index(o) is None
+                 and o.root is not RootKind.FRESH and o.certain_tensor]
+        if grads:
+            return frozenset({Origin(RootKind.TENSOR, short(top), top.lineno, root_no_grad=self.no_grad,
+                                     guessed=all(o.guessed or o.guess_param >= 0 for o in grads),
+                                     guess_param=min((o.guess_param for o in grads if o.guess_param >= 0),
+                                                     default=-1))})
         if any(o.root is RootKind.FRESH and not o.steps and o.certain_tensor and function_of(o) is None
-               for ops_ in operands for o in ops_) and not any(param_index(o) is not None
-                                                               for ops_ in operands for o in ops_):
+               and param_index(o) is None for ops_ in operands for o in ops_):
+            # (an unannotated parameter that nothing proves a tensor, `/ (2 * sigma**2)`, does not make a
+            # factory's tensor require grad: its placeholder is not evidence)
             # arithmetic on a factory's tensor (and numbers): a new tensor that needs no grad either
             return frozenset({Origin(RootKind.FRESH, short(top), top.lineno, root_no_grad=True)})
         return EMPTY

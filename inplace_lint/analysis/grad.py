@@ -30,6 +30,40 @@ def training_test(test: ast.expr) -> Optional[bool]:
     return None
 
 
+def grad_enabled_test(test: ast.expr) -> Optional[bool]:
+    """True for ``torch.is_grad_enabled()`` (any alias, also ``torch.is_inference_mode_enabled()`` negated),
+    False for its negation, else None: the branch where it is false runs with grad off."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = grad_enabled_test(test.operand)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Call) and not test.args:
+        name = last_name(test.func)
+        if name == "is_grad_enabled":
+            return True
+        if name == "is_inference_mode_enabled":
+            return False
+    return None
+
+
+def requires_grad_test(test: ast.expr) -> Optional[tuple]:
+    """(``"x"``, True) for ``x.requires_grad`` (a name or dotted name), (``"x"``, False) for its negation,
+    else None: in the branch where it is false, ``x`` needs no grad (docs/pytorch-facts.md#grad-off)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = requires_grad_test(test.operand)
+        return None if inner is None else (inner[0], not inner[1])
+    if isinstance(test, ast.Attribute) and test.attr == "requires_grad":
+        key = dotted_name(test.value)
+        if key is not None:
+            return key, True
+    return None
+
+
+def ends_flow(body) -> bool:
+    """The block always leaves (``return``/``raise``/``continue``/``break`` last): what follows an ``if`` with
+    such a body and no ``else`` runs only when the test is false."""
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
 def grad_mode_of(node: ast.expr) -> Optional[bool]:
     """False for ``torch.no_grad()``-like contexts/decorators, True for ``enable_grad()``, None otherwise."""
     call = node if isinstance(node, ast.Call) else None

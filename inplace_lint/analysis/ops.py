@@ -19,6 +19,7 @@ from ._ops_generated import (  # noqa: F401  (re-exported)
     TENSOR_INPLACE_METHODS,
     TORCH_INPLACE_FUNCTIONS,
 )
+from ._saved_generated import SAVED_FOR_BACKWARD as _SAVED_FOR_BACKWARD
 
 #: Tensor methods (and ``torch.<name>(x, ...)`` functions) whose result is always a view of the input.
 VIEW_METHODS = frozenset(
@@ -82,11 +83,34 @@ def inplace_argument(func_name: str, positional: int, keywords) -> "int | str | 
     return None
 
 
-#: Ops whose backward reads their own output, so an in-place write to the output fails at backward
-#: ("one of the variables needed for gradient computation has been modified by an inplace operation").
-#: Checked one by one on torch 2.13 (docs/pytorch-facts.md#saved-output): these raise; elu, gelu, silu, log, pow, square, abs,
-#: matmul/Linear, add, mul, layer_norm, normalize, cumsum and clamp do not.
-SAVES_OUTPUT = frozenset({"exp", "sigmoid", "tanh", "softmax", "log_softmax", "relu", "sqrt", "rsqrt", "logsumexp"})
+#: What each op's backward reads, generated from torch's derivative formulas (derivatives.yaml) by
+#: ``python scripts/generate_saved.py``: ``"torch.cdist"`` / ``"Tensor.exp"`` -> (autograd nodes, the
+#: output is read, positions of the inputs read when that input requires grad). Writing a tensor the
+#: backward reads fails at backward (docs/pytorch-facts.md#saved-output, #saved-input).
+SAVED_FOR_BACKWARD = _SAVED_FOR_BACKWARD
+#: Namespace of a ``Tensor`` method in :data:`SAVED_FOR_BACKWARD`.
+TENSOR_METHOD = "Tensor"
+
+
+def saved_for_backward(namespace: str, name: str):
+    """(autograd nodes, output read, input positions read) for ``namespace.name`` (``"Tensor"`` for a method,
+    ``"torch.linalg"``, ``"torch.nn.functional"``, ...), or None when its backward reads none of them."""
+    return SAVED_FOR_BACKWARD.get(f"{namespace}.{name}")
+
+
+def saves_output(namespace: str, name: str) -> bool:
+    entry = SAVED_FOR_BACKWARD.get(f"{namespace}.{name}")
+    return bool(entry and entry[1])
+
+
+#: Bare names of the ops whose backward reads their own output, in any namespace (``exp``, ``cdist``,
+#: ``softmax``, ``relu``, ...): in-place activations (``relu_``, ``nn.ReLU(inplace=True)``) and fix planning.
+SAVES_OUTPUT = frozenset(k.rsplit(".", 1)[1] for k, v in SAVED_FOR_BACKWARD.items() if v[1])
+#: Of those, the method names that are taken as a tensor's even when nothing proves the receiver a tensor
+#: (``logits.softmax(-1)``); the others (``norm``, ``std``, ``det``, ``solve``, ...) need a receiver known
+#: to be a tensor or a parameter: ``self.norm(h)`` is a LayerNorm submodule, not ``Tensor.norm``.
+SAVES_OUTPUT_ANY_RECEIVER = frozenset({"exp", "sigmoid", "tanh", "softmax", "log_softmax", "relu", "sqrt",
+                                       "rsqrt", "logsumexp"})
 #: ``torch.<name>(...)`` factories: a fresh tensor that needs no grad unless ``requires_grad=True``.
 FACTORY_FUNCTIONS = frozenset(
     {

@@ -700,6 +700,11 @@ class Project:
         for lf in result.findings:
             if lf.grad_rule and (file_off or self._grad_off(grad_off, lf.func)) and not self.settings.report_in_no_grad:
                 continue
+            if lf.grad_rule and lf.grad_cond is not None and self._cond_holds(calls_to, lf.func, lf.grad_cond):
+                continue  # `with no_grad() if flag else nullcontext():` and every call keeps flag so
+            if lf.guess_param is not None and not self.settings.report_in_no_grad \
+                    and self._no_call_passes_grad(calls_to, lf.func, lf.guess_param):
+                continue  # saved only if the parameter requires grad, and no call passes one that does
             if lf.grad_rule and lf.param_rooted is not None \
                     and self._callers_decide(calls_to, incoming, lf.func, lf.param_rooted,
                                              named=lf.finding.origin.root is not RootKind.TENSOR):
@@ -718,6 +723,52 @@ class Project:
                 if found is not None:
                     out[(w.line, w.col)] = found
         return sorted(out.values(), key=lambda f: (f.line, f.col, f.code))
+
+    @classmethod
+    def _no_call_passes_grad(cls, calls_to, qual: str, index: int, seen=None) -> bool:
+        """``qual`` has in-project calls and none passes, for parameter ``index``, something that requires
+        grad by evidence (``Origin.grad_evidence``): a guess of that parameter's grad is decided by them. A
+        call that passes on its own parameter (or a guess made from one) asks that caller's calls in turn; with
+        no in-project call (an entry point), the guess stays."""
+        seen = set() if seen is None else seen
+        if (qual, index) in seen or len(seen) > 8:
+            return False
+        seen.add((qual, index))
+        sites = calls_to.get(qual, [])
+        if not sites:
+            return False
+        for site in sites:
+            if site.bound is None or site.callback:
+                return False
+            for i, origins in site.args:
+                if i != index:
+                    continue
+                for o in origins:
+                    if o.grad_evidence and param_index(o) is None:
+                        return False
+                    passed = param_index(o) if param_index(o) is not None else (
+                        o.guess_param if o.guess_param >= 0 else None)
+                    if passed is not None and not cls._no_call_passes_grad(calls_to, site.caller, passed, seen):
+                        return False
+        return True
+
+    @staticmethod
+    def _cond_holds(calls_to, qual: str, cond: tuple) -> bool:
+        """Every in-project call of ``qual`` gives parameter ``cond[0]`` the truth ``cond[1]`` (a literal, or
+        the literal default it leaves); with no in-project call, the default decides (guess: callers outside
+        keep it). A call with ``*args``/``**kwargs`` or a non-literal argument for it keeps the finding."""
+        index, truth, default = cond
+        sites = calls_to.get(qual, [])
+        if not sites:
+            return default is truth
+        for site in sites:
+            constants = dict(site.constants)
+            if index in constants:
+                if constants[index] is not truth:
+                    return False
+            elif site.bound is None or index in site.bound or default is not truth:
+                return False
+        return True
 
     def _callers_checked(self, calls_to, qual: str, observed) -> int:
         sites = calls_to.get(qual, [])

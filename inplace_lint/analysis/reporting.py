@@ -9,7 +9,7 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 from ..findings import HELPER_WRITE, Finding, Origin, Related, RootKind, WriteKind
 from ..rules import PRIORITY, Write
 from . import fixplan, model_outputs
-from .astutil import short
+from .astutil import dotted_name, short
 from .statements import origin_key
 from .summaries import LocalFinding, ParamWrite, param_index
 
@@ -21,6 +21,43 @@ def as_written_tensor(origin: Origin, kind: WriteKind) -> Origin:
         return Origin(RootKind.MODEL_OUTPUT, origin.root_text, origin.root_line, (), origin.root_no_grad,
                       path=origin.path)
     return origin
+
+
+def _written_base(target: ast.expr) -> Optional[str]:
+    """The name (or dotted name) whose tensor a write reaches: ``x`` for ``x[0]``, ``x.view(-1)``, ``x``."""
+    while True:
+        key = dotted_name(target)
+        if key is not None:
+            return key
+        if isinstance(target, ast.Subscript):
+            target = target.value
+        elif isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute):
+            target = target.func.value
+        else:
+            return None
+
+
+#: ops whose result never requires grad (an index, a sample count, a bool, a Python number)
+_GRADLESS_CONSUMERS = frozenset({"multinomial", "argmax", "argmin", "argsort", "item", "tolist", "nonzero",
+                                 "searchsorted", "bucketize", "isnan", "isinf", "isfinite", "long", "int",
+                                 "bool", "eq", "ne", "lt", "le", "gt", "ge", "any", "all", "count_nonzero"})
+
+
+def _gradless_use(load: ast.AST, parents) -> bool:
+    """``load`` is the receiver or an argument of an op in :data:`_GRADLESS_CONSUMERS`, or compared, or the
+    receiver of a method chain that ends so (``p.max() > 0.5``, ``p.sum(-1).argmax()``)."""
+    parent = parents.get(id(load))
+    if isinstance(parent, ast.Compare):
+        return True
+    if isinstance(parent, ast.Attribute) and parent.value is load:
+        call = parents.get(id(parent))
+        if not (isinstance(call, ast.Call) and call.func is parent):
+            return False
+        return parent.attr in _GRADLESS_CONSUMERS or _gradless_use(call, parents)
+    if isinstance(parent, ast.Call) and any(a is load for a in parent.args):
+        name = parent.func.attr if isinstance(parent.func, ast.Attribute) else getattr(parent.func, "id", "")
+        return name in _GRADLESS_CONSUMERS
+    return False
 
 
 def point_index(node: ast.AST, kind: WriteKind) -> bool:
@@ -43,13 +80,18 @@ def _written_tensors(origins: Sequence[Origin], kind: WriteKind) -> List[Origin]
     return tensors
 
 
-def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_grad: bool):
-    """The first rule (by priority) some origin matches, and the origin that shows it; or (None, None)."""
+def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_grad: bool,
+          grad_context: bool = False):
+    """The first rule (by priority) some origin matches, and the origin that shows it; or (None, None).
+
+    ``no_grad``: the write needs no autograd rule; ``grad_context``: that is only because the write sits in a
+    grad-off block (``with torch.no_grad():``), so a rule that looks at the origin's grad mode
+    (``grad_at_origin``: a tensor saved for backward with grad on) still applies."""
     tensors = _written_tensors(origins, write.kind)
     if not tensors:
         return None, None
     for rule in PRIORITY:
-        if no_grad and not (rule.without_grad or report_in_no_grad):
+        if no_grad and not (rule.without_grad or report_in_no_grad or (grad_context and rule.grad_at_origin)):
             continue
         matching = [o for o in tensors if rule.applies(o, write)]
         if matching:
@@ -71,7 +113,8 @@ class ReportingMixin:
         ``node`` is a call whose callee writes ``target`` (its argument) there: the finding is reported at
         the call, its first related location is the write, and its message says what the caller can do.
         ``condition``: the run-time condition under which the write happens (:attr:`rules.Write.condition`)."""
-        write_no_grad = write_no_grad or self.eval_branch
+        write_no_grad = write_no_grad or self.eval_branch or (
+            bool(self.nograd_keys) and _written_base(target) in self.nograd_keys)
         real = []
         placeholders = []
         for o in origins:
@@ -89,12 +132,19 @@ class ReportingMixin:
         if not real:
             return
         write = Write(op, op_name, kind, short(target), point_index(node, kind), condition)
-        rule, origin = match(real, write, self.no_grad or write_no_grad, self.settings.report_in_no_grad)
+        rule, origin = match(real, write, self.no_grad or write_no_grad, self.settings.report_in_no_grad,
+                             grad_context=not write_no_grad)
         if rule is None:
             return
         key = (node.lineno, node.col_offset)
         if key in self.sink:
             return
+        if origin.root is RootKind.SAVED_OUTPUT and rule.grad_at_origin and self.only_gradless_consumers(node, origin):
+            return
+        if self.no_grad and not rule.without_grad:
+            # a saved tensor written under no_grad: the out-of-place form would make a tensor that needs no
+            # grad, so the caller's backward would lose this path instead of raising: no fix
+            no_fix = True
         target_text = write.target
         fix = observed = alt = None
         if not no_fix:
@@ -128,7 +178,44 @@ class ReportingMixin:
             self.rooted_keys.append(key)  # undone in summary() if the parameter is bound again
         self.sink[key] = LocalFinding(finding, self.qual, grad_rule=not rule.without_grad,
                                       observed=frozenset(observed or ()), fix_if_callers=alt,
-                                      param_rooted=rooted)
+                                      param_rooted=rooted, grad_cond=self.grad_cond,
+                                      guess_param=self.saved_guess(real, write, rule))
+
+    def saved_guess(self, origins: Sequence[Origin], write: Write, rule) -> Optional[int]:
+        """The parameter every origin that makes ``rule`` apply guesses its grad from (an output saved for
+        backward of an op whose input is only that parameter), or None."""
+        matching = [o for o in _written_tensors(origins, write.kind) if rule.applies(o, write)]
+        guesses = {o.guess_param for o in matching}
+        if len(guesses) == 1 and -1 not in guesses:
+            return guesses.pop()
+        return None
+
+    def only_gradless_consumers(self, node: ast.AST, origin: Origin) -> bool:
+        """Every read of the saved output written at ``node`` (through the names that hold it, or the write's
+        own value) feeds an op whose result never requires grad (``torch.multinomial``, ``argmax``, a
+        comparison, ``.item()``, ...): no backward passes through the op that saved it, so the write cannot
+        fail (docs/pytorch-facts.md#saved-output). ``torch.bernoulli`` is not one: its result has a
+        ``BernoulliBackward0`` node, and a backward through it reaches the saved output."""
+        if self.func is None:
+            return False
+        facts = self.facts()
+        stmt = self.stmt_stack[-1] if self.stmt_stack else None
+        names = {k for k, os in self.env.items() if "." not in k and any(
+            o.root is origin.root and o.root_line == origin.root_line and o.root_text == origin.root_text for o in os)}
+        value = getattr(stmt, "value", None)
+        if isinstance(stmt, ast.Assign) and value is not None and any(n is node for n in ast.walk(value)):
+            if not all(isinstance(t, ast.Name) for t in stmt.targets):
+                return False
+            names |= {t.id for t in stmt.targets}
+        elif isinstance(stmt, ast.Expr) and stmt.value is node:
+            pass
+        elif not names:
+            return _gradless_use(node, facts.parents)
+        if not names or names & set(self.params):
+            return False
+        write_loads = {id(n) for n in ast.walk(node) if isinstance(n, ast.Name)}
+        uses = [n for n in facts.loads if n.id in names and id(n) not in write_loads]
+        return bool(uses) and all(id(n) not in facts.captured_loads and _gradless_use(n, facts.parents) for n in uses)
 
     def param_rooted(self, origins: Sequence[Origin], write: Write, rule, no_grad: bool,
                      reached: Sequence[int] = ()) -> Optional[int]:

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Set
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import fixplan, grad, model_outputs, ops
 from .astutil import dotted_name, is_str_constant
-from .names import LITERAL_HEADS, import_bindings
+from .names import LITERAL_HEADS, import_bindings, qualify
 from .summaries import FunctionSummary, function_of, function_ref, located_steps, param_index
 
 EMPTY: frozenset = frozenset()
@@ -23,6 +23,20 @@ _MAX_ORIGINS = 12
 
 #: ``ast`` operator -> its augmented assignment (one operator table: ``ops.OPERATORS``)
 AUG_OPS = {getattr(ast, name): symbol for name, symbol in ops.AST_AUGMENTED.items()}
+
+
+def _negate(cond: tuple) -> tuple:
+    return cond[0], not cond[1], cond[2]
+
+
+def contradicted(conds: tuple, values: Dict[int, Optional[bool]]) -> bool:
+    """Some condition of ``conds`` (parameter index, truth needed, truth of the default) is false for a call that
+    binds the parameters to constants of truth ``values`` (a parameter it leaves out takes its default)."""
+    for index, truth, default in conds:
+        value = values.get(index, default) if index in values else default
+        if value is not None and value != truth:
+            return True
+    return False
 
 
 def origin_key(o: Origin):
@@ -90,6 +104,44 @@ class StatementsMixin:
         value = self.eval(node.value)
         if value:
             self.returns |= value
+            if self.ctx is None or not self.recording:
+                return
+            cond = self.param_condition(node.value.test) if isinstance(node.value, ast.IfExp) else None
+            if cond is None:
+                self._record_return(value, self.path_conds)
+                return
+            # return a if flag else b: each arm under its own condition
+            body, orelse = self.eval_quiet(node.value.body), self.eval_quiet(node.value.orelse)
+            self._record_return(body, self.path_conds + (cond,))
+            self._record_return(orelse, self.path_conds + (_negate(cond),))
+            self._record_return(value - body - orelse, self.path_conds)
+
+    def _record_return(self, origins, conds) -> None:
+        for o in origins:
+            if not conds:
+                self.uncond_returns.add(o)
+            else:
+                self.return_conds.setdefault(o, set()).add(tuple(sorted(set(conds))))
+
+    def param_condition(self, test: ast.expr):
+        """``flag`` (a parameter of this function) -> (its index, True, truth of its literal default or None);
+        ``not flag`` -> (..., False, ...); anything else -> None."""
+        truth = True
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            truth, test = not truth, test.operand
+        if not isinstance(test, ast.Name) or test.id not in self.params or test.id in self.rebound_params \
+                or test.id in self.assigned:
+            return None
+        args = getattr(self.func, "args", None)
+        default = None
+        if args is not None:
+            positional = args.posonlyargs + args.args
+            pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+            for a, d in pairs:
+                if a.arg == test.id and isinstance(d, ast.Constant):
+                    default = bool(d.value)
+        return list(self.params).index(test.id), truth, default
 
     def stmt_Pass(self, node) -> None:
         pass
@@ -172,24 +224,75 @@ class StatementsMixin:
         arms: List[Dict[str, frozenset]] = []
         current = node
         saved = chain = self.eval_branch
+        saved_grad = (set(self.nograd_keys),)
+        saved_conds = self.path_conds
+        conds_false: list = []  # parameter tests found false by the earlier arms
+        gates = []  # what holds in every later arm: (grad-enabled test, requires_grad test) found false
         while True:
             self.eval(current.test)
+            cond = self.param_condition(current.test)
+            self.path_conds = saved_conds + tuple(conds_false) + ((cond,) if cond else ())
             training = grad.training_test(current.test)  # `if self.training: ... else: <eval mode only>`
+            enabled = grad.grad_enabled_test(current.test)
+            requires = grad.requires_grad_test(current.test)
             before = dict(self.env)
             self.eval_branch = chain or training is False
+            self._gate(enabled is False, requires if requires and not requires[1] else None)
             self.run_body(current.body)
+            self.nograd_keys = set(saved_grad[0])
             arms.append(self.env)
             self.env = before
-            chain = self.eval_branch = chain or training is True  # what follows runs only in eval mode
+            # what follows runs only in eval mode, or (after `if torch.is_grad_enabled():`) with grad off
+            chain = self.eval_branch = chain or training is True or enabled is True
+            gates.append((enabled is True, requires if requires and requires[1] else None))
+            if cond:
+                conds_false.append(_negate(cond))
+            self.path_conds = saved_conds + tuple(conds_false)
             orelse = current.orelse
             if len(orelse) == 1 and isinstance(orelse[0], ast.If):
                 current = orelse[0]
+                for off, key in gates:
+                    self._gate(off, key)
                 continue
+            for off, key in gates:
+                self._gate(off, key)
             self.run_body(orelse)
             arms.append(self.env)
             break
         self.eval_branch = saved
+        self.nograd_keys = saved_grad[0]
+        self.path_conds = saved_conds
+        training = grad.training_test(node.test)
+        if training is not None and len(arms) == 2:
+            # `if self.training: std = noise.mul_(std)` with no else: the old `std` reaches the join only on the
+            # eval path, so (by the eval-only guess) only the rules that hold without grad apply to it there
+            train, evaluation = (arms[0], arms[1]) if training else (arms[1], arms[0])
+            for key, origins in evaluation.items():
+                other = train.get(key, EMPTY)
+                if origins != other:
+                    evaluation[key] = frozenset(o if o in other or param_index(o) is not None
+                                                else replace(o, root_no_grad=True) for o in origins)
         self.env = merge(arms)
+        if not node.orelse and grad.ends_flow(node.body) and conds_false and self.param_condition(node.test):
+            self.path_conds = saved_conds + (conds_false[0],)  # `if copy: return x.repeat(...)`: what follows
+        if not node.orelse and grad.ends_flow(node.body) and (gates[0][0] or gates[0][1]):
+            # `if torch.is_grad_enabled(): return ...` / `if x.requires_grad: raise ...`: what follows runs
+            # with the test false
+            self._gate(*gates[0])
+
+    def _gate(self, grad_off: bool, requires) -> None:
+        """Enter a branch where grad is off (``grad_off``: ``torch.is_grad_enabled()`` was false, so the whole
+        call runs with grad off, and what it made before the test was made with grad off too: only the rules
+        that hold without grad apply to its writes), or where ``requires[0]`` needs no grad."""
+        if grad_off and not self.settings.report_in_no_grad:
+            self.eval_branch = True
+        if requires:
+            key = requires[0]
+            self.nograd_keys.add(key)
+            origins = self.env.get(key)
+            if origins:
+                self.env[key] = frozenset(replace(o, root_no_grad=True) if param_index(o) is None else o
+                                          for o in origins)
 
     def stmt_Try(self, node) -> None:
         before = dict(self.env)
@@ -209,12 +312,25 @@ class StatementsMixin:
 
     def stmt_With(self, node) -> None:
         mode = None
+        grad_cond = None
         for item in node.items:
             self.eval(item.context_expr)
             m = self.grad_mode_of(item.context_expr)
             mode = m if m is not None else mode
+            if m is None and isinstance(item.context_expr, ast.IfExp):
+                grad_cond = self._conditional_grad_off(item.context_expr) or grad_cond
             if item.optional_vars is not None:
                 self.assign(item.optional_vars, None, EMPTY)
+        if mode is None and grad_cond is not None and self.grad_cond is None:
+            # `with torch.no_grad() if no_grad else nullcontext():` on a parameter: walked with grad as it is
+            # here; the findings carry the condition, and the project pass drops them where every call makes
+            # it hold (Project.findings)
+            self.grad_cond = grad_cond
+            try:
+                self.run_body(node.body)
+            finally:
+                self.grad_cond = None
+            return
         if mode is None:
             self.run_body(node.body)
             return
@@ -322,6 +438,19 @@ class StatementsMixin:
 
     stmt_ImportFrom = stmt_Import
 
+    def _conditional_grad_off(self, node: ast.IfExp) -> Optional[tuple]:
+        """``torch.no_grad() if flag else nullcontext()`` (either order) on a parameter ``flag``: the condition
+        under which grad is off; None otherwise."""
+        cond = self.param_condition(node.test)
+        if cond is None:
+            return None
+        body, orelse = self.grad_mode_of(node.body), self.grad_mode_of(node.orelse)
+        if body is False and orelse is None:
+            return cond
+        if orelse is False and body is None:
+            return _negate(cond)
+        return None
+
     def grad_mode_of(self, node: ast.expr) -> Optional[bool]:
         """The grad mode a context/decorator sets; ``report-in-no-grad`` treats all code as grad-enabled."""
         return None if self.settings.report_in_no_grad else grad.grad_mode_of(node)
@@ -378,12 +507,34 @@ class StatementsMixin:
         if key is not None:
             self.bind_name(key, value)
             if isinstance(target, ast.Name):
+                cls = self.instance_class(value_node)
+                if cls is not None:
+                    self.local_instances[key] = cls
+                else:
+                    self.local_instances.pop(key, None)
                 if self.is_submodule_call(value_node):
                     self.submodule_results.add(key)
                 else:
                     self.submodule_results.discard(key)
         else:
             self.eval(target)
+
+    def instance_class(self, node: Optional[ast.expr]) -> Optional[str]:
+        """``Cls(...)`` of an in-project class: its qualified name; else None."""
+        if self.ctx is None or not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
+            return None
+        if not (node.func.id if isinstance(node.func, ast.Name) else node.func.attr).lstrip("_")[:1].isupper():
+            return None  # only CapWords names are looked up as classes (PEP 8): every other call would cost a lookup
+        qual, imported = qualify(node.func, self.names, self.is_local_name)
+        if not imported:
+            dotted = dotted_name(node.func)
+            if dotted is None or dotted.split(".")[0] in self.env or dotted.split(".")[0] in self.params:
+                return None
+            qual = f"{self.ctx.module}.{dotted}"
+        if qual is None:
+            return None
+        found = self.ctx.project.resolve(qual)
+        return found[1] if found and found[0] == "class" else None
 
     def is_submodule_call(self, node: Optional[ast.expr]) -> bool:
         """``self.backbone(x)`` in a ``forward`` method, the callee not a configured model-call name."""
@@ -462,10 +613,21 @@ class StatementsMixin:
             if not kept:
                 bases = {b for b in (fixplan.root_base_name(o) for o in risky) if b is not None}
                 kept = fixplan.returned_elsewhere(self.facts(), bases)
+
+        def located(o: Origin) -> Origin:
+            return o
         if self.ctx is not None:
             # what callers read from the summary names the file of each view step (they report it there)
             path = self.ctx.path
-            returns = frozenset(replace(o, steps=located_steps(o.steps, path)) if o.steps else o for o in returns)
+
+            def located(o: Origin) -> Origin:  # noqa: F811
+                return replace(o, steps=located_steps(o.steps, path)) if o.steps else o
+            returns = frozenset(located(o) for o in returns)
             writes = tuple(replace(w, steps=located_steps(w.steps, path)) if w.steps else w for w in writes)
-        return FunctionSummary(self.qual, tuple(self.params), cap(returns), writes,
-                               declared_no_grad, frozenset(self.observed), static, kept, decorated)
+        capped = cap(returns)
+        when = tuple(sorted(((located(o), tuple(sorted(conds))) for o, conds in self.return_conds.items()
+                             if located(o) in capped and o not in self.uncond_returns),
+                            key=lambda p: origin_key(p[0])))
+        return FunctionSummary(self.qual, tuple(self.params), capped, writes,
+                               declared_no_grad, frozenset(self.observed), static, kept=kept, decorated=decorated,
+                               returns_when=when)

@@ -131,6 +131,8 @@ class CallSite:
     unread: FrozenSet[int] = frozenset()
     #: parameter indexes the call passes an argument to (None: unknown, e.g. ``*args``)
     bound: Optional[FrozenSet[int]] = None
+    #: (parameter index, truth) for each argument that is a literal (``no_grad=True``, ``copy=False``)
+    constants: Tuple[Tuple[int, bool], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,10 @@ class FunctionSummary:
     kept: str = ""
     #: a decorator that replaces or registers the function: it may be called where no call site shows
     decorated: str = ""
+    #: returned origins that only some paths give: (origin, the condition tuples of those paths), each
+    #: condition (parameter index, truth needed, truth of its literal default or None). A call whose constant
+    #: arguments (or the defaults it leaves) contradict every path does not get that origin
+    returns_when: Tuple[Tuple[Origin, Tuple[tuple, ...]], ...] = ()
 
     def digest(self) -> str:
         """Stable across processes (for the cache): what callers read from this summary."""
@@ -165,6 +171,7 @@ class FunctionSummary:
         if not self.returns and not self.writes and not self.observed and not self.kept and not self.decorated:
             return ""
         parts = sorted(repr(o) for o in self.returns)
+        parts += [repr(w) for w in self.returns_when]
         parts += sorted(repr((w.index, w.line, w.col, w.kind.value, w.steps, w.kept, w.op, w.no_grad, w.condition))
                         for w in self.writes)
         parts.append(repr(sorted(self.observed)))
@@ -183,6 +190,12 @@ class LocalFinding:
     #: parameters whose callers must be checked for the safe fix below to apply
     observed: FrozenSet[int] = frozenset()
     fix_if_callers: Optional[Fix] = None
+    #: the write sits in ``with torch.no_grad() if flag else nullcontext():``: (parameter index, truth that
+    #: turns grad off, truth of its literal default or None); dropped where every call makes it so
+    grad_cond: Optional[tuple] = None
+    #: the rule applies only through an output saved for backward whose input is parameter ``guess_param``
+    #: (unknown): kept only where an in-project call passes something that requires grad for it
+    guess_param: Optional[int] = None
     #: every origin that makes the rule apply is a guess from parameter ``param_rooted`` itself (its
     #: ``torch.Tensor`` annotation, or a view taken of it): where every caller is known, what they pass
     #: decides instead (:meth:`.project.Project.findings`)

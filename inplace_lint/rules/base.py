@@ -13,7 +13,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Callable, Optional, Tuple
 
-from ..findings import Origin, RootKind, StepKind, WriteKind
+from ..findings import SAME_TENSOR_STEPS, Origin, RootKind, StepKind, WriteKind
 
 #: severities, as SARIF ``level`` and GitHub annotation commands spell them
 SEVERITIES = ("error", "warning")
@@ -63,7 +63,7 @@ class Example:
 
 def target_phrase(write: Write, origin: Origin, root_phrase: str) -> str:
     """```x`, a view of <root>``, or just ``<root>`` when the target is the root itself."""
-    views = [s for s in origin.steps if s.kind is not StepKind.ALIAS]
+    views = [s for s in origin.steps if s.kind not in SAME_TENSOR_STEPS]
     if not views:
         return root_phrase if write.target == origin.root_text else f"`{write.target}`, {root_phrase}"
     if views[-1].kind is StepKind.ELEMENT:
@@ -112,6 +112,11 @@ class Rule:
     message: Callable[[Write, Origin], str] = default_message
     #: the hazard exists with grad off too (so the rule is checked inside ``torch.no_grad()``)
     without_grad: bool = False
+    #: the grad mode that matters is the one the origin was made in, not the write's: a tensor saved for
+    #: backward by a graph built with grad on fails that backward when it is written inside
+    #: ``torch.no_grad()`` too (docs/pytorch-facts.md#grad-off-write-of-saved); the rule's ``applies`` checks
+    #: the origin's grad mode itself
+    grad_at_origin: bool = False
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:

@@ -1,13 +1,34 @@
-"""IPV006: in-place op on the output of an op that saves its output for backward."""
-from ..findings import Origin, RootKind
-from .base import Example, Rule, Write, target_phrase
+"""IPV006: in-place op on a tensor autograd saved for backward: an op's output, or an input it read.
+
+What each op's backward reads comes from torch's derivative formulas (``ops.SAVED_FOR_BACKWARD``,
+generated from derivatives.yaml; docs/pytorch-facts.md#saved-output and #saved-input).
+"""
+from ..findings import Origin, RootKind, StepKind
+from .base import Example, Rule, Write, root_phrase, target_phrase
+
+
+def _saved_input_step(origin: Origin):
+    return next((s for s in reversed(origin.steps) if s.kind is StepKind.SAVED_INPUT), None)
 
 
 def applies(origin: Origin, write: Write) -> bool:
-    return origin.root is RootKind.SAVED_OUTPUT and origin.is_tensor and not origin.root_no_grad
+    # the grad mode that matters is the one the tensor was saved in (``grad_at_origin``): a root made with
+    # grad off saved nothing, and a saved-input step is only recorded when the op ran with grad on
+    if not origin.is_tensor or origin.root_no_grad:
+        return False
+    if origin.root is RootKind.SAVED_OUTPUT:
+        return True
+    # a tensor that requires grad by evidence (not only a name's guess), passed to an op whose backward reads it
+    return origin.grad_evidence and _saved_input_step(origin) is not None
 
 
 def message(write: Write, origin: Origin) -> str:
+    step = _saved_input_step(origin)
+    if origin.root is not RootKind.SAVED_OUTPUT and step is not None:
+        what = f"`{write.target}`" if write.target == origin.root_text else \
+            f"`{write.target}` ({root_phrase(origin)})"
+        return (f"{write.op} writes in place to {what}, which `{step.text}` (line {step.line}) saved for "
+                f"backward as its input: the backward raises")
     root = f"`{origin.root_text}`, whose output autograd saves for backward"
     text = f"{write.op} writes in place to {target_phrase(write, origin, root)}"
     if write.condition:  # in-place dropout writes only in training mode with p above 0
@@ -19,36 +40,50 @@ RULE = Rule(
     code="IPV006",
     name="inplace-on-saved-output",
     severity="warning",
-    summary="In-place op on what `exp`, `sigmoid`, `tanh`, `softmax`, `log_softmax`, `relu`, `sqrt`, `rsqrt` "
-            "or `logsumexp` returns, or a view of it, with grad on.",
+    summary="In-place op on a tensor autograd saved for backward: the output of `exp`, `softmax`, `sqrt`, "
+            "`torch.cdist`, `norm`, ... (or a view of it), or an input that `torch.linalg.norm`, `log`, `pow`, "
+            "... read, written after the op ran with grad on.",
     applies=applies,
     message=message,
+    grad_at_origin=True,
     what=(
-        "Finds in-place writes, outside `torch.no_grad()`, to the result of an op whose backward reads its "
-        "own output: `exp`, `sigmoid`, `tanh`, `softmax`, `log_softmax`, `relu`, `sqrt`, `rsqrt` and "
-        "`logsumexp` (as methods, `torch.` or `F.` functions), and to views of it."
+        "Finds in-place writes to a tensor whose backward is still to run and reads it: the result of an op "
+        "whose backward reads its own output (`exp`, `sigmoid`, `tanh`, `softmax`, `log_softmax`, `relu`, "
+        "`sqrt`, `rsqrt`, `logsumexp`, `torch.cdist`, `Tensor.norm`, `std`, `prod`, `reciprocal`, the "
+        "`torch.linalg` decompositions and norms, ...), and to views of it; and a tensor that may require grad "
+        "(a model output, a tensor computed from one, a parameter annotated `torch.Tensor` whose callers pass "
+        "one) after it was passed to an op whose backward reads that input (`x /= torch.linalg.norm(x)`). "
+        "Which op saves what is generated from torch's own derivative formulas (derivatives.yaml), not a "
+        "hand-made list. The op must have run with grad on; the write may be inside `torch.no_grad()`: that "
+        "does not help (then no fix is offered)."
     ),
     why=(
         "The forward call succeeds; the error comes later, at `loss.backward()`: `RuntimeError: one of the "
         "variables needed for gradient computation has been modified by an inplace operation: [...], which "
-        "is output 0 of ExpBackward0, is at version 1; expected version 0 instead.` The list was checked op "
-        "by op on torch 2.13 (docs/pytorch-facts.md#saved-output): the same write after `elu`, `gelu`, "
-        "`silu`, `log`, `pow`, a Linear layer, `add` or `mul` is legal. A review bot caught this in TRL's "
-        "`entropy_from_logits` (`probs = logps.exp(); probs.mul_(logps)`, TRL PR 7125). It is a warning: "
-        "when the input does not require grad, nothing raises. An in-place dropout of such an output "
+        "is output 0 of ExpBackward0, is at version 1; expected version 0 instead.` Each entry of the table "
+        "is executed on torch 2.13 (docs/pytorch-facts.md#saved-output, #saved-input, "
+        "#grad-off-write-of-saved): the same write after `elu`, `gelu`, `silu`, `pow`, a Linear layer, `add` "
+        "or `mul` is legal, and an input read only for another input's gradient (`x` in `x @ w`) is not "
+        "reported. A review bot caught this in TRL's `entropy_from_logits` (`probs = logps.exp(); "
+        "probs.mul_(logps)`, TRL PR 7125). It is a warning: when nothing that requires grad reaches the op, "
+        "nothing raises. Whether the op's input requires grad needs evidence: a model or submodule output, "
+        "arithmetic on one, or, for a parameter, a caller in the project that passes one; an input nothing "
+        "speaks for is unknown and not reported. An in-place dropout of such an output "
         "(`F.dropout(probs, self.p, self.training, inplace=True)`, or an `nn.Dropout(inplace=True)` "
         "module applied to it) writes only in training mode with a dropout probability above 0 "
         "(docs/pytorch-facts.md#dropout): the message names that condition, \"backward raises when "
         "`self.training` is true and the dropout probability `self.p` is above 0\", and a call that "
         "passes `training=False` or `p=0` is not reported."
     ),
-    fix_safety="Safe when nothing else holds the output; the out-of-place form costs one copy.",
+    fix_safety="Safe when nothing else holds the tensor; the out-of-place form costs one copy. No fix for a write "
+               "inside `torch.no_grad()` (the copy would need no grad and the backward would lose that path).",
     references="TRL PR 7125 review; PyTorch docs: Autograd mechanics, In-place operations (saved tensors); "
-               "docs/pytorch-facts.md#saved-output",
+               "derivatives.yaml; docs/pytorch-facts.md#saved-output, #saved-input",
     invalid=(
         Example(
             """
-            def entropy(logits):
+            def entropy(model, ids):
+                logits = model(ids).logits
                 probs = logits.softmax(-1)
                 log_probs = logits.log_softmax(-1)
                 probs.mul_(log_probs)
@@ -62,7 +97,8 @@ RULE = Rule(
                 except ImportError:  # torch < 2.5
                     from torch.distributed._tensor import DTensor
 
-                def entropy(logits):
+                def entropy(model, ids):
+                    logits = model(ids).logits
                     probs = logits.softmax(-1)
                     log_probs = logits.log_softmax(-1)
                     if isinstance(probs, DTensor) and not isinstance(log_probs, DTensor) and getattr(log_probs, "ndim", 0) > 0:
@@ -92,10 +128,58 @@ RULE = Rule(
                     return probs
                 """,
         ),
+        Example(
+            """
+            import torch
+
+            def embed(model, ids):
+                h = model(ids).last_hidden_state * 2
+                h /= torch.linalg.norm(h, dim=-1, keepdim=True)
+                return h
+            """,
+            message="`/=` writes in place to `h` (`model(ids).last_hidden_state * 2`), which `torch.linalg.norm` "
+                    "(line 5) saved for backward as its input",
+            fix="""
+                import torch
+                try:
+                    from torch.distributed.tensor import DTensor
+                except ImportError:  # torch < 2.5
+                    from torch.distributed._tensor import DTensor
+
+                def embed(model, ids):
+                    h = model(ids).last_hidden_state * 2
+                    _h_operand = torch.linalg.norm(h, dim=-1, keepdim=True)
+                    if isinstance(h, DTensor) and not isinstance(_h_operand, DTensor) and getattr(_h_operand, "ndim", 0) > 0:
+                        h = h.full_tensor()
+                    h = h.clone().div_(_h_operand)
+                    return h
+                """,
+        ),
+        Example(
+            """
+            import torch
+
+            def pairwise(x, centers):
+                d = torch.cdist(x, centers)
+                d.clamp_(min=1e-6)
+                return d
+            """,
+            message="`clamp_` writes in place to `d`, `torch.cdist(x, centers)`, whose output autograd saves for "
+                    "backward",
+            fix="""
+                import torch
+
+                def pairwise(x, centers):
+                    d = torch.cdist(x, centers)
+                    d = d.clone().clamp_(min=1e-6)
+                    return d
+                """,
+        ),
     ),
     valid=(
         """
-        def entropy(logits):
+        def entropy(model, ids):
+            logits = model(ids).logits
             probs = logits.softmax(-1)
             log_probs = logits.log_softmax(-1)
             return -(probs * log_probs).sum(-1)
@@ -113,6 +197,14 @@ RULE = Rule(
             probs = scores.softmax(-1)
             F.dropout(probs, 0.1, training=False, inplace=True)
             return probs
+        """,
+        """
+        import torch
+
+        def project(x: torch.Tensor, w):
+            y = x @ w
+            x.mul_(2)
+            return y
         """,
     ),
 )

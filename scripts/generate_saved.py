@@ -1,0 +1,211 @@
+"""Regenerate ``inplace_lint/analysis/_saved_generated.py``: what each op's backward reads.
+
+Run ``python scripts/generate_saved.py`` after a torch upgrade and commit the result. Linting never
+imports torch: the engine reads the generated module.
+
+Source of the facts: torch's own derivative formulas, ``torchgen/packaged/autograd/derivatives.yaml``,
+read with torchgen's loader (``load_derivatives``): for each autograd node (``ExpBackward0``,
+``LinalgVectorNormBackward0``, ...) the tensors its backward formulas read, as ``result`` (the op's
+output) or by input name (``self``, ``other``, ``x1``, ...). See docs/pytorch-facts.md#saved-output
+and #saved-input.
+
+The Python surface (``Tensor.exp``, ``torch.cdist``, ``F.normalize``, ``torch.linalg.norm``, ...) does
+not name its aten op (``torch.linalg.norm`` is ``linalg_vector_norm``, ``torch.cdist`` is
+``_cdist_forward``, ``F.normalize`` is a Python composite of a norm and a division), so each public
+function of ``torch``, ``torch.nn.functional``, ``torch.linalg``, ``torch.special`` and each
+``Tensor`` method is called once on tensors that require grad, with the argument patterns ``(x)``,
+``(x, y)`` and ``(x, -1)``. The graph it builds is walked back to the inputs; for each node that
+derivatives.yaml describes, each tensor the formulas read is compared (by storage, shape and strides)
+with the call's output and inputs. An entry says what holds for *every* pattern that ran (``x.pow(2)``
+saves ``x`` but not its output; ``x.pow(y)`` also saves its output: so ``pow`` saves input 0 only).
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import os
+import pathlib
+import sys
+import warnings
+
+# Names never called (they change global state, touch files or are not tensor ops).
+_SKIP_PREFIXES = (
+    "_", "set_", "save", "load", "manual_seed", "seed", "use_deterministic", "compile", "export", "register",
+    "backward", "retain", "pin_memory", "share_memory", "numpy", "tolist", "storage", "untyped_storage",
+    "data_ptr", "record_stream", "cuda", "module_load", "dump", "print", "apply_", "map_", "new_",
+    "requires_grad", "detach", "vmap", "cond", "func", "jit", "is_", "get_", "sym_", "empty", "from_",
+    "frombuffer", "lobpcg",
+)
+#: argument patterns after the first tensor: none, a second tensor, a number (``-1``: also a dim)
+PATTERNS = ((), ("y",), (-1,))
+NAMESPACES = ("torch", "torch.nn.functional", "torch.linalg", "torch.special", "Tensor")
+
+
+def _derivative_facts():
+    """Autograd node name -> (tensor inputs its backward reads, outputs it reads), from derivatives.yaml."""
+    import torchgen
+    from torchgen.packaged.autograd.load_derivatives import load_derivatives
+
+    root = os.path.dirname(torchgen.__file__)
+    infos = load_derivatives(f"{root}/packaged/autograd/derivatives.yaml",
+                             f"{root}/packaged/ATen/native/native_functions.yaml",
+                             f"{root}/packaged/ATen/native/tags.yaml")[0]
+    facts = {}
+    for group in infos.values():
+        for info in group.values():
+            if info.op:
+                inputs = frozenset(s.nctype.name for s in info.all_saved_inputs if "Tensor" in str(s.nctype.type))
+                facts[info.op] = (inputs, frozenset(s.nctype.name for s in info.all_saved_outputs))
+    return facts
+
+
+def _same(a, b) -> bool:
+    try:
+        return a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
+    except Exception:  # a tensor without storage (a sparse or meta tensor) is neither
+        return False
+
+
+def inputs(only=None):
+    """Two float64 4x4 symmetric positive definite leaves (every linalg op accepts them); both require grad,
+    or only the one at position ``only``."""
+    import torch
+
+    out = []
+    for seed in (0, 1):
+        if only is not None and seed != only:
+            g = torch.Generator().manual_seed(seed)
+            m = torch.rand(4, 4, dtype=torch.float64, generator=g)
+            out.append(m @ m.T + 4 * torch.eye(4, dtype=torch.float64))
+            continue
+        g = torch.Generator().manual_seed(seed)
+        m = torch.rand(4, 4, dtype=torch.float64, generator=g)
+        out.append((m @ m.T + 4 * torch.eye(4, dtype=torch.float64)).requires_grad_())
+    return out
+
+
+def call(namespace: str, name: str, pattern, x, y):
+    """Call ``namespace.name`` on ``x`` with ``pattern`` (``"y"`` stands for the second tensor)."""
+    import torch
+    import torch.nn.functional as F  # noqa: F401
+    import torch.linalg  # noqa: F401
+    import torch.special  # noqa: F401
+
+    args = [y if a == "y" else a for a in pattern]
+    if namespace == "Tensor":
+        return getattr(x, name)(*args)
+    module = {"torch": torch, "torch.nn.functional": torch.nn.functional, "torch.linalg": torch.linalg,
+              "torch.special": torch.special}[namespace]
+    return getattr(module, name)(x, *args)
+
+
+def _probe(facts, namespace, name, pattern, only=None):
+    """(nodes, output saved, input positions saved) for one call, or None when it does not run or builds no
+    graph; ``only``: the position of the one input that requires grad (None: all do)."""
+    import torch
+
+    x, y = inputs(only)
+    given = [x] + ([y] if "y" in pattern else [])
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            out = call(namespace, name, pattern, x, y)
+    except Exception:
+        return None
+    if not isinstance(out, torch.Tensor) or out.grad_fn is None:
+        return None
+    seen, stack, nodes, out_saved, saved = set(), [out.grad_fn], set(), False, set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        kind = type(node).__name__
+        if kind in facts:
+            read_inputs, read_outputs = facts[kind]
+            for attr in read_outputs:
+                value = getattr(node, f"_saved_{attr}", None)
+                if isinstance(value, torch.Tensor) and _same(value, out):
+                    out_saved = True
+                    nodes.add(kind)
+            for attr in read_inputs:
+                try:
+                    value = getattr(node, f"_saved_{attr}")
+                except Exception:
+                    continue
+                for value in value if isinstance(value, (tuple, list)) else (value,):
+                    for position, tensor in enumerate(given):
+                        if isinstance(value, torch.Tensor) and _same(value, tensor):
+                            saved.add(position)
+                            nodes.add(kind)
+        stack.extend(f for f, _ in node.next_functions)
+    return tuple(sorted(nodes)), out_saved, tuple(sorted(saved))
+
+
+def table():
+    """``"torch.cdist"`` / ``"Tensor.exp"`` -> (nodes, backward reads the output, input positions it reads)."""
+    import torch
+
+    warnings.filterwarnings("ignore")
+    facts = _derivative_facts()
+    modules = {"torch": torch, "torch.nn.functional": torch.nn.functional, "torch.linalg": torch.linalg,
+               "torch.special": torch.special, "Tensor": torch.Tensor}
+    out = {}
+    for namespace in NAMESPACES:
+        module = modules[namespace]
+        for name in sorted(dir(module)):
+            if name.startswith(_SKIP_PREFIXES) or name.endswith("_") or name[:1].isupper():
+                continue
+            obj = getattr(module, name, None)
+            if not callable(obj) or inspect.isclass(obj):
+                continue
+            runs = [(p, r) for p, r in ((p, _probe(facts, namespace, name, p)) for p in PATTERNS) if r is not None]
+            if not runs:
+                continue
+            out_saved = all(r[1] for _, r in runs)
+            # an input is a hazard to write when it alone requiring grad makes the backward read it
+            # (``x @ w`` saves ``x`` only for ``w``'s gradient: writing ``x`` is legal when ``w`` needs none)
+            saved = set(range(2))
+            for pattern, _ in runs:
+                for position in range(1 + ("y" in pattern)):
+                    alone = _probe(facts, namespace, name, pattern, only=position)
+                    if alone is None or position not in alone[2]:
+                        saved.discard(position)
+                if "y" not in pattern:
+                    saved.discard(1)
+            saved = sorted(saved)
+            runs = [r for _, r in runs]
+            if out_saved or saved:
+                nodes = sorted(set().union(*(r[0] for r in runs)))
+                key = f"{namespace}.{name}" if namespace != "Tensor" else f"Tensor.{name}"
+                out[key] = (tuple(nodes), out_saved, tuple(saved))
+    return out
+
+
+def generate() -> str:
+    import torch
+
+    rows = "".join(f"    {k!r}: {v!r},\n" for k, v in sorted(table().items()))
+    return (
+        '"""Generated by ``python scripts/generate_saved.py``; do not edit by hand."""\n\n'
+        f"TORCH_VERSION = {torch.__version__.split('+')[0]!r}\n\n"
+        "# Op (``Tensor.<method>``, ``torch.<fn>``, ``torch.nn.functional.<fn>``, ``torch.linalg.<fn>``,\n"
+        "# ``torch.special.<fn>``) -> (autograd nodes, its backward reads the op's output, positions of the\n"
+        "# tensor inputs its backward reads when that input requires grad: 0 is the receiver or first\n"
+        "# argument). From derivatives.yaml;\n"
+        "# only what holds for every argument pattern tried (see scripts/generate_saved.py).\n"
+        "SAVED_FOR_BACKWARD = {\n" + rows + "}\n"
+    )
+
+
+def main() -> None:
+    target = pathlib.Path(__file__).resolve().parents[1] / "inplace_lint" / "analysis" / "_saved_generated.py"
+    text = generate()
+    if "--check" in sys.argv:
+        sys.exit(0 if target.read_text() == text else 1)
+    target.write_text(text)
+    print(f"wrote {target}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""Issue 20: the facts behind the rules, as the messages and fixes state them (the detection fixtures
+check code, line and column; these check what a finding says and whether it offers a fix)."""
+import pathlib
+
+from inplace_lint.config import DEFAULT_SETTINGS
+from inplace_lint.pipeline import check_file
+
+FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "detect"
+
+
+def _findings(relative):
+    result = check_file(str(FIXTURES / relative), DEFAULT_SETTINGS, [], [])
+    assert result.error is None
+    return {f.line: f for f in result.findings}
+
+
+def test_saved_input_message_names_the_op_and_its_line():
+    found = _findings("IPV006/saved_by_derivatives.py")
+    assert found[15].message == (
+        "`/=` writes in place to `h` (`model(ids).last_hidden_state * 2`), which `torch.linalg.norm` (line 15) "
+        "saved for backward as its input: the backward raises")
+    assert found[29].message.startswith("`mul_` writes in place to `h` (`model(ids).logits * 1.0`), which "
+                                        "`F.normalize` (line 28) saved for backward")
+    # through a helper: the caller's tensor decides, and the message names the call
+    assert found[42].message.endswith("which `x.norm` (line 42) saved for backward as its input: the backward "
+                                      "raises, passed by the call at line 47")
+    assert found[9].message == ("`clamp_` writes in place to `d`, `torch.cdist(h, centers)`, whose output "
+                                "autograd saves for backward")
+
+
+def test_saved_output_written_under_no_grad_is_reported_without_a_fix():
+    found = _findings("IPV006/saved_by_derivatives.py")
+    assert found[37].code == "IPV006" and found[37].fix is None
+    assert found[9].fix is not None  # with grad on, the out-of-place form is the fix
+
+
+def test_may_path_finding_names_the_path():
+    found = _findings("IPV004/constant_arguments.py")
+    assert "fresh tensor `batched_eye(..., copy=False)`" in found[15].message
+    assert "fresh tensor `batched_eye(..., copy=False)`" in found[21].message
