@@ -120,45 +120,43 @@ def default_dir(root: pathlib.Path) -> pathlib.Path:
     return user_dir() / "projects" / hashlib.sha1(str(root).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-_KEY: Optional[bytes] = None
+_KEYS: Dict[pathlib.Path, bytes] = {}
 
 
 def user_key() -> Optional[bytes]:
     """The key every cache document is signed with: ``$INPLACE_LINT_CACHE_KEY``, else 32 random bytes
     kept in ``<user_dir>/cache-key`` (mode 0600, made on first use). None when neither is possible
-    (then no cache is read or written)."""
-    global _KEY
+    (then no cache is read or written, and a note says why)."""
     env = os.environ.get(ENV_KEY)
     if env:
         return hashlib.sha256(env.encode("utf-8", "surrogatepass")).digest()
-    if _KEY is not None:
-        return _KEY
     path = user_dir() / "cache-key"
+    key = _KEYS.get(path)
+    if key is not None:
+        return key
     try:
-        data = path.read_bytes()
-        if len(data) >= 32:
-            _KEY = data[:32]
-            return _KEY
-    except OSError:
-        pass
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-key-")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(secrets.token_bytes(32))
         try:
-            os.link(tmp, path)  # never replaces a key another process made meanwhile
-        except FileExistsError:
-            pass
-        finally:
-            os.unlink(tmp)
-        data = path.read_bytes()
-        if len(data) >= 32:
-            _KEY = data[:32]
-            return _KEY
+            data = path.read_bytes()
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-key-")  # mode 0600
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(secrets.token_bytes(32))
+                try:
+                    os.link(tmp, path)  # never replaces a key another process made meanwhile
+                except FileExistsError:
+                    pass
+            finally:
+                os.unlink(tmp)
+            data = path.read_bytes()
+        if len(data) < 32:
+            raise OSError(f"{path} holds fewer than 32 bytes")
     except OSError as exc:
         note(f"cache off: no key to sign it with ({exc}); set {ENV_KEY}")
-    return None
+        return None
+    key = _KEYS[path] = data[:32]
+    return key
 
 
 def content_key(settings_text: str, module: str, is_package: bool, digest: str) -> str:
@@ -197,7 +195,7 @@ def read_document(path: pathlib.Path, key: bytes, kind: str) -> Optional[dict]:
     except (ValueError, RecursionError) as exc:
         raise BadCache(f"not JSON: {exc}") from exc
     if not isinstance(doc, dict) or doc.get("kind") != kind or doc.get("code") != code_key():
-        raise BadCache(f"not a {kind} of this version")
+        raise BadCache(f"not a cache {kind} of this version")
     return doc
 
 
@@ -243,6 +241,13 @@ class Stats:
 
 
 STATS = Stats()
+
+
+def reset() -> None:
+    """Start counting (and noting) afresh: one command's summary line."""
+    global STATS
+    STATS = Stats()
+    NOTES.clear()
 
 
 class Store:
