@@ -352,7 +352,7 @@ def _load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = N
     (:func:`inplace_lint.analysis.parallel_build.build_parallel`; the same summaries and findings).
     """
     from .analysis import cache as disk
-    from .analysis.project import Project, module_name
+    from .analysis.project import Project
 
     mode = mode or project_mode()
     root, loose = _root_and_loose(path)
@@ -409,7 +409,7 @@ def _load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = N
             continue
         digest = _digest(source)
         if store is not None:
-            okey = okeys[file] = disk.content_key(settings_text, *module_name(file), digest)
+            okey = okeys[file] = disk.content_key(settings_text, *_module_name(file), digest)
             stats.contents.add(okey)
             variants = store.variants(okey)
             for variant, encoded in variants.items():
@@ -438,6 +438,10 @@ def _load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = N
             to_walk = [f for f, source, digest in deferred
                        if project.add_file(f, source=source, digest=digest) is None]
             parallel_build.keep_order(project, files)
+    if build and borrowed and not to_walk and not built:
+        signature = disk.signature((project.results[f].module,) + fresh[f][3:] for f in project.results)
+        if store.validated(signature):
+            borrowed = {}  # these very results were built to their fixpoint together before
     if build:
         if not to_walk and not built and borrowed:
             # nothing walked, so no fixpoint looks at them: a result made in another project (or before a
@@ -467,8 +471,11 @@ def _load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = N
                 encoded = disk.encode_result(result, root_text)
                 variant = disk.variant_id(encoded)
                 store.put(okey, variant, encoded)
+                store.remember(okey, variant, result, root_text)
                 fresh[file] = (st.st_mtime_ns, st.st_size, result.digest, okey, variant)
                 changed = True
+            if not project.crashes and set(fresh) >= set(project.results):
+                store.validate(disk.signature((project.results[f].module,) + fresh[f][3:] for f in project.results))
             why = store.flush()
             if changed and why is None:
                 why = store.save_manifest(manifest_file, root, fresh)
@@ -488,12 +495,10 @@ def _from_store(store, okey: str, variant: str, file: str, root: str, encoded=No
     """The result ``variant`` of object ``okey`` decoded for ``file``; None when absent or not valid."""
     from .analysis import cache as disk
 
-    if encoded is None:
-        encoded = store.variants(okey).get(variant)
-        if encoded is None:
-            return None
     try:
-        result = disk.decode_result(encoded, file, root)
+        result = store.result(okey, variant, file, root, encoded)
+    except KeyError:
+        return None
     except disk.BadCache as exc:
         disk.note(f"ignored a cached result of {file}: {exc}; walked again")
         return None
@@ -535,8 +540,34 @@ def _root_and_loose(path: str) -> Tuple[pathlib.Path, bool]:
 
     hit = _ROOTS.get(path)
     if hit is None:
-        hit = _ROOTS[path] = (find_root(path), is_loose(path))
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.isfile(path) and not os.path.islink(path):  # its folder decides (resolved once)
+            hit = _ROOTS.get(folder + os.sep)
+            if hit is None:
+                hit = _ROOTS[folder + os.sep] = (find_root(path), is_loose(path))
+        else:
+            hit = (find_root(path), is_loose(path))
+        _ROOTS[path] = hit
     return hit
+
+
+_PACKAGES: Dict[str, str] = {}
+
+
+def _module_name(path: str) -> Tuple[str, bool]:
+    """:func:`~.analysis.project.module_name`, with each folder's package resolved once."""
+    from .analysis.project import module_name
+
+    if os.path.islink(path):
+        return module_name(path)
+    folder, name = os.path.split(os.path.abspath(path))
+    prefix = _PACKAGES.get(folder)
+    if prefix is None:
+        probe = module_name(os.path.join(folder, "__probe__.py"))[0]  # "pkg.sub.__probe__" or "__probe__"
+        prefix = _PACKAGES[folder] = probe[:-len("__probe__")]
+    if name == "__init__.py":
+        return prefix[:-1] or "__init__", True
+    return prefix + name[:-3] if name.endswith(".py") else module_name(path)[0], False
 
 
 _KEEP_FUNCTION_WALKS = False

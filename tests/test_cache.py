@@ -30,10 +30,10 @@ def fresh_process_state(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
     monkeypatch.delenv(cache.ENV_KEY, raising=False)
     pipeline._PROJECTS.clear()
-    cache.Store._memory.clear()
+    cache.reset()
     yield
     pipeline._PROJECTS.clear()
-    cache.Store._memory.clear()
+    cache.reset()
     pipeline.set_project_mode(False)
 
 
@@ -45,8 +45,7 @@ def _copy(name: str, where: pathlib.Path) -> pathlib.Path:
 def _check(args, capsys):
     """``check`` in this process: (exit code, findings as (path relative to the checked folder, line, col,
     code, message), stderr)."""
-    pipeline._PROJECTS.clear()
-    cache.Store._memory.clear()  # what a new process would have: only the disk
+    pipeline._PROJECTS.clear()  # what a new process would have: only the disk (main() resets the cache's memory)
     code = main(["check", "-j", "1", *args])
     out, err = capsys.readouterr()
     root = pathlib.Path(args[-1]).resolve()
@@ -280,7 +279,6 @@ def test_parallel_check_and_a_quiet_run(tmp_path, capsys):
     shared = tmp_path / "shared-cache"
     serial = _check(["--cache-dir", str(shared), str(forks)], capsys)
     pipeline._PROJECTS.clear()
-    cache.Store._memory.clear()
     code = main(["check", "-j", "2", "--cache-dir", str(shared), str(forks)])
     out, err = capsys.readouterr()
     assert code == serial[0]
@@ -335,3 +333,36 @@ def test_flake8_reads_a_shared_cache_dir(tmp_path, capsys):
     _check(["-q", "--cache-dir", str(shared), str(project)], capsys)
     assert flake8() == []  # alone: ops.scale_ is not seen
     assert flake8(f"--ipv-cache-dir={shared}") == ["rl/engine.py:10:9:", "rl/engine.py:9:9:"]
+
+
+def test_a_new_mix_of_known_texts_picks_the_variant_that_holds(tmp_path, capsys):
+    """engine.py reads ops.py's summary: two forks with two texts of ops.py leave two results of engine.py's
+    one text; a third fork mixing known texts takes the one whose dependencies hold there, walking nothing."""
+    from inplace_lint.analysis.project import Project
+
+    forks = tmp_path / "forks"
+    a, b, c = (_copy("rlpkg", forks / name) for name in ("a", "b", "c"))
+    for fork, ops_changed, extra in ((a, False, 1), (b, True, 2), (c, False, 2)):
+        (fork / "rl" / "extra.py").write_text(f"X = {extra}\n")
+        if ops_changed:
+            ops = fork / "rl" / "ops.py"
+            ops.write_text(ops.read_text().replace("    logits.div_(t)  # a mutating helper", "    logits = logits / t  #"))
+    expected = {f.name: _check(["-q", "--no-cache", str(f)], capsys)[1] for f in (a, b, c)}
+    assert expected["a"] == expected["c"] != expected["b"]
+    shared = tmp_path / "shared"
+    _check(["--cache-dir", str(shared), str(a)], capsys)
+    _check(["--cache-dir", str(shared), str(b)], capsys)
+    walks = []
+    original = Project.walk
+
+    def counting(self, path):
+        walks.append(path)
+        return original(self, path)
+
+    Project.walk = counting
+    try:
+        code, found, err = _check(["--cache-dir", str(shared), str(c)], capsys)
+    finally:
+        Project.walk = original
+    assert found == expected["c"] and walks == []
+    assert err.splitlines()[-1] == "inplace-lint: cache: 6 files seen, 6 unique contents, 6 reused"

@@ -244,10 +244,14 @@ STATS = Stats()
 
 
 def reset() -> None:
-    """Start counting (and noting) afresh: one command's summary line."""
+    """Start afresh, as a new process would (one command's summary line and notes; what was read from
+    the disk is read again)."""
     global STATS
     STATS = Stats()
     NOTES.clear()
+    Store._memory.clear()
+    Store._decoded.clear()
+    Store._valid.clear()
 
 
 class Store:
@@ -257,11 +261,59 @@ class Store:
     #: directory: a second copy of a project reuses the first copy's walks without reading them again
     _memory: Dict[Tuple[str, str], Dict[str, Any]] = {}
 
+    #: (folder, object key, variant) -> (the result decoded for one path, its project root): the same
+    #: text in another project is :func:`rebase`\ d from it instead of decoded again
+    _decoded: Dict[Tuple[str, str, str], Tuple[FileResult, Optional[str]]] = {}
+    #: (folder, signature) of projects whose results were checked to hold together (:meth:`validated`)
+    _valid: Set[Tuple[str, str]] = set()
+
     def __init__(self, directory: pathlib.Path, key: bytes) -> None:
         self.directory = directory
         self.key = key
         self._dir_text = str(directory)
         self._dirty: Set[str] = set()
+
+    def result(self, okey: str, variant: str, path: str, root: Optional[str], encoded: Any = None) -> FileResult:
+        """The result ``variant`` of object ``okey`` for ``path``; raises :class:`BadCache`, KeyError
+        when there is no such variant."""
+        memo = self._decoded.get((self._dir_text, okey, variant))
+        if memo is not None:
+            return rebase(memo[0], path, root, memo[1])
+        if encoded is None:
+            encoded = self.variants(okey)[variant]
+        result = decode_result(encoded, path, root)
+        self._decoded[(self._dir_text, okey, variant)] = (result, root)
+        return result
+
+    def remember(self, okey: str, variant: str, result: FileResult, root: Optional[str]) -> None:
+        """A result just walked, as the template of its variant (no decoding when another copy needs it)."""
+        self._decoded.setdefault((self._dir_text, okey, variant), (result, root))
+
+    # ---- sets of results known to hold together
+
+    def _valid_path(self, signature: str) -> pathlib.Path:
+        return self.directory / "valid" / signature[:2] / f"{signature}.json"
+
+    def validated(self, signature: str) -> bool:
+        """Whether a project made of exactly these results (module, object, variant of every file:
+        :func:`signature`) was built to its fixpoint before: then none of them need be checked again."""
+        if (self._dir_text, signature) in self._valid:
+            return True
+        try:
+            doc = read_document(self._valid_path(signature), self.key, "validation")
+        except BadCache as exc:
+            note(f"ignored the cache file {self._valid_path(signature)}: {exc}")
+            return False
+        if doc is not None and doc.get("signature") == signature:
+            self._valid.add((self._dir_text, signature))
+            return True
+        return False
+
+    def validate(self, signature: str) -> None:
+        if (self._dir_text, signature) not in self._valid:
+            self._valid.add((self._dir_text, signature))
+            write_document(self._valid_path(signature), self.key,
+                           {"kind": "validation", "code": code_key(), "signature": signature})
 
     @classmethod
     def open(cls, directory: pathlib.Path) -> Optional["Store"]:
@@ -360,6 +412,11 @@ class Store:
                 break  # a read-only folder: the others would fail alike
         self._dirty.clear()
         return why
+
+
+def signature(entries) -> str:
+    """``entries``: (module, object key, variant) of every file of a project, in any order."""
+    return hashlib.sha1("\n".join(sorted("\0".join(e) for e in entries)).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def variant_id(encoded: Any) -> str:
@@ -615,6 +672,46 @@ class _Decoder:
         return ModuleIndex(_str(module), self.p(path), _bool(is_package), _str_map(imports),
                            {k: _strs(v) for k, v in _dict(functions).items()}, classes_out, attributes_out,
                            _ostr(value_refs))
+
+
+def rebase(result: FileResult, path: str, root: Optional[str], old_root: Optional[str]) -> FileResult:
+    """``result`` (decoded for another copy of the same text) for ``path`` in the project at ``root``:
+    what :func:`decode_result` would give, without decoding again. The values that hold no path are
+    shared (they are frozen); the rest are copied with the paths moved."""
+    old_path = result.path
+    old_prefix = old_root.rstrip(os.sep) + os.sep if old_root else None
+    new_prefix = root.rstrip(os.sep) + os.sep if root else ""
+
+    def p(x: Optional[str]) -> Optional[str]:
+        if x is None:
+            return None
+        if x == old_path:
+            return path
+        if old_prefix and x.startswith(old_prefix):
+            return new_prefix + x[len(old_prefix):]
+        return x
+
+    def write(w: ParamWrite) -> ParamWrite:
+        fields = dict(w.__dict__, path=p(w.path))
+        if w.via is not None:
+            fields["via"] = (w.via[0], p(w.via[1]), w.via[2])
+        return _make(ParamWrite, **fields)
+
+    functions = {}
+    for qual, s in result.functions.items():
+        if s.writes:
+            s = _make(FunctionSummary, **dict(s.__dict__, writes=tuple(write(w) for w in s.writes)))
+        functions[qual] = s
+    findings = []
+    for lf in result.findings:
+        if any(r.path is not None for r in lf.finding.related):
+            related = tuple(_make(Related, **dict(r.__dict__, path=p(r.path))) for r in lf.finding.related)
+            lf = dataclasses.replace(lf, finding=_make(Finding, **dict(lf.finding.__dict__, related=related)))
+        findings.append(lf)
+    index = _make(ModuleIndex, **dict(result.index.__dict__, path=p(result.index.path)))
+    calls = [_make(CallSite, **dict(c.__dict__, path=p(c.path))) for c in result.calls]
+    return FileResult(path, result.module, result.digest, index, functions, calls, findings, result.deps,
+                      result.error)
 
 
 def decode_result(encoded: Any, path: str, root: Optional[str]) -> FileResult:
