@@ -97,7 +97,8 @@ OPTIONS: Dict[str, Tuple[Optional[str], str, str]] = {
     "exclude": (None, "list", "glob patterns of paths to skip"),
     "per-file-ignores": (None, "per-file", "glob:CODES entries: codes not reported in files matching the glob"),
     "fix-style": (None, "fix-style", "runtime (call inplace_lint.runtime) or inline (plain torch)"),
-    "cache-dir": (None, "path", "where project summaries are cached (default: .inplace_lint_cache in the project root)"),
+    "cache-dir": (None, "path", "where project summaries are cached, by content, shared by every project "
+                                "checked with it (default: .inplace_lint_cache in the project root)"),
 }
 
 #: values of ``fix-style``; the first is the default

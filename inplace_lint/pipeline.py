@@ -481,6 +481,7 @@ def _load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = N
                 why = store.save_manifest(manifest_file, root, fresh)
             if why is not None:
                 disk.note(f"cache not written: {why}")
+            store.compact()
     import time
 
     _PROJECTS[key] = _Loaded(project, manifest_file, fresh, time.monotonic())

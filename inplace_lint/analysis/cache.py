@@ -281,6 +281,8 @@ class Store:
             return rebase(memo[0], path, root, memo[1])
         if encoded is None:
             encoded = self.variants(okey)[variant]
+            if encoded is None:
+                raise KeyError(variant)
         result = decode_result(encoded, path, root)
         self._decoded[(self._dir_text, okey, variant)] = (result, root)
         return result
@@ -395,10 +397,19 @@ class Store:
             return
         new = {variant: encoded}
         for k, v in old.items():
-            if len(new) < MAX_VARIANTS:
+            if len(new) < MAX_VARIANTS and v is not None:  # (one let go by compact() is not rewritten)
                 new[k] = v
         self._memory[(self._dir_text, okey)] = new
         self._dirty.add(okey)
+
+    def compact(self) -> None:
+        """Let go of the JSON form of every result that has a decoded one (a long-lived process, the
+        language server, would otherwise keep both)."""
+        for (folder, okey), variants in self._memory.items():
+            if folder == self._dir_text:
+                for variant in variants:
+                    if (folder, okey, variant) in self._decoded:
+                        variants[variant] = None
 
     def flush(self) -> Optional[str]:
         """Write the objects changed since the last flush; returns why one could not be written."""
