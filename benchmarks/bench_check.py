@@ -187,7 +187,7 @@ def main():
 def _forget(pipeline) -> None:
     """What a new process would hold: no project, nothing read from a cache folder, no resolved paths."""
     pipeline._PROJECTS.clear()
-    for name in ("_ROOTS", "_PACKAGES"):
+    for name in ("_ROOTS", "_PACKAGES", "_TWINS"):
         getattr(pipeline, name, {}).clear()
     from inplace_lint.analysis import cache
 

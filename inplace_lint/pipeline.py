@@ -314,8 +314,17 @@ def _refresh(loaded: _Loaded, build: bool) -> None:
 _PROJECTS: Dict[tuple, _Loaded] = {}
 
 
+_LAST_DIGEST: Tuple[Optional[str], str] = (None, "")
+
+
 def _digest(source: str) -> str:
-    return hashlib.sha1(source.encode("utf-8", "surrogatepass")).hexdigest()
+    """The content hash of a text (the last one is kept: a check asks twice for the same text)."""
+    global _LAST_DIGEST
+    if _LAST_DIGEST[0] is source:
+        return _LAST_DIGEST[1]
+    digest = hashlib.sha1(source.encode("utf-8", "surrogatepass")).hexdigest()
+    _LAST_DIGEST = (source, digest)
+    return digest
 
 
 def project_files(root: pathlib.Path) -> List[str]:
@@ -438,10 +447,14 @@ def _load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = N
             to_walk = [f for f, source, digest in deferred
                        if project.add_file(f, source=source, digest=digest) is None]
             parallel_build.keep_order(project, files)
+    signature = None
     if build and borrowed and not to_walk and not built:
         signature = disk.signature((project.results[f].module,) + fresh[f][3:] for f in project.results)
         if store.validated(signature):
             borrowed = {}  # these very results were built to their fixpoint together before
+            twin = _TWINS.get((signature, settings))
+            if twin is not None:
+                project.adopt_final(twin)  # another copy of this project, checked in this process
     if build:
         if not to_walk and not built and borrowed:
             # nothing walked, so no fixpoint looks at them: a result made in another project (or before a
@@ -475,7 +488,9 @@ def _load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = N
                 fresh[file] = (st.st_mtime_ns, st.st_size, result.digest, okey, variant)
                 changed = True
             if not project.crashes and set(fresh) >= set(project.results):
-                store.validate(disk.signature((project.results[f].module,) + fresh[f][3:] for f in project.results))
+                signature = disk.signature((project.results[f].module,) + fresh[f][3:] for f in project.results)
+                store.validate(signature)
+                _TWINS.setdefault((signature, settings), project)
             why = store.flush()
             if changed and why is None:
                 why = store.save_manifest(manifest_file, root, fresh)
@@ -531,6 +546,9 @@ def _still_valid(project, borrowed, fresh, root: str, store) -> List[str]:
     return [f for f in project._ordered() if f in borrowed and project.stale(project.results[f])]
 
 
+#: (signature of its results, settings) -> a project loaded in this process: another copy of it (a fork
+#: with the same files) takes its project pass (:meth:`~.analysis.project.Project.adopt_final`)
+_TWINS: Dict[tuple, object] = {}
 _ROOTS: Dict[str, Tuple[pathlib.Path, bool]] = {}
 
 

@@ -366,3 +366,31 @@ def test_a_new_mix_of_known_texts_picks_the_variant_that_holds(tmp_path, capsys)
         Project.walk = original
     assert found == expected["c"] and walks == []
     assert err.splitlines()[-1] == "inplace-lint: cache: 6 files seen, 6 unique contents, 6 reused"
+
+
+def test_a_copy_takes_the_project_pass_of_its_twin(tmp_path):
+    """adopt_final: the project pass of another copy, with this copy's call sites: the same findings,
+    related locations included, as the pass computed here; refused when a file differs."""
+    from inplace_lint.analysis.project import Project
+
+    def load(root):
+        project = Project(DEFAULT_SETTINGS, root)
+        for path in sorted(root.rglob("*.py")):
+            project.add_file(str(path))
+        project.build()
+        return project
+
+    a, b = load(_copy("rlpkg", tmp_path / "a")), load(_copy("rlpkg", tmp_path / "b"))
+    assert b.adopt_final(a)
+    adopted = {p[len(str(tmp_path / "b")):]: b.findings(p) for p in b.results}
+    b._final = None
+    computed = {p[len(str(tmp_path / "b")):]: b.findings(p) for p in b.results}
+    assert sum(map(len, computed.values())) == 3
+    assert {k: [(f, f.fix, f.related) for f in v] for k, v in adopted.items()} == \
+        {k: [(f, f.fix, f.related) for f in v] for k, v in computed.items()}
+    assert any(r.path and r.path.startswith(str(tmp_path / "b")) for v in adopted.values() for f in v
+               for r in f.related)
+    c = _copy("rlpkg", tmp_path / "c")
+    ops = c / "rl" / "ops.py"
+    ops.write_text(ops.read_text().replace("    logits.div_(t)  # a mutating helper", "    logits = logits / t  #"))
+    assert not load(c).adopt_final(a)

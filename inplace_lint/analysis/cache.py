@@ -199,12 +199,22 @@ def read_document(path: pathlib.Path, key: bytes, kind: str) -> Optional[dict]:
     return doc
 
 
+_MADE: Set[str] = set()
+
+
 def write_document(path: pathlib.Path, key: bytes, doc: dict) -> Optional[str]:
     """Write atomically; returns why not (a read-only tree is not an error)."""
     body = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        folder = str(path.parent)
+        if folder not in _MADE:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _MADE.add(folder)
+        try:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        except FileNotFoundError:  # removed since it was made
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(f"{_MAGIC} {FORMAT} {_sign(key, body)}\n".encode())
