@@ -447,14 +447,13 @@ def _load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = N
             to_walk = [f for f, source, digest in deferred
                        if project.add_file(f, source=source, digest=digest) is None]
             parallel_build.keep_order(project, files)
-    signature = None
-    if build and borrowed and not to_walk and not built:
+    if build and store is not None and not to_walk and not built and set(fresh) >= set(project.results):
         signature = disk.signature((project.results[f].module,) + fresh[f][3:] for f in project.results)
-        if store.validated(signature):
+        if borrowed and store.validated(signature):
             borrowed = {}  # these very results were built to their fixpoint together before
-            twin = _TWINS.get((signature, settings))
-            if twin is not None:
-                project.adopt_final(twin)  # another copy of this project, checked in this process
+        twin = _TWINS.get((signature, settings))
+        if twin is not None and not borrowed:
+            project.adopt_final(twin)  # another copy of this project, checked in this process
     if build:
         if not to_walk and not built and borrowed:
             # nothing walked, so no fixpoint looks at them: a result made in another project (or before a
