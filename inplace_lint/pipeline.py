@@ -455,10 +455,11 @@ def _load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = N
         if twin is not None and not borrowed:
             project.adopt_final(twin)  # another copy of this project, checked in this process
     if build:
-        if not to_walk and not built and borrowed:
+        gone = any(f not in fresh for f in manifest)  # deleted since: what read its summaries may not hold
+        if not to_walk and not built and (borrowed or gone):
             # nothing walked, so no fixpoint looks at them: a result made in another project (or before a
             # dependency changed) must still hold here, else another variant of its text, else a walk
-            to_walk = _still_valid(project, borrowed, fresh, root_text, store)
+            to_walk = _still_valid(project, borrowed, fresh, root_text, store, everything=gone)
         if not built:
             project.build(to_walk)  # walks to_walk, then again every file (borrowed ones too) that is stale
         reused = {file for file, entry in fresh.items() if project.results.get(file) is not None
@@ -521,10 +522,11 @@ def _from_store(store, okey: str, variant: str, file: str, root: str, encoded=No
     return result
 
 
-def _still_valid(project, borrowed, fresh, root: str, store) -> List[str]:
+def _still_valid(project, borrowed, fresh, root: str, store, everything: bool = False) -> List[str]:
     """Files whose result came from another walk than this project's last (another project, or a text
-    seen before) and read a summary that differs here: another variant of the same text where one
-    holds, else the file is to be walked again (returned, in the project's order)."""
+    seen before; with ``everything``, any file) and read a summary that differs here: another variant
+    of the same text where one holds, else the file is to be walked again (returned, in the project's
+    order)."""
     for _ in range(2):  # a variant swapped in may make another file's hold (or stop holding)
         swapped = False
         for file in project._ordered():
@@ -542,7 +544,7 @@ def _still_valid(project, borrowed, fresh, root: str, store) -> List[str]:
                     break
         if not swapped:
             break
-    return [f for f in project._ordered() if f in borrowed and project.stale(project.results[f])]
+    return [f for f in project._ordered() if (everything or f in borrowed) and project.stale(project.results[f])]
 
 
 #: (signature of its results, settings) -> a project loaded in this process: another copy of it (a fork

@@ -394,3 +394,11 @@ def test_a_copy_takes_the_project_pass_of_its_twin(tmp_path):
     ops = c / "rl" / "ops.py"
     ops.write_text(ops.read_text().replace("    logits.div_(t)  # a mutating helper", "    logits = logits / t  #"))
     assert not load(c).adopt_final(a)
+
+
+def test_a_deleted_file_walks_what_read_it_again(tmp_path, capsys):
+    project = _copy("rlpkg", tmp_path / "rlpkg")
+    _check(["-q", str(project)], capsys)
+    (project / "rl" / "ops.py").unlink()
+    expected = _check(["-q", "--no-cache", str(project)], capsys)[1]
+    assert _check(["-q", str(project)], capsys)[1] == expected

@@ -322,7 +322,7 @@ class Store:
         return False
 
     def validate(self, signature: str) -> None:
-        if (self._dir_text, signature) not in self._valid:
+        if not self.validated(signature):
             self._valid.add((self._dir_text, signature))
             write_document(self._valid_path(signature), self.key,
                            {"kind": "validation", "code": code_key(), "signature": signature})
