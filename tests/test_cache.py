@@ -402,3 +402,23 @@ def test_a_deleted_file_walks_what_read_it_again(tmp_path, capsys):
     (project / "rl" / "ops.py").unlink()
     expected = _check(["-q", "--no-cache", str(project)], capsys)[1]
     assert _check(["-q", str(project)], capsys)[1] == expected
+
+
+def test_a_fifo_or_a_link_where_the_cache_goes(tmp_path, capsys):
+    """A FIFO planted as a cache file does not hang the check; a cache folder that is a link is not used."""
+    project = _copy("rlpkg", tmp_path / "rlpkg")
+    expected = _check(["-q", "--no-cache", str(project)], capsys)[:2]
+    _check(["-q", str(project)], capsys)
+    [manifest] = _documents(project / ".inplace_lint_cache")[:1]
+    manifest.unlink()
+    os.mkfifo(manifest)
+    code, found, err = _check(["-q", "-v", str(project)], capsys)
+    assert (code, found) == expected
+    assert f"inplace-lint: ignored the cache file {manifest}: not a regular file; rebuilt" in err.splitlines()
+    shutil.rmtree(project / ".inplace_lint_cache")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / ".inplace_lint_cache").symlink_to(elsewhere)
+    assert _check(["-q", str(project)], capsys)[:2] == expected
+    assert list(elsewhere.iterdir()) == []
+    assert list((tmp_path / "user-cache" / "inplace-lint" / "projects").glob("*/manifests/*.json"))

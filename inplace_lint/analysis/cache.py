@@ -35,6 +35,7 @@ import json
 import os
 import pathlib
 import secrets
+import stat
 import tempfile
 from typing import Any, Dict, List, Optional, Set, Tuple
 
@@ -49,6 +50,8 @@ FORMAT = 6
 _MAGIC = "inplace-lint-cache"
 #: results of one text kept per object (projects whose other files differ may each need their own)
 MAX_VARIANTS = 4
+#: a cache document larger than this is not read (a result of a 5 MB file with 42k findings is ~60 MB)
+MAX_BYTES = 1 << 30
 #: the per-user key: its text in this variable (hex or any string), else a key file (:func:`user_key`)
 ENV_KEY = "INPLACE_LINT_CACHE_KEY"
 
@@ -107,13 +110,14 @@ def user_dir() -> pathlib.Path:
 
 
 def default_dir(root: pathlib.Path) -> pathlib.Path:
-    """``<root>/.inplace_lint_cache`` when the user owns ``root`` and may write in it; else (a tree of
-    someone else, a read-only checkout) ``<user_dir>/projects/<hash of root>``: nothing is written into
-    a tree the user does not own."""
+    """``<root>/.inplace_lint_cache`` when the user owns ``root`` and may write in it (and it is not a
+    symbolic link); else (a tree of someone else, a read-only checkout) ``<user_dir>/projects/<hash of
+    root>``: nothing is written into a tree the user does not own."""
     try:
         st = os.stat(root)
         owned = not hasattr(os, "getuid") or st.st_uid == os.getuid()
-        if owned and os.access(root, os.W_OK):
+        # a cache folder that is a link (planted in the tree) would send the cache's writes elsewhere
+        if owned and os.access(root, os.W_OK) and not os.path.islink(root / CACHE_DIR_NAME):
             return root / CACHE_DIR_NAME
     except OSError:
         pass
@@ -176,12 +180,26 @@ def read_document(path: pathlib.Path, key: bytes, kind: str) -> Optional[dict]:
     """The JSON object in ``path``, when it is one this user wrote; None when there is none; raises
     :class:`BadCache` when there is a file that is not one."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        # not blocking: a FIFO planted where a cache file goes must not hang the check
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise BadCache(f"cannot read: {exc.strerror or exc}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BadCache("not a regular file")
+        if st.st_size > MAX_BYTES:
+            raise BadCache(f"larger than {MAX_BYTES >> 20} MiB")
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            data = fh.read()
+    except OSError as exc:
+        raise BadCache(f"cannot read: {exc.strerror or exc}") from exc
+    finally:
+        if fd >= 0:
+            os.close(fd)
     head, newline, body = data.partition(b"\n")
     parts = head.split(b" ")
     if not newline or len(parts) != 3 or parts[0] != _MAGIC.encode():
