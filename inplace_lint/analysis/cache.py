@@ -176,7 +176,7 @@ def _sign(key: bytes, body: bytes) -> str:
     return hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
-def read_document(path: pathlib.Path, key: bytes, kind: str) -> Optional[dict]:
+def read_document(path, key: bytes, kind: str) -> Optional[dict]:
     """The JSON object in ``path``, when it is one this user wrote; None when there is none; raises
     :class:`BadCache` when there is a file that is not one."""
     try:
@@ -220,19 +220,19 @@ def read_document(path: pathlib.Path, key: bytes, kind: str) -> Optional[dict]:
 _MADE: Set[str] = set()
 
 
-def write_document(path: pathlib.Path, key: bytes, doc: dict) -> Optional[str]:
-    """Write atomically; returns why not (a read-only tree is not an error)."""
+def write_document(path, key: bytes, doc: dict) -> Optional[str]:
+    """Write atomically (``path``: a str or a Path); returns why not (a read-only tree is not an error)."""
     body = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
     try:
-        folder = str(path.parent)
+        folder = os.path.dirname(path)
         if folder not in _MADE:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(folder, exist_ok=True)
             _MADE.add(folder)
         try:
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
         except FileNotFoundError:  # removed since it was made
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            os.makedirs(folder, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(f"{_MAGIC} {FORMAT} {_sign(key, body)}\n".encode())
@@ -300,6 +300,8 @@ class Store:
         self.key = key
         self._dir_text = str(directory)
         self._dirty: Set[str] = set()
+        #: no object folder yet (a cold cache): nothing to look up
+        self._no_objects = not os.path.isdir(os.path.join(self._dir_text, "objects"))
 
     def result(self, okey: str, variant: str, path: str, root: Optional[str], encoded: Any = None) -> FileResult:
         """The result ``variant`` of object ``okey`` for ``path``; raises :class:`BadCache`, KeyError
@@ -350,8 +352,8 @@ class Store:
         key = user_key()
         return cls(directory, key) if key is not None else None
 
-    def _object_path(self, okey: str) -> pathlib.Path:
-        return self.directory / "objects" / okey[:2] / f"{okey}.json"
+    def _object_path(self, okey: str) -> str:
+        return os.path.join(self._dir_text, "objects", okey[:2], okey + ".json")
 
     def manifest_path(self, root: pathlib.Path, settings_text: str) -> pathlib.Path:
         name = hashlib.sha1(f"{code_key()}|{root}|{settings_text}".encode("utf-8", "surrogatepass")).hexdigest()
@@ -401,6 +403,8 @@ class Store:
         if memo is not None:
             return memo
         out: Dict[str, Any] = {}
+        if self._no_objects:
+            return out  # (not remembered: put() fills the memory)
         path = self._object_path(okey)
         try:
             doc = read_document(path, self.key, "object")
