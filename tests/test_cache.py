@@ -422,3 +422,9 @@ def test_a_fifo_or_a_link_where_the_cache_goes(tmp_path, capsys):
     assert _check(["-q", str(project)], capsys)[:2] == expected
     assert list(elsewhere.iterdir()) == []
     assert list((tmp_path / "user-cache" / "inplace-lint" / "projects").glob("*/manifests/*.json"))
+
+
+def test_the_codec_knows_every_field_of_the_value_types():
+    """A field added to a stored value type (on another branch) turns the cache off until the codec
+    (encode_result, decode_result, rebase) stores it; this test says so first."""
+    assert cache.CODEC_MATCHES, {t.__name__: [f.name for f in dataclasses.fields(t)] for t in cache._SHAPES}

@@ -349,6 +349,10 @@ class Store:
 
     @classmethod
     def open(cls, directory: pathlib.Path) -> Optional["Store"]:
+        if not CODEC_MATCHES:
+            note("cache off: the analysis' value types have fields this cache format does not store "
+                 "(inplace_lint/analysis/cache.py must learn them)")
+            return None
         key = user_key()
         return cls(directory, key) if key is not None else None
 
@@ -473,6 +477,26 @@ def variant_id(encoded: Any) -> str:
 # A result is a JSON array; each value type a fixed-length array of its fields. Origins are kept once
 # per result in a table and named by their position. A path is 0 (the file itself), "./rel" (under the
 # project root) or absolute.
+
+#: the fields the codec below stores, per value type: a type that gains a field (another branch) turns
+#: the cache off (a result without it would be wrong) until the codec learns it
+_SHAPES = {
+    Step: ("kind", "text", "line", "no_grad"),
+    Origin: ("root", "root_text", "root_line", "steps", "root_no_grad", "certain_tensor"),
+    Edit: ("line", "col", "end_line", "end_col", "content"),
+    Fix: ("applicability", "kind", "message", "reason", "edits"),
+    Related: ("message", "line", "col", "path"),
+    Finding: ("code", "line", "col", "end_line", "end_col", "message", "op", "write_kind", "target", "origin",
+              "fix", "related"),
+    ParamWrite: ("func", "index", "path", "line", "col", "end_line", "end_col", "op", "kind", "steps", "target",
+                 "no_grad", "kept", "via", "op_name", "point_index", "guard", "fix", "fix_if_callers"),
+    CallSite: ("caller", "callee", "path", "line", "col", "args", "no_grad", "callback", "unread", "bound"),
+    FunctionSummary: ("qual", "params", "returns", "writes", "declared_no_grad", "observed", "static"),
+    LocalFinding: ("finding", "func", "grad_rule", "observed", "fix_if_callers", "param_rooted"),
+    ModuleIndex: ("module", "path", "is_package", "imports", "functions", "classes", "attributes", "value_refs"),
+    FileResult: ("path", "module", "digest", "index", "functions", "calls", "findings", "deps", "error"),
+}
+CODEC_MATCHES = all(tuple(f.name for f in dataclasses.fields(t)) == names for t, names in _SHAPES.items())
 
 _ROOT_KINDS = {k.value: k for k in RootKind}
 _STEP_KINDS = {k.value: k for k in StepKind}
