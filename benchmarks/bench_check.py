@@ -13,7 +13,12 @@ Prints:
      machine whose cores are busy with other work the wall-clock ratio says little: the CPU seconds
      and the load average are printed with it.
 
-Usage: python benchmarks/bench_check.py [PATH] [--repeat N] [--only-jobs]
+  5. (``--only-cache``) ``check -j 1`` of every file, cold and warm cache, and the warm cache's load alone
+     (:func:`inplace_lint.pipeline.load_project` in a process that has read nothing yet), vs ``ast.parse``
+     of the same files (warm target <= 0.5); with ``--baseline CHECKOUT`` the same figures of another
+     checkout's code (main's), measured in separate processes that alternate with this checkout's.
+
+Usage: python benchmarks/bench_check.py [PATH] [--repeat N] [--only-jobs] [--only-cache [--baseline CHECKOUT]]
 Each figure is the median of N runs (default 3); flake8 runs with -j1 so the
 ratio is not blurred by process-pool start-up, alone and with the plugin in
 alternating pairs (the ratio is the median of the pairs' ratios, in CPU time
@@ -65,6 +70,11 @@ def main():
     parser.add_argument("path", nargs="?")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only-jobs", action="store_true", help="only figure 4 (check -j 2 vs -j 1)")
+    parser.add_argument("--only-cache", action="store_true",
+                        help="only figure 5 (cold and warm check -j 1 and the cache's load vs ast.parse)")
+    parser.add_argument("--baseline", metavar="CHECKOUT",
+                        help="with --only-cache: also measure the inplace-lint code in CHECKOUT (e.g. main's) "
+                             "in the same run, alternating with this one")
     args = parser.parse_args()
     if args.path:
         root = pathlib.Path(args.path)
@@ -92,26 +102,29 @@ def main():
         return [check_file(f, DEFAULT_SETTINGS, [], []) for f in files]
 
     def cold():
-        pipeline._PROJECTS.clear()
+        _forget(pipeline)
         pipeline.set_project_mode(True, use_cache=True, cache_dir=tempfile.mkdtemp(prefix="ipv-bench-"))
         check_all()
 
     warm_dir = tempfile.mkdtemp(prefix="ipv-bench-warm-")
 
     def warm():
-        pipeline._PROJECTS.clear()
+        _forget(pipeline)
         pipeline.set_project_mode(True, use_cache=True, cache_dir=warm_dir)
         check_all()
 
     one_file = max(files, key=lambda f: "fsdp" in f and "transformer_impl" in f)
 
     def one_warm():
-        pipeline._PROJECTS.clear()
+        _forget(pipeline)
         pipeline.set_project_mode(True, use_cache=True, cache_dir=warm_dir)
         check_file(one_file, DEFAULT_SETTINGS, [], [])
 
     if args.only_jobs:
         _jobs_figure(root, args.repeat)
+        return
+    if args.only_cache:
+        _cache_figure(root, args.repeat, args.baseline)
         return
     # flake8 alone and with the plugin, in alternating pairs: a machine that slows down or speeds up
     # during the run moves both halves of a pair alike (one run after the other blurred the ratio by
@@ -169,6 +182,94 @@ def main():
     print(f"one file, warm cache (in process) {single_warm * 1000:7.1f} ms  (target <= 100 ms): {one_file}")
     print(f"inplace-lint fix --diff (alone)  {fix:8.3f} s   ratio {fix / single:.3f}  vs check alone (target <= 1.5)")
     _jobs_figure(root, args.repeat)
+
+
+def _forget(pipeline) -> None:
+    """What a new process would hold: no project, nothing read from a cache folder, no resolved paths."""
+    pipeline._PROJECTS.clear()
+    for name in ("_ROOTS", "_PACKAGES", "_TWINS"):
+        getattr(pipeline, name, {}).clear()
+    from inplace_lint.analysis import cache
+
+    if hasattr(cache, "reset"):
+        cache.reset()
+
+
+#: figure 5, run in a fresh process with ``sys.path[0]`` = the checkout measured: prints one JSON line
+_CACHE_FIGURE = r"""
+import ast, json, pathlib, statistics, sys, tempfile, time
+sys.path.insert(0, sys.argv[1])
+from inplace_lint import pipeline
+from inplace_lint.adapters.files import iter_python_files
+from inplace_lint.config import DEFAULT_SETTINGS
+from inplace_lint.pipeline import check_file
+sys.path.insert(0, sys.argv[4])
+from benchmarks.bench_check import _forget
+files = list(iter_python_files([sys.argv[2]], []))
+sources = [pathlib.Path(f).read_text(encoding="utf-8") for f in files]
+repeat = int(sys.argv[3])
+
+def median(fn):
+    # CPU time of this process: on a machine shared with other jobs, wall time also counts their turns
+    times = []
+    for _ in range(repeat):
+        start = time.process_time()
+        fn()
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+def run(cache_dir, only_load=False):
+    _forget(pipeline)
+    pipeline.set_project_mode(True, use_cache=True, cache_dir=cache_dir)
+    if only_load:
+        return pipeline.load_project(files[0], DEFAULT_SETTINGS, jobs=1)
+    return [check_file(f, DEFAULT_SETTINGS, [], []) for f in files]
+
+parse = median(lambda: [ast.parse(s) for s in sources])
+cold = median(lambda: run(tempfile.mkdtemp(prefix="ipv-bench-cold-")))
+warm_dir = tempfile.mkdtemp(prefix="ipv-bench-warm-")
+findings = sum(len(r.findings) for r in run(warm_dir))
+warm = median(lambda: run(warm_dir))
+load = median(lambda: run(warm_dir, only_load=True))
+print(json.dumps({"parse": parse, "cold": cold, "warm": warm, "load": load, "findings": findings}))
+"""
+
+
+def _cache_figure(root, repeat: int, baseline) -> None:
+    """Cold and warm ``check -j 1`` and the warm load alone, vs ``ast.parse``, in CPU seconds, per checkout
+    (each round in a fresh process per checkout, alternating: a machine that slows down moves both
+    alike); medians of the rounds."""
+    import json
+    import subprocess
+
+    here = str(pathlib.Path(__file__).resolve().parent.parent)
+    checkouts = [("this checkout", here)] + ([("baseline " + baseline, baseline)] if baseline else [])
+    rounds = {label: [] for label, _ in checkouts}
+    for _ in range(repeat):
+        for label, code in checkouts:
+            proc = subprocess.run([sys.executable, "-c", _CACHE_FIGURE, code, str(root), "1", here],
+                                  capture_output=True, text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+            if proc.returncode != 0:
+                sys.exit(f"{label}: {proc.stderr[-2000:]}")
+            rounds[label].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    for label, _ in checkouts:
+        runs = rounds[label]
+
+        def med(key):
+            return statistics.median(r[key] for r in runs)
+
+        def ratio(key):
+            return statistics.median(r[key] / r["parse"] for r in runs)
+
+        print(f"{label}: ast.parse of every file {med('parse'):.3f} CPU s; {runs[0]['findings']} findings")
+        print(f"  check -j 1, cold cache   {med('cold'):8.3f} CPU s   ratio {ratio('cold'):.3f} vs ast.parse")
+        print(f"  check -j 1, warm cache   {med('warm'):8.3f} CPU s   ratio {ratio('warm'):.3f}  (target <= 0.5)")
+        print(f"  load of the warm cache   {med('load'):8.3f} CPU s   ratio {ratio('load'):.3f}")
+    if baseline:
+        mine, base = rounds[checkouts[0][0]], rounds[checkouts[1][0]]
+        for key in ("cold", "warm", "load"):
+            pairs = statistics.median(m[key] / b[key] for m, b in zip(mine, base))
+            print(f"{key}: this checkout / baseline = {pairs:.3f} (median of {len(mine)} alternating rounds)")
 
 
 def _check_command(root, jobs: int):

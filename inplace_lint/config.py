@@ -116,7 +116,8 @@ OPTIONS: Dict[str, Tuple[Optional[str], str, str]] = {
     "fix-style": (None, "fix-style", "inline (plain torch, the default) or runtime (call inplace_lint.runtime)"),
     "target-version": (None, "version", "the oldest Python the project runs on (default: its requires-python)"),
     "torch-version": (None, "version", "the oldest torch the project runs on (default: its torch requirement's lower bound)"),
-    "cache-dir": (None, "path", "where project summaries are cached (default: .inplace_lint_cache in the project root)"),
+    "cache-dir": (None, "path", "where project summaries are cached, by content, shared by every project "
+                                "checked with it (default: .inplace_lint_cache in the project root)"),
 }
 
 #: values of ``fix-style``; the first is the default of every surface (CLI, pre-commit hook, language
@@ -386,7 +387,7 @@ def _ini_sources(path: pathlib.Path, warnings: List[str]) -> Tuple[List[Source],
             if not raw.startswith(FLAKE8_PREFIX):
                 continue
             key = raw[len(FLAKE8_PREFIX):].replace("_", "-")
-            if OPTIONS.get(key, (None,))[0] is None:  # the flake8 plugin registers the analysis keys only
+            if OPTIONS.get(key, (None,))[0] is None and key != "cache-dir":  # the plugin: analysis keys, cache-dir
                 plugin_keys = [FLAKE8_PREFIX + k for k, v in OPTIONS.items() if v[0] is not None]
                 warnings.append(f"{path}: [flake8] {raw} is not an option of the flake8 plugin; ignored"
                                 f"{_did_you_mean(raw, plugin_keys)}")

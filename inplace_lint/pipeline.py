@@ -324,7 +324,7 @@ def _refresh(loaded: _Loaded, build: bool) -> None:
             source = read_source(file)
         except (SyntaxError, UnicodeDecodeError, LookupError, OSError):
             continue
-        loaded.entries[file] = (st.st_mtime_ns, st.st_size, entry[2])
+        loaded.entries[file] = (st.st_mtime_ns, st.st_size) + tuple(entry[2:])
         digest = _digest(source)
         result = project.results.get(file)
         if result is not None and result.digest == digest:
@@ -336,12 +336,19 @@ def _refresh(loaded: _Loaded, build: bool) -> None:
 
 
 _PROJECTS: Dict[tuple, _Loaded] = {}
-#: cache key of the project pass's result (grad-off functions, parameter origins, call sites)
-_FINAL = "\x00final"
+
+
+_LAST_DIGEST: Tuple[Optional[str], str] = (None, "")
 
 
 def _digest(source: str) -> str:
-    return hashlib.sha1(source.encode("utf-8", "surrogatepass")).hexdigest()
+    """The content hash of a text (the last one is kept: a check asks twice for the same text)."""
+    global _LAST_DIGEST
+    if _LAST_DIGEST[0] is source:
+        return _LAST_DIGEST[1]
+    digest = hashlib.sha1(source.encode("utf-8", "surrogatepass")).hexdigest()
+    _LAST_DIGEST = (source, digest)
+    return digest
 
 
 def project_files(root: pathlib.Path) -> List[str]:
@@ -378,57 +385,77 @@ def _load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = N
     (:func:`inplace_lint.analysis.parallel_build.build_parallel`; the same summaries and findings).
     """
     from .analysis import cache as disk
-    from .analysis.project import Project, find_root, is_loose
+    from .analysis.project import Project
 
     mode = mode or project_mode()
-    root = find_root(path)
-    loose = is_loose(path)
+    root, loose = _root_and_loose(path)
     key = (os.path.abspath(path) if loose else str(root), settings, mode.use_cache, mode.cache_dir, build)
     loaded = _PROJECTS.get(key)
     if loaded is not None:
         _refresh(loaded, build)
         return loaded.project
-    cache_file = None
-    entries: Dict[str, tuple] = {}
+    store = manifest_file = None
+    manifest: Dict[str, tuple] = {}
+    settings_text = disk.settings_key(settings)
     if mode.use_cache and not loose:  # a loose script gets no cache folder beside it
-        cache_dir = pathlib.Path(mode.cache_dir) if mode.cache_dir else disk.default_dir(root)
-        cache_file = disk.cache_path(cache_dir, root, settings)
-        entries = disk.load(cache_file)
-    if not build and not entries:
-        _PROJECTS[key] = _Loaded(None, cache_file, {})  # no cache: do not look again in this process
+        store = disk.Store.open(pathlib.Path(mode.cache_dir) if mode.cache_dir else disk.default_dir(root))
+        if store is not None:
+            manifest_file = store.manifest_path(root, settings_text)
+            manifest = store.load_manifest(manifest_file)
+    if not build and not manifest:
+        _PROJECTS[key] = _Loaded(None, manifest_file, {})  # no cache: do not look again in this process
         return None
     project = Project(settings, root)
     here = os.path.abspath(path)
     files = [] if loose else project_files(root)
     if here not in files:
         files.append(here)
+    root_text = str(root)
+    stats = disk.STATS
     to_walk = []
     deferred: List[Tuple[str, str, str]] = []
+    #: file -> (mtime_ns, size, digest, object key, variant) of what the project holds from the cache
     fresh: Dict[str, tuple] = {}
-    final = entries.pop(_FINAL, None)
+    #: files whose result came from another project's walk (or an older run): checked for staleness
+    borrowed: Dict[str, Tuple[str, Dict[str, object]]] = {}
+    okeys: Dict[str, str] = {}
     with progress.stage("reading files" if jobs > 1 else "reading and parsing files", len(files)):
         for file in progress.counted(files):
             try:
                 st = os.stat(file)
             except OSError:
                 continue
-            entry = entries.get(file)
+            stats.seen += 1
+            entry = manifest.get(file)
             if entry is not None and entry[0] == st.st_mtime_ns and entry[1] == st.st_size:
-                project.add_result(entry[2])
-                fresh[file] = entry
-                continue
+                result = _from_store(store, entry[3], entry[4], file, root_text)
+                if result is not None:
+                    project.add_result(result)
+                    fresh[file] = entry
+                    okeys[file] = entry[3]
+                    stats.contents.add(entry[3])
+                    continue
             if not build:
-                final = None  # a file changed since the cache was written: the project pass is redone
                 continue
             try:
                 source = read_source(file)
             except (SyntaxError, UnicodeDecodeError, LookupError, OSError):
                 continue
             digest = _digest(source)
-            if entry is not None and entry[2].digest == digest:
-                project.add_result(entry[2])
-                fresh[file] = (st.st_mtime_ns, st.st_size, entry[2])
-                continue
+            if store is not None:
+                okey = okeys[file] = disk.content_key(settings_text, *_module_name(file), digest)
+                stats.contents.add(okey)
+                variants = store.variants(okey)
+                for variant, encoded in variants.items():
+                    result = _from_store(store, okey, variant, file, root_text, encoded)
+                    if result is not None:
+                        project.add_result(result)
+                        fresh[file] = (st.st_mtime_ns, st.st_size, digest, okey, variant)
+                        if entry is None or entry[3:] != (okey, variant):
+                            borrowed[file] = (okey, variants)
+                        break
+                if file in fresh:
+                    continue
             if jobs > 1:
                 deferred.append((file, source, digest))  # parsed by the workers (or below, when too few)
             elif project.add_file(file, source=source, digest=digest) is None:
@@ -446,39 +473,148 @@ def _load_project(path: str, settings: Settings, mode: Optional[ProjectMode] = N
                 to_walk = [f for f, source, digest in progress.counted(deferred)
                            if project.add_file(f, source=source, digest=digest) is None]
             parallel_build.keep_order(project, files)
+    if build and store is not None and not to_walk and not built and set(fresh) >= set(project.results):
+        signature = disk.signature((project.results[f].module,) + fresh[f][3:] for f in project.results)
+        if borrowed and store.validated(signature):
+            borrowed = {}  # these very results were built to their fixpoint together before
+        twin = _TWINS.get((signature, settings))
+        if twin is not None and not borrowed:
+            project.adopt_final(twin)  # another copy of this project, checked in this process
     if build:
+        gone = any(f not in fresh for f in manifest)  # deleted since: what read its summaries may not hold
+        if not to_walk and not built and (borrowed or gone):
+            # nothing walked, so no fixpoint looks at them: a result made in another project (or before a
+            # dependency changed) must still hold here, else another variant of its text, else a walk
+            to_walk = _still_valid(project, borrowed, fresh, root_text, store, everything=gone)
         if not built:
-            project.build(to_walk)
-        changed = bool(to_walk) or set(fresh) != set(entries)
-        for file, result in project.results.items():
-            if file in project.crashes:
-                fresh.pop(file, None)  # never cache what a crashed walk left
-                changed = True
-                continue
-            old = fresh.get(file)
-            if old is None or old[2] is not result:
+            project.build(to_walk)  # walks to_walk, then again every file (borrowed ones too) that is stale
+        reused = {file for file, entry in fresh.items() if project.results.get(file) is not None
+                  and getattr(project.results[file], "_from_cache", None) == entry[3:]}
+        stats.reused += len(reused)
+        if store is not None:
+            changed = set(fresh) != set(manifest) or any(manifest.get(f) != e for f, e in fresh.items())
+            for file, result in project.results.items():
+                if file in reused:
+                    continue
+                if file in project.crashes:
+                    fresh.pop(file, None)  # never cache what a crashed walk left
+                    changed = True
+                    continue
                 try:
                     st = os.stat(file)
                 except OSError:
                     continue
-                fresh[file] = (st.st_mtime_ns, st.st_size, result)
+                okey = okeys.get(file)
+                if okey is None:
+                    okey = disk.content_key(settings_text, result.module, result.index.is_package, result.digest)
+                encoded = disk.encode_result(result, root_text)
+                variant = disk.variant_id(encoded)
+                store.put(okey, variant, encoded)
+                store.remember(okey, variant, result, root_text)
+                fresh[file] = (st.st_mtime_ns, st.st_size, result.digest, okey, variant)
                 changed = True
-        if not changed and final is not None:
-            project._final = final  # the project pass over every file, as the last run left it
-        elif cache_file is not None:
-            final = project.finalize()
+            if not project.crashes and set(fresh) >= set(project.results):
+                signature = disk.signature((project.results[f].module,) + fresh[f][3:] for f in project.results)
+                store.validate(signature)
+                _TWINS.setdefault((signature, settings), project)
             with progress.stage("writing the cache", None):
-                disk.save(cache_file, {**fresh, _FINAL: final})
-    elif final is not None:
-        project._final = final
+                why = store.flush()
+                if changed and why is None:
+                    why = store.save_manifest(manifest_file, root, fresh)
+            if why is not None:
+                disk.note(f"cache not written: {why}")
+            store.compact()
     import time
 
-    _PROJECTS[key] = _Loaded(project, cache_file, fresh, time.monotonic())
+    _PROJECTS[key] = _Loaded(project, manifest_file, fresh, time.monotonic())
     # the project lives as long as the process: later collections (while every file is reported) need
     # not scan it again (on sglang, 1.8M lines, they took four fifths of a check); what it holds is
     # acyclic, so what an edit replaces is still freed by reference counting
     gc.freeze()
     return project
+
+
+def _from_store(store, okey: str, variant: str, file: str, root: str, encoded=None):
+    """The result ``variant`` of object ``okey`` decoded for ``file``; None when absent or not valid."""
+    from .analysis import cache as disk
+
+    try:
+        result = store.result(okey, variant, file, root, encoded)
+    except KeyError:
+        return None
+    except disk.BadCache as exc:
+        disk.note(f"ignored a cached result of {file}: {exc}; walked again")
+        return None
+    result._from_cache = (okey, variant)
+    return result
+
+
+def _still_valid(project, borrowed, fresh, root: str, store, everything: bool = False) -> List[str]:
+    """Files whose result came from another walk than this project's last (another project, or a text
+    seen before; with ``everything``, any file) and read a summary that differs here: another variant
+    of the same text where one holds, else the file is to be walked again (returned, in the project's
+    order)."""
+    for _ in range(2):  # a variant swapped in may make another file's hold (or stop holding)
+        swapped = False
+        for file in project._ordered():
+            if file not in borrowed or not project.stale(project.results[file]):
+                continue
+            okey, variants = borrowed[file]
+            for variant, encoded in variants.items():
+                if variant == fresh[file][4]:
+                    continue
+                result = _from_store(store, okey, variant, file, root, encoded)
+                if result is not None and not project.stale(result):
+                    project.add_result(result)
+                    fresh[file] = fresh[file][:4] + (variant,)
+                    swapped = True
+                    break
+        if not swapped:
+            break
+    return [f for f in project._ordered() if (everything or f in borrowed) and project.stale(project.results[f])]
+
+
+#: (signature of its results, settings) -> a project loaded in this process: another copy of it (a fork
+#: with the same files) takes its project pass (:meth:`~.analysis.project.Project.adopt_final`)
+_TWINS: Dict[tuple, object] = {}
+_ROOTS: Dict[str, Tuple[pathlib.Path, bool]] = {}
+
+
+def _root_and_loose(path: str) -> Tuple[pathlib.Path, bool]:
+    """:func:`~.analysis.project.find_root` and :func:`~.analysis.project.is_loose` of ``path``, once per
+    path in this process (each resolves the path: a third of a warm check's time when asked per call)."""
+    from .analysis.project import find_root, is_loose
+
+    hit = _ROOTS.get(path)
+    if hit is None:
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.isfile(path) and not os.path.islink(path):  # its folder decides (resolved once)
+            hit = _ROOTS.get(folder + os.sep)
+            if hit is None:
+                hit = _ROOTS[folder + os.sep] = (find_root(path), is_loose(path))
+        else:
+            hit = (find_root(path), is_loose(path))
+        _ROOTS[path] = hit
+    return hit
+
+
+_PACKAGES: Dict[str, str] = {}
+
+
+def _module_name(path: str) -> Tuple[str, bool]:
+    """:func:`~.analysis.project.module_name`, with each folder's package resolved once."""
+    from .analysis.project import module_name
+
+    if os.path.islink(path):
+        return module_name(path)
+    folder, name = os.path.split(os.path.abspath(path))
+    prefix = _PACKAGES.get(folder)
+    if prefix is None:
+        probe = module_name(os.path.join(folder, "__probe__.py"))[0]  # "pkg.sub.__probe__" or "__probe__"
+        prefix = _PACKAGES[folder] = probe[:-len("__probe__")]
+    if name == "__init__.py":
+        return prefix[:-1] or "__init__", True
+    return prefix + name[:-3] if name.endswith(".py") else module_name(path)[0], False
 
 
 _KEEP_FUNCTION_WALKS = False

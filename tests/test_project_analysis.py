@@ -89,7 +89,7 @@ def test_cache_is_written_reused_and_invalidated(project, capsys):
     cold = _found(capsys.readouterr().out, project)
     cache_dir = project / ".inplace_lint_cache"
     assert (cache_dir / ".gitignore").read_text().endswith("*\n")
-    assert list(cache_dir.glob("project-*.pickle"))
+    assert list(cache_dir.glob("manifests/*.json")) and list(cache_dir.glob("objects/*/*.json"))
     pipeline._PROJECTS.clear()
     main(["check", "-q", "-j", "1", str(project / "rl" / "ops.py")])
     assert _found(capsys.readouterr().out, project) == {e for e in cold if e[0] == "rl/ops.py"}
@@ -105,7 +105,7 @@ def test_cache_is_written_reused_and_invalidated(project, capsys):
 def test_cache_dir_flag_and_no_cache(project, tmp_path, capsys):
     elsewhere = tmp_path / "cache"
     main(["check", "-q", "-j", "1", "--cache-dir", str(elsewhere), str(project)])
-    assert list(elsewhere.glob("project-*.pickle"))
+    assert list(elsewhere.glob("manifests/*.json"))
     assert not (project / ".inplace_lint_cache").exists()
     pipeline._PROJECTS.clear()
     main(["check", "-q", "-j", "1", "--no-cache", str(project)])

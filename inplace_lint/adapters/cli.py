@@ -202,7 +202,10 @@ def _project_mode(args: argparse.Namespace, opts: Options) -> None:
     """Project-wide analysis (summaries of every file of the project, cached on disk) for check and fix."""
     from ..pipeline import set_project_mode
 
+    from ..analysis import cache
+
     set_project_mode(True, use_cache=not args.no_cache, cache_dir=args.cache_dir or opts.cache_dir)
+    cache.reset()  # the summary line and the notes are this command's
 
 
 def _report_crashes(outcomes) -> List:
@@ -385,6 +388,7 @@ def _check_files(args: argparse.Namespace, opts: Options, files: List[str]) -> i
         runtime_report.write_missed(missed, sys.stderr)
     if not args.quiet:
         print(summary(len(outcomes) + (STDIN in args.paths), items, len(errors), len(crashes)), file=sys.stderr)
+    _cache_report(args, opts)
     return 1 if items or errors or crashes or missed else 0
 
 
@@ -566,6 +570,7 @@ def _fix_report(args: argparse.Namespace, outcomes, results) -> int:
         dependent = [r for r in changed if r.adds_runtime_import]
         if dependent:
             print(runtime_dependency_note(dependent, args.diff), file=sys.stderr)
+    _cache_report(args, opts)
     if remaining or errors or crashes or (args.diff and changed):
         return 1
     if changed and getattr(args, "exit_non_zero_on_fix", False):
@@ -678,8 +683,25 @@ def _cache_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true",
                         help="do not read or write the cache of project summaries")
     parser.add_argument("--cache-dir", default=None,
-                        help="where project summaries are cached (default: cache-dir from the config file, "
-                             "else .inplace_lint_cache in the project root)")
+                        help="where project summaries are cached, by content: one folder may serve many "
+                             "projects (forks), each file's text walked once (default: cache-dir from the "
+                             "config file, else .inplace_lint_cache in the project root, or a per-user "
+                             "folder for a tree you do not own); a summary line says what was reused")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="say which cache files were ignored (and why) and what the cache reused")
+
+
+def _cache_report(args: argparse.Namespace, opts: Options) -> None:
+    """``-v``: why a cache file was ignored or not written; with a cache folder named (``--cache-dir``,
+    ``cache-dir``) or ``-v``, and not ``-q``: files seen, unique contents and results reused."""
+    from ..analysis import cache
+
+    if args.verbose:
+        for line in cache.NOTES:
+            print(f"inplace-lint: {line}", file=sys.stderr)
+    if not args.no_cache and not args.quiet and (args.verbose or args.cache_dir or opts.cache_dir) \
+            and cache.STATS.seen:
+        print(f"inplace-lint: {cache.STATS.line()}", file=sys.stderr)
 
 
 def _jobs(value: str) -> Optional[int]:

@@ -22,6 +22,8 @@ class InplaceLintPlugin:
     name = "inplace-lint"
     version = __version__
     settings: Settings = DEFAULT_SETTINGS
+    #: ``--ipv-cache-dir`` (``ipv-cache-dir`` in flake8's config): where the project cache is read
+    cache_dir: Optional[str] = None
 
     def __init__(self, tree: ast.Module, filename: str = "stdin", lines: Optional[List[str]] = None) -> None:
         self.tree = tree
@@ -39,6 +41,9 @@ class InplaceLintPlugin:
             else:
                 manager.add_option(f"--ipv-{key}", parse_from_config=True, comma_separated_list=True,
                                    default=None, help=f"inplace-lint: {help_text}")
+        manager.add_option("--ipv-cache-dir", parse_from_config=True, default=None,
+                           help="inplace-lint: the cache folder `inplace-lint check --cache-dir` wrote "
+                                "(default: the project's own)")
 
     @classmethod
     def parse_options(cls, options) -> None:
@@ -54,6 +59,8 @@ class InplaceLintPlugin:
             print(f"inplace-lint: warning: {warning}", file=sys.stderr)
         in_files = {key: value for source in loaded.sources if source.section == "flake8"
                     for key, value in source.values.items()}
+        cache_dir = getattr(options, "ipv_cache_dir", None)
+        cls.cache_dir = os.path.abspath(cache_dir) if cache_dir else None
         values = {}
         for key, (field, kind, _) in config.OPTIONS.items():
             if field is None:
@@ -81,7 +88,7 @@ class InplaceLintPlugin:
 
             try:
                 found = project_findings("".join(self.lines), self.filename, self.settings,
-                                         ProjectMode(enabled=True), build=False)
+                                         ProjectMode(enabled=True, cache_dir=self.cache_dir), build=False)
             except (OSError, RecursionError):
                 found = None
             if found is not None:

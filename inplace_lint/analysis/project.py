@@ -674,6 +674,31 @@ class Project:
         self._final_memo = (calls, start, known, self._final)
         return self._final
 
+    def adopt_final(self, other: "Project") -> bool:
+        """Take the project pass of ``other``, a copy of this project elsewhere (the same files, by
+        module, text and result, in the same order, with the same settings; another fork checked in the
+        same run), with its call sites replaced by this project's: what :meth:`finalize` would compute,
+        without computing it. Returns False (nothing taken) when the two differ anywhere."""
+        if other is self or self.settings != other.settings or len(self.results) != len(other.results):
+            return False
+        site_of: Dict[int, CallSite] = {}
+        for mine, theirs in zip(self.results.values(), other.results.values()):
+            if mine.module != theirs.module or mine.digest != theirs.digest or mine.deps != theirs.deps \
+                    or len(mine.calls) != len(theirs.calls) or self.file_no_grad(mine.path) != other.file_no_grad(theirs.path):
+                return False
+            for a, b in zip(theirs.calls, mine.calls):
+                if a.callee != b.callee or a.line != b.line or a.col != b.col:
+                    return False
+                site_of[id(a)] = b
+        calls_to, grad_off, incoming = other.finalize()
+        try:
+            self._final = ({q: [site_of[id(s)] for s in sites] for q, sites in calls_to.items()}, grad_off,
+                           {k: {o: (site_of[id(site)], flag) for o, (site, flag) in slot.items()}
+                            for k, slot in incoming.items()})
+        except KeyError:  # a call site of other's pass that is not among its results' (it changed since)
+            return False
+        return True
+
     def file_no_grad(self, path: str) -> bool:
         """The file matches the ``no-grad-paths`` setting: its code always runs with grad off."""
         from ..config import runs_without_grad
