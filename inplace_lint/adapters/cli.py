@@ -155,6 +155,14 @@ def _project_mode(args: argparse.Namespace, opts: Options) -> None:
     set_project_mode(True, use_cache=not args.no_cache, cache_dir=args.cache_dir or opts.cache_dir)
 
 
+def _why_left(finding) -> str:
+    """Why ``fix`` left a finding: an unsafe fix not asked for (it still has its fix), or no fix (and why,
+    where the analysis says: ``Finding.no_fix``)."""
+    if finding.fix is not None:
+        return f"unsafe fix not applied: {finding.fix.reason}; use --unsafe-fixes"
+    return "no automatic fix" + (f": {finding.no_fix}" if finding.no_fix else "")
+
+
 def _report_crashes(outcomes) -> List:
     crashes = [o for o in outcomes if o.crash is not None]
     for o in crashes:
@@ -269,9 +277,7 @@ def _fix_stdin(args: argparse.Namespace, opts: Options) -> int:
     if result.error:
         print(f"{name}: {result.error}; not fixed", file=sys.stderr)
     for f in result.remaining:
-        why = (f"unsafe fix not applied: {f.fix.reason}; use --unsafe-fixes" if f in result.unsafe_skipped
-               else "no automatic fix")
-        print(f"{name}:{f.line}:{f.col + 1}: {f.code} {f.message} [{why}]", file=sys.stderr)
+        print(f"{name}:{f.line}:{f.col + 1}: {f.code} {f.message} [{_why_left(f)}]", file=sys.stderr)
     return 1 if result.error or result.remaining or (args.diff and new is not None) else 0
 
 
@@ -308,9 +314,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
                 r.old_source.splitlines(keepends=True), r.new_source.splitlines(keepends=True),
                 fromfile=r.path, tofile=r.path))
         for f in r.remaining:
-            why = (f"unsafe fix not applied: {f.fix.reason}; use --unsafe-fixes" if f in r.unsafe_skipped
-                   else "no automatic fix")
-            print(f"{r.path}:{f.line}:{f.col + 1}: {f.code} {f.message} [{why}]")
+            print(f"{r.path}:{f.line}:{f.col + 1}: {f.code} {f.message} [{_why_left(f)}]")
     crashes = _report_crashes(outcomes)
     applied = sum(len(r.applied) for r in results)
     remaining = sum(len(r.remaining) for r in results)

@@ -12,6 +12,8 @@ in the config's ``fix-style``) through one hook, :func:`quick_fixes`: one action
 a fix (that finding's edits), plus "Fix all inplace-lint findings in file" (the safe findings' edits,
 merged as ``fix`` merges them). Unsafe fixes are offered too, with the title suffix " (unsafe)" and
 ``isPreferred=False``. Each action edits only the changed lines, so cursors and folds elsewhere survive.
+A finding whose fix was withdrawn (``Finding.no_fix``: a statement too deep for the rewriter) gets a
+disabled action (LSP ``disabled.reason``) that says why, never an error.
 """
 from __future__ import annotations
 
@@ -169,6 +171,11 @@ def quick_fixes(document: TextDocument, params: types.CodeActionParams) -> List[
     actions: List[types.CodeAction] = []
     for diagnostic in wanted:
         finding = by_range.get((str(diagnostic.code), diagnostic.range.start.line, diagnostic.range.start.character))
+        if finding is not None and finding.fix is None and finding.no_fix:
+            actions.append(types.CodeAction(  # shown greyed out, with the reason, where the editor lists them
+                title=f"{finding.code}: no fix", kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
+                disabled=types.CodeActionDisabled(reason=f"no fix: {finding.no_fix}")))
+            continue
         if finding is None or finding.fix is None or not finding.fix.edits:
             continue
         unsafe = finding.fix.applicability is not Applicability.SAFE

@@ -21,12 +21,14 @@ Anything else is UNSAFE, with the reason.
 from __future__ import annotations
 
 import ast
+import bisect
+import dataclasses
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from . import ops
 from .astutil import dotted_name as _dotted
 from .astutil import last_name as _last_name
-from ..findings import Applicability, Fix, FixKind, Origin, WriteKind
+from ..findings import Applicability, Finding, Fix, FixKind, Origin, WriteKind
 
 #: a write under one of these is evaluated lazily, conditionally or out of order: never hoisted
 _NO_HOIST_PARENTS = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.BoolOp,
@@ -513,3 +515,60 @@ def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast
     else:
         message = f"rebind `{name}` to the out-of-place result"
     return Fix(applicable, fkind, message, reason)
+
+
+#: the deepest simple statement (in ``ast`` levels, the statement itself being 1) whose fix is written.
+#: The rewriter (libcst) walks a statement recursively: parsing, visiting and printing it took up to
+#: about 10 Python frames per ``ast`` level (nested subscripts, ``a[a[a[...]]]``, the worst shape measured;
+#: nested calls about 7), so with Python's default recursion limit of 1000 it failed from about 100
+#: levels (140 nested calls: ``RecursionError``). 64 leaves room for the caller's own frames (a language
+#: server, a test runner: a statement at the limit is still fixed from 300 frames down). Real code stays
+#: below it: of 1.79M simple statements (Python 3.11's standard library, torch, sympy and the other installed
+#: packages, verl 0.8.0), 31 are deeper, all generated tables (sympy, pip's idna data, pygls' types).
+MAX_REWRITE_DEPTH = 64
+
+
+def withdraw_unwritable(tree: ast.Module, findings: Sequence[Finding]) -> List[Finding]:
+    """``findings`` with the fix withdrawn (``fix`` None, ``no_fix`` saying why) where the simple statement
+    holding the write is nested deeper than :data:`MAX_REWRITE_DEPTH`.
+
+    The one place that decides whether the rewriter can write a planned fix: the pipeline calls it on
+    every file's findings before any surface sees them, so ``check``'s ``[fix: ...]`` note, JSON, SARIF,
+    ``fix`` and the language server's quick fixes agree (a fix is advertised exactly when it is applied).
+    ``tree`` is ``ast.parse`` of the findings' file. Iterative (no recursion, whatever the nesting)."""
+    planned = sorted({(f.line, f.col) for f in findings if f.fix is not None})
+    if not planned:
+        return list(findings)
+    deep: Set[Tuple[int, int]] = set()
+    stack: List[List[ast.stmt]] = [tree.body]
+    while stack:
+        for stmt in stack.pop():
+            end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
+            lo = bisect.bisect_left(planned, (stmt.lineno, stmt.col_offset))
+            hi = bisect.bisect_right(planned, end)
+            if lo == hi:
+                continue
+            blocks = [getattr(stmt, name, None) for name in ("body", "orelse", "finalbody")]
+            blocks += [h.body for h in getattr(stmt, "handlers", None) or []]
+            blocks += [c.body for c in getattr(stmt, "cases", None) or []]
+            blocks = [b for b in blocks if isinstance(b, list) and b and isinstance(b[0], ast.stmt)]
+            if blocks:  # a compound statement: its writes are in its blocks (a write in a header has no fix)
+                stack.extend(blocks)
+            elif _deeper_than(stmt, MAX_REWRITE_DEPTH):
+                deep.update(planned[lo:hi])
+    if not deep:
+        return list(findings)
+    reason = f"the statement is nested more than {MAX_REWRITE_DEPTH} levels deep, too deep for the rewriter (libcst)"
+    return [dataclasses.replace(f, fix=None, no_fix=reason) if f.fix is not None and (f.line, f.col) in deep else f
+            for f in findings]
+
+
+def _deeper_than(node: ast.AST, limit: int) -> bool:
+    """Whether ``node``'s subtree has more than ``limit`` levels (``node`` alone: 1)."""
+    stack = [(node, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return False
