@@ -177,3 +177,82 @@ async def test_language_server_quick_fix_answers_no_fix(client: LanguageClient, 
         text_document=lsp.TextDocumentIdentifier(uri=uri), range=diagnostics[0].range,
         context=lsp.CodeActionContext(diagnostics=diagnostics)))
     assert [(a.title, a.edit, a.disabled.reason) for a in actions] == [("IPV001: no fix", None, f"no fix: {REASON}")]
+
+
+# ---------------------------------------------------------------- hard links
+
+BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)\n    return x\n"
+FIXED = ("from inplace_lint.runtime import out_of_place\n\n"
+         "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x = out_of_place(x, \"div_\", t)\n    return x\n")
+
+
+@pytest.mark.skipif(not hasattr(os, "link"), reason="no hard links")
+def test_hard_links_keep_pointing_at_the_fixed_text(tmp_path, capsys):
+    """docs/fixes.md: a file with other hard links is written in place, on its own inode."""
+    first = tmp_path / "a" / "m.py"
+    first.parent.mkdir()
+    first.write_text(BAD)
+    os.chmod(first, 0o640)
+    other = tmp_path / "b.py"
+    os.link(first, other)
+    inode = first.stat().st_ino
+    assert main(["fix", str(first)]) == 0
+    assert first.read_text() == other.read_text() == FIXED
+    assert first.stat().st_ino == other.stat().st_ino == inode and first.stat().st_nlink == 2
+    assert first.stat().st_mode & 0o777 == 0o640
+    assert not [p for p in (tmp_path / "a").iterdir() if p.name.startswith(".inplace-lint-")]
+    assert "1 fix applied in 1 file" in capsys.readouterr().err
+
+
+def test_a_lone_file_is_still_replaced_by_rename(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(BAD)
+    assert fix_file(str(path)).written
+    assert path.read_text() == FIXED and path.stat().st_nlink == 1
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".inplace-lint-")]
+
+
+@pytest.mark.skipif(not hasattr(os, "link"), reason="no hard links")
+def test_two_names_of_one_file_in_one_run_are_fixed_once(tmp_path, capsys):
+    (tmp_path / "a.py").write_text(BAD)
+    os.link(tmp_path / "a.py", tmp_path / "b.py")
+    assert main(["fix", "-j", "2", str(tmp_path)]) == 0
+    assert (tmp_path / "a.py").read_text() == (tmp_path / "b.py").read_text() == FIXED
+    assert "1 fix applied in 1 file; 0 findings remain; 0 files skipped. Scanned 1 file." in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not hasattr(os, "link") or os.geteuid() == 0, reason="no hard links, or root writes anything")
+def test_a_hard_linked_file_that_cannot_be_written_is_an_error(tmp_path, capsys):
+    path = tmp_path / "m.py"
+    path.write_text(BAD)
+    os.link(path, tmp_path / "n.txt")
+    os.chmod(path, 0o444)
+    assert main(["fix", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}: cannot write: [Errno 13] Permission denied" in err and "0 fixes applied" in err
+    assert path.read_text() == BAD
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".inplace-lint-")]
+
+
+def test_an_overwrite_that_fails_keeps_the_fixed_text_beside_the_file(tmp_path, monkeypatch):
+    """The crash window documented in docs/fixes.md: the full new text is on disk before the overwrite."""
+    from inplace_lint.fix import codemod
+
+    path = tmp_path / "m.py"
+    path.write_text(BAD)
+    os.link(path, tmp_path / "n.txt")
+    real_fsync, calls = os.fsync, []
+
+    def failing_fsync(fd):
+        calls.append(fd)
+        if len(calls) == 2:  # the second: the overwrite of the file itself
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(codemod.os, "fsync", failing_fsync)
+    result = fix_file(str(path))
+    assert not result.written and result.applied == []
+    [tmp] = [p for p in tmp_path.iterdir() if p.name.startswith(".inplace-lint-")]
+    assert tmp.read_text() == FIXED
+    assert result.error == f"cannot write: [Errno 5] Input/output error: {path} may be part written; " \
+                           f"its fixed text is in {tmp}"

@@ -295,7 +295,14 @@ def cmd_fix(args: argparse.Namespace) -> int:
                  memory_aware=args.memory_aware)
     files, targets = [], set()
     for path in iter_python_files(args.paths, opts.exclude):
-        target = os.path.realpath(path)  # a symlink and its target (or two links) are one file: fix it once
+        # a symlink and its target, or two hard links, are one file: fix it once (two workers writing one
+        # inode in place at the same time could read each other's half-written text)
+        target = os.path.realpath(path)
+        try:
+            st = os.stat(target)
+            target = (st.st_dev, st.st_ino)
+        except OSError:
+            pass
         if target not in targets:
             targets.add(target)
             files.append(path)
