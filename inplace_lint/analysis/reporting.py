@@ -3,7 +3,7 @@ of the interpreter). Writes that reach a parameter are recorded for the function
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Set, Tuple
 
 from ..findings import Finding, Origin, RootKind, WriteKind
 from ..rules import PRIORITY, Write
@@ -188,7 +188,7 @@ class ReportingMixin:
         if not isinstance(base, ast.Name) or self.func is None:
             return False
         end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
-        return any(load.id == base.id and (load.lineno, load.col_offset) >= end for load in self.facts().loads)
+        return self.facts().loaded_after(base.id, end)
 
     def facts(self):
         facts = self.facts_cache.get(id(self.func))
@@ -202,7 +202,29 @@ class ReportingMixin:
             return None  # class bodies
         stmt = self.stmt_stack[-1] if self.stmt_stack else None
         return fixplan.plan(self.facts(), self.params, kind, node, target, op_name, origins, self.env, stmt,
-                            self.loop_stack, callers_checked)
+                            self.loop_stack, callers_checked, holders=self.holders(origins))
+
+    def holders(self, origins: Sequence[Origin]) -> Set[str]:
+        """Plain names that may hold an origin with the same root as one of ``origins`` now: every name
+        bound here (or in the environment the scope started with) to such an origin, a superset of those
+        that hold one now (a merge of branches or loop iterations unions values bound here). Built on
+        the first fix plan of the scope and kept up to date from :attr:`bindings`: each binding is indexed
+        once, so a long function costs its length, not its length times its findings."""
+        index = self.root_index
+        if index is None:
+            index = self.root_index = {}
+            for key, held in self.initial_env.items():
+                for o in held:
+                    index.setdefault((o.root, o.root_text, o.root_line), set()).add(key)
+        bindings = self.bindings
+        for key, held in bindings[self.indexed:]:
+            for o in held:
+                index.setdefault((o.root, o.root_text, o.root_line), set()).add(key)
+        self.indexed = len(bindings)
+        out: Set[str] = set()
+        for o in origins:
+            out |= index.get((o.root, o.root_text, o.root_line), set())
+        return out
 
     def is_unread_after(self, arg: Optional[ast.expr], call: ast.Call) -> bool:
         """The argument is a temporary, or a local name the caller neither reads nor lets escape after the call."""
@@ -214,7 +236,7 @@ class ReportingMixin:
             return False
         facts = self.facts()
         end = (call.end_lineno or call.lineno, call.end_col_offset or 0)
-        if any(load.id == arg.id and (load.lineno, load.col_offset) >= end for load in facts.loads):
+        if facts.loaded_after(arg.id, end):
             return False  # the caller reads what it passed (fix planning would only look at other names)
         # other aliases read afterwards, escapes before the call, parameters, globals
         applicable, _ = fixplan.applicability(facts, self.params, arg.id, [], [], call, self.loop_stack)

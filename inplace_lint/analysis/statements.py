@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Dict, Iterable, List, Optional, Sequence, Set
 
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import grad, model_outputs, ops
@@ -36,11 +36,30 @@ def cap(origins) -> frozenset:
     return frozenset(sorted(s, key=origin_key)[:_MAX_ORIGINS])
 
 
-def merge(envs: Sequence[Dict[str, frozenset]]) -> Dict[str, frozenset]:
-    out: Dict[str, frozenset] = {}
-    for env in envs:
-        for k, v in env.items():
-            out[k] = cap(out.get(k, EMPTY) | v) if k in out else v
+def merge(envs: Sequence[Dict[str, frozenset]], big: Iterable[str] = ()) -> Dict[str, frozenset]:
+    """The environment after branches (or loop iterations) ``envs``: each name holds the union of what it
+    holds in each, capped at ``_MAX_ORIGINS`` (in ``envs`` order: the first value as it is, each later one
+    ``cap(union)``).
+
+    The branches of one statement share most of their entries (each started from the same environment),
+    so only the entries that are not the same object are joined (a union and a cap each); the rest is kept.
+    An entry equal in two branches keeps its value, which is what the fold gives unless the value is over
+    the cap: ``big`` names every key that may hold such a value (:meth:`StatementsMixin.bind_name`), and
+    those are folded as written above. Key order may differ from the fold's; nothing reads it."""
+    if not envs:
+        return {}
+    out: Dict[str, frozenset] = dict(envs[0])
+    for env in envs[1:]:
+        get = out.get
+        for k, v in [(k, v) for k, v in env.items() if get(k) is not v]:
+            out[k] = cap(out[k] | v) if k in out else v
+    for k in big:
+        folded = None
+        for env in envs:
+            if k in env:
+                folded = env[k] if folded is None else cap(folded | env[k])
+        if folded is not None:
+            out[k] = folded
     return out
 
 
@@ -149,7 +168,7 @@ class StatementsMixin:
             for first in (True, False):  # a second pass sees values carried around the loop
                 head()
                 self.run_body(node.body)
-                self.env = merge([before, self.env])
+                self.env = merge([before, self.env], self.big)
                 if first and self.env == before and self._loop_state()[:-1] == state[:-1] \
                         and not (self.assigned - state[-1]) & LITERAL_HEADS:
                     # nothing the walk reads changed in the first pass: the second would repeat it exactly
@@ -187,7 +206,7 @@ class StatementsMixin:
             arms.append(self.env)
             break
         self.eval_branch = saved
-        self.env = merge(arms)
+        self.env = merge(arms, self.big)
 
     def stmt_Try(self, node) -> None:
         before = dict(self.env)
@@ -195,12 +214,12 @@ class StatementsMixin:
         self.run_body(node.orelse)
         branches = [self.env]
         for handler in node.handlers:
-            self.env = merge([before, branches[0]])
+            self.env = merge([before, branches[0]], self.big)
             if handler.name:
                 self.env[handler.name] = EMPTY
             self.run_body(handler.body)
             branches.append(self.env)
-        self.env = merge(branches)
+        self.env = merge(branches, self.big)
         self.run_body(node.finalbody)
 
     stmt_TryStar = stmt_Try
@@ -236,7 +255,7 @@ class StatementsMixin:
                 self.eval(case.guard)
             self.run_body(case.body)
             branches.append(self.env)
-        self.env = merge(branches + [before])
+        self.env = merge(branches + [before], self.big)
 
     def stmt_FunctionDef(self, node) -> None:
         for dec in node.decorator_list:
@@ -329,6 +348,9 @@ class StatementsMixin:
     def bind_name(self, key: str, origins: frozenset) -> None:
         if origins:
             self.env[key] = origins
+            self.bindings.append((key, origins))
+            if len(origins) > _MAX_ORIGINS:
+                self.big.add(key)
         else:
             self.env.pop(key, None)
         if "." not in key:
