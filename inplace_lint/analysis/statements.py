@@ -63,6 +63,28 @@ def merge(envs: Sequence[Dict[str, frozenset]], big: Iterable[str] = ()) -> Dict
     return out
 
 
+#: ``if`` statements merge only the keys their arms touched (tests turn it off to compare with :func:`merge`)
+TOUCHED_MERGE = True
+
+
+def merge_touched(arms: List[Dict[str, frozenset]], touched: Iterable[str]) -> Dict[str, frozenset]:
+    """:func:`merge` of the arms of one ``if``, in the time of what they changed: each arm started from the
+    same environment, so a key no arm (nor a test) bound or removed holds the same object in every arm,
+    and the fold keeps it (``touched`` includes the keys that may hold more than the cap). The last arm's
+    dict (no one else holds it) becomes the result; only the ``touched`` keys are folded into it."""
+    out = arms[-1]
+    for k in touched:
+        folded = None
+        for env in arms:
+            if k in env:
+                folded = env[k] if folded is None else cap(folded | env[k])
+        if folded is None:
+            out.pop(k, None)
+        else:
+            out[k] = folded
+    return out
+
+
 #: node type -> ``stmt_<Node>``
 _STMT: dict = {}
 
@@ -189,6 +211,7 @@ class StatementsMixin:
         arms: List[Dict[str, frozenset]] = []
         current = node
         saved = chain = self.eval_branch
+        mark = len(self.bindings)
         while True:
             self.eval(current.test)
             training = grad.training_test(current.test)  # `if self.training: ... else: <eval mode only>`
@@ -206,7 +229,10 @@ class StatementsMixin:
             arms.append(self.env)
             break
         self.eval_branch = saved
-        self.env = merge(arms, self.big)
+        if TOUCHED_MERGE:
+            self.env = merge_touched(arms, {k for k, _ in self.bindings[mark:]} | self.big)
+        else:
+            self.env = merge(arms, self.big)
 
     def stmt_Try(self, node) -> None:
         before = dict(self.env)
@@ -217,6 +243,7 @@ class StatementsMixin:
             self.env = merge([before, branches[0]], self.big)
             if handler.name:
                 self.env[handler.name] = EMPTY
+                self.bindings.append((handler.name, EMPTY))
             self.run_body(handler.body)
             branches.append(self.env)
         self.env = merge(branches, self.big)
@@ -326,6 +353,7 @@ class StatementsMixin:
             key = dotted_name(target)
             if key is not None:
                 self.env.pop(key, None)
+                self.bindings.append((key, EMPTY))
             else:
                 self.eval(target)
 
@@ -353,6 +381,7 @@ class StatementsMixin:
                 self.big.add(key)
         else:
             self.env.pop(key, None)
+            self.bindings.append((key, EMPTY))
         if "." not in key:
             self.bool_names.discard(key)
             self.local_funcs.pop(key, None)
