@@ -241,6 +241,9 @@ class Finding:
     #: where the origin came from (root, view steps, call sites), for SARIF relatedLocations,
     #: LSP relatedInformation, JSON and the text output's note lines
     related: Tuple[Related, ...] = field(default=(), compare=False)
+    #: why there is no fix, where that is worth telling the user (``fix`` is then None): the statement is
+    #: nested deeper than the rewriter takes (:func:`inplace_lint.analysis.fixplan.withdraw_unwritable`)
+    no_fix: str = field(default="", compare=False)
 
     @property
     def text(self) -> str:

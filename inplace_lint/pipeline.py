@@ -28,7 +28,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from . import config, progress, textpos
 from .adapters import noqa
-from .analysis import analyze
+from .analysis import analyze, fixplan
 from .config import Settings
 from .adapters.files import decode, read_bytes, read_source
 from .findings import Finding
@@ -51,6 +51,7 @@ class Problem:
     message: str
     code: str = CANNOT_CHECK
     fix: None = None
+    no_fix: str = ""
     related: Tuple = ()
     #: False when Python names no place (a missing file, nesting too deep): reported at 1:1
     located: bool = True
@@ -133,6 +134,8 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
         if may_suppress and noqa.suppressed(finding.code, finding.line, mapping, lines):
             continue
         result.findings.append(finding)
+    # whether the rewriter can write each planned fix is decided here, once, for every surface
+    result.findings = fixplan.withdraw_unwritable(tree, result.findings)
     if fix_style is not None and any(f.fix is not None for f in result.findings):
         from . import floor
         from .fix.codemod import attach_edits

@@ -48,9 +48,10 @@ def test_clean_exit_zero(project, capsys):
 def test_json_is_ruff_schema(project, capsys):
     assert main(["check", "--format", "json", str(project / "pkg")]) == 1
     [item] = json.loads(capsys.readouterr().out)
-    # ruff's keys, plus "related" (the origin chain as locations)
+    # ruff's keys, plus "related" (the origin chain as locations) and "no_fix" (why there is no fix, or null)
     assert set(item) == {"cell", "code", "end_location", "filename", "fix", "location", "message", "noqa_row", "url",
-                         "related"}
+                         "related", "no_fix"}
+    assert item["no_fix"] is None
     assert item["code"] == "IPV001"
     assert item["location"] == {"row": 3, "column": 5}
     assert item["end_location"] == {"row": 3, "column": 14}

@@ -208,6 +208,14 @@ def _project_mode(args: argparse.Namespace, opts: Options) -> None:
     cache.reset()  # the summary line and the notes are this command's
 
 
+def _why_left(finding) -> str:
+    """Why ``fix`` left a finding: an unsafe fix not asked for (it still has its fix), or no fix (and why,
+    where the analysis says: ``Finding.no_fix``)."""
+    if finding.fix is not None:
+        return f"unsafe fix not applied: {finding.fix.reason}; use --unsafe-fixes"
+    return "no automatic fix" + (f": {finding.no_fix}" if finding.no_fix else "")
+
+
 def _report_crashes(outcomes) -> List:
     crashes = [o for o in outcomes if o.crash is not None]
     for o in crashes:
@@ -504,9 +512,7 @@ def _fix_stdin(args: argparse.Namespace, opts: Options) -> int:
     if result.error:
         print(f"{name}: {result.error}; not fixed", file=sys.stderr)
     for f in result.remaining:
-        why = (f"unsafe fix not applied: {f.fix.reason}; use --unsafe-fixes" if f in result.unsafe_skipped
-               else "no automatic fix")
-        print(f"{name}:{f.line}:{f.col + 1}: {f.code} {f.message} [{why}]", file=sys.stderr)
+        print(f"{name}:{f.line}:{f.col + 1}: {f.code} {f.message} [{_why_left(f)}]", file=sys.stderr)
     if result.error or result.remaining or (args.diff and new is not None):
         return 1
     return 1 if new is not None and getattr(args, "exit_non_zero_on_fix", False) else 0
@@ -523,7 +529,14 @@ def _fix_files(args: argparse.Namespace, opts: Options, paths: List[str], write:
     once). Returns the outcomes and the :class:`~inplace_lint.fix.codemod.FixResult` of each file."""
     files, targets = [], set()
     for path in paths:
+        # a symlink and its target, or two hard links, are one file: fix it once (two workers writing one
+        # inode in place at the same time could read each other's half-written text)
         target = os.path.realpath(path)
+        try:
+            st = os.stat(target)
+            target = (st.st_dev, st.st_ino)
+        except OSError:
+            pass
         if target not in targets:
             targets.add(target)
             files.append(path)
@@ -552,9 +565,7 @@ def _fix_report(args: argparse.Namespace, outcomes, results) -> int:
                 textpos.split_lines(r.old_source), textpos.split_lines(r.new_source),
                 fromfile=r.path, tofile=r.path))
         for f in r.remaining:
-            why = (f"unsafe fix not applied: {f.fix.reason}; use --unsafe-fixes" if f in r.unsafe_skipped
-                   else "no automatic fix")
-            print(f"{r.path}:{f.line}:{f.col + 1}: {f.code} {f.message} [{why}]", file=left_to)
+            print(f"{r.path}:{f.line}:{f.col + 1}: {f.code} {f.message} [{_why_left(f)}]", file=left_to)
     crashes = _report_crashes(outcomes)
     _show_fixes(args, results)
     applied = sum(len(r.applied) for r in results)

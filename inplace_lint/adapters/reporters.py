@@ -91,6 +91,7 @@ def ruff_json_item(result: FileResult, finding: Finding) -> dict:
         "location": {"column": finding.col + 1, "row": finding.line},
         "message": finding.message,
         "noqa_row": finding.line,
+        "no_fix": finding.no_fix or None,
         "related": json_related(result, finding),
         "url": code_url(finding.code),
     }
@@ -164,8 +165,11 @@ def relative_path(path: str) -> str:
 
 
 def fix_note(finding: Finding) -> str:
-    """`` [fix: safe]`` / `` [fix: unsafe]`` after a finding that ``inplace-lint fix`` can rewrite."""
-    return "" if finding.fix is None else f" [fix: {finding.fix.applicability.value}]"
+    """`` [fix: safe]`` / `` [fix: unsafe]`` after a finding that ``inplace-lint fix`` can rewrite,
+    `` [no fix: <why>]`` after one whose planned fix was withdrawn (``Finding.no_fix``)."""
+    if finding.fix is None:
+        return f" [no fix: {finding.no_fix}]" if finding.no_fix else ""
+    return f" [fix: {finding.fix.applicability.value}]"
 
 
 def write_text(items: Sequence[Item], out: TextIO) -> None:
@@ -249,6 +253,8 @@ def sarif_log(items: Sequence[Item]) -> dict:
         fixes = sarif_fixes(f, _artifact(result.path))
         if fixes:
             entry["fixes"] = fixes
+        if f.no_fix:
+            entry["properties"] = {"noFix": f.no_fix}
         results.append(entry)
     return {
         "$schema": SARIF_SCHEMA,

@@ -19,6 +19,9 @@ hover or a code action on another document is answered at once during a long ana
 of a 10 MB buffer holds the GIL for seconds: a thread would not do). A queued check of a document that
 changed again is dropped; ``shutdown`` kills an analysis in progress. A request whose params do not
 deserialize gets an ``InvalidParams`` error response (:class:`_Protocol`).
+
+A finding whose fix was withdrawn (``Finding.no_fix``: a statement too deep for the rewriter) gets a
+disabled action (LSP ``disabled.reason``) that says why, never an error.
 """
 from __future__ import annotations
 
@@ -192,6 +195,11 @@ def quick_fixes(document: TextDocument, params: types.CodeActionParams) -> List[
     actions: List[types.CodeAction] = []
     for diagnostic in wanted:
         finding = by_range.get((str(diagnostic.code), diagnostic.range.start.line, diagnostic.range.start.character))
+        if finding is not None and finding.fix is None and finding.no_fix:
+            actions.append(types.CodeAction(  # shown greyed out, with the reason, where the editor lists them
+                title=f"{finding.code}: no fix", kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
+                disabled=types.CodeActionDisabled(reason=f"no fix: {finding.no_fix}")))
+            continue
         if finding is None or finding.fix is None or not finding.fix.edits:
             continue
         unsafe = finding.fix.applicability is not Applicability.SAFE

@@ -490,7 +490,7 @@ _SHAPES = {
     Fix: ("applicability", "kind", "message", "reason", "edits", "scaling"),
     Related: ("message", "line", "col", "path", "role"),
     Finding: ("code", "line", "col", "end_line", "end_col", "message", "op", "write_kind", "target", "origin",
-              "fix", "related"),
+              "fix", "related", "no_fix"),
     ParamWrite: ("func", "index", "path", "line", "col", "end_line", "end_col", "op", "kind", "steps", "target",
                  "no_grad", "kept", "via", "op_name", "point_index", "guard", "condition", "fix", "fix_if_callers"),
     CallSite: ("caller", "callee", "path", "line", "col", "args", "no_grad", "callback", "unread", "bound",
@@ -581,7 +581,7 @@ class _Encoder:
         f = lf.finding
         return [[f.code, f.line, f.col, f.end_line, f.end_col, f.message, f.op, f.write_kind.value, f.target,
                  self.o(f.origin), self.fix(f.fix),
-                 [[r.message, r.line, r.col, self.p(r.path), r.role] for r in f.related]],
+                 [[r.message, r.line, r.col, self.p(r.path), r.role] for r in f.related], f.no_fix],
                 lf.func, lf.grad_rule, sorted(lf.observed), self.fix(lf.fix_if_callers), lf.param_rooted,
                 None if lf.grad_cond is None else list(lf.grad_cond), lf.guess_param]
 
@@ -755,7 +755,7 @@ class _Decoder:
 
     def finding(self, x) -> LocalFinding:
         f, func, grad_rule, observed, fix_if_callers, param_rooted, grad_cond, guess_param = _list(x, 8)
-        code, line, col, end_line, end_col, message, op, kind, target, origin, fix, related = _list(f, 12)
+        code, line, col, end_line, end_col, message, op, kind, target, origin, fix, related, no_fix = _list(f, 13)
         rel = []
         for r in _list(related):
             r_message, r_line, r_col, r_path, r_role = _list(r, 5)
@@ -763,7 +763,8 @@ class _Decoder:
                              role=_ostr(r_role)))
         finding = _make(Finding, code=_str(code), line=_int(line), col=_int(col), end_line=_int(end_line),
                         end_col=_int(end_col), message=_str(message), op=_str(op), write_kind=_WRITE_KINDS[kind],
-                        target=_str(target), origin=self.o(origin), fix=self.fix(fix), related=tuple(rel))
+                        target=_str(target), origin=self.o(origin), fix=self.fix(fix), related=tuple(rel),
+                        no_fix=_ostr(no_fix))
         return LocalFinding(finding, _str(func), _bool(grad_rule), frozenset(_ints(observed)),
                             self.fix(fix_if_callers), param_rooted=_oint(param_rooted),
                             grad_cond=None if grad_cond is None else self.cond(grad_cond), guess_param=_oint(guess_param))

@@ -228,6 +228,7 @@ class CallsMixin:
         marked = [o.extend(step) if o.is_tensor and (param_index(o) is not None or o.grad_evidence) else o
                   for o in origins]
         self.env[key] = cap(marked)
+        self.bindings.append((key, self.env[key]))  # an `if` merges the keys its arms changed
 
     def _function_call(self, node: ast.Call, name: str, functional: bool, args: List[frozenset],
                        kwargs: Dict[str, frozenset], namespace: str) -> frozenset:

@@ -32,7 +32,7 @@ from . import model_outputs
 from .calls import CallsMixin
 from .expressions import ExpressionsMixin
 from .reporting import ReportingMixin
-from .statements import EMPTY, StatementsMixin
+from .statements import _MAX_ORIGINS, EMPTY, StatementsMixin
 from .summaries import LocalFinding, ParamWrite, param_origin
 
 RECURSION_LIMIT = 20000
@@ -148,6 +148,20 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
     redefined: int = 0
     #: the sink keys of this scope's findings whose ``param_rooted`` is set
     rooted_keys: List[Tuple[int, int]] = field(default_factory=list)
+    #: every value bound to a name here (:meth:`bind_name`), in order, and the environment the scope
+    #: started with: what :meth:`holders` indexes (a fix plan looks up the names that may hold the
+    #: target's origin there instead of scanning the whole environment at each finding)
+    bindings: List[Tuple[str, frozenset]] = field(default_factory=list)
+    initial_env: Dict[str, frozenset] = field(default_factory=dict)
+    root_index: Optional[Dict[tuple, Set[str]]] = None
+    indexed: int = 0
+
+    #: keys that may hold more origins than the cap (see :func:`.statements.merge`)
+    big: Set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.initial_env = dict(self.env)
+        self.big = {k for k, v in self.initial_env.items() if len(v) > _MAX_ORIGINS}
 
     def _handler(self, prefix: str, node_type: type):
         return _handler(type(self), prefix, node_type)

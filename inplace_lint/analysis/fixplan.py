@@ -28,13 +28,15 @@ Anything else is UNSAFE, with the reason.
 from __future__ import annotations
 
 import ast
+import bisect
+import dataclasses
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from . import ops
 from .astutil import dotted_name as _dotted
 from .astutil import last_name as _last_name
 from .astutil import short
-from ..findings import Applicability, Fix, FixKind, Origin, RootKind, Scaling, WriteKind
+from ..findings import Applicability, Finding, Fix, FixKind, Origin, RootKind, Scaling, WriteKind
 
 #: a write under one of these is evaluated lazily, conditionally or out of order: never hoisted
 _NO_HOIST_PARENTS = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.BoolOp,
@@ -118,13 +120,36 @@ class FunctionFacts:
                     elif type(child) is ast.Return and not captured and child.value is not None:
                         self.returns.append(child)
         self.loads.sort(key=lambda n: (n.lineno, n.col_offset))
+        #: per name, its loads and their positions, in source order (a finding looks up only its names)
+        self.by_name: Dict[str, Tuple[List[Tuple[int, int]], List[ast.Name]]] = {}
+        for load in self.loads:
+            positions, nodes = self.by_name.setdefault(load.id, ([], []))
+            positions.append((load.lineno, load.col_offset))
+            nodes.append(load)
         self.declared, self.assigned = _declarations(func)
-        # memos: a function with many findings must not cost findings x loads x depth
+        # memos: a function with many findings must not cost findings x loads x depth (nor findings x
+        # statements: each finding looks only at the names it watches, found through these indexes)
         self.escapes: Dict[int, Optional[str]] = {}
         self.closures: Dict[FrozenSet[str], Set[str]] = {}
+        self._escaping: Dict[str, Tuple[List[Tuple[int, int]], List[ast.Name]]] = {}
+        self._captured: Dict[str, Tuple[List[Tuple[int, int]], List[ast.Name]]] = {}
+        self._alias_edges: Optional[Dict[str, List[Tuple[Tuple[int, int], int, FrozenSet[str]]]]] = None
+        self._siblings: Optional[Dict[int, Tuple[List[ast.stmt], int]]] = None
 
     def parent(self, node: ast.AST) -> Optional[ast.AST]:
         return self.parents.get(id(node))
+
+    def attribute_stores(self, name: str) -> List[ast.Name]:
+        """The loads of ``name`` that set or delete an attribute on it (``x.tag = v``), in source order."""
+        stores = getattr(self, "_attr_stores", None)
+        if stores is None:
+            stores = self._attr_stores = {}
+            for load in self.loads:
+                parent = self.parents.get(id(load))
+                if isinstance(parent, ast.Attribute) and parent.value is load \
+                        and isinstance(parent.ctx, (ast.Store, ast.Del)):
+                    stores.setdefault(load.id, []).append(load)
+        return stores.get(name, [])
 
     def path_to(self, node: ast.AST) -> List[ast.AST]:
         """Ancestors of ``node`` from the function down to ``node`` itself."""
@@ -144,6 +169,65 @@ class FunctionFacts:
     def captured(self, load: ast.Name) -> bool:
         """Inside a nested function, lambda, generator expression or class (it may run later)."""
         return id(load) in self.captured_loads
+
+    def loaded_after(self, name: str, pos: Tuple[int, int]) -> bool:
+        """``name`` is loaded at or after ``pos`` (line, column)."""
+        positions = self.by_name.get(name, ((), ()))[0]
+        return bool(positions) and positions[-1] >= pos
+
+    def escape_of(self, load: ast.Name) -> Optional[str]:
+        if id(load) not in self.escapes:
+            self.escapes[id(load)] = _escape(self, load)
+        return self.escapes[id(load)]
+
+    def escaping(self, name: str) -> Tuple[List[Tuple[int, int]], List[ast.Name]]:
+        """The loads of ``name`` through which the tensor may be kept elsewhere (:func:`_escape`)."""
+        if name not in self._escaping:
+            positions, nodes = self.by_name.get(name, ([], []))
+            keep = [i for i, load in enumerate(nodes) if self.escape_of(load) is not None]
+            self._escaping[name] = ([positions[i] for i in keep], [nodes[i] for i in keep])
+        return self._escaping[name]
+
+    def captured_of(self, name: str) -> Tuple[List[Tuple[int, int]], List[ast.Name]]:
+        """The loads of ``name`` inside a nested function, lambda, generator expression or class."""
+        if name not in self._captured:
+            positions, nodes = self.by_name.get(name, ([], []))
+            keep = [i for i, load in enumerate(nodes) if id(load) in self.captured_loads]
+            self._captured[name] = ([positions[i] for i in keep], [nodes[i] for i in keep])
+        return self._captured[name]
+
+    def alias_edges(self) -> Dict[str, List[Tuple[Tuple[int, int], int, FrozenSet[str]]]]:
+        """Per name ``n``: the binding statements whose value is an alias chain of ``n`` (``y = n.view(...)``,
+        ``for y in n``), as (position, line, names bound), in source order. Computed once per function."""
+        if self._alias_edges is None:
+            edges: Dict[str, List[Tuple[Tuple[int, int], int, FrozenSet[str]]]] = {}
+            for stmt in self.assigns:
+                value = stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) else stmt.value
+                if value is None:
+                    continue
+                targets = [stmt.target] if not isinstance(stmt, ast.Assign) else stmt.targets
+                bound = frozenset(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+                sources = {n.id for n in ast.walk(value)
+                           if isinstance(n, ast.Name) and _alias_chain_top(self, n) in (value, stmt)}
+                for source in sources:
+                    edges.setdefault(source, []).append(((stmt.lineno, stmt.col_offset), stmt.lineno, bound))
+            self._alias_edges = edges
+        return self._alias_edges
+
+    def siblings(self, stmt: ast.stmt) -> Optional[Tuple[List[ast.stmt], int]]:
+        """The statement list ``stmt`` is in (a ``body``, ``orelse`` or ``finalbody``) and its index there."""
+        if self._siblings is None:
+            index: Dict[int, Tuple[List[ast.stmt], int]] = {}
+            unique = {id(p): p for p in self.parents.values()}  # a parent per child: each block once
+            unique[id(self.func)] = self.func
+            for parent in unique.values():
+                for field_name in ("body", "orelse", "finalbody"):
+                    block = getattr(parent, field_name, None)
+                    if isinstance(block, list):
+                        for i, child in enumerate(block):
+                            index[id(child)] = (block, i)
+            self._siblings = index
+        return self._siblings.get(id(stmt))
 
 
 # --------------------------------------------------------------------------- fix kind
@@ -264,10 +348,20 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
     watched = facts.closures[closure_key]
     loop_spans = [(loop.lineno, loop.end_lineno or loop.lineno) for loop in loops]
     fields = written_fields(origins)
-    for load in facts.loads:
+    if fields:
+        # a read of another field of a model output does not observe the written one, so the first load of
+        # a kind no longer decides for the rest (what _candidate_loads assumes): every load is judged
+        candidates = sorted((n for name in watched for n in facts.by_name.get(name, ((), ()))[1]),
+                            key=lambda n: (n.lineno, n.col_offset))
+    else:
+        candidates = _candidate_loads(facts, watched, target_name, start, end, loop_spans, exclusive)
+        stores = facts.attribute_stores(target_name)
+        if stores:  # `x.tag = v` on the tensor object: not a kind _candidate_loads looks for
+            seen = {id(n) for n in candidates}
+            candidates = sorted(candidates + [n for n in stores if id(n) not in seen],
+                                key=lambda n: (n.lineno, n.col_offset))
+    for load in candidates:
         name = load.id
-        if name not in watched:
-            continue
         pos = (load.lineno, load.col_offset)
         if start <= pos < end:
             continue  # the write itself
@@ -292,9 +386,7 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
         if (pos < start and not any(lo <= load.lineno <= hi for lo, hi in exclusive)) or in_loop:
             # after the write, the target holds the same values either way; a load in an arm of an
             # `if` that excludes the write never ran before it
-            if id(load) not in facts.escapes:
-                facts.escapes[id(load)] = _escape(facts, load)
-            escape = facts.escapes[id(load)]
+            escape = facts.escape_of(load)
             if escape is not None:
                 return Applicability.UNSAFE, (
                     f"`{name}` {escape} (line {load.lineno}), where the change would no longer be seen")
@@ -362,6 +454,47 @@ def _other_field(facts: FunctionFacts, load: ast.Name, fields: FrozenSet[str]) -
     return False
 
 
+def _candidate_loads(facts: FunctionFacts, watched: Set[str], target_name: str, start: Tuple[int, int],
+                     end: Tuple[int, int], loop_spans: Sequence[Tuple[int, int]],
+                     exclusive: Sequence[Tuple[int, int]]) -> List[ast.Name]:
+    """The loads of ``watched`` names that :func:`applicability` must judge, in source order: for each name,
+    the first load of each kind that can make the fix unsafe (captured by a nested function; read after the
+    write or in a loop around it; escaping before it or in such a loop). The first load that makes the fix
+    unsafe is always among them, so the verdict (and its reason) is the one a scan of every load gives,
+    at the cost of a few binary searches per watched name instead of the function's length."""
+    inf = (float("inf"), 0)
+    found: Dict[int, ast.Name] = {}
+
+    def first(positions, nodes, lo, hi, skip_exclusive) -> None:
+        i = bisect.bisect_left(positions, lo)
+        while i < len(positions) and positions[i] < hi:
+            pos = positions[i]
+            if start <= pos < end:
+                i = bisect.bisect_left(positions, end)
+                continue
+            span = next(((a, b) for a, b in exclusive if a <= pos[0] <= b), None) if skip_exclusive else None
+            if span is not None:
+                i = bisect.bisect_left(positions, (span[1] + 1, -1))
+                continue
+            found[id(nodes[i])] = nodes[i]
+            return
+
+    for name in watched:
+        if name not in facts.by_name:
+            continue
+        first(*facts.captured_of(name), (-1, -1), inf, False)
+        positions, nodes = facts.by_name[name]
+        escaping = facts.escaping(name)
+        if name != target_name:
+            first(positions, nodes, end, inf, True)
+        first(*escaping, (-1, -1), start, True)
+        for lo, hi in loop_spans:
+            if name != target_name:
+                first(positions, nodes, (lo, -1), (hi + 1, -1), True)
+            first(*escaping, (lo, -1), (hi + 1, -1), False)
+    return sorted(found.values(), key=lambda n: (n.lineno, n.col_offset))
+
+
 def _call_role(call: ast.Call, current: ast.AST) -> str:
     """What ``call`` does with ``current`` (its receiver, or an argument): "alias" (the result may share
     its storage), "fresh" (a new tensor or a number) or "escape" (the callee may keep a reference)."""
@@ -417,27 +550,18 @@ def _alias_chain_top(facts: FunctionFacts, node: ast.AST) -> ast.AST:
 def _alias_closure(facts: FunctionFacts, names: Set[str], before: Optional[Tuple[int, int]] = None,
                    exclusive: Sequence[Tuple[int, int]] = ()) -> Set[str]:
     """``names`` plus every name bound (anywhere in the function, or before ``before`` and outside the
-    ``exclusive`` line spans) to an alias chain of one of them."""
+    ``exclusive`` line spans) to an alias chain of one of them (:meth:`FunctionFacts.alias_edges`)."""
+    edges = facts.alias_edges()
     watched = set(names)
-    changed = True
-    while changed:
-        changed = False
-        for stmt in facts.assigns:
-            if before is not None and ((stmt.lineno, stmt.col_offset) >= before
-                                       or any(lo <= stmt.lineno <= hi for lo, hi in exclusive)):
+    todo = list(watched)
+    while todo:
+        for pos, line, bound in edges.get(todo.pop(), ()):
+            if before is not None and (pos >= before or any(lo <= line <= hi for lo, hi in exclusive)):
                 continue
-            value = stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) else stmt.value  # Assign, walrus too
-            if value is None:
-                continue
-            targets = [stmt.target] if not isinstance(stmt, ast.Assign) else stmt.targets
-            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-            if bound <= watched:
-                continue
-            for n in ast.walk(value):
-                if isinstance(n, ast.Name) and n.id in watched and _alias_chain_top(facts, n) in (value, stmt):
-                    watched |= bound
-                    changed = True
-                    break
+            for name in bound:
+                if name not in watched:
+                    watched.add(name)
+                    todo.append(name)
     return watched
 
 
@@ -507,14 +631,14 @@ def _exclusive_spans(facts: FunctionFacts, write: ast.AST) -> List[Tuple[int, in
 
 def _shares_a_line(stmt: ast.stmt, facts: FunctionFacts) -> bool:
     """Another statement sits on one of ``stmt``'s lines (``a = 1; x.div_(t)``): a rewrite replaces whole
-    lines, so it would have to split them. A one-line suite (``if c: x.div_(t)``) is fine: it becomes a block."""
-    parent = facts.parent(stmt)
-    for field in ("body", "orelse", "finalbody"):
-        siblings = getattr(parent, field, None)
-        if isinstance(siblings, list) and any(s is stmt for s in siblings):
-            return any(s is not stmt and s.lineno <= (stmt.end_lineno or stmt.lineno)
-                       and (s.end_lineno or s.lineno) >= stmt.lineno for s in siblings)
-    return False
+    lines, so it would have to split them. A one-line suite (``if c: x.div_(t)``) is fine: it becomes a block.
+    Siblings are in source order, so one that shares a line is a neighbour."""
+    found = facts.siblings(stmt)
+    if found is None:
+        return False
+    siblings, i = found
+    return any(s.lineno <= (stmt.end_lineno or stmt.lineno) and (s.end_lineno or s.lineno) >= stmt.lineno
+               for s in siblings[max(i - 1, 0):i] + siblings[i + 1:i + 2])
 
 
 def _loop_variable(facts: FunctionFacts, node: ast.AST, name: str) -> bool:
@@ -589,9 +713,10 @@ def kept_reason(origins: Iterable[Origin], kept: Dict[Tuple[str, int], str]) -> 
 def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast.AST, target: ast.expr,
          op_name: Optional[str], origins: Sequence[Origin], env_aliases: Dict[str, FrozenSet[Origin]],
          stmt: Optional[ast.stmt], loops: Sequence[ast.AST], callers_checked: bool = False,
-         kept: Optional[Dict[Tuple[str, int], str]] = None) -> Optional[Fix]:
+         kept: Optional[Dict[Tuple[str, int], str]] = None, holders: Optional[Iterable[str]] = None) -> Optional[Fix]:
     """The fix for one finding, or None when it has no correct out-of-place form. ``kept``: roots of
-    what in-project calls returned that is also held elsewhere (``FunctionSummary.kept``)."""
+    what in-project calls returned that is also held elsewhere (``FunctionSummary.kept``). ``holders``: the
+    names of ``env_aliases`` that may hold one of ``origins``' roots (a superset; default: all of them)."""
     name = write_target_name(kind, target)
     if name is None:
         return None
@@ -603,8 +728,9 @@ def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast
     if fkind is None:
         return None
     roots = {(o.root, o.root_text, o.root_line) for o in origins}
-    aliases = [k for k, held in env_aliases.items()
-               if "." not in k and "[" not in k and any((o.root, o.root_text, o.root_line) in roots for o in held)]
+    candidates = env_aliases if holders is None else (k for k in holders if k in env_aliases)
+    aliases = [k for k in candidates if "." not in k and "[" not in k and
+               any((o.root, o.root_text, o.root_line) in roots for o in env_aliases[k])]
     applicable, reason = applicability(facts, params, name, origins, aliases, node, loops, callers_checked)
     held = kept_reason(origins, kept or {})
     if held:
@@ -906,3 +1032,60 @@ def returned_elsewhere(facts: FunctionFacts, bases: Iterable[str] = ()) -> str:
         if keeper is not None:
             return keeper
     return ""
+
+
+#: the deepest simple statement (in ``ast`` levels, the statement itself being 1) whose fix is written.
+#: The rewriter (libcst) walks a statement recursively: parsing, visiting and printing it took up to
+#: about 10 Python frames per ``ast`` level (nested subscripts, ``a[a[a[...]]]``, the worst shape measured;
+#: nested calls about 7), so with Python's default recursion limit of 1000 it failed from about 100
+#: levels (140 nested calls: ``RecursionError``). 64 leaves room for the caller's own frames (a language
+#: server, a test runner: a statement at the limit is still fixed from 300 frames down). Real code stays
+#: below it: of 1.79M simple statements (Python 3.11's standard library, torch, sympy and the other installed
+#: packages, verl 0.8.0), 31 are deeper, all generated tables (sympy, pip's idna data, pygls' types).
+MAX_REWRITE_DEPTH = 64
+
+
+def withdraw_unwritable(tree: ast.Module, findings: Sequence[Finding]) -> List[Finding]:
+    """``findings`` with the fix withdrawn (``fix`` None, ``no_fix`` saying why) where the simple statement
+    holding the write is nested deeper than :data:`MAX_REWRITE_DEPTH`.
+
+    The one place that decides whether the rewriter can write a planned fix: the pipeline calls it on
+    every file's findings before any surface sees them, so ``check``'s ``[fix: ...]`` note, JSON, SARIF,
+    ``fix`` and the language server's quick fixes agree (a fix is advertised exactly when it is applied).
+    ``tree`` is ``ast.parse`` of the findings' file. Iterative (no recursion, whatever the nesting)."""
+    planned = sorted({(f.line, f.col) for f in findings if f.fix is not None})
+    if not planned:
+        return list(findings)
+    deep: Set[Tuple[int, int]] = set()
+    stack: List[List[ast.stmt]] = [tree.body]
+    while stack:
+        for stmt in stack.pop():
+            end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
+            lo = bisect.bisect_left(planned, (stmt.lineno, stmt.col_offset))
+            hi = bisect.bisect_right(planned, end)
+            if lo == hi:
+                continue
+            blocks = [getattr(stmt, name, None) for name in ("body", "orelse", "finalbody")]
+            blocks += [h.body for h in getattr(stmt, "handlers", None) or []]
+            blocks += [c.body for c in getattr(stmt, "cases", None) or []]
+            blocks = [b for b in blocks if isinstance(b, list) and b and isinstance(b[0], ast.stmt)]
+            if blocks:  # a compound statement: its writes are in its blocks (a write in a header has no fix)
+                stack.extend(blocks)
+            elif _deeper_than(stmt, MAX_REWRITE_DEPTH):
+                deep.update(planned[lo:hi])
+    if not deep:
+        return list(findings)
+    reason = f"the statement is nested more than {MAX_REWRITE_DEPTH} levels deep, too deep for the rewriter (libcst)"
+    return [dataclasses.replace(f, fix=None, no_fix=reason) if f.fix is not None and (f.line, f.col) in deep else f
+            for f in findings]
+
+
+def _deeper_than(node: ast.AST, limit: int) -> bool:
+    """Whether ``node``'s subtree has more than ``limit`` levels (``node`` alone: 1)."""
+    stack = [(node, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return False

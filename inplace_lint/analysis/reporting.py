@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from ..findings import HELPER_WRITE, Finding, Origin, Related, RootKind, WriteKind
 from ..rules import PRIORITY, Write
@@ -310,7 +310,7 @@ class ReportingMixin:
         if not isinstance(base, ast.Name) or self.func is None:
             return False
         end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
-        return any(load.id == base.id and (load.lineno, load.col_offset) >= end for load in self.facts().loads)
+        return self.facts().loaded_after(base.id, end)
 
     def facts(self):
         facts = self.facts_cache.get(id(self.func))
@@ -324,7 +324,8 @@ class ReportingMixin:
             return None  # class bodies
         stmt = self.stmt_stack[-1] if self.stmt_stack else None
         return fixplan.plan(self.facts(), self.params, kind, node, target, op_name, origins, self.env, stmt,
-                            self.loop_stack, callers_checked, self.kept_roots)
+                            self.loop_stack, callers_checked, self.kept_roots,
+                            holders=self.holders(origins))
 
     def plan_call_remedy(self, call: ast.AST, arg: ast.expr, origins: Sequence[Origin], twin: Optional[str],
                          kept: bool) -> str:
@@ -332,6 +333,28 @@ class ReportingMixin:
             return f"call `{twin}()`, its out-of-place twin, and use what it returns" if twin else ""
         return fixplan.call_remedy(self.facts(), self.params, arg, call, origins, self.env, self.loop_stack, twin,
                                    kept)
+
+    def holders(self, origins: Sequence[Origin]) -> Set[str]:
+        """Plain names that may hold an origin with the same root as one of ``origins`` now: every name
+        bound here (or in the environment the scope started with) to such an origin, a superset of those
+        that hold one now (a merge of branches or loop iterations unions values bound here). Built on
+        the first fix plan of the scope and kept up to date from :attr:`bindings`: each binding is indexed
+        once, so a long function costs its length, not its length times its findings."""
+        index = self.root_index
+        if index is None:
+            index = self.root_index = {}
+            for key, held in self.initial_env.items():
+                for o in held:
+                    index.setdefault((o.root, o.root_text, o.root_line), set()).add(key)
+        bindings = self.bindings
+        for key, held in bindings[self.indexed:]:
+            for o in held:
+                index.setdefault((o.root, o.root_text, o.root_line), set()).add(key)
+        self.indexed = len(bindings)
+        out: Set[str] = set()
+        for o in origins:
+            out |= index.get((o.root, o.root_text, o.root_line), set())
+        return out
 
     def is_unread_after(self, arg: Optional[ast.expr], call: ast.Call) -> bool:
         """The argument is a temporary, or a local name the caller neither reads nor lets escape after the call."""
@@ -347,7 +370,7 @@ class ReportingMixin:
         if fixplan.kept_reason(self.env.get(arg.id, ()), self.kept_roots):
             return False  # what it holds is also held elsewhere (a cache, `self.last`)
         end = (call.end_lineno or call.lineno, call.end_col_offset or 0)
-        if any(load.id == arg.id and (load.lineno, load.col_offset) >= end for load in facts.loads):
+        if facts.loaded_after(arg.id, end):
             return False  # the caller reads what it passed (fix planning would only look at other names)
         # other aliases read afterwards, escapes before the call, parameters, globals
         applicable, _ = fixplan.applicability(facts, self.params, arg.id, [], [], call, self.loop_stack)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Dict, Iterable, List, Optional, Sequence, Set
 
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import fixplan, grad, model_outputs, ops
@@ -52,11 +52,52 @@ def cap(origins) -> frozenset:
     return frozenset(sorted(s, key=origin_key)[:_MAX_ORIGINS])
 
 
-def merge(envs: Sequence[Dict[str, frozenset]]) -> Dict[str, frozenset]:
-    out: Dict[str, frozenset] = {}
-    for env in envs:
-        for k, v in env.items():
-            out[k] = cap(out.get(k, EMPTY) | v) if k in out else v
+def merge(envs: Sequence[Dict[str, frozenset]], big: Iterable[str] = ()) -> Dict[str, frozenset]:
+    """The environment after branches (or loop iterations) ``envs``: each name holds the union of what it
+    holds in each, capped at ``_MAX_ORIGINS`` (in ``envs`` order: the first value as it is, each later one
+    ``cap(union)``).
+
+    The branches of one statement share most of their entries (each started from the same environment),
+    so only the entries that are not the same object are joined (a union and a cap each); the rest is kept.
+    An entry equal in two branches keeps its value, which is what the fold gives unless the value is over
+    the cap: ``big`` names every key that may hold such a value (:meth:`StatementsMixin.bind_name`), and
+    those are folded as written above. Key order may differ from the fold's; nothing reads it."""
+    if not envs:
+        return {}
+    out: Dict[str, frozenset] = dict(envs[0])
+    for env in envs[1:]:
+        get = out.get
+        for k, v in [(k, v) for k, v in env.items() if get(k) is not v]:
+            out[k] = cap(out[k] | v) if k in out else v
+    for k in big:
+        folded = None
+        for env in envs:
+            if k in env:
+                folded = env[k] if folded is None else cap(folded | env[k])
+        if folded is not None:
+            out[k] = folded
+    return out
+
+
+#: ``if`` statements merge only the keys their arms touched (tests turn it off to compare with :func:`merge`)
+TOUCHED_MERGE = True
+
+
+def merge_touched(arms: List[Dict[str, frozenset]], touched: Iterable[str]) -> Dict[str, frozenset]:
+    """:func:`merge` of the arms of one ``if``, in the time of what they changed: each arm started from the
+    same environment, so a key no arm (nor a test) bound or removed holds the same object in every arm,
+    and the fold keeps it (``touched`` includes the keys that may hold more than the cap). The last arm's
+    dict (no one else holds it) becomes the result; only the ``touched`` keys are folded into it."""
+    out = arms[-1]
+    for k in touched:
+        folded = None
+        for env in arms:
+            if k in env:
+                folded = env[k] if folded is None else cap(folded | env[k])
+        if folded is None:
+            out.pop(k, None)
+        else:
+            out[k] = folded
     return out
 
 
@@ -203,7 +244,7 @@ class StatementsMixin:
             for first in (True, False):  # a second pass sees values carried around the loop
                 head()
                 self.run_body(node.body)
-                self.env = merge([before, self.env])
+                self.env = merge([before, self.env], self.big)
                 if first and self.env == before and self._loop_state()[:-1] == state[:-1] \
                         and not (self.assigned - state[-1]) & LITERAL_HEADS:
                     # nothing the walk reads changed in the first pass: the second would repeat it exactly
@@ -228,6 +269,7 @@ class StatementsMixin:
         saved_conds = self.path_conds
         conds_false: list = []  # parameter tests found false by the earlier arms
         gates = []  # what holds in every later arm: (grad-enabled test, requires_grad test) found false
+        mark = len(self.bindings)
         while True:
             self.eval(current.test)
             cond = self.param_condition(current.test)
@@ -272,7 +314,10 @@ class StatementsMixin:
                 if origins != other:
                     evaluation[key] = frozenset(o if o in other or param_index(o) is not None
                                                 else replace(o, root_no_grad=True) for o in origins)
-        self.env = merge(arms)
+        if TOUCHED_MERGE:
+            self.env = merge_touched(arms, {k for k, _ in self.bindings[mark:]} | self.big)
+        else:
+            self.env = merge(arms, self.big)
         if not node.orelse and grad.ends_flow(node.body) and conds_false and self.param_condition(node.test):
             self.path_conds = saved_conds + (conds_false[0],)  # `if copy: return x.repeat(...)`: what follows
         if not node.orelse and grad.ends_flow(node.body) and (gates[0][0] or gates[0][1]):
@@ -293,6 +338,7 @@ class StatementsMixin:
             if origins:
                 self.env[key] = frozenset(replace(o, root_no_grad=True) if param_index(o) is None else o
                                           for o in origins)
+                self.bindings.append((key, self.env[key]))  # an `if` merges the keys its arms changed
 
     def stmt_Try(self, node) -> None:
         before = dict(self.env)
@@ -300,12 +346,13 @@ class StatementsMixin:
         self.run_body(node.orelse)
         branches = [self.env]
         for handler in node.handlers:
-            self.env = merge([before, branches[0]])
+            self.env = merge([before, branches[0]], self.big)
             if handler.name:
                 self.env[handler.name] = EMPTY
+                self.bindings.append((handler.name, EMPTY))
             self.run_body(handler.body)
             branches.append(self.env)
-        self.env = merge(branches)
+        self.env = merge(branches, self.big)
         self.run_body(node.finalbody)
 
     stmt_TryStar = stmt_Try
@@ -354,7 +401,7 @@ class StatementsMixin:
                 self.eval(case.guard)
             self.run_body(case.body)
             branches.append(self.env)
-        self.env = merge(branches + [before])
+        self.env = merge(branches + [before], self.big)
 
     def stmt_FunctionDef(self, node) -> None:
         for dec in node.decorator_list:
@@ -425,6 +472,7 @@ class StatementsMixin:
             key = dotted_name(target)
             if key is not None:
                 self.env.pop(key, None)
+                self.bindings.append((key, EMPTY))
             else:
                 self.eval(target)
 
@@ -460,8 +508,12 @@ class StatementsMixin:
     def bind_name(self, key: str, origins: frozenset) -> None:
         if origins:
             self.env[key] = origins
+            self.bindings.append((key, origins))
+            if len(origins) > _MAX_ORIGINS:
+                self.big.add(key)
         else:
             self.env.pop(key, None)
+            self.bindings.append((key, EMPTY))
         if "." not in key:
             self.bool_names.discard(key)
             self.local_funcs.pop(key, None)

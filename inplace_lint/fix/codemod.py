@@ -874,9 +874,11 @@ def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = S
              memory_aware: bool = False,
              target: Tuple[Optional[Tuple[int, int]], Optional[Tuple[int, int]]] = (None, None)) -> FixResult:
     """Fix one file in place (atomically: temp file + rename; a symlink keeps pointing at its target,
-    which is rewritten); encoding, BOM and newlines are kept.
+    which is rewritten; a file with other hard links is overwritten on its own inode, so every link reads
+    the fixed text: :func:`atomic_write`); encoding, BOM and newlines are kept.
 
-    A file that cannot be read or parsed is reported in ``result.error`` and left untouched.
+    A file that cannot be read or parsed is reported in ``result.error`` and left untouched; one that
+    cannot be written too (``cannot write: ...``, nothing counted as applied).
     """
     import io
     import tokenize
@@ -901,7 +903,12 @@ def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = S
                      ignore=ignore, memory_aware=memory_aware, target=target)
     fixed.old_source = source
     if fixed.new_source is not None and write:
-        atomic_write(path, fixed.new_source.encode(encoding))
+        try:
+            atomic_write(path, fixed.new_source.encode(encoding))
+        except OSError as exc:
+            fixed.error = f"cannot write: {exc}"
+            fixed.new_source, fixed.applied = None, []
+            return fixed
         fixed.written = True
     return fixed
 
@@ -918,8 +925,14 @@ def fix_one(source: str, path: str, finding: Finding, *, settings: Settings = DE
 def atomic_write(path: str, data: bytes) -> None:
     """Replace the contents of ``path`` by ``data`` via a temp file and a rename in the same folder.
     A symlink is resolved first: its target is written (once, even when several links or the target
-    itself are fixed in one run, since the second run finds nothing to fix) and the link stays a link."""
+    itself are fixed in one run, since the second run finds nothing to fix) and the link stays a link.
+
+    A file with other hard links (``st_nlink > 1``) is written in place instead (:func:`write_in_place`):
+    a rename would give ``path`` a new inode and leave the other names on the unfixed text."""
     path = os.path.realpath(path)
+    if os.stat(path).st_nlink > 1:
+        write_in_place(path, data)
+        return
     folder = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".inplace-lint-", suffix=".tmp")
     try:
@@ -934,6 +947,43 @@ def atomic_write(path: str, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_in_place(path: str, data: bytes) -> None:
+    """Overwrite ``path``'s own inode with ``data`` (every hard link then reads the new text; inode, owner,
+    mode and links are kept).
+
+    The new text is first written in full to a temp file beside it and flushed to disk (so the space is
+    there and a copy exists), then written over the file in one ``write`` and truncated, flushed, and the
+    temp file removed. The crash window: a crash (power loss, ``kill -9``) during that one overwrite can
+    leave the file part new, part old; the temp file ``.inplace-lint-*.tmp`` beside it then holds the
+    whole new text. A file that cannot be opened for writing raises ``OSError`` with nothing written; an
+    error while overwriting raises ``OSError`` naming the temp file, which is kept."""
+    folder = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".inplace-lint-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    try:
+        fh = open(path, "r+b")
+    except BaseException:  # not writable: nothing was written
+        os.unlink(tmp)
+        raise
+    with fh:
+        try:
+            fh.write(data)
+            fh.truncate()
+            fh.flush()
+            os.fsync(fh.fileno())
+        except OSError as exc:
+            raise OSError(exc.errno, f"{exc.strerror or exc}: {path} may be part written; "
+                                     f"its fixed text is in {tmp}") from exc
+    os.unlink(tmp)
 
 
 _atomic_write = atomic_write  # the old private name

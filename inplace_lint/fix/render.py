@@ -27,17 +27,20 @@ def render(groups: List[_Group], newline: str, unit: str, style: str, memory_awa
             module = cst.parse_module(code)
             if len(module.body) != len(wrapped):
                 raise ValueError("statement count")
-        except (cst.ParserSyntaxError, ValueError, RecursionError):
-            alone += wrapped  # parse them one by one, so one odd statement costs only its own fix
-        else:
             _rewrite(module, wrapped, newline, unit, style, memory_aware, names, wrapper=True)
+        except (cst.ParserSyntaxError, ValueError, RecursionError):
+            for group in wrapped:
+                group.text, group.done = None, set()
+            alone += wrapped  # parse them one by one, so one odd statement costs only its own fix
     for group in alone:
         prefix = f"if True:{newline}" if group.indent else ""
         try:
             module = cst.parse_module(prefix + group.indent + _terminated(group.snippet, newline))
+            _rewrite(module, [group], newline, unit, style, memory_aware, names, wrapper=bool(group.indent))
         except (cst.ParserSyntaxError, RecursionError):
-            continue
-        _rewrite(module, [group], newline, unit, style, memory_aware, names, wrapper=bool(group.indent))
+            # never reached for a statement within fixplan.MAX_REWRITE_DEPTH (the fix is withdrawn before
+            # any surface sees it); here only so that a bug costs one fix, not the file
+            group.text, group.done = None, set()
 
 
 def _rewrite(module: cst.Module, groups: List[_Group], newline: str, unit: str, style: str,
