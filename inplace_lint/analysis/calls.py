@@ -259,7 +259,7 @@ class CallsMixin:
         if ops.saves_output(namespace, name) and not inplace_flag(node, name):
             if no_grad_value(first_origins):
                 return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
-            if not first_origins and not self.grad_source(first):
+            if not first_origins and not self.grad_source(first) and self._guess_of(first, first_origins) < 0:
                 return EMPTY  # nothing says the input requires grad: whether the output is saved is unknown
             return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad,
                                      guess_param=self._guess_of(first, first_origins))})
@@ -338,6 +338,12 @@ class CallsMixin:
             return self.grad_source(node.operand)
         if isinstance(node, ast.Subscript):
             return self.grad_source(node.value)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self.self_name \
+                and self.cls_qual and self.ctx is not None:
+            # `self.raw`, set to `nn.Parameter(...)` in `__init__`: a parameter requires grad
+            builder = getattr(self.ctx, "attribute_builder", None)
+            owner = builder(self.cls_qual, node.attr) if builder is not None else None
+            return owner is not None and owner.rsplit(".", 1)[-1] == "Parameter"
         return False
 
     def _guess_of(self, node: ast.expr, origins: frozenset) -> int:
@@ -346,6 +352,17 @@ class CallsMixin:
             return _guessed_param(origins)
         if isinstance(node, ast.Name) and node.id in self.params and node.id not in self.submodule_results:
             return list(self.params).index(node.id)
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Call, ast.Subscript)):
+            # `(q @ k.transpose(-2, -1)).softmax(-1)`: an expression of parameters alone (and literals) is a
+            # guess of the first one it reads (callers decide; with no in-project call it stays). One that
+            # also reads a local (a factory's tensor: `(g / (2 * sigma ** 2)).exp()`) is not: the local
+            # speaks for itself, and the parameter may be a number
+            names = [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id != self.self_name]
+            if any(n in self.assigned and n not in self.params for n in names):
+                return -1
+            found = [list(self.params).index(n) for n in names
+                     if n in self.params and n not in self.submodule_results]
+            return min(found) if found else -1
         return -1
 
     def _is_self(self, node: ast.expr) -> bool:
@@ -409,7 +426,7 @@ class CallsMixin:
             if no_grad_value(known) and known == recv or (name in _STATE_ROOTS and recv and not known
                                                           and self._accumulated_params(recv)):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
-            if not recv and not self.grad_source(recv_node):
+            if not recv and not self.grad_source(recv_node) and self._guess_of(recv_node, recv) < 0:
                 return EMPTY  # nothing says the receiver requires grad: whether the output is saved is unknown
             return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), line, root_no_grad=self.no_grad,
                                      guess_param=self._guess_of(recv_node, recv))})

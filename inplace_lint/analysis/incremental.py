@@ -160,6 +160,9 @@ class _Recorder:
     def attribute_class(self, cls_qual, attr):
         return self._ask("attribute_class", cls_qual, attr)
 
+    def attribute_builder(self, cls_qual, attr):
+        return self._ask("attribute_builder", cls_qual, attr)
+
     def dispatch(self, cls_qual, name):
         return self._ask("dispatch", cls_qual, name)
 

@@ -380,6 +380,17 @@ class Project:
         self._subclass_map = None
         self._dispatch_memo = {}
 
+    def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:
+        """What ``self.<attr>`` was built from in ``__init__`` of this class, imports resolved
+        (``torch.nn.Parameter`` for ``self.raw = nn.Parameter(...)``), in the project or not; None unknown."""
+        module, _, name = cls_qual.rpartition(".")
+        index = self.indexes.get(module)
+        dotted = index.attributes.get(name, {}).get(attr) if index is not None else None
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        return index.imports[head] + (f".{rest}" if rest else "") if head in index.imports else dotted
+
     def attribute_class(self, cls_qual: str, attr: str) -> Optional[str]:
         """The in-project class ``self.<attr>`` was built from in ``__init__`` (this class or a base)."""
         module, _, name = cls_qual.rpartition(".")
@@ -1057,6 +1068,9 @@ class ModuleContext:
 
     def attribute_class(self, cls_qual: str, attr: str) -> Optional[str]:
         return self.project.attribute_class(cls_qual, attr)
+
+    def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:
+        return self.project.attribute_builder(cls_qual, attr)
 
     def params_of(self, qual: str):
         return self.params.get(qual) or self.project.params_of(qual)
