@@ -355,7 +355,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 raise UsageError("check --fix reads stdin ('-') alone: give '-' without other paths")
             return _exit(args, _fix_stdin(args, opts))
         if args.diff:
-            return _exit(args, _fix_report(args, *_fix_files(args, opts, files, write=False)))
+            return _exit(args, _fix_report(args, opts, *_fix_files(args, opts, files, write=False)))
         outcomes, results = _fix_files(args, opts, files, write=True)
         _report_crashes(outcomes)
         _show_fixes(args, results)
@@ -547,7 +547,7 @@ def _fix_files(args: argparse.Namespace, opts: Options, paths: List[str], write:
     return outcomes, results
 
 
-def _fix_report(args: argparse.Namespace, outcomes, results) -> int:
+def _fix_report(args: argparse.Namespace, opts: Options, outcomes, results) -> int:
     """Print what ``fix`` did: with ``--diff`` the patch alone on stdout (the findings left on stderr),
     else the findings left on stdout; the summary on stderr. The exit code (see FIX_EXIT_CODES)."""
     import difflib
@@ -624,7 +624,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
     if shown is not None:
         return shown
     _project_mode(args, opts)
-    return _exit(args, _fix_report(args, *_fix_files(args, opts, files, write=not args.diff)))
+    return _exit(args, _fix_report(args, opts, *_fix_files(args, opts, files, write=not args.diff)))
 
 
 def _runtime_install_hint() -> str:

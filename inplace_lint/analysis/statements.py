@@ -666,14 +666,12 @@ class StatementsMixin:
                 bases = {b for b in (fixplan.root_base_name(o) for o in risky) if b is not None}
                 kept = fixplan.returned_elsewhere(self.facts(), bases)
 
-        def located(o: Origin) -> Origin:
-            return o
-        if self.ctx is not None:
-            # what callers read from the summary names the file of each view step (they report it there)
-            path = self.ctx.path
+        # what callers read from the summary names the file of each view step (they report it there)
+        path = self.ctx.path if self.ctx is not None else None
 
-            def located(o: Origin) -> Origin:  # noqa: F811
-                return replace(o, steps=located_steps(o.steps, path)) if o.steps else o
+        def located(o: Origin) -> Origin:
+            return replace(o, steps=located_steps(o.steps, path)) if path is not None and o.steps else o
+        if path is not None:
             returns = frozenset(located(o) for o in returns)
             writes = tuple(replace(w, steps=located_steps(w.steps, path)) if w.steps else w for w in writes)
         capped = cap(returns)
