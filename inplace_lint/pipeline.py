@@ -588,16 +588,17 @@ def _root_and_loose(path: str) -> Tuple[pathlib.Path, bool]:
     path in this process (each resolves the path: a third of a warm check's time when asked per call)."""
     from .analysis.project import find_root, is_loose
 
-    hit = _ROOTS.get(path)
+    absolute = os.path.abspath(path)  # a relative path names another file once the working folder changes
+    hit = _ROOTS.get(absolute)
     if hit is None:
-        folder = os.path.dirname(os.path.abspath(path))
+        folder = os.path.dirname(absolute)
         if os.path.isfile(path) and not os.path.islink(path):  # its folder decides (resolved once)
             hit = _ROOTS.get(folder + os.sep)
             if hit is None:
                 hit = _ROOTS[folder + os.sep] = (find_root(path), is_loose(path))
         else:
             hit = (find_root(path), is_loose(path))
-        _ROOTS[path] = hit
+        _ROOTS[absolute] = hit
     return hit
 
 

@@ -67,7 +67,11 @@ def test_sarif_has_no_fixes_and_the_reason(deep, capsys):
 def test_fix_leaves_it_and_says_why(deep, capsys, diff):
     assert main(["fix"] + (["--diff"] if diff else []) + ["deep.py"]) == 1
     captured = capsys.readouterr()
-    assert captured.out == f"deep.py:6:{COL}: IPV001 {MESSAGE} [no automatic fix: {REASON}]\n"
+    line = f"deep.py:6:{COL}: IPV001 {MESSAGE} [no automatic fix: {REASON}]\n"
+    if diff:  # --diff keeps stdout for the patch (nothing here): what is left goes to stderr
+        assert captured.out == "" and captured.err.startswith(line)
+    else:
+        assert captured.out == line
     assert "0 fixes" in captured.err and "1 finding remains; 0 files skipped" in captured.err
     assert "internal error" not in captured.err
     assert deep.read_text() == DEEP
@@ -196,7 +200,7 @@ def test_hard_links_keep_pointing_at_the_fixed_text(tmp_path, capsys):
     other = tmp_path / "b.py"
     os.link(first, other)
     inode = first.stat().st_ino
-    assert main(["fix", str(first)]) == 0
+    assert main(["fix", "--style", "runtime", str(first)]) == 0
     assert first.read_text() == other.read_text() == FIXED
     assert first.stat().st_ino == other.stat().st_ino == inode and first.stat().st_nlink == 2
     assert first.stat().st_mode & 0o777 == 0o640
@@ -207,7 +211,7 @@ def test_hard_links_keep_pointing_at_the_fixed_text(tmp_path, capsys):
 def test_a_lone_file_is_still_replaced_by_rename(tmp_path):
     path = tmp_path / "m.py"
     path.write_text(BAD)
-    assert fix_file(str(path)).written
+    assert fix_file(str(path), style="runtime").written
     assert path.read_text() == FIXED and path.stat().st_nlink == 1
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".inplace-lint-")]
 
@@ -216,7 +220,7 @@ def test_a_lone_file_is_still_replaced_by_rename(tmp_path):
 def test_two_names_of_one_file_in_one_run_are_fixed_once(tmp_path, capsys):
     (tmp_path / "a.py").write_text(BAD)
     os.link(tmp_path / "a.py", tmp_path / "b.py")
-    assert main(["fix", "-j", "2", str(tmp_path)]) == 0
+    assert main(["fix", "--style", "runtime", "-j", "2", str(tmp_path)]) == 0
     assert (tmp_path / "a.py").read_text() == (tmp_path / "b.py").read_text() == FIXED
     assert "1 fix applied in 1 file; 0 findings remain; 0 files skipped. Scanned 1 file." in capsys.readouterr().err
 
@@ -227,7 +231,7 @@ def test_a_hard_linked_file_that_cannot_be_written_is_an_error(tmp_path, capsys)
     path.write_text(BAD)
     os.link(path, tmp_path / "n.txt")
     os.chmod(path, 0o444)
-    assert main(["fix", str(path)]) == 1
+    assert main(["fix", "--style", "runtime", str(path)]) == 1
     err = capsys.readouterr().err
     assert f"{path}: cannot write: [Errno 13] Permission denied" in err and "0 fixes applied" in err
     assert path.read_text() == BAD
@@ -250,7 +254,7 @@ def test_an_overwrite_that_fails_keeps_the_fixed_text_beside_the_file(tmp_path, 
         real_fsync(fd)
 
     monkeypatch.setattr(codemod.os, "fsync", failing_fsync)
-    result = fix_file(str(path))
+    result = fix_file(str(path), style="runtime")
     assert not result.written and result.applied == []
     [tmp] = [p for p in tmp_path.iterdir() if p.name.startswith(".inplace-lint-")]
     assert tmp.read_text() == FIXED

@@ -702,9 +702,23 @@ class Project:
                     return False
                 site_of[id(a)] = b
         calls_to, grad_off, incoming = other.finalize()
+        old_prefix = os.path.join(str(other.root), "") if other.root else None
+        new_prefix = os.path.join(str(self.root), "") if self.root else None
+
+        def moved(path: Optional[str]) -> Optional[str]:
+            if path is None or old_prefix is None or new_prefix is None or not path.startswith(old_prefix):
+                return path
+            return new_prefix + path[len(old_prefix):]
+
+        def here(o: Origin) -> Origin:
+            """``o`` with the files its root and view steps name moved from ``other``'s tree to this one."""
+            if o.path is None and all(st.path is None for st in o.steps):
+                return o
+            return replace(o, path=moved(o.path), steps=tuple(replace(st, path=moved(st.path)) if st.path else st
+                                                             for st in o.steps))
         try:
             self._final = ({q: [site_of[id(s)] for s in sites] for q, sites in calls_to.items()}, grad_off,
-                           {k: {o: (site_of[id(site)], flag) for o, (site, flag) in slot.items()}
+                           {k: {here(o): (site_of[id(site)], flag) for o, (site, flag) in slot.items()}
                             for k, slot in incoming.items()})
         except KeyError:  # a call site of other's pass that is not among its results' (it changed since)
             return False
