@@ -746,8 +746,9 @@ RUFF_FLAGS: Tuple[Tuple[Tuple[str, ...], dict, Tuple[str, ...]], ...] = (
                         help="inline: plain torch, no new dependency; runtime: call inplace_lint.runtime "
                              "(scale_logits, out_of_place) (default: fix-style from the config file, else inline)"),
      _BOTH),
-    (("--memory-aware",), dict(action="store_true", help='runtime style: emit inplace="auto", which stays in place '
-                                                         'wherever PyTorch allows it'), _BOTH),
+    (("--memory-aware",), dict(action="store_true", help='runtime style: emit inplace="auto" (stays in place '
+                                                         'wherever PyTorch allows it) on every call; a safe '
+                                                         'scale_logits fix has it without this flag'), _BOTH),
     (("--show-fixes",), dict(action="store_true", help="list the fixes applied, by file and code"), _BOTH),
     (("--add-noqa",), dict(action="store_true", help="add '# noqa: CODE' to each line with a finding (kept codes "
                                                      "stay; a second run adds nothing)"), ("check",)),

@@ -16,13 +16,11 @@ cookie) is kept. An edit replaces whole lines; an import is inserted where libcs
 
 Styles (``--style``, names in :data:`inplace_lint.config.FIX_STYLES`):
 
-- ``runtime`` (default): one readable line that calls :func:`inplace_lint.runtime.out_of_place`,
-  which keeps the in-place op's dtype, raises where the in-place op raises (a result dtype that
-  cannot be cast back, a shape that would grow) and gathers a ``DTensor`` operand mix:
-  ``x = out_of_place(x, "div_", t)``. ``--memory-aware`` adds ``inplace="auto"``.
-- ``inline``: plain torch, no dependency, with the DTensor guard of the upstream verl fix (PR 6935)::
+- ``inline`` (default): plain torch, no dependency, with the DTensor guard of the upstream verl fix
+  (PR 6935), decided at run time on the actual operands (an operand that is an expression is held in a
+  temporary first)::
 
-      if isinstance(x, DTensor) and not isinstance(t, DTensor):
+      if isinstance(x, DTensor) and not isinstance(t, DTensor) and getattr(t, "ndim", 0) > 0:
           x = x.full_tensor()
       x = x.clone().div_(t)
 
@@ -30,6 +28,11 @@ Styles (``--style``, names in :data:`inplace_lint.config.FIX_STYLES`):
   the original raises (``int64 /= 2``, a broadcast that would grow ``x``), which ``(x / t).to(x.dtype)``
   would hide. The guard gathers ``x`` only when no operand is itself a DTensor (a DTensor op with a
   DTensor operand needs no gather; gathering one side would mix them).
+- ``runtime``: one readable line that calls :func:`inplace_lint.runtime.out_of_place`, which keeps the
+  in-place op's dtype, raises where the in-place op raises (a result dtype that cannot be cast back, a
+  shape that would grow) and gathers a ``DTensor`` operand mix: ``x = out_of_place(x, "div_", t)``; the
+  temperature idiom becomes ``scale_logits(...)``, with ``inplace="auto"`` where the fix is safe.
+  ``--memory-aware`` adds ``inplace="auto"`` to the other calls too.
 
 Ops with no out-of-place twin (``copy_``, ``zero_``, ``fill_``, random fills) and item assignment
 get ``x = x.clone()`` first: correct, at the cost of one copy. ``torch.relu_(x)`` becomes
