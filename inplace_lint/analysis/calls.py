@@ -206,7 +206,7 @@ class CallsMixin:
         is the resolved module)."""
         result = self._function_call(node, name, functional, args, kwargs, namespace)
         entry = ops.saved_for_backward(namespace, name)
-        if entry and entry[2] and not self.no_grad:
+        if entry and entry[2] and not self.no_grad and not self.read_without_grad(node):
             given = list(node.args)
             if not given and kw(node, "input") is not None:
                 given = [kw(node, "input")]
@@ -214,6 +214,25 @@ class CallsMixin:
                 if position < len(given):
                     self.mark_saved_input(given[position], f"{ast.unparse(node.func)}", node.lineno)
         return result
+
+    def read_without_grad(self, node: ast.expr) -> bool:
+        """What ``node`` computes is only read by something that takes no gradient (``x.max().item()``,
+        ``int(x.sum())``, ``x.amax() > 0``, ``x.max().long()``): no backward runs through it, so what its op
+        saved for backward is never read (docs/pytorch-facts.md#saved-input)."""
+        stmt = self.stmt_stack[-1] if self.stmt_stack else None
+        if stmt is None:
+            return False
+        for parent in ast.walk(stmt):
+            for child in ast.iter_child_nodes(parent):
+                if child is not node:
+                    continue
+                if isinstance(parent, ast.Attribute) and parent.attr in _READ_WITHOUT_GRAD_METHODS:
+                    return True
+                if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) \
+                        and parent.func.id in _READ_WITHOUT_GRAD_FUNCTIONS and node in parent.args:
+                    return True
+                return isinstance(parent, ast.Compare)
+        return False
 
     def mark_saved_input(self, arg: ast.expr, op: str, line: int) -> None:
         """``arg`` was read by the backward of ``op``, which ran with grad on: a later in-place write to the
@@ -374,7 +393,8 @@ class CallsMixin:
         result = self._method_call(node, name, recv_node, recv, functional)
         if not functional and not self.no_grad:
             entry = ops.saved_for_backward(ops.TENSOR_METHOD, name)
-            if entry and entry[2] and any(o.is_tensor for o in recv) and not self._is_self(recv_node):
+            if entry and entry[2] and any(o.is_tensor for o in recv) and not self._is_self(recv_node) \
+                    and not self.read_without_grad(node):
                 given = [recv_node] + list(node.args)
                 for position in entry[2]:
                     if position < len(given):
@@ -797,6 +817,12 @@ def _is_literal(node: ast.AST) -> bool:
         return all(_is_literal(e) for e in node.elts)
     return isinstance(node, ast.Constant)
 
+
+#: methods and builtins whose result takes no gradient from their receiver or argument (a Python number, an
+#: integer or bool tensor): what an op saved for backward is never read through them
+_READ_WITHOUT_GRAD_METHODS = frozenset({"item", "tolist", "numpy", "long", "int", "bool", "short", "byte",
+                                        "argmax", "argmin", "nonzero", "any", "all"})
+_READ_WITHOUT_GRAD_FUNCTIONS = frozenset({"int", "float", "bool", "len", "round"})
 
 _INTEGER_DTYPES = frozenset({"long", "int", "int64", "int32", "int16", "int8", "uint8", "short", "bool", "uint16",
                              "uint32", "uint64"})
