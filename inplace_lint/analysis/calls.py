@@ -222,7 +222,11 @@ class CallsMixin:
         stmt = self.stmt_stack[-1] if self.stmt_stack else None
         if stmt is None:
             return False
-        for parent in ast.walk(stmt):
+        # the statement's own expressions: an `if`/`for`/`with` header, not the blocks under it
+        heads = [child for name, child in ast.iter_fields(stmt) if name not in _BLOCK_FIELDS]
+        nodes = [n for head in heads for item in (head if isinstance(head, list) else [head])
+                 if isinstance(item, ast.AST) for n in ast.walk(item)]
+        for parent in [stmt] + nodes:
             for child in ast.iter_child_nodes(parent):
                 if child is not node:
                     continue
@@ -360,8 +364,7 @@ class CallsMixin:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self.self_name \
                 and self.cls_qual and self.ctx is not None:
             # `self.raw`, set to `nn.Parameter(...)` in `__init__`: a parameter requires grad
-            builder = getattr(self.ctx, "attribute_builder", None)
-            owner = builder(self.cls_qual, node.attr) if builder is not None else None
+            owner = self.ctx.attribute_builder(self.cls_qual, node.attr)
             return owner is not None and owner.rsplit(".", 1)[-1] == "Parameter"
         return False
 
@@ -823,6 +826,8 @@ def _is_literal(node: ast.AST) -> bool:
 _READ_WITHOUT_GRAD_METHODS = frozenset({"item", "tolist", "numpy", "long", "int", "bool", "short", "byte",
                                         "argmax", "argmin", "nonzero", "any", "all"})
 _READ_WITHOUT_GRAD_FUNCTIONS = frozenset({"int", "float", "bool", "len", "round"})
+#: the fields of a compound statement that hold its blocks (statements), not its own expressions
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 
 _INTEGER_DTYPES = frozenset({"long", "int", "int64", "int32", "int16", "int8", "uint8", "short", "bool", "uint16",
                              "uint32", "uint64"})

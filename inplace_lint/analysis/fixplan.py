@@ -135,13 +135,14 @@ class FunctionFacts:
         self._captured: Dict[str, Tuple[List[Tuple[int, int]], List[ast.Name]]] = {}
         self._alias_edges: Optional[Dict[str, List[Tuple[Tuple[int, int], int, FrozenSet[str]]]]] = None
         self._siblings: Optional[Dict[int, Tuple[List[ast.stmt], int]]] = None
+        self._attr_stores: Optional[Dict[str, List[ast.Name]]] = None
 
     def parent(self, node: ast.AST) -> Optional[ast.AST]:
         return self.parents.get(id(node))
 
     def attribute_stores(self, name: str) -> List[ast.Name]:
         """The loads of ``name`` that set or delete an attribute on it (``x.tag = v``), in source order."""
-        stores = getattr(self, "_attr_stores", None)
+        stores = self._attr_stores
         if stores is None:
             stores = self._attr_stores = {}
             for load in self.loads:
