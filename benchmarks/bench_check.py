@@ -90,7 +90,7 @@ def main():
 
     from inplace_lint import pipeline
     from inplace_lint.pipeline import check_file
-    from inplace_lint.adapters.files import iter_python_files
+    from inplace_lint.source.files import iter_python_files
     from inplace_lint.config import DEFAULT_SETTINGS
 
     files = list(iter_python_files([str(root)], []))
@@ -200,7 +200,7 @@ _CACHE_FIGURE = r"""
 import ast, json, pathlib, statistics, sys, tempfile, time
 sys.path.insert(0, sys.argv[1])
 from inplace_lint import pipeline
-from inplace_lint.adapters.files import iter_python_files
+from inplace_lint.source.files import iter_python_files
 from inplace_lint.config import DEFAULT_SETTINGS
 from inplace_lint.pipeline import check_file
 sys.path.insert(0, sys.argv[4])

@@ -47,7 +47,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
-from .analysis import ops
+from .torch_facts import ops
 
 
 @dataclass(frozen=True)

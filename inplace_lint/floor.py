@@ -151,7 +151,7 @@ def _sources(root: pathlib.Path) -> Iterable[Tuple[str, Optional[Version], List[
 
 
 def _read(path: pathlib.Path) -> str:
-    from .adapters.files import read_bytes  # a FIFO or device is refused, never read (it would block)
+    from .source.files import read_bytes  # a FIFO or device is refused, never read (it would block)
 
     try:
         return read_bytes(str(path)).decode("utf-8", errors="replace")

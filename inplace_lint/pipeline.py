@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from . import config, progress, textpos
-from .adapters import noqa
+from .source import noqa
 from .analysis import analyze, fixplan
 from .config import Settings
-from .adapters.files import decode, read_bytes, read_source
+from .source.files import decode, read_bytes, read_source
 from .findings import Finding
 
 
@@ -146,7 +146,7 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
 
 
 def noqa_mapping(tree: ast.Module, lines: Sequence[str], wanted: Set[int]) -> Dict[int, str]:
-    """flake8's noqa line mapping (:func:`inplace_lint.adapters.noqa.line_mapping`) for the ``wanted``
+    """flake8's noqa line mapping (:func:`inplace_lint.source.noqa.line_mapping`) for the ``wanted``
     lines, tokenizing only the top-level statements that hold them: a top-level statement starts a
     logical line at column 0, so tokenizing from there gives the same logical lines as from the top
     of the file (statements that share a line, ``a = 1; b = 2``, are taken together)."""
@@ -355,7 +355,7 @@ def _digest(source: str) -> str:
 
 
 def project_files(root: pathlib.Path) -> List[str]:
-    from .adapters.files import iter_python_files
+    from .source.files import iter_python_files
 
     return [os.path.abspath(p) for p in iter_python_files([str(root)], ()) if p.endswith(".py")]
 

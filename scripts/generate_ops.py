@@ -1,4 +1,4 @@
-"""Regenerate ``inplace_lint/_ops_generated.py`` from the installed torch.
+"""Regenerate ``inplace_lint/torch_facts/_ops_generated.py`` from the installed torch.
 
 Run ``python scripts/generate_ops.py`` after a torch upgrade and commit the
 result. Linting never imports torch: the engine reads the generated module.
@@ -100,7 +100,7 @@ def generate() -> str:
 
 
 def main() -> None:
-    target = pathlib.Path(__file__).resolve().parents[1] / "inplace_lint" / "analysis" / "_ops_generated.py"
+    target = pathlib.Path(__file__).resolve().parents[1] / "inplace_lint" / "torch_facts" / "_ops_generated.py"
     text = generate()
     if "--check" in sys.argv:
         sys.exit(0 if target.read_text() == text else 1)

@@ -1,4 +1,4 @@
-"""Regenerate ``inplace_lint/analysis/_saved_generated.py``: what each op's backward reads.
+"""Regenerate ``inplace_lint/torch_facts/_saved_generated.py``: what each op's backward reads.
 
 Run ``python scripts/generate_saved.py`` after a torch upgrade and commit the result. Linting never
 imports torch: the engine reads the generated module.
@@ -199,7 +199,7 @@ def generate() -> str:
 
 
 def main() -> None:
-    target = pathlib.Path(__file__).resolve().parents[1] / "inplace_lint" / "analysis" / "_saved_generated.py"
+    target = pathlib.Path(__file__).resolve().parents[1] / "inplace_lint" / "torch_facts" / "_saved_generated.py"
     text = generate()
     if "--check" in sys.argv:
         sys.exit(0 if target.read_text() == text else 1)

@@ -371,8 +371,8 @@ def test_sliced_noqa_mapping_equals_flake8s(root):
     inside a statement, on this repository's sources and on tricky layouts."""
     import ast
 
-    from inplace_lint.adapters import noqa
-    from inplace_lint.adapters.files import iter_python_files, read_source
+    from inplace_lint.source import noqa
+    from inplace_lint.source.files import iter_python_files, read_source
     from inplace_lint.pipeline import noqa_mapping
 
     tricky = (

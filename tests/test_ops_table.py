@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from inplace_lint.analysis import ops
+from inplace_lint.torch_facts import ops
 
 
 def test_generated_table_matches_installed_torch():

@@ -315,7 +315,7 @@ def test_add_noqa_keeps_existing_codes_and_is_idempotent(tmp_path):
 
 
 def test_add_noqa_in_a_multi_line_string_goes_after_it(tmp_path):
-    from inplace_lint.adapters.noqa import add_noqa
+    from inplace_lint.source.noqa import add_noqa
 
     class F:
         code, line = "IPV001", 2

@@ -10,7 +10,7 @@ import pytest
 
 from inplace_lint import pipeline as checker
 from inplace_lint.adapters.cli import main
-from inplace_lint.adapters.files import iter_python_files
+from inplace_lint.source.files import iter_python_files
 from inplace_lint.adapters.parallel import Outcome, run_files
 
 BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)\n"

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from inplace_lint.analysis import ops
+from inplace_lint.torch_facts import ops
 
 torch = pytest.importorskip("torch")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "scripts"))

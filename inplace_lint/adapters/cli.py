@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__, config, project_url, report_hint, textpos
 from ..pipeline import CheckJob, FileResult, check_source, decode_problem
-from .files import decode, iter_python_files, read_bytes
+from ..source.files import decode, iter_python_files, read_bytes
 from .reporters import FORMATS, register_source, summary, write_statistics
 from ..rules import RULES
 from .parallel import run_files, showing_progress
@@ -269,7 +269,7 @@ def _force_excluded(path: str, exclude: Sequence[str]) -> bool:
     """A named file under an excluded or always-skipped folder (``--force-exclude``)."""
     import fnmatch
 
-    from .files import _skipped_dir
+    from ..source.files import _skipped_dir
 
     parts = pathlib.PurePath(os.path.normpath(path)).parts
     folders = [os.path.join(*parts[:i]) for i in range(1, len(parts))]
@@ -408,7 +408,7 @@ def _add_noqa(args: argparse.Namespace, opts: Options, files: List[str]) -> int:
     import tokenize
 
     from ..fix.codemod import atomic_write
-    from .noqa import add_noqa
+    from ..source.noqa import add_noqa
 
     if STDIN in args.paths:
         raise UsageError("--add-noqa rewrites files: it cannot read stdin ('-')")

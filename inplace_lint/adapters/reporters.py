@@ -23,7 +23,7 @@ from .. import __version__
 from ..pipeline import CANNOT_CHECK, CANNOT_CHECK_NAME, CANNOT_CHECK_SUMMARY, FileResult
 from .. import textpos
 from ..findings import Applicability, Finding, Related
-from .files import read_source
+from ..source.files import read_source
 from ..rules import RULES, url
 
 Item = Tuple[FileResult, Finding]

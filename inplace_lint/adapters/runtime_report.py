@@ -27,8 +27,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, TextIO, Tuple
 from .. import config, textpos
 from ..findings import Finding
 from ..pipeline import CheckJob, FileResult
-from . import noqa
-from .files import read_source
+from ..source import noqa
+from ..source.files import read_source
 from .reporters import relative_path
 
 Item = Tuple[FileResult, Finding]

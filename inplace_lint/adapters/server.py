@@ -44,7 +44,7 @@ from .. import __version__, config, textpos
 from ..pipeline import FileResult, Problem, check_source
 from ..config import DEFAULT_SETTINGS
 from ..findings import Applicability, Finding
-from .files import read_source
+from ..source.files import read_source
 from .reporters import code_url, level
 
 SOURCE = "inplace-lint"

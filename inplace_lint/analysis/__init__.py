@@ -7,7 +7,7 @@
   project pass (grad-off functions, parameter origins, fix safety from callers); :mod:`.cache`: the
   on-disk cache (``docs/analysis.md``); :mod:`.incremental`: an open buffer walked again function by
   function (the language server).
-- :mod:`.ops`, :mod:`._ops_generated`: op tables (generated from torch by ``scripts/generate_ops.py``).
+- The op tables live in :mod:`inplace_lint.torch_facts` (generated from torch).
 - :mod:`.fixplan`: which findings have a fix and whether it is safe.
 
 ``analyze``/``analyze_source`` are loaded on first use, so the op tables can be imported

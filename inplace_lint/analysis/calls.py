@@ -17,7 +17,8 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
-from . import model_outputs, ops
+from . import model_outputs
+from ..torch_facts import ops
 from .astutil import call_text, dotted_name, is_false, is_str_constant, is_true, kw, last_name, short
 from .expressions import cut_tracking, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, is_torch, qualify, qualify_dotted

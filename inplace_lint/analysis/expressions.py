@@ -10,7 +10,8 @@ import ast
 from typing import Optional, Sequence, Set
 
 from ..findings import Origin, RootKind, Step, StepKind
-from . import grad, model_outputs, ops
+from . import grad, model_outputs
+from ..torch_facts import ops
 from .astutil import dotted_name, last_name, short
 from .statements import EMPTY, cap
 from .summaries import function_of, param_index

@@ -32,7 +32,7 @@ import bisect
 import dataclasses
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
-from . import ops
+from ..torch_facts import ops
 from .astutil import dotted_name as _dotted
 from .astutil import last_name as _last_name
 from .astutil import short

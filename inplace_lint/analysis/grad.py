@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from . import ops
+from ..torch_facts import ops
 from .astutil import dotted_name, is_false, is_true, kw, last_name
 
 #: ``triton`` kernels are not PyTorch code (``x *= s`` there is a block value)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional
 
-from . import ops
+from ..torch_facts import ops
 from ..findings import Origin, RootKind, Step, StepKind
 from .astutil import dotted_name, expr_base, is_str_constant, is_true, kw, last_name
 

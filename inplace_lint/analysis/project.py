@@ -441,7 +441,7 @@ class Project:
         if tree is None:
             try:
                 if source is None:
-                    from ..adapters.files import read_source
+                    from ..source.files import read_source
                     source = read_source(path)
                 tree = ast.parse(source, filename=path)
             except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, OSError, RecursionError,

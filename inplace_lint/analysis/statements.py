@@ -13,7 +13,8 @@ from dataclasses import replace
 from typing import Dict, Iterable, List, Optional, Sequence, Set
 
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
-from . import fixplan, grad, model_outputs, ops
+from . import fixplan, grad, model_outputs
+from ..torch_facts import ops
 from .astutil import dotted_name, is_str_constant
 from .names import LITERAL_HEADS, import_bindings, qualify
 from .summaries import FunctionSummary, function_of, function_ref, located_steps, param_index

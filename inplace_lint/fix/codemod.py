@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .. import config, textpos
-from ..analysis import ops
+from ..torch_facts import ops
 from ..config import DEFAULT_SETTINGS, Settings
 from ..findings import Applicability, Edit, Finding, FixKind, WriteKind
 
@@ -886,7 +886,7 @@ def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = S
     import io
     import tokenize
 
-    from ..adapters.files import read_bytes
+    from ..source.files import read_bytes
     from ..pipeline import decode_problem
 
     result = FixResult(path)

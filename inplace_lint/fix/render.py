@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from ..analysis import ops
+from ..torch_facts import ops
 from ..findings import Finding, FixKind, WriteKind
 from .codemod import (DTENSOR_MODULE, RUNTIME_MODULE, _Group, _ImportNames, _module_names, _terminated, guard_condition,
                       scale_call)

@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional, Tuple, Union
 
 import torch
 
-from ..analysis import ops as _ops
+from ..torch_facts import ops as _ops
 
 __all__ = [
     "DTensor",
@@ -63,7 +63,7 @@ except ImportError:  # pragma: no cover - torch < 2.5 (docs/pytorch-facts.md#dte
 #: In-place op -> its out-of-place twin, which computes the same values from the same arguments
 #: (the in-place op then only casts to ``target.dtype`` and requires the broadcast shape to equal
 #: ``target.shape``, which :func:`out_of_place` reproduces). THE table of twins:
-#: :data:`inplace_lint.analysis.ops.OUT_OF_PLACE_TWINS`, generated from torch by
+#: :data:`inplace_lint.torch_facts.ops.OUT_OF_PLACE_TWINS`, generated from torch by
 #: ``scripts/generate_ops.py`` (whose ``NOT_TWINS`` names the same-named methods that are not twins:
 #: ``bernoulli_``, ``float_power_``, ``index_reduce_``). Fix planning and the codemod read it too.
 TWINS = _ops.OUT_OF_PLACE_TWINS
@@ -83,7 +83,7 @@ NOT_DATA_MUTATING_OPS = (
 CLONE_FIRST_OPS = frozenset(_ops.TENSOR_INPLACE_METHODS) - frozenset(TWINS) - NOT_DATA_MUTATING_OPS
 
 #: Augmented-assignment dunders accepted as ``op`` and the in-place method each one is
-#: (derived from the one operator table, :data:`inplace_lint.analysis.ops.OPERATORS`).
+#: (derived from the one operator table, :data:`inplace_lint.torch_facts.ops.OPERATORS`).
 AUGMENTED_ASSIGNMENT_OPS = _ops.DUNDER_INPLACE
 
 

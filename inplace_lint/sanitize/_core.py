@@ -44,7 +44,7 @@ import torch
 from torch.nn.modules import module as _nn_module
 from torch.overrides import TorchFunctionMode
 
-from ..analysis import ops as _ops
+from ..torch_facts import ops as _ops
 from ..findings import Finding, Origin, RootKind, WriteKind
 from ..rules import PRIORITY
 from ..rules import ipv004_expanded as _ipv004
