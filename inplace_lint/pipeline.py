@@ -586,7 +586,7 @@ _ROOTS: Dict[str, Tuple[pathlib.Path, bool]] = {}
 def _root_and_loose(path: str) -> Tuple[pathlib.Path, bool]:
     """:func:`~.analysis.project.find_root` and :func:`~.analysis.project.is_loose` of ``path``, once per
     path in this process (each resolves the path: a third of a warm check's time when asked per call)."""
-    from .analysis.project import find_root, is_loose
+    from .analysis.resolve import find_root, is_loose
 
     absolute = os.path.abspath(path)  # a relative path names another file once the working folder changes
     hit = _ROOTS.get(absolute)
@@ -607,7 +607,7 @@ _PACKAGES: Dict[str, str] = {}
 
 def _module_name(path: str) -> Tuple[str, bool]:
     """:func:`~.analysis.project.module_name`, with each folder's package resolved once."""
-    from .analysis.project import module_name
+    from .analysis.resolve import module_name
 
     if os.path.islink(path):
         return module_name(path)
@@ -676,7 +676,7 @@ def prepare_projects(paths: Sequence[str], settings: Settings, jobs: Optional[in
     mode = project_mode()
     if not mode.enabled:
         return
-    from .analysis.project import find_root, is_loose
+    from .analysis.resolve import find_root, is_loose
 
     seen = set()
     for path in paths:

@@ -18,7 +18,7 @@ import pytest
 from inplace_lint import pipeline
 from inplace_lint.adapters.cli import main
 from inplace_lint.analysis import cache
-from inplace_lint.analysis.project import find_root
+from inplace_lint.analysis.resolve import find_root
 from inplace_lint.config import DEFAULT_SETTINGS
 
 FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "project"

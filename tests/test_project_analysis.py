@@ -10,7 +10,8 @@ import pytest
 
 from inplace_lint import pipeline
 from inplace_lint.adapters.cli import main
-from inplace_lint.analysis.project import Project, find_root, module_name
+from inplace_lint.analysis.project import Project
+from inplace_lint.analysis.resolve import find_root, module_name
 from inplace_lint.config import DEFAULT_SETTINGS
 
 PROJECT = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "project" / "rlpkg"

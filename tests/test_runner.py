@@ -86,16 +86,16 @@ def test_crash_is_reported_and_run_goes_on(many, capsys, monkeypatch):
 
     monkeypatch.setattr(checker, "analyze", analyze)
     # check analyses each file with its project's summaries: the walk of each file is the entry point there
-    from inplace_lint.analysis import dataflow
+    from inplace_lint.analysis import project
 
-    real_walk = dataflow.walk_module
+    real_walk = project.walk_module
 
     def walk_module(tree, settings, *args, **kwargs):
         if any(getattr(node, "name", None) == "crash_me" for node in tree.body):
             raise RecursionError("maximum recursion depth exceeded")
         return real_walk(tree, settings, *args, **kwargs)
 
-    monkeypatch.setattr(dataflow, "walk_module", walk_module)
+    monkeypatch.setattr(project, "walk_module", walk_module)
     (many / "m01.py").write_text("def crash_me():\n    pass\n")
     assert main(["check", "-j", "1", str(many)]) == 1
     captured = capsys.readouterr()

@@ -1,29 +1,37 @@
 """The analysis: stdlib ``ast`` in, findings (with their planned fixes) out. Never imports torch.
 
-- :mod:`.dataflow`: origins of values through a function (the interpreter), split by job into
-  :mod:`.statements`, :mod:`.expressions`, :mod:`.calls`, :mod:`.grad`, :mod:`.model_outputs`,
-  :mod:`.reporting`; :mod:`.names` resolves names through imports.
-- :mod:`.summaries`, :mod:`.project`: function summaries, calls resolved across the project, the
-  project pass (grad-off functions, parameter origins, fix safety from callers); :mod:`.cache`: the
-  on-disk cache (``docs/analysis.md``); :mod:`.incremental`: an open buffer walked again function by
-  function (the language server).
-- The op tables live in :mod:`inplace_lint.torch_facts` (generated from torch).
+Entry points
+- :mod:`.api`: ``analyze`` / ``analyze_source``: one module (a project of one file).
+- :mod:`.project`: the project fixpoint (every file walked until the summaries settle);
+  :mod:`.across_calls`: the pass across calls (grad-off functions, parameter origins, fix safety
+  from callers); :mod:`.resolve`: roots, module names, indexes, imports, class hierarchy, dispatch;
+  :mod:`.module_context`: what one file's walk reads from and leaves in the project.
+- :mod:`.parallel_build`: the walks of a large project in worker processes; :mod:`.cache`: the on-disk
+  cache (``docs/analysis.md``); :mod:`.incremental`: an open buffer walked again function by function.
+
+The interpreter (one function at a time)
+- :mod:`.dataflow`: ``Scope`` and ``walk_module``; it sees the project only through
+  :class:`.context.AnalysisContext` (:mod:`.context`).
+- its jobs: :mod:`.statements`, :mod:`.expressions`, :mod:`.calls`, :mod:`.reporting`;
+  :mod:`.names` resolves names through imports; :mod:`.astutil`: small ``ast`` helpers.
+- facts: :mod:`.grad` (grad contexts), :mod:`.model_outputs` (model-output heuristics),
+  :mod:`.summaries` (what a function returns and writes, in terms of its parameters).
 - :mod:`.fixplan`: which findings have a fix and whether it is safe.
 
-``analyze``/``analyze_source`` are loaded on first use, so the op tables can be imported
-(by the config and the runtime) without the interpreter.
+The op tables live in :mod:`inplace_lint.torch_facts` (generated from torch).
+``analyze``/``analyze_source`` are loaded on first use, so importing this package stays cheap.
 """
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["analyze", "analyze_source"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .dataflow import analyze, analyze_source  # noqa: F401
+    from .api import analyze, analyze_source  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from . import dataflow
+        from . import api
 
-        return getattr(dataflow, name)
+        return getattr(api, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -534,7 +534,7 @@ class CallsMixin:
         qual, imported = qualify(cls_node, self.names, self.is_local_name)
         if not imported:
             qual = f"{ctx.module}.{dotted_name(cls_node)}"  # a class of this module
-        found = ctx.project.resolve(qual)
+        found = ctx.resolve(qual)
         if not found or found[0] != "class":
             return False
         forward = ctx.method(found[1], "forward")
@@ -649,7 +649,7 @@ class CallsMixin:
         """``line 5`` in this file, ``pkg/helpers.py:5`` (relative to the project root) in another."""
         if path == self.ctx.path:
             return f"line {line}"
-        root = self.ctx.project.root
+        root = self.ctx.root
         if root is not None:
             try:
                 path = os.path.relpath(path, root)

@@ -1,8 +1,8 @@
 """The interpreter of origins: walks a stdlib ``ast`` module, function by function.
 
-Every surface (flake8 plugin, CLI, codemod, editor) gets its findings from here or
-from :mod:`.project` (which runs this walk over every file of a project); none of
-them decides anything on its own. The walk needs no libcst parse and never imports
+Every surface (flake8 plugin, CLI, codemod, editor) gets its findings through
+:mod:`.api` (one module) or :mod:`.project` (which runs this walk over every file of a
+project); none of them decides anything on its own. The walk needs no libcst parse and never imports
 torch.
 
 How it works: each function (and the module body) is walked statement by
@@ -26,34 +26,17 @@ import functools
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from ..config import DEFAULT_SETTINGS, Settings
-from ..findings import Finding, Origin, RootKind
+from ..config import Settings
+from ..findings import Origin, RootKind
 from . import model_outputs
 from .calls import CallsMixin
+from .context import AnalysisContext
 from .expressions import ExpressionsMixin
 from .reporting import ReportingMixin
 from .statements import _MAX_ORIGINS, EMPTY, StatementsMixin
 from .summaries import LocalFinding, ParamWrite, param_origin
 
 RECURSION_LIMIT = 20000
-
-
-def analyze(tree: ast.Module, settings: Settings = DEFAULT_SETTINGS, path: Optional[str] = None) -> List[Finding]:
-    """Return the findings in ``tree``, sorted by position.
-
-    ``tree`` is what ``ast.parse`` returns (flake8 hands plugins the same). Calls between the
-    functions of this one module are followed (a module is a project of one file); for the
-    rest of the project see :func:`inplace_lint.analysis.project.Project`. Positions are
-    ``ast``'s: 1-based lines, 0-based columns.
-    """
-    from .project import analyze_single
-
-    return analyze_single(tree, settings, path or "<unknown>")
-
-
-def analyze_source(source: str, settings: Settings = DEFAULT_SETTINGS, filename: str = "<unknown>") -> List[Finding]:
-    """Parse ``source`` and analyze it. Raises ``SyntaxError`` (or ``ValueError`` for NUL bytes)."""
-    return analyze(ast.parse(source, filename=filename), settings, filename)
 
 
 @functools.lru_cache(maxsize=None)
@@ -93,8 +76,8 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
     facts_cache: Dict[int, object] = field(default_factory=dict)
     #: imported names -> what they name (:mod:`.names`)
     names: Dict[str, str] = field(default_factory=dict)
-    #: the project context (:mod:`.project`); None walks without following calls
-    ctx: Optional[object] = None
+    #: the project around this walk (:class:`.context.AnalysisContext`); None walks without following calls
+    ctx: Optional[AnalysisContext] = None
     qual: str = "<module>"
     package: str = ""
     cls_qual: Optional[str] = None
@@ -207,7 +190,7 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
         return scope
 
 
-def walk_module(tree: ast.Module, settings: Settings, ctx=None, module: str = "<module>",
+def walk_module(tree: ast.Module, settings: Settings, ctx: Optional[AnalysisContext] = None, module: str = "<module>",
                 package: str = "") -> Dict[Tuple[int, int], LocalFinding]:
     """Walk a module's body once; returns the findings keyed by position (summaries go to ``ctx``)."""
     import sys

@@ -129,8 +129,7 @@ class Walk:
     def _still_true(self, reads: Sequence[Tuple[str, tuple, Any]]) -> bool:
         ctx = self.ctx
         for name, args, answer in reads:
-            target = ctx.project if name == "resolve" else ctx
-            if not _same(getattr(target, name)(*args), answer):
+            if not _same(getattr(ctx, name)(*args), answer):
                 return False
         return True
 
@@ -141,15 +140,17 @@ class _Recorder:
     def __init__(self, ctx) -> None:
         self._ctx = ctx
         self.reads: List[Tuple[str, tuple, Any]] = []
-        self.project = _ProjectRecorder(ctx.project, self.reads)
 
-    def __getattr__(self, name: str):  # module, path, calls, params, functions: the real ones
+    def __getattr__(self, name: str):  # module, path, root, calls, params, functions: the real ones
         return getattr(self._ctx, name)
 
     def _ask(self, name: str, *args):
         answer = getattr(self._ctx, name)(*args)
         self.reads.append((name, args, answer))
         return answer
+
+    def resolve(self, qual):
+        return self._ask("resolve", qual)
 
     def function(self, qual):
         return self._ask("function", qual)
@@ -174,17 +175,3 @@ class _Recorder:
 
     def index_classes(self):
         return self._ask("index_classes")
-
-
-class _ProjectRecorder:
-    def __init__(self, project, reads) -> None:
-        self._project = project
-        self._reads = reads
-
-    def __getattr__(self, name: str):
-        return getattr(self._project, name)
-
-    def resolve(self, qual, *args):
-        answer = self._project.resolve(qual, *args)
-        self._reads.append(("resolve", (qual,) + args, answer))
-        return answer

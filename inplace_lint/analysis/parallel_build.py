@@ -39,7 +39,8 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import progress
-from .project import _MAX_ROUNDS, Project, imported_files, module_name, post_order
+from .project import _MAX_ROUNDS, Project
+from .resolve import imported_files, module_name, post_order
 
 #: below this many files to walk the serial build is used (worker start-up, sending the indexes and
 #: walking again the files that read another chunk's summaries cost more than they save)

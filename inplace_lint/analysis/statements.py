@@ -433,7 +433,7 @@ class StatementsMixin:
         if self.ctx is not None:
             self.ctx.params[qual] = (tuple(child.params), static)
         child.local_funcs[node.name] = qual  # recursion
-        walk = getattr(self.ctx, "function_walk", None)
+        walk = self.ctx.function_walk if self.ctx is not None else None
         if walk is not None:  # an open buffer: a function whose text did not change is not walked again
             self._define(qual, walk.walk(child, node, declared, static))
             return
@@ -586,7 +586,7 @@ class StatementsMixin:
             qual = f"{self.ctx.module}.{dotted}"
         if qual is None:
             return None
-        found = self.ctx.project.resolve(qual)
+        found = self.ctx.resolve(qual)
         return found[1] if found and found[0] == "class" else None
 
     def is_submodule_call(self, node: Optional[ast.expr]) -> bool:

@@ -1,0 +1,35 @@
+"""Analyze one module or one source text: the single-file entry point (a module is a project of one file)."""
+from __future__ import annotations
+
+import ast
+import pathlib
+from typing import List, Optional
+
+from ..config import DEFAULT_SETTINGS, Settings
+from ..findings import Finding
+from .project import Project
+
+
+def analyze(tree: ast.Module, settings: Settings = DEFAULT_SETTINGS, path: Optional[str] = None) -> List[Finding]:
+    """Return the findings in ``tree``, sorted by position.
+
+    ``tree`` is what ``ast.parse`` returns (flake8 hands plugins the same). Calls between the
+    functions of this one module are followed (a module is a project of one file); for the
+    rest of the project see :class:`inplace_lint.analysis.project.Project`. Positions are
+    ``ast``'s: 1-based lines, 0-based columns.
+    """
+    return analyze_single(tree, settings, path or "<unknown>")
+
+
+def analyze_source(source: str, settings: Settings = DEFAULT_SETTINGS, filename: str = "<unknown>") -> List[Finding]:
+    """Parse ``source`` and analyze it. Raises ``SyntaxError`` (or ``ValueError`` for NUL bytes)."""
+    return analyze(ast.parse(source, filename=filename), settings, filename)
+
+
+def analyze_single(tree: ast.Module, settings: Settings, path: str) -> List[Finding]:
+    """One module as a project of its own: calls between its functions are followed."""
+    project = Project(settings)
+    module = pathlib.Path(path).stem if path and not path.startswith("<") else "__main__"
+    project.add_file(path, tree=tree, module=module.replace("-", "_") or "__main__", digest="")
+    project.build()
+    return project.findings(path)

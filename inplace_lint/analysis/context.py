@@ -1,0 +1,65 @@
+"""What the interpreter may ask of the project around it: the :class:`AnalysisContext` protocol.
+
+The walk (:mod:`.dataflow` and the modules it is split into) sees the project only through this
+interface; :class:`~.module_context.ModuleContext` implements it over a :class:`~.project.Project`,
+and :mod:`.incremental` wraps it to record every question and answer. A walk with no context
+(``ctx=None``) follows no calls.
+"""
+from __future__ import annotations
+
+import pathlib
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Tuple
+
+from .summaries import CallSite, FunctionSummary
+
+#: ``(qualified name, static)`` of a method, or ``(qualified name, 0)`` of a function
+Target = Tuple[str, Any]
+
+
+class AnalysisContext(Protocol):
+    """One file's view of its project while it is walked."""
+
+    #: the module's dotted name and the file's path
+    module: str
+    path: str
+    #: what the walk leaves: summaries of the functions defined here, call sites of in-project
+    #: functions, and each function's (parameters, static)
+    functions: Dict[str, FunctionSummary]
+    calls: List[CallSite]
+    params: Dict[str, Tuple[Tuple[str, ...], bool]]
+    #: an open buffer's walk that reuses unchanged functions (:mod:`.incremental`), else None
+    function_walk: Optional[Any]
+
+    @property
+    def root(self) -> Optional[pathlib.Path]:
+        """The project root (other files' paths are shown relative to it), or None."""
+
+    def resolve(self, qual: str) -> Optional[Tuple[str, str]]:
+        """``("function"|"class"|"method"|"module", qualified name)`` of an in-project name, or None."""
+
+    def function(self, qual: str) -> Optional[Target]:
+        """The in-project function or method a dotted name calls, or None."""
+
+    def method(self, cls_qual: str, name: str, skip_self: bool = False) -> Optional[Target]:
+        """The method ``name`` seen from class ``cls_qual`` (its own, else its bases')."""
+
+    def dispatch(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
+        """Every method ``self.name(...)`` may run (the class's and its subclasses' overrides)."""
+
+    def property_getters(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
+        """The getters ``self.name`` runs when ``name`` is a ``@property``; empty otherwise."""
+
+    def attribute_class(self, cls_qual: str, attr: str) -> Optional[str]:
+        """The in-project class ``self.<attr>`` was built from in ``__init__``."""
+
+    def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:
+        """What ``self.<attr>`` was built from in ``__init__``, imports resolved."""
+
+    def params_of(self, qual: str) -> Optional[Tuple[Tuple[str, ...], bool]]:
+        """A function's (parameter names, static)."""
+
+    def summary(self, qual: str) -> Optional[FunctionSummary]:
+        """A function's summary (what it returns and writes in terms of its parameters)."""
+
+    def index_classes(self) -> Mapping[str, Any]:
+        """This module's classes: name -> (bases, methods)."""

@@ -1,0 +1,443 @@
+"""Names across a project: roots and module names, what each module defines and imports, classes and dispatch.
+
+- files and modules: :func:`find_root`, :func:`is_loose`, :func:`module_name`;
+- :func:`index_module`: a module's top level (imports, functions, classes, bases, ``__init__`` attributes);
+- names used as values rather than called (:func:`value_refs`, :func:`refers`): a function handed around
+  may be called where no call site shows;
+- import order: :func:`imported_files`, :func:`post_order`;
+- :class:`Resolver`: in-project names resolved through imports and re-exports, methods through the
+  class hierarchy, ``self.m(...)`` dispatched to overrides (what :class:`~.project.Project` answers).
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import os
+import pathlib
+import re
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+from .. import textpos
+from .astutil import dotted_name
+from .names import import_bindings
+from .summaries import ModuleIndex
+
+#: a dependency on a function the walk looked for in an in-project module and did not find
+ABSENT = "\x00absent"
+#: a dependency on the targets ``self.m(...)`` in a class dispatches to (its overrides in subclasses):
+#: ``DISPATCH + "Cls.qual" + "\x00" + "m"`` -> the targets seen (a new override makes the walk stale)
+DISPATCH = "\x00dispatch:"
+ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
+
+
+# --------------------------------------------------------------------------- files and modules
+
+
+def find_root(path: str) -> pathlib.Path:
+    """Nearest directory above ``path`` with pyproject.toml/setup.cfg/setup.py/.git; else the directory
+    above the topmost package (``__init__.py``) holding it; else the file's own directory."""
+    start = pathlib.Path(os.path.realpath(path))  # not Path.resolve: it raises on a symlink loop
+    folder = start if os.path.isdir(start) else start.parent
+    return _root_of(folder)
+
+
+def is_loose(path: str) -> bool:
+    """A file with no project marker above it and in no package: its project is the file alone
+    (a script in ``/tmp`` must not pull in every file under ``/tmp``)."""
+    start = pathlib.Path(os.path.realpath(path))  # not Path.resolve: it raises on a symlink loop
+    folder = start if os.path.isdir(start) else start.parent
+    root = _root_of(folder)
+    return root == folder and not any(os.path.exists(root / marker) for marker in ROOT_MARKERS) \
+        and not os.path.exists(folder / "__init__.py")
+
+
+@functools.lru_cache(maxsize=1024)
+def _root_of(folder: pathlib.Path) -> pathlib.Path:
+    # os.path.exists, not Path.exists: False, not PermissionError, in a folder we may not search
+    for candidate in [folder, *folder.parents]:
+        if any(os.path.exists(candidate / marker) for marker in ROOT_MARKERS):
+            return candidate
+    top = folder
+    while os.path.exists(top / "__init__.py") and top.parent != top:
+        top = top.parent
+    return top
+
+
+def module_name(path: str) -> Tuple[str, bool]:
+    """``pkg.sub.mod`` for ``.../pkg/sub/mod.py`` (packages are folders with ``__init__.py``)."""
+    p = pathlib.Path(os.path.realpath(path))
+    is_package = p.name == "__init__.py"
+    parts = [] if is_package else [p.stem]
+    folder = p.parent
+    while os.path.exists(folder / "__init__.py") and folder.parent != folder:
+        parts.append(folder.name)
+        folder = folder.parent
+    return ".".join(reversed(parts)) or p.stem, is_package
+
+
+def index_module(tree: ast.Module, module: str, path: str, is_package: bool = False,
+                 source: Optional[str] = None) -> ModuleIndex:
+    """What other modules need to resolve names into this one (no function body is walked)."""
+    package = module if is_package else module.rpartition(".")[0]
+    index = ModuleIndex(module, path, is_package)
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            index.imports.update(import_bindings(node, package))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            index.functions[node.name] = _params(node)
+        elif isinstance(node, ast.ClassDef):
+            bases = tuple(b for b in (dotted_name(b) for b in node.bases) if b)
+            methods = {}
+            getters = set()
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    static = any(dotted_name(d) == "staticmethod" for d in item.decorator_list)
+                    methods[item.name] = (_params(item), static)
+                    if any((dotted_name(d) or "").rpartition(".")[2] in ("property", "cached_property")
+                           for d in item.decorator_list):
+                        getters.add(item.name)
+            index.classes[node.name] = (bases, methods)
+            if getters:
+                index.properties[node.name] = frozenset(getters)
+            attributes = _init_attributes(node)
+            if attributes:
+                index.attributes[node.name] = attributes
+        elif isinstance(node, ast.If):  # if TYPE_CHECKING: / try-imports at top level
+            for sub in node.body + node.orelse:
+                if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    index.imports.update(import_bindings(sub, package))
+        elif isinstance(node, ast.Try):
+            for sub in node.body:
+                if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    index.imports.update(import_bindings(sub, package))
+    index.value_refs = value_refs_in_text(source, tree) if source is not None else None
+    return index
+
+
+def refs_text(names: Iterable[str]) -> str:
+    """A set of identifiers as one string (``"\\na\\nb\\n"``): the cache loads one string per file
+    instead of a set of thousands of strings (most of the cost of reading a warm cache)."""
+    return "\n" + "\n".join(sorted(names)) + "\n"
+
+
+def refers(refs: str, name: str) -> bool:
+    return f"\n{name}\n" in refs
+
+
+#: an identifier not followed by a call's ``(``: in code, comments and strings alike (a superset of the
+#: uses as a value, which only ever makes a fix "unsafe"); a regex over the text costs far less than a
+#: second walk of the tree
+_NOT_CALLED = re.compile(r"\b([A-Za-z_]\w*)\b(?!\s*\()")
+
+
+def value_refs_in_text(source: str, tree: ast.Module) -> str:
+    """:func:`value_refs` from the source text: every identifier not directly followed by ``(``, outside
+    the module's top-level imports (an import names a function without using it)."""
+    lines = [text.rstrip("\r\n") for text in textpos.split_lines(source)]
+    top = list(tree.body)
+    for node in tree.body:
+        if isinstance(node, ast.If):
+            top += node.body + node.orelse
+        elif isinstance(node, ast.Try):
+            top += node.body
+    for node in top:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for i in range(node.lineno - 1, min(node.end_lineno or node.lineno, len(lines))):
+                lines[i] = ""
+    return refs_text(set(_NOT_CALLED.findall("\n".join(lines))))
+
+
+def value_refs(tree: ast.Module) -> str:
+    """Names used as a value rather than called: loads of a name or attribute that are not a call's
+    callee, and identifier strings (``getattr(obj, "name")``). Imports and definitions are not uses."""
+    nodes = list(ast.walk(tree))
+    callees = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+    out = set()
+    for n in nodes:
+        if id(n) in callees:
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
+            out.add(n.attr)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier():
+            out.add(n.value)
+    return refs_text(out)
+
+
+def _init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
+    """``self.x = SomeClass(...)`` (or ``self.x: SomeClass = ...``, or ``self.x = x`` with the parameter
+    ``x: SomeClass``) in ``__init__``: x -> "SomeClass"."""
+    out: Dict[str, str] = {}
+    for item in cls.body:
+        if not (isinstance(item, ast.FunctionDef) and item.name == "__init__" and item.args.args):
+            continue
+        me = item.args.args[0].arg
+        every = item.args.posonlyargs + item.args.args + item.args.kwonlyargs
+        annotated = {a.arg: dotted_name(a.annotation) for a in every[1:] if a.annotation is not None}
+        nodes = list(item.body)
+        for stmt in item.body:  # the top level of __init__ and one level of if/else, try, with
+            for field in ("body", "orelse", "finalbody"):
+                nodes.extend(getattr(stmt, field, ()) if not isinstance(stmt, ast.FunctionDef) else ())
+        for node in nodes:
+            target = value = None
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+                if isinstance(value, ast.Name) and annotated.get(value.id):
+                    name = annotated[value.id]  # self.kernel = kernel, with `kernel: Kernel`
+                    value = ast.Name(id=name) if "." not in name else ast.parse(name, mode="eval").body
+                else:
+                    value = value.func if isinstance(value, ast.Call) else None
+            elif isinstance(node, ast.AnnAssign):
+                target, value = node.target, node.annotation
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
+                name = dotted_name(value) if value is not None else None
+                if name and name[:1].isupper() or (name and "." in name and name.rsplit(".", 1)[1][:1].isupper()):
+                    out.setdefault(target.attr, name)
+    return out
+
+
+def _params(node) -> Tuple[str, ...]:
+    args = node.args
+    every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+    return tuple(a.arg for a in every)
+
+
+def imported_files(targets: Iterable[str], path: str, by_module: Dict[str, str]) -> List[str]:
+    """The project files that import targets (``pkg.mod.name``) name, by their longest prefix that is a
+    project module, other than ``path`` itself, in the targets' order."""
+    out = []
+    for target in targets:
+        parts = target.split(".")
+        for cut in range(len(parts), 0, -1):
+            hit = by_module.get(".".join(parts[:cut]))
+            if hit is not None:
+                if hit != path:
+                    out.append(hit)
+                break
+    return out
+
+
+def post_order(graph: Dict[str, List[str]]) -> List[str]:
+    """Depth-first post-order of ``graph`` (file -> the files it imports), starting from each file in
+    sorted order: a file after everything it imports; cycles are cut anywhere."""
+    seen: Set[str] = set()
+    out: List[str] = []
+    for start in sorted(graph):
+        if start in seen:
+            continue
+        seen.add(start)
+        stack = [(start, iter(graph[start]))]
+        while stack:
+            current, children = stack[-1]
+            for child in children:
+                if child not in seen:
+                    seen.add(child)
+                    stack.append((child, iter(graph[child])))
+                    break
+            else:
+                stack.pop()
+                out.append(current)
+    return out
+
+
+def _targets_digest(targets) -> str:
+    """A short stand-in for a dispatch's targets (kept per file in the cache)."""
+    return hashlib.blake2b(",".join(q for q, _ in targets).encode(), digest_size=6).hexdigest()
+
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+class Resolver:
+    """Answers about names, classes and methods from the modules' indexes (a part of
+    :class:`~.project.Project`, which sets these attributes)."""
+
+    #: module -> its index
+    indexes: Dict[str, ModuleIndex]
+    #: qualified function (nested ones included) -> (parameters, static)
+    nested_params: Dict[str, Tuple[Tuple[str, ...], bool]]
+    #: class -> its direct in-project subclasses, and :meth:`dispatch`'s answers: computed once,
+    #: dropped when a file's classes, bases or imports change (:meth:`_classes_changed`)
+    _subclass_map: Optional[Dict[str, Tuple[str, ...]]]
+    _dispatch_memo: Dict[Tuple[str, str], Tuple[Tuple[str, bool], ...]]
+
+    def resolve(self, qual: str, depth: int = 0, missing: Optional[List[str]] = None) -> Optional[Tuple[str, str]]:
+        """``("function"|"class"|"method"|"module", qualified name)`` of an in-project name, or None.
+
+        Follows re-exports (``from .mod import f`` in a package ``__init__``) up to 8 hops.
+        ``missing``: where the name is not found in an in-project module, ``module.name`` is added to it
+        (a function defined there later makes the caller's walk stale).
+        """
+        if depth > 8 or not qual:
+            return None
+        parts = qual.split(".")
+        for cut in range(len(parts), 0, -1):
+            module = ".".join(parts[:cut])
+            index = self.indexes.get(module)
+            if index is None:
+                continue
+            rest = parts[cut:]
+            if not rest:
+                return "module", module
+            head = rest[0]
+            if head in index.functions and len(rest) == 1:
+                return "function", f"{module}.{head}"
+            if head in index.classes:
+                if len(rest) == 1:
+                    return "class", f"{module}.{head}"
+                if len(rest) == 2:
+                    found = self.method(f"{module}.{head}", rest[1])
+                    return ("method", found[0]) if found else None
+                return None
+            if head in index.imports:
+                return self.resolve(".".join([index.imports[head]] + rest[1:]), depth + 1, missing)
+            if missing is not None and head not in index.functions:
+                missing.append(f"{module}.{head}")
+            if cut < len(parts):
+                return None
+        return None
+
+    def function(self, qual: str, missing: Optional[List[str]] = None) -> Optional[Tuple[str, int]]:
+        if qual in self.nested_params:
+            return qual, 0
+        found = self.resolve(qual, missing=missing)
+        if found and found[0] in ("function", "method"):
+            return found[1], 0
+        return None
+
+    def _class(self, qual: str):
+        module, _, name = qual.rpartition(".")
+        index = self.indexes.get(module)
+        return index.classes.get(name) if index else None
+
+    def method(self, cls_qual: str, name: str, skip_self: bool = False, depth: int = 0):
+        """The method ``name`` seen from class ``cls_qual`` (its own, else its bases' in order):
+        ``(qualified name, static)``. Overrides in subclasses are not considered (:meth:`dispatch`)."""
+        info = self._class(cls_qual)
+        if info is None or depth > 10:
+            return None
+        methods = info[1]
+        if not skip_self and name in methods:
+            return f"{cls_qual}.{name}", methods[name][1]
+        for base in self._bases(cls_qual, info):
+            hit = self.method(base, name, False, depth + 1)
+            if hit:
+                return hit
+        return None
+
+    def _bases(self, cls_qual: str, info=None) -> List[str]:
+        """The in-project classes ``cls_qual`` names as its bases, in order (others are left out)."""
+        info = info if info is not None else self._class(cls_qual)
+        if info is None:
+            return []
+        module = cls_qual.rpartition(".")[0]
+        index = self.indexes.get(module)
+        out = []
+        for base in info[0]:
+            head, _, rest = base.partition(".")
+            if index is not None and head in index.imports:
+                target = index.imports[head] + (f".{rest}" if rest else "")
+            elif index is not None and head in index.classes:
+                target = f"{module}.{base}"
+            else:
+                continue
+            found = self.resolve(target)
+            if found and found[0] == "class":
+                out.append(found[1])
+        return out
+
+    def subclasses(self, cls_qual: str) -> Tuple[str, ...]:
+        """Every in-project class that has ``cls_qual`` among its bases, transitively, sorted."""
+        if self._subclass_map is None:
+            direct: Dict[str, List[str]] = {}
+            for module, index in self.indexes.items():
+                for name, info in index.classes.items():
+                    qual = f"{module}.{name}"
+                    for base in self._bases(qual, info):
+                        if base != qual:
+                            direct.setdefault(base, []).append(qual)
+            self._subclass_map = {k: tuple(v) for k, v in direct.items()}
+        seen: Set[str] = set()
+        todo = list(self._subclass_map.get(cls_qual, ()))
+        while todo:
+            qual = todo.pop()
+            if qual not in seen and qual != cls_qual:
+                seen.add(qual)
+                todo.extend(self._subclass_map.get(qual, ()))
+        return tuple(sorted(seen))
+
+    def dispatch(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
+        """Every method ``self.name(...)`` may run when ``self`` is a ``cls_qual`` or any in-project
+        subclass of it (class-hierarchy analysis): :meth:`method` seen from ``cls_qual`` first (when
+        there is one), then the method seen from each subclass that differs (its override, or a mixin's
+        method that comes first in its bases), as ``(qualified name, static)``."""
+        key = (cls_qual, name)
+        memo = self._dispatch_memo.get(key)
+        if memo is not None:
+            return memo
+        out: List[Tuple[str, bool]] = []
+        static = self.method(cls_qual, name)
+        if static:
+            out.append(static)
+        for sub in self.subclasses(cls_qual):
+            found = self.method(sub, name)
+            if found and found not in out:
+                out.append(found)
+        memo = self._dispatch_memo[key] = tuple(out)
+        return memo
+
+    def _classes_changed(self) -> None:
+        self._subclass_map = None
+        self._dispatch_memo = {}
+
+    def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:
+        """What ``self.<attr>`` was built from in ``__init__`` of this class, imports resolved
+        (``torch.nn.Parameter`` for ``self.raw = nn.Parameter(...)``), in the project or not; None unknown."""
+        module, _, name = cls_qual.rpartition(".")
+        index = self.indexes.get(module)
+        dotted = index.attributes.get(name, {}).get(attr) if index is not None else None
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        return index.imports[head] + (f".{rest}" if rest else "") if head in index.imports else dotted
+
+    def attribute_class(self, cls_qual: str, attr: str) -> Optional[str]:
+        """The in-project class ``self.<attr>`` was built from in ``__init__`` (this class or a base)."""
+        module, _, name = cls_qual.rpartition(".")
+        index = self.indexes.get(module)
+        if index is None:
+            return None
+        dotted = index.attributes.get(name, {}).get(attr)
+        if dotted is not None:
+            head, _, rest = dotted.partition(".")
+            target = index.imports[head] + (f".{rest}" if rest else "") if head in index.imports \
+                else f"{module}.{dotted}"
+            found = self.resolve(target)
+            return found[1] if found and found[0] == "class" else None
+        info = self._class(cls_qual)
+        for base in info[0] if info else ():
+            head, _, rest = base.partition(".")
+            target = index.imports[head] + (f".{rest}" if rest else "") if head in index.imports \
+                else f"{module}.{base}"
+            found = self.resolve(target)
+            if found and found[0] == "class" and found[1] != cls_qual:
+                hit = self.attribute_class(found[1], attr)
+                if hit:
+                    return hit
+        return None
+
+    def params_of(self, qual: str) -> Optional[Tuple[Tuple[str, ...], bool]]:
+        if qual in self.nested_params:
+            return self.nested_params[qual]
+        module, _, name = qual.rpartition(".")
+        index = self.indexes.get(module)
+        if index is not None and name in index.functions:
+            return index.functions[name], False
+        cls, _, method = qual.rpartition(".")
+        info = self._class(cls)
+        if info is not None and method in info[1]:
+            return info[1][method]
+        return None
