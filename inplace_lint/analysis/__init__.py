@@ -2,18 +2,21 @@
 
 Entry points
 - :mod:`.api`: ``analyze`` / ``analyze_source``: one module (a project of one file).
-- :mod:`.project`: the project fixpoint (every file walked until the summaries settle);
+- :mod:`.project`: the project fixpoint (every file walked until the summaries settle, each through
+  a ``ModuleContext``);
   :mod:`.across_calls`: the pass across calls (grad-off functions, parameter origins, fix safety
-  from callers); :mod:`.resolve`: roots, module names, indexes, imports, class hierarchy, dispatch;
-  :mod:`.module_context`: what one file's walk reads from and leaves in the project.
+  from callers); :mod:`.resolve`: roots, module names, indexes, imports, class hierarchy, dispatch.
 - :mod:`.parallel_build`: the walks of a large project in worker processes; :mod:`.cache`: the on-disk
   cache (``docs/analysis.md``); :mod:`.incremental`: an open buffer walked again function by function.
 
 The interpreter (one function at a time)
 - :mod:`.dataflow`: ``Scope`` and ``walk_module``; it sees the project only through
   :class:`.context.AnalysisContext` (:mod:`.context`).
-- its jobs: :mod:`.statements`, :mod:`.expressions`, :mod:`.calls`, :mod:`.reporting`;
-  :mod:`.names` resolves names through imports; :mod:`.astutil`: small ``ast`` helpers.
+- its jobs: :mod:`.statements` (control flow, scopes), :mod:`.binding` (assignments, targets),
+  :mod:`.expressions`, :mod:`.calls` (torch ops, tensor methods), :mod:`.project_calls` (in-project
+  callees and their summaries), :mod:`.call_grad` (grad at a call), :mod:`.reporting` (rule matching,
+  findings); :mod:`.env`: origin sets and merges; :mod:`.names` resolves names through imports;
+  :mod:`.astutil`: small ``ast`` helpers.
 - facts: :mod:`.grad` (grad contexts), :mod:`.model_outputs` (model-output heuristics),
   :mod:`.summaries` (what a function returns and writes, in terms of its parameters).
 - :mod:`.fixplan`: which findings have a fix and whether it is safe.

@@ -1,7 +1,7 @@
 """What the interpreter may ask of the project around it: the :class:`AnalysisContext` protocol.
 
 The walk (:mod:`.dataflow` and the modules it is split into) sees the project only through this
-interface; :class:`~.module_context.ModuleContext` implements it over a :class:`~.project.Project`,
+interface; :class:`~.project.ModuleContext` implements it over a :class:`~.project.Project`,
 and :mod:`.incremental` wraps it to record every question and answer. A walk with no context
 (``ctx=None``) follows no calls.
 """

@@ -10,9 +10,11 @@ statement with an environment mapping names (and dotted names such as
 ``self.logits``) to the set of :class:`~inplace_lint.findings.Origin` values they
 may hold. The interpreter is split by job:
 
-- :mod:`.statements`: statements and binding (assignments, loops, branches, ``def``/``class``);
+- :mod:`.statements`: control flow (loops, branches, ``def``/``class``, returns); :mod:`.binding`:
+  assignments and targets; :mod:`.env`: origin sets and their merges;
 - :mod:`.expressions`: expressions (views, items, attributes, ``.detach()``/``.data``);
-- :mod:`.calls`: calls (torch ops through :mod:`.names`, tensor methods, in-project calls);
+- :mod:`.calls`: calls (torch ops through :mod:`.names`, tensor methods); :mod:`.project_calls`: calls of
+  in-project functions (through :class:`.context.AnalysisContext`); :mod:`.call_grad`: grad at a call;
 - :mod:`.grad`: grad contexts; :mod:`.model_outputs`: model-output heuristics;
 - :mod:`.reporting`: rule matching, findings and their fix plans.
 
@@ -29,11 +31,15 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from ..config import Settings
 from ..findings import Origin, RootKind
 from . import model_outputs
+from .call_grad import CallGradMixin
+from .binding import BindingMixin
 from .calls import CallsMixin
 from .context import AnalysisContext
 from .expressions import ExpressionsMixin
+from .project_calls import ProjectCallsMixin
 from .reporting import ReportingMixin
-from .statements import _MAX_ORIGINS, EMPTY, StatementsMixin
+from .env import _MAX_ORIGINS, EMPTY
+from .statements import StatementsMixin
 from .summaries import LocalFinding, ParamWrite, param_origin
 
 RECURSION_LIMIT = 20000
@@ -53,7 +59,7 @@ def _arg_line(args: ast.arguments, name: str) -> int:
 
 
 @dataclass
-class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
+class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, CallGradMixin, ReportingMixin):
     """Walks one function (or module, or class) body; nested functions get a scope of their own."""
 
     settings: Settings
@@ -109,7 +115,7 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
     #: the conditions on parameters under which the statement being walked runs: (parameter index, the
     #: truth value the test needs, the truth of the parameter's literal default or None) for ``if flag:``,
     #: ``if not flag:``, ``a if flag else b``; a return records them (callee summaries are specialised for
-    #: the constant arguments of each call: :meth:`CallsMixin.project_call`)
+    #: the constant arguments of each call: :meth:`.project_calls.ProjectCallsMixin.project_call`)
     path_conds: Tuple[Tuple[int, bool, Optional[bool]], ...] = ()
     #: origin -> the condition tuples of the returns that give it; origins some return gives unconditionally
     return_conds: Dict[Origin, Set[tuple]] = field(default_factory=dict)
@@ -139,7 +145,7 @@ class Scope(StatementsMixin, ExpressionsMixin, CallsMixin, ReportingMixin):
     root_index: Optional[Dict[tuple, Set[str]]] = None
     indexed: int = 0
 
-    #: keys that may hold more origins than the cap (see :func:`.statements.merge`)
+    #: keys that may hold more origins than the cap (see :func:`.env.merge`)
     big: Set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:

@@ -2,7 +2,7 @@
 
 View ops extend an origin; arithmetic on a proven tensor makes a new tensor (its
 own root); anything else that is not known makes a value with no origin, which is
-why ``x = x / t`` or ``x.clone()`` ends the chain. Calls are in :mod:`.calls`.
+why ``x = x / t`` or ``x.clone()`` ends the chain. Calls are in :mod:`.calls` and :mod:`.project_calls`.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ..findings import Origin, RootKind, Step, StepKind
 from . import grad, model_outputs
 from ..torch_facts import ops
 from .astutil import dotted_name, last_name, short
-from .statements import EMPTY, cap
+from .env import EMPTY, cap
 from .summaries import function_of, param_index
 
 

@@ -1,17 +1,16 @@
-"""The project fixpoint: summaries of every function of a project, walked again until they settle.
+"""The project fixpoint: every file walked until the summaries settle, and the ModuleContext each walk reads.
 
 1. **Index** every file (top level only: imports, functions, classes and their methods and bases).
 2. **Walk** every file with :mod:`.dataflow`, importing files first; each function leaves a summary
    (:mod:`.summaries`) and each call of an in-project function a :class:`~.summaries.CallSite`.
    A file whose walk read a summary that changed afterwards is walked again (at most
    ``_MAX_ROUNDS`` rounds; recursion and import cycles converge or stop there).
-3. **Across calls** (no walking): a function runs with grad off when it is declared so or every
-   in-project call of it does; a parameter takes the origins its call sites pass (transitively);
-   writes to parameters are matched against those origins and reported in the callee, naming
-   the call site; a fix made unsafe only by a parameter becomes safe when every in-project call
-   site was checked and none reads what it passed afterwards.
+3. **Across calls** (no walking): :mod:`.across_calls` (grad-off functions, parameter origins,
+   fix safety from callers).
 
-Call resolution (where it is sound and where it guesses) is described in ``docs/analysis.md``.
+Each walk reads the project through a :class:`ModuleContext` (the :class:`~.context.AnalysisContext`
+the interpreter sees), which records what the walk depended on. Names, classes and dispatch are
+:mod:`.resolve`'s; where call resolution is sound and where it guesses is in ``docs/analysis.md``.
 """
 from __future__ import annotations
 
@@ -25,9 +24,8 @@ from ..config import DEFAULT_SETTINGS, Settings
 from .across_calls import AcrossCalls
 from .dataflow import walk_module
 from .incremental import FunctionCache
-from .module_context import ModuleContext
-from .resolve import ABSENT, DISPATCH, Resolver, _targets_digest, imported_files, index_module, module_name, post_order
-from .summaries import FileResult, FunctionSummary, ModuleIndex
+from .resolve import ABSENT, DISPATCH, Resolver, targets_digest, imported_files, index_module, module_name, post_order
+from .summaries import CallSite, FileResult, FunctionSummary, ModuleIndex
 
 _MAX_ROUNDS = 3
 
@@ -204,7 +202,7 @@ class Project(Resolver, AcrossCalls):
 
 def _dispatch_text(project: Project, key: str) -> str:
     cls_qual, _, name = key[len(DISPATCH):].partition("\x00")
-    return _targets_digest(project.dispatch(cls_qual, name))
+    return targets_digest(project.dispatch(cls_qual, name))
 
 
 def _defines(index: ModuleIndex, module: str, qual: str) -> bool:
@@ -217,3 +215,90 @@ def _defines(index: ModuleIndex, module: str, qual: str) -> bool:
         return True
     cls = index.classes.get(parts[0])
     return cls is not None and len(parts) > 1 and parts[1] in cls[1]
+
+
+class ModuleContext:
+    """What one file's walk reads from and leaves in the project (an :class:`~.context.AnalysisContext`)."""
+
+    def __init__(self, project: Project, module: str, path: str, is_package: bool = False) -> None:
+        self.project = project
+        self.module = module
+        self.path = path
+        self.functions: Dict[str, FunctionSummary] = {}
+        self.calls: List[CallSite] = []
+        self.deps: Dict[str, str] = {}
+        self.params: Dict[str, Tuple[Tuple[str, ...], bool]] = {}
+        #: resolutions of names to in-project functions (builtins like `len` are looked up once)
+        self._functions: Dict[str, Optional[Tuple[str, int]]] = {}
+        #: an open buffer's walk that reuses unchanged functions (:mod:`.incremental`), else None
+        self.function_walk = None
+
+    def call_sites(self) -> List[CallSite]:
+        """``calls`` with one site per call (a loop's second pass records its calls again: the later
+        record, which saw the values carried around the loop, replaces the earlier)."""
+        out: Dict[tuple, CallSite] = {}
+        for site in self.calls:
+            key = (site.caller, site.callee, site.line, site.col, site.callback)
+            out[key] = site
+        return list(out.values()) if len(out) != len(self.calls) else self.calls
+
+    @property
+    def root(self) -> Optional[pathlib.Path]:
+        return self.project.root
+
+    def resolve(self, qual: str) -> Optional[Tuple[str, str]]:
+        return self.project.resolve(qual)
+
+    def index_classes(self):
+        index = self.project.indexes.get(self.module)
+        return index.classes if index is not None else {}
+
+    def function(self, qual: str):
+        if qual in self.params:
+            return qual, 0
+        try:
+            return self._functions[qual]
+        except KeyError:
+            missing: List[str] = []
+            found = self._functions[qual] = self.project.function(qual, missing)
+            if found is None:
+                for name in missing:  # not (yet) in its module: walked again when it appears
+                    self.deps.setdefault(name, ABSENT)
+            return found
+
+    def method(self, cls_qual: str, name: str, skip_self: bool = False):
+        return self.project.method(cls_qual, name, skip_self)
+
+    def property_getters(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
+        """``self.name`` where the class (or a base) defines ``name`` as a ``@property``: the getter and its
+        overrides (as for a call ``self.name()``); empty when it is not a property."""
+        found = self.project.method(cls_qual, name)
+        if not found:
+            return ()
+        module, _, cls_name = found[0].rpartition(".")[0].rpartition(".")
+        index = self.project.indexes.get(module)
+        if index is None or name not in index.properties.get(cls_name, ()):
+            return ()
+        return self.dispatch(cls_qual, name)
+
+    def dispatch(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
+        """:meth:`Project.dispatch`; the walk depends on the answer (a new override walks it again)."""
+        targets = self.project.dispatch(cls_qual, name)
+        self.deps[f"{DISPATCH}{cls_qual}\x00{name}"] = targets_digest(targets)
+        return targets
+
+    def attribute_class(self, cls_qual: str, attr: str) -> Optional[str]:
+        return self.project.attribute_class(cls_qual, attr)
+
+    def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:
+        return self.project.attribute_builder(cls_qual, attr)
+
+    def params_of(self, qual: str):
+        return self.params.get(qual) or self.project.params_of(qual)
+
+    def summary(self, qual: str) -> Optional[FunctionSummary]:
+        summary = self.functions.get(qual)
+        if summary is None:
+            summary = self.project.summaries.get(qual)
+            self.deps[qual] = summary.digest() if summary else ""
+        return summary

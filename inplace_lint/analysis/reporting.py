@@ -10,7 +10,7 @@ from ..findings import HELPER_WRITE, Finding, Origin, Related, RootKind, WriteKi
 from ..rules import PRIORITY, Write
 from . import fixplan, model_outputs
 from .astutil import dotted_name, short
-from .statements import origin_key
+from .env import origin_key
 from .summaries import LocalFinding, ParamWrite, param_index
 
 

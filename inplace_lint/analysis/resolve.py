@@ -242,7 +242,7 @@ def post_order(graph: Dict[str, List[str]]) -> List[str]:
     return out
 
 
-def _targets_digest(targets) -> str:
+def targets_digest(targets) -> str:
     """A short stand-in for a dispatch's targets (kept per file in the cache)."""
     return hashlib.blake2b(",".join(q for q, _ in targets).encode(), digest_size=6).hexdigest()
 

@@ -1,8 +1,8 @@
-"""Statements: how each statement changes the environment of origins (one job of the interpreter).
+"""Statements: control flow, scopes and returns (one job of the interpreter).
 
-Assignments, tuple unpacking, ``for`` targets, ``with``/``try`` blocks update the
-environment; ``if``/``try`` branches and loop bodies are merged (a name *may* hold
-any origin of any branch). ``def``/``class`` open scopes of their own and leave a
+``with``/``try`` blocks update the environment; ``if``/``try`` branches and loop bodies are
+merged (a name *may* hold any origin of any branch: :mod:`.env`); what assignments and targets
+bind is :mod:`.binding`'s. ``def``/``class`` open scopes of their own and leave a
 function summary behind (:mod:`.summaries`); ``import`` binds names for
 :mod:`.names`.
 """
@@ -10,96 +10,18 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import Dict, Iterable, List, Optional, Sequence, Set
+from typing import Dict, List, Optional, Sequence
 
-from ..findings import Origin, RootKind, Step, StepKind, WriteKind
+from ..findings import Origin
 from . import fixplan, grad, model_outputs
-from ..torch_facts import ops
-from .astutil import dotted_name, is_str_constant
-from .names import LITERAL_HEADS, import_bindings, qualify
-from .summaries import FunctionSummary, function_of, function_ref, located_steps, param_index
-
-EMPTY: frozenset = frozenset()
-_MAX_ORIGINS = 12
-
-#: ``ast`` operator -> its augmented assignment (one operator table: ``ops.OPERATORS``)
-AUG_OPS = {getattr(ast, name): symbol for name, symbol in ops.AST_AUGMENTED.items()}
-
-
-def _negate(cond: tuple) -> tuple:
-    return cond[0], not cond[1], cond[2]
-
-
-def contradicted(conds: tuple, values: Dict[int, Optional[bool]]) -> bool:
-    """Some condition of ``conds`` (parameter index, truth needed, truth of the default) is false for a call that
-    binds the parameters to constants of truth ``values`` (a parameter it leaves out takes its default)."""
-    for index, truth, default in conds:
-        value = values.get(index, default) if index in values else default
-        if value is not None and value != truth:
-            return True
-    return False
-
-
-def origin_key(o: Origin):
-    # the files last: two origins alike but for the file of a line sort the same in every process
-    return (o.root_line, o.root_text, len(o.steps), tuple(s.text for s in o.steps), o.root.value,
-            o.path or "", tuple(s.path or "" for s in o.steps))
-
-
-def cap(origins) -> frozenset:
-    s = frozenset(origins)
-    if len(s) <= _MAX_ORIGINS:
-        return s
-    return frozenset(sorted(s, key=origin_key)[:_MAX_ORIGINS])
-
-
-def merge(envs: Sequence[Dict[str, frozenset]], big: Iterable[str] = ()) -> Dict[str, frozenset]:
-    """The environment after branches (or loop iterations) ``envs``: each name holds the union of what it
-    holds in each, capped at ``_MAX_ORIGINS`` (in ``envs`` order: the first value as it is, each later one
-    ``cap(union)``).
-
-    The branches of one statement share most of their entries (each started from the same environment),
-    so only the entries that are not the same object are joined (a union and a cap each); the rest is kept.
-    An entry equal in two branches keeps its value, which is what the fold gives unless the value is over
-    the cap: ``big`` names every key that may hold such a value (:meth:`StatementsMixin.bind_name`), and
-    those are folded as written above. Key order may differ from the fold's; nothing reads it."""
-    if not envs:
-        return {}
-    out: Dict[str, frozenset] = dict(envs[0])
-    for env in envs[1:]:
-        get = out.get
-        for k, v in [(k, v) for k, v in env.items() if get(k) is not v]:
-            out[k] = cap(out[k] | v) if k in out else v
-    for k in big:
-        folded = None
-        for env in envs:
-            if k in env:
-                folded = env[k] if folded is None else cap(folded | env[k])
-        if folded is not None:
-            out[k] = folded
-    return out
+from .astutil import dotted_name
+from .env import EMPTY, cap, merge, merge_touched, negate, origin_key
+from .names import LITERAL_HEADS, import_bindings
+from .summaries import FunctionSummary, function_of, located_steps, param_index
 
 
 #: ``if`` statements merge only the keys their arms touched (tests turn it off to compare with :func:`merge`)
 TOUCHED_MERGE = True
-
-
-def merge_touched(arms: List[Dict[str, frozenset]], touched: Iterable[str]) -> Dict[str, frozenset]:
-    """:func:`merge` of the arms of one ``if``, in the time of what they changed: each arm started from the
-    same environment, so a key no arm (nor a test) bound or removed holds the same object in every arm,
-    and the fold keeps it (``touched`` includes the keys that may hold more than the cap). The last arm's
-    dict (no one else holds it) becomes the result; only the ``touched`` keys are folded into it."""
-    out = arms[-1]
-    for k in touched:
-        folded = None
-        for env in arms:
-            if k in env:
-                folded = env[k] if folded is None else cap(folded | env[k])
-        if folded is None:
-            out.pop(k, None)
-        else:
-            out[k] = folded
-    return out
 
 
 #: node type -> ``stmt_<Node>``
@@ -155,7 +77,7 @@ class StatementsMixin:
             # return a if flag else b: each arm under its own condition
             body, orelse = self.eval_quiet(node.value.body), self.eval_quiet(node.value.orelse)
             self._record_return(body, self.path_conds + (cond,))
-            self._record_return(orelse, self.path_conds + (_negate(cond),))
+            self._record_return(orelse, self.path_conds + (negate(cond),))
             self._record_return(value - body - orelse, self.path_conds)
 
     def _record_return(self, origins, conds) -> None:
@@ -189,45 +111,6 @@ class StatementsMixin:
         pass
 
     stmt_Break = stmt_Continue = stmt_Global = stmt_Nonlocal = stmt_Pass
-
-    def stmt_Assign(self, node: ast.Assign) -> None:
-        value = self.eval(node.value)
-        if self.ctx is not None and isinstance(node.value, (ast.Name, ast.Attribute)) and not value:
-            refs = self.callable_refs(node.value)
-            if refs:
-                value = frozenset(function_ref(q, bound, node.lineno) for q, bound in refs)
-        module = model_outputs.inplace_module(node.value)
-        is_bool = None
-        for target in node.targets:
-            if module and isinstance(target, ast.Name):
-                self.inplace_modules[target.id] = module
-            self.assign(target, node.value, value)
-            if isinstance(target, ast.Name):
-                if is_bool is None:
-                    is_bool = self.is_bool_value(node.value)
-                if is_bool:
-                    self.bool_names.add(target.id)
-
-    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
-        if node.value is not None:
-            self.assign(node.target, node.value, self.eval(node.value))
-
-    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
-        self.eval(node.value)
-        op = AUG_OPS.get(type(node.op), "op=")
-        target = node.target
-        if isinstance(target, ast.Subscript):
-            base = self.eval(target.value)
-            self.eval(target.slice)
-            if not is_str_constant(target.slice):
-                self.report(node, WriteKind.SUBSCRIPT, f"`{op}` on an item", target.value, base)
-        elif isinstance(target, (ast.Name, ast.Attribute)) and ops.AUGMENTED_INPLACE.get(op) is None:
-            # `x @= w`: a Tensor has no __imatmul__, so Python rebinds x = x @ w (a new tensor)
-            self.eval(target)
-            self.assign(target, None, EMPTY)
-        elif isinstance(target, (ast.Name, ast.Attribute)):
-            origins = self.eval(target)
-            self.report(node, WriteKind.AUGMENTED, f"`{op}`", target, origins, ops.AUGMENTED_INPLACE.get(op))
 
     def stmt_For(self, node: ast.For) -> None:
         self._loop(node, lambda: self.bind_iter(node.target, node.iter))
@@ -289,7 +172,7 @@ class StatementsMixin:
             chain = self.eval_branch = chain or training is True or enabled is True
             gates.append((enabled is True, requires if requires and requires[1] else None))
             if cond:
-                conds_false.append(_negate(cond))
+                conds_false.append(negate(cond))
             self.path_conds = saved_conds + tuple(conds_false)
             orelse = current.orelse
             if len(orelse) == 1 and isinstance(orelse[0], ast.If):
@@ -468,15 +351,6 @@ class StatementsMixin:
         scope.run_body(node.body)
         self.bind_name(node.name, EMPTY)
 
-    def stmt_Delete(self, node: ast.Delete) -> None:
-        for target in node.targets:
-            key = dotted_name(target)
-            if key is not None:
-                self.env.pop(key, None)
-                self.bindings.append((key, EMPTY))
-            else:
-                self.eval(target)
-
     def stmt_Import(self, node) -> None:
         bound = import_bindings(node, self.package)
         for name, target in bound.items():
@@ -497,154 +371,17 @@ class StatementsMixin:
         if body is False and orelse is None:
             return cond
         if orelse is False and body is None:
-            return _negate(cond)
+            return negate(cond)
         return None
 
     def grad_mode_of(self, node: ast.expr) -> Optional[bool]:
         """The grad mode a context/decorator sets; ``report-in-no-grad`` treats all code as grad-enabled."""
         return None if self.settings.report_in_no_grad else grad.grad_mode_of(node)
 
-    # ---- binding
-
-    def bind_name(self, key: str, origins: frozenset) -> None:
-        if origins:
-            self.env[key] = origins
-            self.bindings.append((key, origins))
-            if len(origins) > _MAX_ORIGINS:
-                self.big.add(key)
-        else:
-            self.env.pop(key, None)
-            self.bindings.append((key, EMPTY))
-        if "." not in key:
-            self.bool_names.discard(key)
-            self.local_funcs.pop(key, None)
-            self.names.pop(key, None)
-            self.assigned.add(key)
-            if key in self.params:
-                index = list(self.params).index(key)
-                if not any(param_index(o) == index for o in origins):
-                    self.rebound_params.add(key)
-        if self.no_grad:
-            self.nograd_bound.add(key)
-
-    def assign(self, target: ast.expr, value_node: Optional[ast.expr], value: frozenset) -> None:
-        if isinstance(target, (ast.Tuple, ast.List)):
-            if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == len(target.elts) and \
-                    not any(isinstance(e, ast.Starred) for e in target.elts + value_node.elts):
-                # a, b = x.squeeze(0), y: values were evaluated as part of the tuple; re-evaluate per element
-                for t, v in zip(target.elts, value_node.elts):
-                    self.assign(t, v, self.eval_quiet(v))
-                return
-            for i, elt in enumerate(target.elts):
-                if isinstance(elt, ast.Starred):
-                    self.assign(elt.value, None, cap(o for o in value if o.is_container))
-                else:
-                    self.assign(elt, None, self.element_of(value, f"[{i}]", elt.lineno))
-            return
-        if isinstance(target, ast.Starred):
-            self.assign(target.value, None, value)
-            return
-        if isinstance(target, ast.Subscript):
-            base = self.eval(target.value)
-            self.eval(target.slice)
-            if not is_str_constant(target.slice):  # x["key"] = v: a mapping, not a tensor
-                # guess: `small[k:] = False` writes a bool mask, and a bool tensor never requires grad
-                # (docs/pytorch-facts.md#grad-off): the autograd rules do not apply, the alias rules do
-                self.report(target, WriteKind.SUBSCRIPT, "item assignment", target.value, base,
-                            write_no_grad=isinstance(value_node, ast.Constant) and isinstance(value_node.value, bool))
-            key = self.key_of(target)
-            if key is not None and not any(o.is_tensor for o in base):
-                self.bind_name(key, value)  # output["logits"] = ... on a dict-like model output
-            return
-        key = dotted_name(target)
-        if key is not None:
-            self.bind_name(key, value)
-            if isinstance(target, ast.Name):
-                cls = self.instance_class(value_node)
-                if cls is not None:
-                    self.local_instances[key] = cls
-                else:
-                    self.local_instances.pop(key, None)
-                if self.is_submodule_call(value_node):
-                    self.submodule_results.add(key)
-                else:
-                    self.submodule_results.discard(key)
-        else:
-            self.eval(target)
-
-    def instance_class(self, node: Optional[ast.expr]) -> Optional[str]:
-        """``Cls(...)`` of an in-project class: its qualified name; else None."""
-        if self.ctx is None or not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
-            return None
-        if not (node.func.id if isinstance(node.func, ast.Name) else node.func.attr).lstrip("_")[:1].isupper():
-            return None  # only CapWords names are looked up as classes (PEP 8): every other call would cost a lookup
-        qual, imported = qualify(node.func, self.names, self.is_local_name)
-        if not imported:
-            dotted = dotted_name(node.func)
-            if dotted is None or dotted.split(".")[0] in self.env or dotted.split(".")[0] in self.params:
-                return None
-            qual = f"{self.ctx.module}.{dotted}"
-        if qual is None:
-            return None
-        found = self.ctx.resolve(qual)
-        return found[1] if found and found[0] == "class" else None
-
-    def is_submodule_call(self, node: Optional[ast.expr]) -> bool:
-        """``self.backbone(x)`` in a ``forward`` method, the callee not a configured model-call name."""
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name) and self.self_name is not None
-                and node.func.value.id == self.self_name and self.qual.rsplit(".", 1)[-1] == "forward"):
-            return False
-        return not self.settings.is_model_call_name(node.func.attr)
-
-    def bind_iter(self, target: ast.expr, iterable: ast.expr) -> None:
-        """Bind a ``for``/comprehension target to the elements of ``iterable``."""
-        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.args:
-            fname = iterable.func.id
-            if fname == "enumerate":
-                for extra in iterable.args[1:] + [k.value for k in iterable.keywords]:
-                    self.eval(extra)
-                if isinstance(target, ast.Tuple) and len(target.elts) == 2:
-                    self.assign(target.elts[0], None, EMPTY)
-                    self.bind_iter(target.elts[1], iterable.args[0])
-                else:
-                    self.eval(iterable.args[0])
-                    self.assign(target, None, EMPTY)
-                return
-            if fname == "zip" and isinstance(target, ast.Tuple) and len(target.elts) == len(iterable.args):
-                for t, it in zip(target.elts, iterable.args):
-                    self.bind_iter(t, it)
-                return
-            if fname in ("reversed", "list", "tuple") and len(iterable.args) == 1:
-                self.bind_iter(target, iterable.args[0])
-                return
-        if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
-            # for s in [a, b]: s is a or b itself
-            elements: Set[Origin] = set()
-            for elt in iterable.elts:
-                elements |= self.eval(elt)
-            self.assign(target, None, cap(elements))
-            return
-        origins = self.eval(iterable)
-        self.assign(target, None, self.element_of(origins, "for ... in", getattr(target, "lineno", 0)))
-
-    def element_of(self, origins: frozenset, text: str, line: int) -> frozenset:
-        """What one element (unpacked, iterated) of a value with ``origins`` holds."""
-        out = []
-        for o in origins:
-            if o.root is RootKind.MODEL_OUTPUT_OBJECT and not o.steps:
-                # loss, logits = model(x): each element may be a tensor, a dict or a number
-                out.append(Origin(RootKind.MODEL_OUTPUT, f"{o.root_text}{text if text.startswith('[') else '[...]'}",
-                                  line, root_no_grad=o.root_no_grad or self.no_grad, certain_tensor=False))
-            else:
-                out.append(o.extend(Step(StepKind.ELEMENT, text if text.startswith("[") else "iteration", line,
-                                         self.no_grad)))
-        return cap(out)
-
     def summary(self, declared_no_grad: bool, static: bool) -> FunctionSummary:
         """This (function) scope's summary, after its body was walked."""
         # a root made from a parameter's annotation is returned with the placeholder that travelled
-        # alongside it: a caller that passed something known drops it (CallsMixin.project_call)
+        # alongside it: a caller that passed something known drops it (ProjectCallsMixin.project_call)
         returns = frozenset(o for o in self.returns if not model_outputs.is_guessed_object(o))
         returned = {param_index(o) for o in self.returns} - {None}
         for key in self.rooted_keys:

@@ -1,0 +1,220 @@
+"""Binding: what assignments, ``del`` and loop targets bind (one job of the interpreter).
+
+``x = ...``, ``x: T = ...``, ``x op= ...`` (an in-place write when ``x`` holds a tensor), tuple unpacking
+and ``for`` targets update the environment; a bound instance of an in-project class or a submodule's
+result is remembered for dispatch and for the model-output heuristics (:mod:`.model_outputs`).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Optional, Set
+
+from ..findings import Origin, RootKind, Step, StepKind, WriteKind
+from . import model_outputs
+from ..torch_facts import ops
+from .astutil import dotted_name, is_str_constant
+from .env import _MAX_ORIGINS, EMPTY, cap
+from .names import qualify
+from .summaries import function_ref, param_index
+
+#: ``ast`` operator -> its augmented assignment (one operator table: ``ops.OPERATORS``)
+AUG_OPS = {getattr(ast, name): symbol for name, symbol in ops.AST_AUGMENTED.items()}
+
+
+class BindingMixin:
+    """Assignments and targets (a part of :class:`~.dataflow.Scope`)."""
+
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        value = self.eval(node.value)
+        if self.ctx is not None and isinstance(node.value, (ast.Name, ast.Attribute)) and not value:
+            refs = self.callable_refs(node.value)
+            if refs:
+                value = frozenset(function_ref(q, bound, node.lineno) for q, bound in refs)
+        module = model_outputs.inplace_module(node.value)
+        is_bool = None
+        for target in node.targets:
+            if module and isinstance(target, ast.Name):
+                self.inplace_modules[target.id] = module
+            self.assign(target, node.value, value)
+            if isinstance(target, ast.Name):
+                if is_bool is None:
+                    is_bool = self.is_bool_value(node.value)
+                if is_bool:
+                    self.bool_names.add(target.id)
+
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.assign(node.target, node.value, self.eval(node.value))
+
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        self.eval(node.value)
+        op = AUG_OPS.get(type(node.op), "op=")
+        target = node.target
+        if isinstance(target, ast.Subscript):
+            base = self.eval(target.value)
+            self.eval(target.slice)
+            if not is_str_constant(target.slice):
+                self.report(node, WriteKind.SUBSCRIPT, f"`{op}` on an item", target.value, base)
+        elif isinstance(target, (ast.Name, ast.Attribute)) and ops.AUGMENTED_INPLACE.get(op) is None:
+            # `x @= w`: a Tensor has no __imatmul__, so Python rebinds x = x @ w (a new tensor)
+            self.eval(target)
+            self.assign(target, None, EMPTY)
+        elif isinstance(target, (ast.Name, ast.Attribute)):
+            origins = self.eval(target)
+            self.report(node, WriteKind.AUGMENTED, f"`{op}`", target, origins, ops.AUGMENTED_INPLACE.get(op))
+
+
+    def stmt_Delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            key = dotted_name(target)
+            if key is not None:
+                self.env.pop(key, None)
+                self.bindings.append((key, EMPTY))
+            else:
+                self.eval(target)
+
+
+    # ---- binding
+
+    def bind_name(self, key: str, origins: frozenset) -> None:
+        if origins:
+            self.env[key] = origins
+            self.bindings.append((key, origins))
+            if len(origins) > _MAX_ORIGINS:
+                self.big.add(key)
+        else:
+            self.env.pop(key, None)
+            self.bindings.append((key, EMPTY))
+        if "." not in key:
+            self.bool_names.discard(key)
+            self.local_funcs.pop(key, None)
+            self.names.pop(key, None)
+            self.assigned.add(key)
+            if key in self.params:
+                index = list(self.params).index(key)
+                if not any(param_index(o) == index for o in origins):
+                    self.rebound_params.add(key)
+        if self.no_grad:
+            self.nograd_bound.add(key)
+
+
+    def assign(self, target: ast.expr, value_node: Optional[ast.expr], value: frozenset) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == len(target.elts) and \
+                    not any(isinstance(e, ast.Starred) for e in target.elts + value_node.elts):
+                # a, b = x.squeeze(0), y: values were evaluated as part of the tuple; re-evaluate per element
+                for t, v in zip(target.elts, value_node.elts):
+                    self.assign(t, v, self.eval_quiet(v))
+                return
+            for i, elt in enumerate(target.elts):
+                if isinstance(elt, ast.Starred):
+                    self.assign(elt.value, None, cap(o for o in value if o.is_container))
+                else:
+                    self.assign(elt, None, self.element_of(value, f"[{i}]", elt.lineno))
+            return
+        if isinstance(target, ast.Starred):
+            self.assign(target.value, None, value)
+            return
+        if isinstance(target, ast.Subscript):
+            base = self.eval(target.value)
+            self.eval(target.slice)
+            if not is_str_constant(target.slice):  # x["key"] = v: a mapping, not a tensor
+                # guess: `small[k:] = False` writes a bool mask, and a bool tensor never requires grad
+                # (docs/pytorch-facts.md#grad-off): the autograd rules do not apply, the alias rules do
+                self.report(target, WriteKind.SUBSCRIPT, "item assignment", target.value, base,
+                            write_no_grad=isinstance(value_node, ast.Constant) and isinstance(value_node.value, bool))
+            key = self.key_of(target)
+            if key is not None and not any(o.is_tensor for o in base):
+                self.bind_name(key, value)  # output["logits"] = ... on a dict-like model output
+            return
+        key = dotted_name(target)
+        if key is not None:
+            self.bind_name(key, value)
+            if isinstance(target, ast.Name):
+                cls = self.instance_class(value_node)
+                if cls is not None:
+                    self.local_instances[key] = cls
+                else:
+                    self.local_instances.pop(key, None)
+                if self.is_submodule_call(value_node):
+                    self.submodule_results.add(key)
+                else:
+                    self.submodule_results.discard(key)
+        else:
+            self.eval(target)
+
+
+    def instance_class(self, node: Optional[ast.expr]) -> Optional[str]:
+        """``Cls(...)`` of an in-project class: its qualified name; else None."""
+        if self.ctx is None or not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
+            return None
+        if not (node.func.id if isinstance(node.func, ast.Name) else node.func.attr).lstrip("_")[:1].isupper():
+            return None  # only CapWords names are looked up as classes (PEP 8): every other call would cost a lookup
+        qual, imported = qualify(node.func, self.names, self.is_local_name)
+        if not imported:
+            dotted = dotted_name(node.func)
+            if dotted is None or dotted.split(".")[0] in self.env or dotted.split(".")[0] in self.params:
+                return None
+            qual = f"{self.ctx.module}.{dotted}"
+        if qual is None:
+            return None
+        found = self.ctx.resolve(qual)
+        return found[1] if found and found[0] == "class" else None
+
+
+    def is_submodule_call(self, node: Optional[ast.expr]) -> bool:
+        """``self.backbone(x)`` in a ``forward`` method, the callee not a configured model-call name."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and self.self_name is not None
+                and node.func.value.id == self.self_name and self.qual.rsplit(".", 1)[-1] == "forward"):
+            return False
+        return not self.settings.is_model_call_name(node.func.attr)
+
+
+    def bind_iter(self, target: ast.expr, iterable: ast.expr) -> None:
+        """Bind a ``for``/comprehension target to the elements of ``iterable``."""
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.args:
+            fname = iterable.func.id
+            if fname == "enumerate":
+                for extra in iterable.args[1:] + [k.value for k in iterable.keywords]:
+                    self.eval(extra)
+                if isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                    self.assign(target.elts[0], None, EMPTY)
+                    self.bind_iter(target.elts[1], iterable.args[0])
+                else:
+                    self.eval(iterable.args[0])
+                    self.assign(target, None, EMPTY)
+                return
+            if fname == "zip" and isinstance(target, ast.Tuple) and len(target.elts) == len(iterable.args):
+                for t, it in zip(target.elts, iterable.args):
+                    self.bind_iter(t, it)
+                return
+            if fname in ("reversed", "list", "tuple") and len(iterable.args) == 1:
+                self.bind_iter(target, iterable.args[0])
+                return
+        if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
+            # for s in [a, b]: s is a or b itself
+            elements: Set[Origin] = set()
+            for elt in iterable.elts:
+                elements |= self.eval(elt)
+            self.assign(target, None, cap(elements))
+            return
+        origins = self.eval(iterable)
+        self.assign(target, None, self.element_of(origins, "for ... in", getattr(target, "lineno", 0)))
+
+
+    def element_of(self, origins: frozenset, text: str, line: int) -> frozenset:
+        """What one element (unpacked, iterated) of a value with ``origins`` holds."""
+        out = []
+        for o in origins:
+            if o.root is RootKind.MODEL_OUTPUT_OBJECT and not o.steps:
+                # loss, logits = model(x): each element may be a tensor, a dict or a number
+                out.append(Origin(RootKind.MODEL_OUTPUT, f"{o.root_text}{text if text.startswith('[') else '[...]'}",
+                                  line, root_no_grad=o.root_no_grad or self.no_grad, certain_tensor=False))
+            else:
+                out.append(o.extend(Step(StepKind.ELEMENT, text if text.startswith("[") else "iteration", line,
+                                         self.no_grad)))
+        return cap(out)

@@ -1,0 +1,185 @@
+"""Grad at a call: what an op's backward saves and reads, and whether a call's inputs need grad.
+
+An input read by a backward that runs with grad on is marked saved (``docs/pytorch-facts.md#saved-input``);
+an input read only by something that takes no gradient (``x.max().item()``) saves nothing the analysis
+speaks for; an untracked expression requires grad only by evidence (a submodule's result, an
+``nn.Parameter`` attribute). Used by :mod:`.calls` and :mod:`.project_calls`.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional
+
+from ..findings import Step, StepKind
+from ..torch_facts import ops
+from .astutil import dotted_name
+from .env import cap
+from .summaries import no_grad_value, param_index
+
+#: methods and builtins whose result takes no gradient from their receiver or argument (a Python number, an
+#: integer or bool tensor): what an op saved for backward is never read through them
+_READ_WITHOUT_GRAD_METHODS = frozenset({"item", "tolist", "numpy", "long", "int", "bool", "short", "byte",
+                                        "argmax", "argmin", "nonzero", "any", "all"})
+_READ_WITHOUT_GRAD_FUNCTIONS = frozenset({"int", "float", "bool", "len", "round"})
+
+#: the fields of a compound statement that hold its blocks (statements), not its own expressions
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+
+
+def is_literal(node: ast.AST) -> bool:
+    """``0.5``, ``-1``, ``(1, 2)``: a number or a tuple of them, never a tensor."""
+    if isinstance(node, ast.UnaryOp):
+        return is_literal(node.operand)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(is_literal(e) for e in node.elts)
+    return isinstance(node, ast.Constant)
+
+
+def known_origins(origins: frozenset) -> frozenset:
+    """The origins that are not parameter placeholders (what is known at this point of the walk)."""
+    return frozenset(o for o in origins if param_index(o) is None) if origins else origins
+
+
+def guessed_param(origins: frozenset) -> int:
+    """The parameter an op's input is known only as (its placeholder, or the guess its annotation makes), when
+    nothing in ``origins`` is evidence that it requires grad; -1 otherwise."""
+    if not origins or any(o.grad_evidence and param_index(o) is None for o in origins):
+        return -1
+    indexes = sorted(({param_index(o) for o in origins} | {o.guess_param for o in origins if o.guess_param >= 0})
+                     - {None})
+    return indexes[0] if indexes else -1
+
+
+def needs_no_grad_arg(node: ast.AST, origins: frozenset) -> bool:
+    """An argument that needs no grad: a literal, known origins that need none, or a view chain of a detached
+    tensor (``w.data.transpose(0, 1)``, ``x.detach()[0]``)."""
+    if is_literal(node) or no_grad_value(origins):
+        return True
+    while True:
+        if is_detached(node):
+            return True
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                node.func.attr in ops.VIEW_METHODS or node.func.attr in ops.MAY_ALIAS_METHODS):
+            node = node.func.value
+        else:
+            return False
+
+
+def is_detached(node: ast.AST) -> bool:
+    """``x.detach()`` or ``x.data``: autograd no longer tracks what follows."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "data"
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "detach"
+
+
+class CallGradMixin:
+    """Grad facts about a call's inputs (a part of :class:`~.dataflow.Scope`)."""
+
+
+    def read_without_grad(self, node: ast.expr) -> bool:
+        """What ``node`` computes is only read by something that takes no gradient (``x.max().item()``,
+        ``int(x.sum())``, ``x.amax() > 0``, ``x.max().long()``): no backward runs through it, so what its op
+        saved for backward is never read (docs/pytorch-facts.md#saved-input)."""
+        stmt = self.stmt_stack[-1] if self.stmt_stack else None
+        if stmt is None:
+            return False
+        # the statement's own expressions: an `if`/`for`/`with` header, not the blocks under it
+        heads = [child for name, child in ast.iter_fields(stmt) if name not in _BLOCK_FIELDS]
+        nodes = [n for head in heads for item in (head if isinstance(head, list) else [head])
+                 if isinstance(item, ast.AST) for n in ast.walk(item)]
+        for parent in [stmt] + nodes:
+            for child in ast.iter_child_nodes(parent):
+                if child is not node:
+                    continue
+                if isinstance(parent, ast.Attribute) and parent.attr in _READ_WITHOUT_GRAD_METHODS:
+                    return True
+                if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) \
+                        and parent.func.id in _READ_WITHOUT_GRAD_FUNCTIONS and node in parent.args:
+                    return True
+                return isinstance(parent, ast.Compare)
+        return False
+
+
+    def mark_saved_input(self, arg: ast.expr, op: str, line: int) -> None:
+        """``arg`` was read by the backward of ``op``, which ran with grad on: a later in-place write to the
+        tensor the name holds fails at backward when it requires grad (docs/pytorch-facts.md#saved-input).
+        Only names (and dotted names) whose value is tracked and may require grad by evidence are marked
+        (:attr:`Origin.grad_evidence`); a parameter's placeholder is marked too, for its callers to decide."""
+        key = dotted_name(arg)
+        origins = self.env.get(key) if key is not None else None
+        if not origins:
+            return
+        step = Step(StepKind.SAVED_INPUT, op, line)
+        marked = [o.extend(step) if o.is_tensor and (param_index(o) is not None or o.grad_evidence) else o
+                  for o in origins]
+        self.env[key] = cap(marked)
+        self.bindings.append((key, self.env[key]))  # an `if` merges the keys its arms changed
+
+
+    def _inputs_need_no_grad(self, node: ast.Call, args: List[frozenset], kwargs: Dict[str, frozenset],
+                             receiver: Optional[frozenset] = None) -> bool:
+        """Every tensor input is known to need no grad (numbers, constants and bool masks aside; the elements of
+        a list or tuple argument, as ``torch.cat((a, b))`` takes them, each count)."""
+        values = []
+        for n, o in zip(node.args, args):
+            if isinstance(n, (ast.List, ast.Tuple)) and not o:
+                values.extend((e, self.eval_quiet(e)) for e in n.elts)
+            else:
+                values.append((n, o))
+        inputs = ([receiver] if receiver is not None else []) + [
+            o for n, o in values if o or not (is_literal(n) or self.is_bool_value(n))]
+        return bool(inputs) and all(no_grad_value(o) for o in inputs)
+
+
+    def grad_source(self, node: Optional[ast.expr]) -> bool:
+        """An untracked expression that requires grad by evidence: what a submodule returns in a module's
+        method (``self.fc(x)``, a name bound to one), an arithmetic or call of such values. Anything else
+        untracked is unknown, and an op on it saves nothing the analysis can speak for."""
+        if node is None:
+            return False
+        if isinstance(node, ast.Name):
+            # a parameter (known only as itself when the walk has no project: a snippet) is a guess that the
+            # callers decide (``Origin.guess_param``)
+            return node.id in self.submodule_results or (
+                self.ctx is None and node.id in self.params and node.id != self.self_name)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            value = node.func.value
+            if isinstance(value, ast.Name) and value.id == self.self_name and self.cls_qual:
+                return True  # self.fc(x), self.proj(h)
+            return self.grad_source(value)  # self.fc(x).view(...), h.float()
+        if isinstance(node, ast.Call):
+            return any(self.grad_source(a) for a in node.args)  # torch.sum(self.fc(x) * y)
+        if isinstance(node, ast.BinOp):
+            return self.grad_source(node.left) or self.grad_source(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return self.grad_source(node.operand)
+        if isinstance(node, ast.Subscript):
+            return self.grad_source(node.value)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self.self_name \
+                and self.cls_qual and self.ctx is not None:
+            # `self.raw`, set to `nn.Parameter(...)` in `__init__`: a parameter requires grad
+            owner = self.ctx.attribute_builder(self.cls_qual, node.attr)
+            return owner is not None and owner.rsplit(".", 1)[-1] == "Parameter"
+        return False
+
+
+    def _guess_of(self, node: ast.expr, origins: frozenset) -> int:
+        """:func:`guessed_param` of an op's input, or, untracked, the index of the parameter it names."""
+        if origins:
+            return guessed_param(origins)
+        if isinstance(node, ast.Name) and node.id in self.params and node.id not in self.submodule_results:
+            return list(self.params).index(node.id)
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Call, ast.Subscript)):
+            # `(q @ k.transpose(-2, -1)).softmax(-1)`: an expression of parameters alone (and literals) is a
+            # guess of the first one it reads (callers decide; with no in-project call it stays). One that
+            # also reads a local (a factory's tensor: `(g / (2 * sigma ** 2)).exp()`) is not: the local
+            # speaks for itself, and the parameter may be a number
+            names = [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id != self.self_name]
+            if any(n in self.assigned and n not in self.params for n in names):
+                return -1
+            found = [list(self.params).index(n) for n in names
+                     if n in self.params and n not in self.submodule_results]
+            return min(found) if found else -1
+        return -1
