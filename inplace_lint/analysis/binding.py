@@ -24,7 +24,6 @@ AUG_OPS = {getattr(ast, name): symbol for name, symbol in ops.AST_AUGMENTED.item
 class BindingMixin:
     """Assignments and targets (a part of :class:`~.dataflow.Scope`)."""
 
-
     def stmt_Assign(self, node: ast.Assign) -> None:
         value = self.eval(node.value)
         if self.ctx is not None and isinstance(node.value, (ast.Name, ast.Attribute)) and not value:
@@ -43,11 +42,9 @@ class BindingMixin:
                 if is_bool:
                     self.bool_names.add(target.id)
 
-
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
             self.assign(node.target, node.value, self.eval(node.value))
-
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
         self.eval(node.value)
@@ -66,7 +63,6 @@ class BindingMixin:
             origins = self.eval(target)
             self.report(node, WriteKind.AUGMENTED, f"`{op}`", target, origins, ops.AUGMENTED_INPLACE.get(op))
 
-
     def stmt_Delete(self, node: ast.Delete) -> None:
         for target in node.targets:
             key = dotted_name(target)
@@ -75,7 +71,6 @@ class BindingMixin:
                 self.bindings.append((key, EMPTY))
             else:
                 self.eval(target)
-
 
     # ---- binding
 
@@ -99,7 +94,6 @@ class BindingMixin:
                     self.rebound_params.add(key)
         if self.no_grad:
             self.nograd_bound.add(key)
-
 
     def assign(self, target: ast.expr, value_node: Optional[ast.expr], value: frozenset) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -146,7 +140,6 @@ class BindingMixin:
         else:
             self.eval(target)
 
-
     def instance_class(self, node: Optional[ast.expr]) -> Optional[str]:
         """``Cls(...)`` of an in-project class: its qualified name; else None."""
         if self.ctx is None or not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
@@ -164,7 +157,6 @@ class BindingMixin:
         found = self.ctx.resolve(qual)
         return found[1] if found and found[0] == "class" else None
 
-
     def is_submodule_call(self, node: Optional[ast.expr]) -> bool:
         """``self.backbone(x)`` in a ``forward`` method, the callee not a configured model-call name."""
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -172,7 +164,6 @@ class BindingMixin:
                 and node.func.value.id == self.self_name and self.qual.rsplit(".", 1)[-1] == "forward"):
             return False
         return not self.settings.is_model_call_name(node.func.attr)
-
 
     def bind_iter(self, target: ast.expr, iterable: ast.expr) -> None:
         """Bind a ``for``/comprehension target to the elements of ``iterable``."""
@@ -204,7 +195,6 @@ class BindingMixin:
             return
         origins = self.eval(iterable)
         self.assign(target, None, self.element_of(origins, "for ... in", getattr(target, "lineno", 0)))
-
 
     def element_of(self, origins: frozenset, text: str, line: int) -> frozenset:
         """What one element (unpacked, iterated) of a value with ``origins`` holds."""

@@ -77,7 +77,6 @@ def is_detached(node: ast.AST) -> bool:
 class CallGradMixin:
     """Grad facts about a call's inputs (a part of :class:`~.dataflow.Scope`)."""
 
-
     def read_without_grad(self, node: ast.expr) -> bool:
         """What ``node`` computes is only read by something that takes no gradient (``x.max().item()``,
         ``int(x.sum())``, ``x.amax() > 0``, ``x.max().long()``): no backward runs through it, so what its op
@@ -101,7 +100,6 @@ class CallGradMixin:
                 return isinstance(parent, ast.Compare)
         return False
 
-
     def mark_saved_input(self, arg: ast.expr, op: str, line: int) -> None:
         """``arg`` was read by the backward of ``op``, which ran with grad on: a later in-place write to the
         tensor the name holds fails at backward when it requires grad (docs/pytorch-facts.md#saved-input).
@@ -117,7 +115,6 @@ class CallGradMixin:
         self.env[key] = cap(marked)
         self.bindings.append((key, self.env[key]))  # an `if` merges the keys its arms changed
 
-
     def _inputs_need_no_grad(self, node: ast.Call, args: List[frozenset], kwargs: Dict[str, frozenset],
                              receiver: Optional[frozenset] = None) -> bool:
         """Every tensor input is known to need no grad (numbers, constants and bool masks aside; the elements of
@@ -131,7 +128,6 @@ class CallGradMixin:
         inputs = ([receiver] if receiver is not None else []) + [
             o for n, o in values if o or not (is_literal(n) or self.is_bool_value(n))]
         return bool(inputs) and all(no_grad_value(o) for o in inputs)
-
 
     def grad_source(self, node: Optional[ast.expr]) -> bool:
         """An untracked expression that requires grad by evidence: what a submodule returns in a module's
@@ -163,7 +159,6 @@ class CallGradMixin:
             owner = self.ctx.attribute_builder(self.cls_qual, node.attr)
             return owner is not None and owner.rsplit(".", 1)[-1] == "Parameter"
         return False
-
 
     def _guess_of(self, node: ast.expr, origins: frozenset) -> int:
         """:func:`guessed_param` of an op's input, or, untracked, the index of the parameter it names."""

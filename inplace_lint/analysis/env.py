@@ -12,8 +12,6 @@ from typing import Dict, Iterable, List, Optional, Sequence
 from ..findings import Origin
 
 EMPTY: frozenset = frozenset()
-
-
 _MAX_ORIGINS = 12
 
 

@@ -18,10 +18,11 @@ from ..findings import Origin, RootKind, Step
 from . import model_outputs
 from .astutil import dotted_name, short
 from .call_grad import guessed_param, needs_no_grad_arg
+from .env import EMPTY, cap, contradicted, origin_key
 from .names import is_torch, qualify
 from .reporting import HelperWrite
-from .env import EMPTY, cap, contradicted, origin_key
 from .summaries import CallSite, param_index, with_steps
+
 
 def _guess_of_known_param(o: Origin, returns: frozenset, params, binding) -> bool:
     """``o`` is the root made from a parameter's ``torch.Tensor`` annotation (named after it, on its
@@ -46,7 +47,6 @@ def _truth(node: Optional[ast.expr]) -> Optional[bool]:
 class ProjectCallsMixin:
     """In-project callees resolved and their summaries applied (a part of :class:`~.dataflow.Scope`)."""
 
-
     # ---- in-project calls
 
     def forward_returns_fresh(self, cls_node: ast.expr) -> bool:
@@ -65,13 +65,11 @@ class ProjectCallsMixin:
         summary = ctx.summary(forward[0]) if forward else None
         return summary is not None and not any(param_index(o) is not None for o in summary.returns)
 
-
     def resolve_callee(self, func: ast.expr, receiver: Optional[Tuple[Optional[str], bool]] = None
                        ) -> Optional[Tuple[str, int]]:
         """The first of :meth:`resolve_callees` (the method seen from ``self``'s own class), or None."""
         found = self.resolve_callees(func, receiver)
         return found[0] if found else None
-
 
     def resolve_callees(self, func: ast.expr, receiver: Optional[Tuple[Optional[str], bool]] = None
                         ) -> List[Tuple[str, int]]:
@@ -119,7 +117,6 @@ class ProjectCallsMixin:
             found = ctx.function(f"{ctx.module}.{value.id}.{func.attr}")  # Cls.static_method(...) of this module
         return [found] if found else []
 
-
     def submodule_forwards(self, func: ast.Attribute) -> List[Tuple[str, int]]:
         """``self.kernel(x)`` where ``__init__`` built ``self.kernel`` from an in-project class (or took it
         as a parameter annotated with one): the ``forward`` of that class and of each in-project subclass
@@ -135,7 +132,6 @@ class ProjectCallsMixin:
             return []
         return [(q, 0 if static else 1) for q, static in ctx.dispatch(owner, "forward")]
 
-
     def callable_refs(self, node: ast.expr) -> List[Tuple[str, int]]:
         """A function value: ``f``, ``self.m``, ``partial(self.m, a)`` -> each (qualified name, bound
         arguments) it may be (``self.m``: the method and its overrides, as for a call)."""
@@ -149,7 +145,6 @@ class ProjectCallsMixin:
             return self.resolve_callees(node)
         return []
 
-
     def hand_callables_to_model(self, node: ast.Call, result: frozenset) -> None:
         """``model(ids, logits_processor=f)``: ``f`` receives the model's output as its first argument."""
         if self.ctx is None or not self.recording or not any(
@@ -161,7 +156,6 @@ class ProjectCallsMixin:
                                root_no_grad=self.no_grad)
                 self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, value.lineno, value.col_offset,
                                                ((bound, frozenset({given})),), self.no_grad, callback=True))
-
 
     def project_calls(self, node: ast.Call, callees: List[Tuple[str, int]], args: List[frozenset],
                       kwargs: Dict[str, frozenset], submodule: Optional[str] = None) -> frozenset:
@@ -175,7 +169,6 @@ class ProjectCallsMixin:
             out = cap(out | self.project_call(node, callee, args, kwargs, submodule))
         return out
 
-
     def where(self, path: str, line: int) -> str:
         """``line 5`` in this file, ``pkg/helpers.py:5`` (relative to the project root) in another."""
         if path == self.ctx.path:
@@ -187,7 +180,6 @@ class ProjectCallsMixin:
             except ValueError:
                 pass
         return f"{path}:{line}"
-
 
     def out_of_place_twin(self, qual: str, params: Tuple[str, ...], index: int) -> Optional[str]:
         """The out-of-place twin of the in-place helper ``qual`` (``scale_`` -> ``scale``): a function of
@@ -203,7 +195,6 @@ class ProjectCallsMixin:
         if summary is not None and summary.writes:
             return None
         return name[:-1]
-
 
     def project_call(self, node: ast.Call, callee: Tuple[str, int], args: List[frozenset],
                      kwargs: Dict[str, frozenset], submodule: Optional[str] = None) -> frozenset:

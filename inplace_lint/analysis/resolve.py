@@ -247,7 +247,6 @@ def targets_digest(targets) -> str:
     return hashlib.blake2b(",".join(q for q, _ in targets).encode(), digest_size=6).hexdigest()
 
 
-
 # --------------------------------------------------------------------------- resolution
 
 
