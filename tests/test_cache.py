@@ -170,8 +170,10 @@ def test_hostile_json_is_ignored_and_rebuilt(tmp_path, capsys):
         "not a cache object of this version; rebuilt"] * 5
     notes = _plant_and_check(project, capsys, lambda path, data: _resign(b"[" * 100000), expected)
     assert len(notes) == 6 and all(r.startswith("not JSON") for r in reasons(notes))
-    notes = _plant_and_check(project, capsys, lambda path, data: data.replace(b"cache 6 ", b"cache 5 ", 1), expected)
-    assert reasons(notes) == ["format 5, not 6; rebuilt"] * 6
+    now, before = cache.FORMAT, cache.FORMAT - 1
+    notes = _plant_and_check(project, capsys, lambda path, data: data.replace(f"cache {now} ".encode(),
+                                                                              f"cache {before} ".encode(), 1), expected)
+    assert reasons(notes) == [f"format {before}, not {now}; rebuilt"] * 6
     assert not marker.exists()
 
 

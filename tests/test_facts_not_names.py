@@ -335,10 +335,12 @@ def test_property_getter_is_a_call():
         namespace["Scale"]()(torch.ones(3)).sum().backward()
 
 
-def test_a_submodule_named_like_a_model_keeps_its_model_output():
-    """`self.actor_module(x)` resolved to a project class is still a model's output as the patterns say
-    (the seed's head may be a custom Function), besides what its forward returns."""
-    src = """
+def test_a_submodule_named_like_a_model_is_what_its_project_class_computes():
+    """`self.actor_module` built from (or annotated with) a project class runs that class's forward (or an
+    override in the project): the implementation decides, not the name. `h * 2` is an activation, and
+    dividing it in place is legal (executed below). Only a head we cannot see (an unannotated parameter,
+    a class from outside the project) counts as the model-call patterns say: it may be a custom Function."""
+    built = """
     from torch import nn
 
 
@@ -357,4 +359,16 @@ def test_a_submodule_named_like_a_model_keeps_its_model_output():
             logits.div_(t)
             return logits
     """
-    assert _found(src) == [("IPV001", 17, "`div_` writes in place to `logits`, model output `self.actor_module(...)`")]
+    assert _found(built) == []
+    annotated = built.replace("def __init__(self):", "def __init__(self, actor_module: Head):").replace(
+        "self.actor_module = Head()", "self.actor_module = actor_module")
+    assert _found(annotated) == []
+    unseen = annotated.replace("actor_module: Head", "actor_module")
+    assert _found(unseen) == [("IPV001", 17, "`div_` writes in place to `logits`, model output "
+                                             "`self.actor_module(...)`")]
+    torch = pytest.importorskip("torch")
+    namespace = {}
+    exec(compile(textwrap.dedent(built), "<policy>", "exec"), namespace)
+    x = torch.randn(2, 3, requires_grad=True)
+    namespace["Policy"]().step(x, 0.5).sum().backward()
+    assert torch.equal(x.grad, torch.full((2, 3), 4.0))

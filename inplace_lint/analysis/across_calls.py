@@ -17,7 +17,7 @@ from .. import progress
 from ..config import Settings
 from ..findings import Finding, Origin, Related, RootKind
 from ..rules import PRIORITY, Write
-from . import model_outputs
+from . import conditions, model_outputs
 from .reporting import match
 from .resolve import refers, value_refs
 from .summaries import CallSite, FileResult, FunctionSummary, ModuleIndex, located, located_steps, param_index, with_steps
@@ -220,6 +220,10 @@ class AcrossCalls:
                     and self._callers_decide(calls_to, incoming, lf.func, lf.param_rooted,
                                              named=lf.finding.origin.root is not RootKind.TENSOR):
                 continue  # what the callers pass is known: the parameter's write below is matched against it
+            if lf.grad_rule and lf.param_rooted is not None and lf.finding.origin.root is RootKind.TENSOR \
+                    and not self.settings.report_in_no_grad and not self.runs_on_activations(lf.func) \
+                    and self._no_call_passes_grad(calls_to, lf.func, lf.param_rooted):
+                continue  # a guess about a plain function's parameter that no call backs: unknown, not reported
             finding = lf.finding
             if lf.fix_if_callers is not None and lf.observed:
                 checked = self._callers_checked(calls_to, lf.func, lf.observed)
@@ -235,19 +239,19 @@ class AcrossCalls:
                     out[(w.line, w.col)] = found
         return sorted(out.values(), key=lambda f: (f.line, f.col, f.code))
 
-    @classmethod
-    def _no_call_passes_grad(cls, calls_to, qual: str, index: int, seen=None) -> bool:
-        """``qual`` has in-project calls and none passes, for parameter ``index``, something that requires
-        grad by evidence (``Origin.grad_evidence``): a guess of that parameter's grad is decided by them. A
-        call that passes on its own parameter (or a guess made from one) asks that caller's calls in turn; with
-        no in-project call (an entry point), the guess stays."""
+    def _no_call_passes_grad(self, calls_to, qual: str, index: int, seen=None) -> bool:
+        """No in-project call of ``qual`` passes, for parameter ``index``, something that requires grad by
+        evidence (``Origin.grad_evidence``): a guess of that parameter's grad is decided by them. A call that
+        passes on its own parameter (or a guess made from one) asks that caller's calls in turn. With no
+        in-project call (an entry point), what kind of function it is decides (:meth:`runs_on_activations`):
+        a module's ``forward`` keeps the guess; a plain class's method has unknown grad."""
         seen = set() if seen is None else seen
         if (qual, index) in seen or len(seen) > 8:
             return False
         seen.add((qual, index))
         sites = calls_to.get(qual, [])
         if not sites:
-            return False
+            return not self.runs_on_activations(qual)
         for site in sites:
             if site.bound is None or site.callback:
                 return False
@@ -259,25 +263,33 @@ class AcrossCalls:
                         return False
                     passed = param_index(o) if param_index(o) is not None else (
                         o.guess_param if o.guess_param >= 0 else None)
-                    if passed is not None and not cls._no_call_passes_grad(calls_to, site.caller, passed, seen):
+                    if passed is not None and not self._no_call_passes_grad(calls_to, site.caller, passed, seen):
                         return False
         return True
 
     @staticmethod
-    def _cond_holds(calls_to, qual: str, cond: tuple) -> bool:
-        """Every in-project call of ``qual`` gives parameter ``cond[0]`` the truth ``cond[1]`` (a literal, or
-        the literal default it leaves); with no in-project call, the default decides (guess: callers outside
-        keep it). A call with ``*args``/``**kwargs`` or a non-literal argument for it keeps the finding."""
-        index, truth, default = cond
+    def _cond_holds(calls_to, qual: str, cond: tuple, depth: int = 0) -> bool:
+        """Every in-project call of ``qual`` makes condition ``cond`` (:mod:`.conditions`) hold, with a literal
+        argument or the literal default it leaves; with no in-project call, the default decides (guess:
+        callers outside keep it). A call with ``*args``/``**kwargs`` or a non-literal argument for it keeps
+        the finding."""
+        index, default = cond[0], cond[2]
         sites = calls_to.get(qual, [])
         if not sites:
-            return default is truth
+            return conditions.holds(cond, default) is True
         for site in sites:
             constants = dict(site.constants)
+            passed = {i: (j, d) for i, j, d in site.passed}
             if index in constants:
-                if constants[index] is not truth:
+                if conditions.holds(cond, (constants[index],)) is not True:
                     return False
-            elif site.bound is None or index in site.bound or default is not truth:
+            elif index in passed and site.bound is not None and depth < 8:
+                # `no_grad=no_grad`: the caller's own callers decide, with the caller's default
+                j, own_default = passed[index]
+                if not AcrossCalls._cond_holds(calls_to, site.caller, (j, cond[1], own_default, cond[3], cond[4]),
+                                               depth + 1):
+                    return False
+            elif site.bound is None or index in site.bound or conditions.holds(cond, default) is not True:
                 return False
         return True
 
@@ -362,6 +374,8 @@ class AcrossCalls:
                 continue  # a mutating helper: reported at the call (by the caller's walk)
             if w.guard and site.bound is not None and any(g not in site.bound for g in w.guard):
                 continue  # the call leaves a parameter at the default that skips the write
+            if w.when and site.bound is not None and conditions.contradicted(w.when, site_values(site)):
+                continue  # the call's constant arguments rule out the path to the write
             no_grad = w.no_grad or chain_no_grad or self._grad_off(grad_off, w.func)
             write = Write(w.op, w.op_name, w.kind, w.target, w.point_index, w.condition)
             rule, shown = match([with_steps(origin, w.steps)], write, no_grad, self.settings.report_in_no_grad)
@@ -402,6 +416,12 @@ class AcrossCalls:
             except ValueError:
                 pass
         return f"{shown}:{site.line}"
+
+
+def site_values(site: CallSite) -> Dict[int, tuple]:
+    """What a call gives each parameter it binds (:mod:`.conditions`): ``(literal,)`` or ``()``."""
+    constants = dict(site.constants)
+    return {i: ((constants[i],) if i in constants else ()) for i in site.bound or ()}
 
 
 def _enclosing(qual: str) -> Tuple[str, ...]:

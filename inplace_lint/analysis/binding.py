@@ -32,10 +32,17 @@ class BindingMixin:
                 value = frozenset(function_ref(q, bound, node.lineno) for q, bound in refs)
         module = model_outputs.inplace_module(node.value)
         is_bool = None
+        context = node.value if self.grad_mode_of(node.value) is not None or (
+            isinstance(node.value, ast.IfExp) and self._conditional_grad_off(node.value) is not None) else None
         for target in node.targets:
             if module and isinstance(target, ast.Name):
                 self.inplace_modules[target.id] = module
             self.assign(target, node.value, value)
+            if isinstance(target, ast.Name):
+                if context is not None:
+                    self.grad_contexts[target.id] = context
+                else:
+                    self.grad_contexts.pop(target.id, None)
             if isinstance(target, ast.Name):
                 if is_bool is None:
                     is_bool = self.is_bool_value(node.value)
@@ -137,6 +144,7 @@ class BindingMixin:
                     self.submodule_results.add(key)
                 else:
                     self.submodule_results.discard(key)
+                self.submodule_names.discard(key)
         else:
             self.eval(target)
 
@@ -195,6 +203,21 @@ class BindingMixin:
             return
         origins = self.eval(iterable)
         self.assign(target, None, self.element_of(origins, "for ... in", getattr(target, "lineno", 0)))
+        if isinstance(target, ast.Name) and self.own_submodules(iterable):
+            self.submodule_names.add(target.id)
+
+    def own_submodules(self, iterable: ast.expr) -> bool:
+        """``self.enc``, ``self.blocks.values()``, ``self.children()`` iterated in a module's ``forward``: what
+        it yields are the module's own submodules (a ``ModuleList``, ``ModuleDict``, ``Sequential``)."""
+        if self.self_name is None or self.qual.rsplit(".", 1)[-1] != "forward":
+            return False
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and not iterable.args \
+                and iterable.func.attr in ("values", "children", "modules"):
+            iterable = iterable.func.value
+        while isinstance(iterable, ast.Subscript):  # self.layers[1:]
+            iterable = iterable.value
+        return isinstance(iterable, ast.Attribute) and isinstance(iterable.value, ast.Name) \
+            and iterable.value.id == self.self_name
 
     def element_of(self, origins: frozenset, text: str, line: int) -> frozenset:
         """What one element (unpacked, iterated) of a value with ``origins`` holds."""

@@ -43,11 +43,12 @@ from .. import __version__
 from ..findings import (Applicability, Edit, Finding, Fix, FixKind, Origin, Related, RootKind, Scaling, Step,
                         StepKind,
                         WriteKind)
+from . import conditions
 from .summaries import CallSite, FileResult, FunctionSummary, LocalFinding, ModuleIndex, ParamWrite
 
 CACHE_DIR_NAME = ".inplace_lint_cache"
 #: bump when the shape of a document changes
-FORMAT = 6
+FORMAT = 7
 _MAGIC = "inplace-lint-cache"
 #: results of one text kept per object (projects whose other files differ may each need their own)
 MAX_VARIANTS = 4
@@ -492,9 +493,10 @@ _SHAPES = {
     Finding: ("code", "line", "col", "end_line", "end_col", "message", "op", "write_kind", "target", "origin",
               "fix", "related", "no_fix"),
     ParamWrite: ("func", "index", "path", "line", "col", "end_line", "end_col", "op", "kind", "steps", "target",
-                 "no_grad", "kept", "via", "op_name", "point_index", "guard", "condition", "fix", "fix_if_callers"),
+                 "no_grad", "kept", "via", "op_name", "point_index", "guard", "condition", "when", "fix",
+                 "fix_if_callers"),
     CallSite: ("caller", "callee", "path", "line", "col", "args", "no_grad", "callback", "unread", "bound",
-               "constants"),
+               "constants", "passed"),
     FunctionSummary: ("qual", "params", "returns", "writes", "declared_no_grad", "observed", "static", "kept",
                       "decorated", "returns_when"),
     LocalFinding: ("finding", "func", "grad_rule", "observed", "fix_if_callers", "grad_cond", "guess_param",
@@ -565,17 +567,20 @@ class _Encoder:
         via = None if w.via is None else [w.via[0], self.p(w.via[1]), w.via[2], w.via[3]]
         return [w.func, w.index, self.p(w.path), w.line, w.col, w.end_line, w.end_col, w.op, w.kind.value,
                 self.steps(w.steps), w.target, w.no_grad, w.kept, via,
-                w.op_name, w.point_index, list(w.guard), self.fix(w.fix), self.fix(w.fix_if_callers), w.condition]
+                w.op_name, w.point_index, list(w.guard), self.fix(w.fix), self.fix(w.fix_if_callers), w.condition,
+                [conditions.encode(c) for c in w.when]]
 
     def summary(self, s: FunctionSummary) -> list:
         return [s.qual, list(s.params), [self.o(o) for o in s.returns], [self.write(w) for w in s.writes],
                 s.declared_no_grad, sorted(s.observed), s.static, s.digest(), s.kept, s.decorated,
-                [[self.o(o), [[list(c) for c in conds] for conds in paths]] for o, paths in s.returns_when]]
+                [[self.o(o), [[conditions.encode(c) for c in conds] for conds in paths]] for o, paths in s.returns_when]]
 
     def call(self, c: CallSite) -> list:
         return [c.caller, c.callee, self.p(c.path), c.line, c.col,
                 [[i, [self.o(o) for o in origins]] for i, origins in c.args], c.no_grad, c.callback,
-                sorted(c.unread), None if c.bound is None else sorted(c.bound), [list(k) for k in c.constants]]
+                sorted(c.unread), None if c.bound is None else sorted(c.bound),
+                [[i, conditions.encode_value(v)] for i, v in c.constants],
+                [[i, j, [conditions.encode_value(v) for v in d]] for i, j, d in c.passed]]
 
     def finding(self, lf: LocalFinding) -> list:
         f = lf.finding
@@ -699,8 +704,7 @@ class _Decoder:
 
     @staticmethod
     def cond(x) -> tuple:
-        index, truth, default = _list(x, 3)
-        return _int(index), _bool(truth), None if default is None else _bool(default)
+        return conditions.decode(x)
 
     def o(self, i) -> Origin:
         return self.origins[_int(i)]
@@ -719,7 +723,7 @@ class _Decoder:
 
     def write(self, x) -> ParamWrite:
         (func, index, path, line, col, end_line, end_col, op, kind, steps, target, no_grad, kept, via, op_name,
-         point_index, guard, fix, fix_if_callers, condition) = _list(x, 20)
+         point_index, guard, fix, fix_if_callers, condition, when) = _list(x, 21)
         if via is not None:
             name, via_path, via_line, via_col = _list(via, 4)
             via = (_str(name), self.p(via_path), _int(via_line), _int(via_col))
@@ -728,7 +732,7 @@ class _Decoder:
                      kind=_WRITE_KINDS[kind], steps=self.steps(steps), target=_str(target), no_grad=_bool(no_grad),
                      kept=_bool(kept), via=via, op_name=_ostr(op_name), point_index=_bool(point_index),
                      guard=_ints(guard), fix=self.fix(fix), fix_if_callers=self.fix(fix_if_callers),
-                     condition=_ostr(condition))
+                     condition=_ostr(condition), when=tuple(self.cond(c) for c in _list(when)))
 
     def summary(self, x) -> FunctionSummary:
         qual, params, returns, writes, declared, observed, static, digest, kept, decorated, when = _list(x, 11)
@@ -743,7 +747,7 @@ class _Decoder:
                      _digest=_str(digest))
 
     def call(self, x) -> CallSite:
-        caller, callee, path, line, col, args, no_grad, callback, unread, bound, constants = _list(x, 11)
+        caller, callee, path, line, col, args, no_grad, callback, unread, bound, constants, passed = _list(x, 12)
         decoded_args = []
         for a in _list(args):
             i, origins = _list(a, 2)
@@ -751,7 +755,9 @@ class _Decoder:
         return _make(CallSite, caller=_str(caller), callee=_str(callee), path=self.p(path), line=_int(line),
                      col=_int(col), args=tuple(decoded_args), no_grad=_bool(no_grad), callback=_bool(callback),
                      unread=frozenset(_ints(unread)), bound=None if bound is None else frozenset(_ints(bound)),
-                     constants=tuple((_int(_list(k, 2)[0]), _bool(k[1])) for k in _list(constants)))
+                     constants=tuple((_int(_list(k, 2)[0]), conditions.decode_value(k[1])) for k in _list(constants)),
+                     passed=tuple((_int(_list(k, 3)[0]), _int(k[1]), tuple(conditions.decode_value(v) for v in _list(k[2])))
+                                  for k in _list(passed)))
 
     def finding(self, x) -> LocalFinding:
         f, func, grad_rule, observed, fix_if_callers, param_rooted, grad_cond, guess_param = _list(x, 8)

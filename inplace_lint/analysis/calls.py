@@ -103,6 +103,11 @@ def _is_dtype_conversion(node: ast.Call, name: str) -> bool:
     return False
 
 
+#: torch.nn modules that run other modules (which may be anything): not a layer whose implementation we know
+_TORCH_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "DataParallel", "DistributedDataParallel",
+                               "Module"})
+
+
 class CallsMixin:
     """``eval_Call`` and what a call returns."""
 
@@ -128,11 +133,11 @@ class CallsMixin:
                 return self.project_calls(node, callees, args, kwargs)
             forwards = self.submodule_forwards(func)
             if forwards:
-                found = self.project_calls(node, forwards, args, kwargs, submodule=func.attr)
-                if not self.settings.is_model_call_name(func.attr):
-                    return found
-                # `self.actor_module(x)`: still a model's output as the patterns say, and what its forward returns
-                return cap(found | self.method_call(node, func.attr, func.value, self.eval(func.value)))
+                # the project's implementations decide, whatever the attribute is called (`self.score_head =
+                # MLP(...)`, or `iql_model: ILQL`): what each forward returns, each named in the message when it
+                # matters. Only a head we cannot see counts as the model-call patterns say (it may be a custom
+                # Function)
+                return self.project_calls(node, forwards, args, kwargs, submodule=func.attr)
             recv = self.eval(func.value)
             inplace_module = self.inplace_modules.get(func_dotted or "")
             if inplace_module and node.args:
@@ -180,7 +185,7 @@ class CallsMixin:
                     if ref is not None:
                         out = cap(out | self.project_call(node, ref, args, kwargs))
                 return out
-            if self.settings.is_model_call_name(func.id):
+            if self.settings.is_model_call_name(func.id) and func.id not in self.submodule_names:
                 result = frozenset({Origin(RootKind.MODEL_OUTPUT_OBJECT, f"{func.id}(...)", node.lineno,
                                            root_no_grad=self.no_grad)})
                 self.hand_callables_to_model(node, result)
@@ -364,7 +369,7 @@ class CallsMixin:
         if name == "forward" and self.settings.is_model_call_name(last_name(recv_node) or ""):
             return frozenset({Origin(RootKind.MODEL_OUTPUT_OBJECT, f"{short(recv_node)}.forward(...)", line,
                                      root_no_grad=self.no_grad)})
-        if self.settings.is_model_call_name(name) and not known:
+        if self.settings.is_model_call_name(name) and not known and not self.torch_layer(recv_node, name):
             return frozenset({Origin(RootKind.MODEL_OUTPUT_OBJECT, f"{short(node.func)}(...)", line,
                                      root_no_grad=self.no_grad)})
         if name in ops.ARITHMETIC and known == recv and no_grad_value(known):
@@ -372,6 +377,20 @@ class CallsMixin:
             if self._inputs_need_no_grad(node, args, {}, receiver=known):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
         return EMPTY
+
+    def torch_layer(self, recv_node: ast.expr, name: str) -> bool:
+        """``self.<name>`` was built in ``__init__`` from one of torch's own layers (``self.lm_head =
+        nn.Linear(d, v)``): its implementation is visible and is not a custom ``autograd.Function``, so its
+        output is an op's result (a plain activation), not a model output, whatever the attribute is called.
+        Containers and wrappers (``nn.Sequential``, ``DataParallel``, ``torch.nn.parallel.*``) run modules
+        we may not see, so they keep the model-call patterns' guess."""
+        if self.ctx is None or not self.cls_qual or not isinstance(recv_node, ast.Name) \
+                or recv_node.id != self.self_name:
+            return False
+        builder = self.ctx.attribute_builder(self.cls_qual, name) or ""
+        if not builder.startswith("torch.nn.") or builder.startswith(("torch.nn.parallel.", "torch.nn.utils.")):
+            return False
+        return builder.rsplit(".", 1)[-1] not in _TORCH_CONTAINERS
 
     def is_bool_value(self, node: ast.expr) -> bool:
         """``node`` is a bool tensor: a comparison or ``torch.logical_*(...)`` (or a name bound to one), and

@@ -103,6 +103,12 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     #: the callee not matching the model-call patterns): intermediate activations, not model outputs,
     #: whatever their name (see :mod:`.model_outputs`)
     submodule_results: Set[str] = field(default_factory=set)
+    #: loop variables, in a module's ``forward``, over one of its own attributes (``for module in self.enc:``,
+    #: ``zip(self.blocks, states)``): its submodules, whose calls return activations whatever the name
+    submodule_names: Set[str] = field(default_factory=set)
+    #: names bound to a grad-mode context (``ctx = torch.no_grad() if no_grad else nullcontext()``), for a
+    #: later ``with ctx:``
+    grad_contexts: Dict[str, ast.expr] = field(default_factory=dict)
     #: (root text, root line) of what an in-project call returned -> why it is also held elsewhere
     #: (``FunctionSummary.kept``): a fix that rebinds a name holding it is unsafe
     kept_roots: Dict[Tuple[str, int], str] = field(default_factory=dict)
@@ -116,13 +122,16 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     #: truth value the test needs, the truth of the parameter's literal default or None) for ``if flag:``,
     #: ``if not flag:``, ``a if flag else b``; a return records them (callee summaries are specialised for
     #: the constant arguments of each call: :meth:`.project_calls.ProjectCallsMixin.project_call`)
-    path_conds: Tuple[Tuple[int, bool, Optional[bool]], ...] = ()
+    path_conds: Tuple[tuple, ...] = ()
     #: origin -> the condition tuples of the returns that give it; origins some return gives unconditionally
     return_conds: Dict[Origin, Set[tuple]] = field(default_factory=dict)
     uncond_returns: Set[Origin] = field(default_factory=set)
     #: inside ``with torch.no_grad() if flag else nullcontext():`` on a parameter ``flag``: the condition
     #: (index, truth, default truth) that turns grad off (see ``LocalFinding.grad_cond``)
     grad_cond: Optional[tuple] = None
+    #: (first line, last line, condition) of each ``with`` block whose grad mode a parameter decides: what is
+    #: made there needs grad only when the condition is false
+    grad_cond_spans: List[Tuple[int, int, tuple]] = field(default_factory=list)
     #: local names bound to an instance of an in-project class (``step = BeamStep(...)``): name -> class;
     #: ``step.advance(...)`` dispatches to the class's method (and its overrides), so a method called only
     #: from a grad-off function (an ``@torch.inference_mode()`` ``__call__``) is grad-off too

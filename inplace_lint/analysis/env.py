@@ -10,23 +10,14 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Optional, Sequence
 
 from ..findings import Origin
+from . import conditions
 
 EMPTY: frozenset = frozenset()
 _MAX_ORIGINS = 12
 
 
-def negate(cond: tuple) -> tuple:
-    return cond[0], not cond[1], cond[2]
-
-
-def contradicted(conds: tuple, values: Dict[int, Optional[bool]]) -> bool:
-    """Some condition of ``conds`` (parameter index, truth needed, truth of the default) is false for a call that
-    binds the parameters to constants of truth ``values`` (a parameter it leaves out takes its default)."""
-    for index, truth, default in conds:
-        value = values.get(index, default) if index in values else default
-        if value is not None and value != truth:
-            return True
-    return False
+negate = conditions.negate
+contradicted = conditions.contradicted
 
 
 def origin_key(o: Origin):

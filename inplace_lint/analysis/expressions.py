@@ -115,6 +115,15 @@ class ExpressionsMixin:
                 self.eval(part)
         return EMPTY
 
+    def guessed_param(self, origin: Origin) -> int:
+        """The parameter a guess is about: its ``guess_param``, or the parameter whose ``torch.Tensor``
+        annotation made the root (a guessed root named after it); -1 for anything else."""
+        if origin.guess_param >= 0:
+            return origin.guess_param
+        if origin.guessed and origin.root is RootKind.TENSOR and origin.root_text in self.params:
+            return list(self.params).index(origin.root_text)
+        return -1
+
     def eval_BinOp(self, node: ast.BinOp) -> frozenset:
         # a + b + c + ... nests to the left: walk it as a loop, in evaluation order
         rights = []
@@ -129,10 +138,12 @@ class ExpressionsMixin:
         grads = [o for ops_ in operands for o in ops_ if o.is_tensor and not o.root_no_grad and param_index(o) is None
                  and o.root is not RootKind.FRESH and o.certain_tensor]
         if grads:
+            # a guess keeps the parameter it was made from (callers decide it): `x.real ** 2` of a parameter
+            # annotated `Tensor` is still a guess about that parameter
+            guesses = [self.guessed_param(o) for o in grads]
             return frozenset({Origin(RootKind.TENSOR, short(top), top.lineno, root_no_grad=self.no_grad,
                                      guessed=all(o.guessed or o.guess_param >= 0 for o in grads),
-                                     guess_param=min((o.guess_param for o in grads if o.guess_param >= 0),
-                                                     default=-1))})
+                                     guess_param=min((g for g in guesses if g >= 0), default=-1))})
         if any(o.root is RootKind.FRESH and not o.steps and o.certain_tensor and function_of(o) is None
                and param_index(o) is None for ops_ in operands for o in ops_):
             # (an unannotated parameter that nothing proves a tensor, `/ (2 * sigma**2)`, does not make a
@@ -175,6 +186,10 @@ class ExpressionsMixin:
         attr = node.attr
         if attr == "data":
             return cut_tracking(recv, ".data", node.lineno, keep_saved=False)
+        if attr == "grad":
+            # `p.grad`: the gradient autograd accumulated, which does not require grad itself (only a backward
+            # with `create_graph=True` makes one that does, for higher-order gradients)
+            return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
         if attr in ops.VIEW_ATTRIBUTES:
             return self.view_of(node.value, recv, StepKind.VIEW, f".{attr}", node.lineno)
         if attr in self.settings.model_output_fields and self._is_model_output_receiver(node.value, recv, attr):

@@ -15,7 +15,7 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 from ..findings import Origin, RootKind, Step
-from . import model_outputs
+from . import conditions, model_outputs
 from .astutil import dotted_name, short
 from .call_grad import guessed_param, needs_no_grad_arg
 from .env import EMPTY, cap, contradicted, origin_key
@@ -37,14 +37,25 @@ def _guess_of_known_param(o: Origin, returns: frozenset, params, binding) -> boo
     return any(param_index(p) == i and p.root_line == o.root_line and p.steps == o.steps for p in returns)
 
 
-def _truth(node: Optional[ast.expr]) -> Optional[bool]:
-    """The truth of a literal argument (``True``, ``0``, ``None``, ``"x"``), else None (unknown)."""
-    if isinstance(node, ast.Constant):
-        return bool(node.value)
-    return None
-
-
 class ProjectCallsMixin:
+    def conditions_through(self, when: tuple, values: Dict[int, tuple], binding) -> tuple:
+        """A helper's path conditions to its write, seen from this call (:func:`.conditions.translate`):
+        those on a parameter this function passes its own parameter for become conditions on that one."""
+        if not when:
+            return ()
+        passed = self.own_params_passed(binding)
+        defaults = {j: self.param_default(self.params[j]) for j in set(passed.values())}
+        return conditions.translate(when, values, passed, defaults)
+
+    def own_params_passed(self, binding) -> Dict[int, int]:
+        """Callee parameter index -> index of this function's own parameter passed for it as is."""
+        passed = {}
+        for i, (_, arg_node) in binding.items():
+            if isinstance(arg_node, ast.Name) and arg_node.id in self.params \
+                    and arg_node.id not in self.rebound_params and arg_node.id not in self.assigned:
+                passed[i] = list(self.params).index(arg_node.id)
+        return passed
+
     """In-project callees resolved and their summaries applied (a part of :class:`~.dataflow.Scope`)."""
 
     # ---- in-project calls
@@ -217,10 +228,15 @@ class ProjectCallsMixin:
                 binding[params.index(k.arg)] = (kwargs.get(k.arg, EMPTY), k.value)
         short_name = qual.rsplit(".", 1)[-1]
         unread = set()
+        starred = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
+        # what this call gives each parameter (a literal, or unknown), for the callee's paths it rules out
+        values = {i: conditions.literal(arg_node) for i, (_, arg_node) in binding.items()}
         if summary is not None:
             for w in summary.writes:
                 if w.index not in binding or any(g not in binding for g in w.guard):
                     continue
+                if w.when and not starred and contradicted(w.when, values):
+                    continue  # only paths this call's constant arguments rule out reach the write
                 # a mutating helper's write (it does not use the tensor afterwards), or a write the helper
                 # keeps using in another file: reported here too, so that this file shows it; a write the
                 # helper keeps using in this file is its own business, reported at the write naming this
@@ -239,15 +255,15 @@ class ProjectCallsMixin:
                     self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
                                 write_no_grad=w.no_grad, helper=HelperWrite(helper[0], *helper[1:4], twin, w.kept),
                                 condition=w.condition)
+                when = self.conditions_through(w.when, values, binding) if not starred else ()
                 for o in sorted(origins, key=origin_key) if len(origins) > 1 else origins:  # a fixed order
                     i = param_index(o)
                     if i is not None:
                         self.record_param_write(node, w.kind, w.op, arg_node, with_steps(o, w.steps), i, helper,
-                                                w.op_name, w.no_grad, w.condition)
+                                                w.op_name, w.no_grad, w.condition, when=when)
             for i in summary.observed:
                 if i in binding and self.is_unread_after(binding[i][1], node):
                     unread.add(i)
-        starred = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
         if self.recording:  # not again from eval_quiet: it may see names bound since (`a, b = z, f(a)`), and
             # ModuleContext.call_sites keeps the later of two records of one call
             passed = ((i, o or self._display_value(n)) for i, (o, n) in sorted(binding.items()))
@@ -255,22 +271,21 @@ class ProjectCallsMixin:
                                       tuple((i, o) for i, o in passed if o),
                                       self.no_grad, unread=frozenset(unread),
                                       bound=None if starred else frozenset(binding),
-                                      constants=tuple((i, t) for i, t in ((i, _truth(n)) for i, (_, n)
-                                                                          in sorted(binding.items()))
-                                                      if t is not None)))
+                                      constants=tuple((i, v[0]) for i, v in sorted(values.items()) if v),
+                                      passed=tuple((i, j, self.param_default(self.params[j]))
+                                                   for i, j in sorted(self.own_params_passed(binding).items()))))
         if summary is None or not summary.returns:
             return EMPTY
         out = []
         skip = set()
         when = {}
         if summary.returns_when and not starred:
-            values = {i: _truth(arg_node) for i, (_, arg_node) in binding.items()}
             for o, paths in summary.returns_when:
                 feasible = [c for c in paths if not contradicted(c, values)]
                 if not feasible:
                     skip.add(o)
                 else:  # a may-path: the root says on which (`batched_eye(..., copy=False)`)
-                    when[o] = ", ".join(f"{params[i]}={truth}" for i, truth, _ in feasible[0] if i < len(params))
+                    when[o] = ", ".join(conditions.describe(c, params) for c in feasible[0])
         inputs_no_grad = bool(binding) and not starred and bound == 0 and all(
             needs_no_grad_arg(n, o) for o, n in binding.values())
         for o in summary.returns:

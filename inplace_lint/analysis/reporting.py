@@ -178,8 +178,26 @@ class ReportingMixin:
             self.rooted_keys.append(key)  # undone in summary() if the parameter is bound again
         self.sink[key] = LocalFinding(finding, self.qual, grad_rule=not rule.without_grad,
                                       observed=frozenset(observed or ()), fix_if_callers=alt,
-                                      param_rooted=rooted, grad_cond=self.grad_cond,
+                                      param_rooted=rooted, grad_cond=self.grad_cond or self.made_under_cond(
+                                          real, write, rule),
                                       guess_param=self.saved_guess(real, write, rule))
+
+    def made_under_cond(self, origins: Sequence[Origin], write: Write, rule) -> Optional[tuple]:
+        """The condition that turns grad off where every origin that makes ``rule`` apply was made (``with
+        torch.no_grad() if no_grad else nullcontext(): logits = model(x).logits``, written after the block),
+        for a rule that needs grad where the tensor was made; None otherwise."""
+        if not self.grad_cond_spans:
+            return None
+        matching = [o for o in _written_tensors(origins, write.kind) if rule.applies(o, write)]
+        found = set()
+        for o in matching:
+            if rule.applies(replace(o, root_no_grad=True), write):
+                return None  # the rule holds for a tensor made with grad off too
+            span = next((c for first, last, c in self.grad_cond_spans if first <= o.root_line <= last), None)
+            if span is None or o.path is not None:
+                return None
+            found.add(span)
+        return found.pop() if len(found) == 1 else None
 
     def saved_guess(self, origins: Sequence[Origin], write: Write, rule) -> Optional[int]:
         """The parameter every origin that makes ``rule`` apply guesses its grad from (an output saved for
@@ -259,7 +277,9 @@ class ReportingMixin:
 
     def record_param_write(self, node: ast.AST, kind: WriteKind, op: str, target: ast.expr, origin: Origin, index: int,
                            via: Optional[Tuple[str, str, int, int]], op_name: Optional[str] = None,
-                           write_no_grad: bool = False, condition: Optional[str] = None) -> None:
+                           write_no_grad: bool = False, condition: Optional[str] = None, when: tuple = ()) -> None:
+        """``when``: the conditions a helper's write needs, on this function's parameters (this path's own
+        conditions are added here)."""
         if any(w.line == node.lineno and w.col == node.col_offset and w.index == index for w in self.param_writes):
             return
         fix = alt = None
@@ -276,7 +296,7 @@ class ReportingMixin:
             node.end_col_offset or node.col_offset, op, kind, origin.steps, short(target), self.no_grad or write_no_grad,
             kept=via is None and self.read_after(target, node), via=via, op_name=op_name,
             point_index=point_index(node, kind), guard=self.default_guard(), fix=fix, fix_if_callers=alt,
-            condition=condition))
+            condition=condition, when=tuple(sorted(set(self.path_conds) | set(when), key=repr))))
 
     def default_guard(self) -> tuple:
         """Parameters whose default skips the statement being walked: ``if t != 1.0:`` (``t=1.0``),

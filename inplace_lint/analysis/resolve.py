@@ -29,6 +29,11 @@ ABSENT = "\x00absent"
 #: ``DISPATCH + "Cls.qual" + "\x00" + "m"`` -> the targets seen (a new override makes the walk stale)
 DISPATCH = "\x00dispatch:"
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
+#: bases that make a class no ``nn.Module`` (qualified, or as builtins are written)
+_PLAIN_BASES = frozenset({
+    "object", "abc.ABC", "typing.Generic", "typing.Protocol", "typing.NamedTuple", "enum.Enum", "enum.IntEnum",
+    "dict", "list", "tuple", "set", "str", "int", "Exception", "collections.OrderedDict", "collections.UserDict",
+})
 
 
 # --------------------------------------------------------------------------- files and modules
@@ -326,6 +331,42 @@ class Resolver:
             if hit:
                 return hit
         return None
+
+    def runs_on_activations(self, qual: str) -> bool:
+        """Whether a tensor parameter of ``qual``, where no in-project call decides it, may require grad.
+        A method (or a function nested in one) of a class that is surely not an ``nn.Module``
+        (:meth:`plain_class`: a data transform, a KV-cache manager, a tokenizer) is called by code that
+        hands it data, not activations: its parameters' grad is unknown, which does not make a rule fire.
+        A module's methods and free functions (a library's functional API, a loss) are called by training
+        code where no call site shows: the guess stays."""
+        parts = qual.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            prefix = ".".join(parts[:cut])
+            if self._class(prefix) is not None:
+                return not self.plain_class(prefix)
+        return True
+
+    def plain_class(self, cls_qual: str, depth: int = 0) -> bool:
+        """Surely not an ``nn.Module``: every base is ``object``, an ``abc``/``typing``/``enum`` base, a builtin
+        container, or an in-project class that is plain in turn (an unknown base may be a module)."""
+        info = self._class(cls_qual)
+        if info is None or depth > 10:
+            return False
+        module = cls_qual.rpartition(".")[0]
+        index = self.indexes.get(module)
+        for base in info[0]:
+            head, _, rest = base.partition(".")
+            qualified = index.imports[head] + (f".{rest}" if rest else "") \
+                if index is not None and head in index.imports else base
+            if base in _PLAIN_BASES or qualified in _PLAIN_BASES:
+                continue
+            target = qualified if qualified != base or index is None or head not in index.classes \
+                else f"{module}.{base}"
+            found = self.resolve(target)
+            if found and found[0] == "class" and found[1] != cls_qual and self.plain_class(found[1], depth + 1):
+                continue
+            return False
+        return True
 
     def _bases(self, cls_qual: str, info=None) -> List[str]:
         """The in-project classes ``cls_qual`` names as its bases, in order (others are left out)."""

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Sequence
 
 from ..findings import Origin
-from . import fixplan, grad, model_outputs
+from . import conditions, fixplan, grad, model_outputs
 from .astutil import dotted_name
 from .env import EMPTY, cap, merge, merge_touched, negate, origin_key
 from .names import LITERAL_HEADS, import_bindings
@@ -85,27 +85,39 @@ class StatementsMixin:
             if not conds:
                 self.uncond_returns.add(o)
             else:
-                self.return_conds.setdefault(o, set()).add(tuple(sorted(set(conds))))
+                self.return_conds.setdefault(o, set()).add(tuple(sorted(set(conds), key=conditions.sort_key)))
 
-    def param_condition(self, test: ast.expr):
-        """``flag`` (a parameter of this function) -> (its index, True, truth of its literal default or None);
-        ``not flag`` -> (..., False, ...); anything else -> None."""
+    def param_condition(self, test: ast.expr) -> Optional[conditions.Cond]:
+        """What ``test`` asks of one parameter of this function, not bound again here
+        (:mod:`.conditions`): ``flag``, ``not flag``, ``strategy == 'rms'``, ``channels > 1``, ``mode in
+        ('a', 'b')``, ``t is None``; None for anything else."""
         truth = True
         while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             truth, test = not truth, test.operand
-        if not isinstance(test, ast.Name) or test.id not in self.params or test.id in self.rebound_params \
-                or test.id in self.assigned:
+        compared = conditions.comparison(test)
+        if compared is not None:
+            name, sense, op, constant = compared
+            truth = truth == sense
+        elif isinstance(test, ast.Name):
+            name, op, constant = test.id, "", None
+        else:
             return None
+        if name not in self.params or name in self.rebound_params or name in self.assigned:
+            return None
+        return list(self.params).index(name), truth, self.param_default(name), op, constant
+
+    def param_default(self, name: str) -> tuple:
+        """``(value,)`` for a parameter's literal default, else ``()``."""
         args = getattr(self.func, "args", None)
-        default = None
-        if args is not None:
-            positional = args.posonlyargs + args.args
-            pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-            for a, d in pairs:
-                if a.arg == test.id and isinstance(d, ast.Constant):
-                    default = bool(d.value)
-        return list(self.params).index(test.id), truth, default
+        if args is None:
+            return ()
+        positional = args.posonlyargs + args.args
+        pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+        for a, d in pairs:
+            if a.arg == name:
+                return conditions.literal(d)
+        return ()
 
     def stmt_Pass(self, node) -> None:
         pass
@@ -246,10 +258,13 @@ class StatementsMixin:
         grad_cond = None
         for item in node.items:
             self.eval(item.context_expr)
-            m = self.grad_mode_of(item.context_expr)
+            context = item.context_expr
+            if isinstance(context, ast.Name) and context.id in self.grad_contexts:
+                context = self.grad_contexts[context.id]  # ctx = torch.no_grad() if no_grad else nullcontext()
+            m = self.grad_mode_of(context)
             mode = m if m is not None else mode
-            if m is None and isinstance(item.context_expr, ast.IfExp):
-                grad_cond = self._conditional_grad_off(item.context_expr) or grad_cond
+            if m is None and isinstance(context, ast.IfExp):
+                grad_cond = self._conditional_grad_off(context) or grad_cond
             if item.optional_vars is not None:
                 self.assign(item.optional_vars, None, EMPTY)
         if mode is None and grad_cond is not None and self.grad_cond is None:
@@ -257,6 +272,7 @@ class StatementsMixin:
             # here; the findings carry the condition, and the project pass drops them where every call makes
             # it hold (Project.findings)
             self.grad_cond = grad_cond
+            self.grad_cond_spans.append((node.lineno, node.end_lineno or node.lineno, grad_cond))
             try:
                 self.run_body(node.body)
             finally:
@@ -413,7 +429,7 @@ class StatementsMixin:
             returns = frozenset(located(o) for o in returns)
             writes = tuple(replace(w, steps=located_steps(w.steps, path)) if w.steps else w for w in writes)
         capped = cap(returns)
-        when = tuple(sorted(((located(o), tuple(sorted(conds))) for o, conds in self.return_conds.items()
+        when = tuple(sorted(((located(o), tuple(sorted(conds, key=repr))) for o, conds in self.return_conds.items()
                              if located(o) in capped and o not in self.uncond_returns),
                             key=lambda p: origin_key(p[0])))
         return FunctionSummary(self.qual, tuple(self.params), capped, writes,

@@ -107,6 +107,10 @@ class ParamWrite:
     guard: Tuple[int, ...] = ()
     #: the run-time condition under which the write happens (:attr:`inplace_lint.rules.Write.condition`)
     condition: Optional[str] = None
+    #: the conditions on the function's parameters on the path to the write (:mod:`.conditions`): a call whose
+    #: constant arguments make one false never reaches it (``strategy='peak'`` where the write is under
+    #: ``strategy == 'rms'``)
+    when: Tuple[tuple, ...] = ()
     fix: Optional[Fix] = field(default=None, compare=False)
     #: the fix when every caller is checked (see ``CallSite.unread``)
     fix_if_callers: Optional[Fix] = field(default=None, compare=False)
@@ -131,8 +135,11 @@ class CallSite:
     unread: FrozenSet[int] = frozenset()
     #: parameter indexes the call passes an argument to (None: unknown, e.g. ``*args``)
     bound: Optional[FrozenSet[int]] = None
-    #: (parameter index, truth) for each argument that is a literal (``no_grad=True``, ``copy=False``)
-    constants: Tuple[Tuple[int, bool], ...] = ()
+    #: (parameter index, value) for each argument that is a literal (``no_grad=True``, ``strategy='peak'``)
+    constants: Tuple[Tuple[int, object], ...] = ()
+    #: (parameter index, index of the caller's own parameter passed for it, that one's literal default as
+    #: ``(value,)`` or ``()``): ``no_grad=no_grad`` hands the callee's condition on to the caller's callers
+    passed: Tuple[Tuple[int, int, tuple], ...] = ()
 
 
 @dataclass(frozen=True)
