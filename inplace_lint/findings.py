@@ -26,6 +26,9 @@ class StepKind(enum.Enum):
     ALIAS = "alias"  # the result of an in-place op is its receiver
     #: the same tensor, read by the backward of an op it was passed to with grad on (``torch.linalg.norm(x)``)
     SAVED_INPUT = "saved for backward by"
+    #: held at one position of a tuple or list literal (``return z, torch.logsumexp(x, 1)``): the text is
+    #: ``(i)``; unpacking or indexing the tuple at ``i`` gives the tensor back, other positions do not
+    TUPLE_ITEM = "tuple item"
 
 
 #: steps that leave the tensor itself (not a view of it)
@@ -76,9 +79,10 @@ class Origin:
 
     @property
     def is_container(self) -> bool:
-        """A tuple of views (``x.chunk(2)``) or a model's output object, not known to be one tensor."""
+        """A tuple of views (``x.chunk(2)``), a model's output object, or a tuple literal holding the tensor
+        (:attr:`StepKind.TUPLE_ITEM`): not known to be one tensor."""
         if self.steps:
-            return self.steps[-1].kind is StepKind.MULTI_VIEW
+            return self.steps[-1].kind in (StepKind.MULTI_VIEW, StepKind.TUPLE_ITEM)
         return self.root is RootKind.MODEL_OUTPUT_OBJECT
 
     @property

@@ -164,8 +164,8 @@ def test_names_do_not_make_facts(src):
 
      def f(model, x, t):
          return merge([model(x).logits], t)
-     """, [("IPV001", 3, "`div_` writes in place to `outputs[0]`, a view of model output `model(x).logits`, "
-                         "passed by the call at line 7")]),
+     """, [("IPV001", 3, "`div_` writes in place to `outputs[0]`, model output `model(x).logits`, "
+                         "passed by the call at line 7")]),  # the item is the tensor itself (issue 20: tuple items)
     # no caller in the project: the guess stays
     ("""
      def merge(outputs, t):

@@ -13,7 +13,7 @@ from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import model_outputs
 from ..torch_facts import ops
 from .astutil import dotted_name, is_str_constant
-from .env import _MAX_ORIGINS, EMPTY, cap
+from .env import _MAX_ORIGINS, EMPTY, cap, tuple_position, without_tuple_item
 from .names import qualify
 from .summaries import function_ref, param_index
 
@@ -220,9 +220,19 @@ class BindingMixin:
             and iterable.value.id == self.self_name
 
     def element_of(self, origins: frozenset, text: str, line: int) -> frozenset:
-        """What one element (unpacked, iterated) of a value with ``origins`` holds."""
+        """What one element (unpacked, iterated) of a value with ``origins`` holds. A value some path of which is
+        a tuple literal (``return z, log_p``) is unpacked by position; a bare tensor on another path would
+        only unpack if its first dimension happened to match, so it is not taken as ``unbind`` then."""
         out = []
+        position = int(text[1:-1]) if text.startswith("[") and text[1:-1].isdigit() else None
+        tuples = any(o.steps and o.steps[-1].kind is StepKind.TUPLE_ITEM for o in origins)
         for o in origins:
+            if o.steps and o.steps[-1].kind is StepKind.TUPLE_ITEM:
+                if position is None or tuple_position(o) == position:
+                    out.append(without_tuple_item(o))
+                continue
+            if tuples and o.is_tensor and position is not None:
+                continue
             if o.root is RootKind.MODEL_OUTPUT_OBJECT and not o.steps:
                 # loss, logits = model(x): each element may be a tensor, a dict or a number
                 out.append(Origin(RootKind.MODEL_OUTPUT, f"{o.root_text}{text if text.startswith('[') else '[...]'}",

@@ -13,7 +13,7 @@ from ..findings import Origin, RootKind, Step, StepKind
 from . import grad, model_outputs
 from ..torch_facts import ops
 from .astutil import dotted_name, last_name, short
-from .env import EMPTY, cap
+from .env import EMPTY, cap, tuple_position, without_tuple_item
 from .summaries import function_of, param_index
 
 
@@ -131,12 +131,14 @@ class ExpressionsMixin:
         while isinstance(node, ast.BinOp):
             rights.append(node.right)
             node = node.left
-        operands = [self.eval(node)]
-        for right in reversed(rights):
-            operands.append(self.eval(right))
+        nodes = [node] + list(reversed(rights))
+        operands = [self.eval(n) for n in nodes]
         # arithmetic on a tensor that may need grad is a new tensor that needs grad (its rows are views)
         grads = [o for ops_ in operands for o in ops_ if o.is_tensor and not o.root_no_grad and param_index(o) is None
                  and o.root is not RootKind.FRESH and o.certain_tensor]
+        if not grads and not self.no_grad and any(not ops_ and self.grad_source(n) for n, ops_ in zip(nodes, operands)):
+            # `torch.randn(n, 3) * self.w` (an nn.Parameter), `noise + self.fc(x)`: untracked, but it requires grad
+            return frozenset({Origin(RootKind.TENSOR, short(top), top.lineno)})
         if grads:
             # a guess keeps the parameter it was made from (callers decide it): `x.real ** 2` of a parameter
             # annotated `Tensor` is still a guess about that parameter
@@ -163,11 +165,24 @@ class ExpressionsMixin:
         return EMPTY
 
     def eval_Tuple(self, node) -> frozenset:
+        """``(z, torch.logsumexp(x, 1))``: each element's origins, marked with its position (a starred
+        element leaves the positions after it unknown: they are not followed)."""
+        out = []
+        known = True
+        for i, elt in enumerate(node.elts):
+            origins = self.eval(elt)
+            known = known and not isinstance(elt, ast.Starred)
+            if known:
+                out.extend(o.extend(Step(StepKind.TUPLE_ITEM, f"({i})", node.lineno, self.no_grad))
+                           for o in origins if o.is_tensor)
+        return cap(out)
+
+    eval_List = eval_Tuple
+
+    def eval_Set(self, node) -> frozenset:
         for elt in node.elts:
             self.eval(elt)
         return EMPTY
-
-    eval_List = eval_Set = eval_Tuple
 
     def eval_Dict(self, node: ast.Dict) -> frozenset:
         for part in node.keys + node.values:
@@ -252,6 +267,10 @@ class ExpressionsMixin:
                                       certain_tensor=False))
             elif param_index(o) is not None and not o.steps and not is_basic_index(index):
                 continue  # params["key"], params[i]: an item of an unknown container
+            elif o.steps and o.steps[-1].kind is StepKind.TUPLE_ITEM:
+                if not isinstance(index, ast.Constant) or type(index.value) is not int \
+                        or tuple_position(o) == index.value:
+                    out.append(without_tuple_item(o))
             elif o.is_container:
                 out.append(o.extend(Step(StepKind.ELEMENT, text, node.lineno, self.no_grad)))
             elif is_basic_index(index):

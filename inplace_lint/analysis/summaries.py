@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
-from ..findings import Finding, Fix, Origin, RootKind, Step, WriteKind
+from ..findings import Finding, Fix, Origin, RootKind, Step, StepKind, WriteKind
 
 OriginSet = FrozenSet[Origin]
 PARAM_PREFIX = "\x00param:"
@@ -70,7 +70,19 @@ def located(origin: Origin, path: str) -> Origin:
 
 
 def with_steps(origin: Origin, steps: Tuple[Step, ...]) -> Origin:
+    """``origin`` followed by ``steps`` (what a callee did to its parameter). A tuple literal the caller passed
+    (``[mel, post, gate]``), unpacked or indexed by the callee, gives back the element at that position; at
+    another position it stays a tuple item, which no rule takes for a tensor."""
     for step in steps:
+        if origin.steps and origin.steps[-1].kind is StepKind.TUPLE_ITEM \
+                and step.kind in (StepKind.ELEMENT, StepKind.VIEW):
+            taken = step.text[1:-1] if step.text.startswith("[") and step.text.endswith("]") else None
+            if step.text != "iteration" and (taken is None or not taken.isdigit()):
+                return origin
+            if step.text == "iteration" or int(taken) == int(origin.steps[-1].text.strip("()")):
+                origin = replace(origin, steps=origin.steps[:-1])
+                continue
+            return origin
         origin = origin.extend(step)
     return origin
 
