@@ -25,8 +25,11 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__, config, project_url, report_hint, textpos
-from ..pipeline import CheckJob, FileResult, check_source, decode_problem
+from ..pipeline import check_source
 from ..source.files import decode, iter_python_files, read_bytes
+from ..source.problems import FileResult, decode_problem
+from ..workspace import ProjectMode
+from .jobs import CheckJob
 from .reporters import FORMATS, register_source, summary, write_statistics
 from ..rules import RULES
 from .parallel import run_files, showing_progress
@@ -189,23 +192,23 @@ def _version_flag(args: argparse.Namespace, name: str) -> Optional[Tuple[int, in
         raise UsageError(str(exc)) from exc
 
 
-def _prepare(files: List[str], opts: Options, args: argparse.Namespace) -> None:
+def _prepare(files: List[str], opts: Options, args: argparse.Namespace, mode: ProjectMode) -> None:
     """Build the project summaries here, before any file is checked: the worker processes read them (with
     ``-j 1`` the check runs here too; building first puts the build before the checks on the progress bar)."""
     if len(files) > 1:
-        from ..pipeline import prepare_projects
+        from ..workspace import prepare_projects
 
-        prepare_projects(files, opts.settings, args.jobs)
+        prepare_projects(files, opts.settings, mode, args.jobs)
 
 
-def _project_mode(args: argparse.Namespace, opts: Options) -> None:
-    """Project-wide analysis (summaries of every file of the project, cached on disk) for check and fix."""
-    from ..pipeline import set_project_mode
-
+def _project_mode(args: argparse.Namespace, opts: Options) -> ProjectMode:
+    """Project-wide analysis (summaries of every file of the project, cached on disk) for check and fix:
+    the mode every file of this command is checked in (passed down with each job)."""
     from ..analysis import cache
 
-    set_project_mode(True, use_cache=not args.no_cache, cache_dir=args.cache_dir or opts.cache_dir)
     cache.reset()  # the summary line and the notes are this command's
+    cache_dir = args.cache_dir or opts.cache_dir
+    return ProjectMode(True, use_cache=not args.no_cache, cache_dir=os.path.abspath(cache_dir) if cache_dir else None)
 
 
 def _why_left(finding) -> str:
@@ -239,7 +242,7 @@ def _check_stdin(args: argparse.Namespace, job: CheckJob) -> FileResult:
     ignore = list(job.ignore) + config.per_file_ignored(name, list(job.per_file_ignores), job.config_dir)
     register_source(name, source)  # columns and fix edits come from this text, not from a file of that name
     return check_source(source, name, job.settings, job.select, ignore, job.disable_noqa, fix_style=job.fix_style,
-                        target=job.target)
+                        target=job.target, project=job.project)
 
 
 def _discover(args: argparse.Namespace, opts: Options) -> List[str]:
@@ -348,30 +351,31 @@ def cmd_check(args: argparse.Namespace) -> int:
     shown = _show(args, opts, files)
     if shown is not None:
         return shown
-    _project_mode(args, opts)
+    mode = _project_mode(args, opts)
     if args.fix or args.diff:  # ruff's check --fix / --diff: the fix command's engine, then what is left
         if STDIN in args.paths:
             if args.paths != [STDIN]:
                 raise UsageError("check --fix reads stdin ('-') alone: give '-' without other paths")
-            return _exit(args, _fix_stdin(args, opts))
+            return _exit(args, _fix_stdin(args, opts, mode))
         if args.diff:
-            return _exit(args, _fix_report(args, opts, *_fix_files(args, opts, files, write=False)))
-        outcomes, results = _fix_files(args, opts, files, write=True)
+            return _exit(args, _fix_report(args, opts, *_fix_files(args, opts, files, mode, write=False)))
+        outcomes, results = _fix_files(args, opts, files, mode, write=True)
         _report_crashes(outcomes)
         _show_fixes(args, results)
         changed = sum(1 for r in results if r.new_source is not None)
-        code = _check_files(args, opts, files)  # what is left, where it now is
+        code = _check_files(args, opts, files, mode)  # what is left, where it now is
         return _exit(args, 1 if (code or (args.exit_non_zero_on_fix and changed)) else 0)
     if args.add_noqa:
-        return _add_noqa(args, opts, files)
-    return _exit(args, _check_files(args, opts, files))
+        return _add_noqa(args, opts, files, mode)
+    return _exit(args, _check_files(args, opts, files, mode))
 
 
-def _check_files(args: argparse.Namespace, opts: Options, files: List[str]) -> int:
+def _check_files(args: argparse.Namespace, opts: Options, files: List[str], mode: ProjectMode) -> int:
     """Check ``files`` (and stdin), print the findings; the exit code."""
     job = CheckJob(opts.settings, opts.select, opts.ignore, args.disable_noqa, opts.per_file_ignores, opts.config_dir,
-                   fix_style=opts.fix_style if args.format in EDIT_FORMATS else None, target=opts.target)
-    _prepare(files, opts, args)
+                   fix_style=opts.fix_style if args.format in EDIT_FORMATS else None, target=opts.target,
+                   project=mode)
+    _prepare(files, opts, args, mode)
     outcomes = run_files(files, job, args.jobs, progress=_progress(args))
     results = [o.value for o in outcomes if o.value is not None]
     if STDIN in args.paths:
@@ -400,7 +404,7 @@ def _check_files(args: argparse.Namespace, opts: Options, files: List[str]) -> i
     return 1 if items or errors or crashes or missed else 0
 
 
-def _add_noqa(args: argparse.Namespace, opts: Options, files: List[str]) -> int:
+def _add_noqa(args: argparse.Namespace, opts: Options, files: List[str], mode: ProjectMode) -> int:
     """``--add-noqa`` (ruff's): ``# noqa: CODE`` on the line of each finding, added to the codes a
     ``# noqa:`` there already names; a second run adds nothing. Written atomically, after a re-parse."""
     import ast
@@ -412,8 +416,9 @@ def _add_noqa(args: argparse.Namespace, opts: Options, files: List[str]) -> int:
 
     if STDIN in args.paths:
         raise UsageError("--add-noqa rewrites files: it cannot read stdin ('-')")
-    job = CheckJob(opts.settings, opts.select, opts.ignore, False, opts.per_file_ignores, opts.config_dir)
-    _prepare(files, opts, args)
+    job = CheckJob(opts.settings, opts.select, opts.ignore, False, opts.per_file_ignores, opts.config_dir,
+                   project=mode)
+    _prepare(files, opts, args, mode)
     outcomes = run_files(files, job, args.jobs, progress=_progress(args))
     added = 0
     for outcome in outcomes:
@@ -470,6 +475,8 @@ class FixJob:
     unsafe_fixes: bool
     write: bool
     memory_aware: bool = False
+    #: analyse each file with its project's summaries (the worker processes get it here)
+    project: ProjectMode = ProjectMode()
 
     def __call__(self, path: str):
         from ..fix.codemod import fix_file
@@ -478,10 +485,10 @@ class FixJob:
             path, list(self.opts.per_file_ignores), self.opts.config_dir)
         return fix_file(path, settings=self.opts.settings, style=self.style, unsafe_fixes=self.unsafe_fixes,
                         select=self.opts.select, ignore=ignore, write=self.write, memory_aware=self.memory_aware,
-                        target=self.opts.target)
+                        target=self.opts.target, project=self.project)
 
 
-def _fix_stdin(args: argparse.Namespace, opts: Options) -> int:
+def _fix_stdin(args: argparse.Namespace, opts: Options, mode: ProjectMode) -> int:
     """``fix -``: the fixed source on stdout (the input unchanged when nothing applies, as ruff does),
     or with ``--diff`` the diff; findings left and errors on stderr. Exit codes as for files."""
     import difflib
@@ -501,7 +508,7 @@ def _fix_stdin(args: argparse.Namespace, opts: Options) -> int:
     ignore = list(opts.ignore) + config.per_file_ignored(name, list(opts.per_file_ignores), opts.config_dir)
     result = fix_code(source, name, settings=opts.settings, style=args.style or opts.fix_style,
                       unsafe_fixes=args.unsafe_fixes, select=opts.select, ignore=ignore,
-                      memory_aware=getattr(args, "memory_aware", False), target=opts.target)
+                      memory_aware=getattr(args, "memory_aware", False), target=opts.target, project=mode)
     new = result.new_source
     if args.diff:
         if new is not None:
@@ -518,12 +525,12 @@ def _fix_stdin(args: argparse.Namespace, opts: Options) -> int:
     return 1 if new is not None and getattr(args, "exit_non_zero_on_fix", False) else 0
 
 
-def _fix_job(args: argparse.Namespace, opts: Options, write: bool) -> FixJob:
+def _fix_job(args: argparse.Namespace, opts: Options, mode: ProjectMode, write: bool) -> FixJob:
     return FixJob(opts, args.style or opts.fix_style, args.unsafe_fixes, write=write,
-                  memory_aware=getattr(args, "memory_aware", False))
+                  memory_aware=getattr(args, "memory_aware", False), project=mode)
 
 
-def _fix_files(args: argparse.Namespace, opts: Options, paths: List[str], write: bool):
+def _fix_files(args: argparse.Namespace, opts: Options, paths: List[str], mode: ProjectMode, write: bool):
     """The one fix engine behind ``fix``, ``fix --diff``, ``check --fix`` and ``check --diff``:
     ``codemod.fix_file`` on each file (a symlink and its target, or two links, are one file: fixed
     once). Returns the outcomes and the :class:`~inplace_lint.fix.codemod.FixResult` of each file."""
@@ -540,8 +547,8 @@ def _fix_files(args: argparse.Namespace, opts: Options, paths: List[str], write:
         if target not in targets:
             targets.add(target)
             files.append(path)
-    _prepare(files, opts, args)
-    outcomes = run_files(files, _fix_job(args, opts, write), args.jobs, progress=_progress(args), stage="fixing")
+    _prepare(files, opts, args, mode)
+    outcomes = run_files(files, _fix_job(args, opts, mode, write), args.jobs, progress=_progress(args), stage="fixing")
     results = [o.value for o in outcomes if o.value is not None]
     _drop_fixed_through_helpers(results)
     return outcomes, results
@@ -617,14 +624,13 @@ def cmd_fix(args: argparse.Namespace) -> int:
             raise UsageError("fix reads stdin ('-') alone: give '-' without other paths")
         if _show(args, opts, []) is not None:
             return 0
-        _project_mode(args, opts)
-        return _exit(args, _fix_stdin(args, opts))
+        return _exit(args, _fix_stdin(args, opts, _project_mode(args, opts)))
     files = _discover(args, opts)
     shown = _show(args, opts, files)
     if shown is not None:
         return shown
-    _project_mode(args, opts)
-    return _exit(args, _fix_report(args, opts, *_fix_files(args, opts, files, write=not args.diff)))
+    mode = _project_mode(args, opts)
+    return _exit(args, _fix_report(args, opts, *_fix_files(args, opts, files, mode, write=not args.diff)))
 
 
 def _runtime_install_hint() -> str:
@@ -683,10 +689,9 @@ def cmd_server(args: argparse.Namespace) -> int:
         from .server import serve
     except ImportError as exc:  # pygls is an extra
         return usage_error(f"the language server needs pygls ({exc}); {SERVER_INSTALL_HINT.format(url=project_url() or '<URL of this repository>')}")
-    from ..pipeline import set_project_mode
+    from ..workspace import PROJECT
 
-    set_project_mode(True)  # open buffers are analysed with their project's (cached) summaries
-    serve()
+    serve(PROJECT)  # open buffers are analysed with their project's (cached) summaries
     return 0
 
 

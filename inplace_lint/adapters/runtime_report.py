@@ -26,7 +26,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, TextIO, Tuple
 
 from .. import config, textpos
 from ..findings import Finding
-from ..pipeline import CheckJob, FileResult
+from ..source.problems import FileResult
+from .jobs import CheckJob
 from ..source import noqa
 from ..source.files import read_source
 from .reporters import relative_path
