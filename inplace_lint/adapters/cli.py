@@ -29,7 +29,7 @@ from ..pipeline import check_source
 from ..source.files import decode, iter_python_files, read_bytes
 from ..source.problems import FileResult, decode_problem
 from ..workspace import ProjectMode
-from .jobs import CheckJob
+from .jobs import CheckJob, FixJob
 from .reporters import FORMATS, register_source, summary, write_statistics
 from ..rules import RULES
 from .parallel import run_files, showing_progress
@@ -93,20 +93,15 @@ def usage_error(message: str) -> int:
 class Options:
     """What ``check`` and ``fix`` take from the config file and the command line."""
 
-    settings: config.Settings
-    select: Tuple[str, ...]
-    ignore: Tuple[str, ...]
-    exclude: Tuple[str, ...]
-    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...]
-    config_dir: Optional[pathlib.Path]
-    fix_style: str
+    #: what applies to every file (settings, selection, per-file-ignores, fix-style, and the (Python, torch)
+    #: overriding each project's stated floor: ``--target-version``/``--torch-version``, else
+    #: ``target-version``/``torch-version`` from the config file); one file's: ``config.FileOptions.for_path``
+    run: config.RunOptions
+    exclude: Tuple[str, ...] = ()
     #: ``cache-dir`` from the config file (relative to its folder)
     cache_dir: Optional[str] = None
     #: the resolved configuration (``--show-settings``)
     loaded: Optional[config.Loaded] = None
-    #: (Python, torch) overriding each project's stated floor: ``--target-version``/``--torch-version``,
-    #: else ``target-version``/``torch-version`` from the config file
-    target: Tuple[Optional[Tuple[int, int]], Optional[Tuple[int, int]]] = (None, None)
 
 
 def _paths(args: argparse.Namespace) -> List[str]:
@@ -163,13 +158,13 @@ def _common(args: argparse.Namespace) -> Options:
     per_file += _cli_per_file(getattr(args, "extend_per_file_ignores", None) or [], "--extend-per-file-ignores")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
-    return Options(settings, tuple(select), tuple(ignore), tuple(exclude),
-                   tuple(per_file), cfg_path.parent if cfg_path else None,
-                   file_cfg.get("fix-style", config.FIX_STYLES[0]),
+    run = config.RunOptions(settings, tuple(select), tuple(ignore), tuple(per_file),
+                            cfg_path.parent if cfg_path else None, file_cfg.get("fix-style", config.FIX_STYLES[0]),
+                            (_version_flag(args, "target_version") or file_cfg.get("target-version"),
+                             _version_flag(args, "torch_version") or file_cfg.get("torch-version")))
+    return Options(run, tuple(exclude),
                    str((cfg_path.parent if cfg_path else pathlib.Path()) / file_cfg["cache-dir"])
-                   if file_cfg.get("cache-dir") else None, loaded,
-                   (_version_flag(args, "target_version") or file_cfg.get("target-version"),
-                    _version_flag(args, "torch_version") or file_cfg.get("torch-version")))
+                   if file_cfg.get("cache-dir") else None, loaded)
 
 
 def _cli_per_file(values: Sequence[str], flag: str) -> config.PerFileIgnores:
@@ -198,7 +193,7 @@ def _prepare(files: List[str], opts: Options, args: argparse.Namespace, mode: Pr
     if len(files) > 1:
         from ..workspace import prepare_projects
 
-        prepare_projects(files, opts.settings, mode, args.jobs)
+        prepare_projects(files, opts.run.settings, mode, args.jobs)
 
 
 def _project_mode(args: argparse.Namespace, opts: Options) -> ProjectMode:
@@ -239,10 +234,8 @@ def _check_stdin(args: argparse.Namespace, job: CheckJob) -> FileResult:
         source = decode(raw)
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
         return FileResult(name).fail(decode_problem(exc, raw))
-    ignore = list(job.ignore) + config.per_file_ignored(name, list(job.per_file_ignores), job.config_dir)
     register_source(name, source)  # columns and fix edits come from this text, not from a file of that name
-    return check_source(source, name, job.settings, job.select, ignore, job.disable_noqa, fix_style=job.fix_style,
-                        target=job.target, project=job.project)
+    return check_source(source, name, **job.check_source_args(name))
 
 
 def _discover(args: argparse.Namespace, opts: Options) -> List[str]:
@@ -291,8 +284,8 @@ def _show(args: argparse.Namespace, opts: Options, files: List[str]) -> Optional
         print("Read from: " + (", ".join(str(s) for s in loaded.sources) or "(nothing)"))
         for line in config.describe(loaded):
             print(line)
-        print(f"select (resolved) = {', '.join(opts.select) or 'ALL'}")
-        print(f"ignore (resolved) = {', '.join(opts.ignore)}".rstrip())
+        print(f"select (resolved) = {', '.join(opts.run.select) or 'ALL'}")
+        print(f"ignore (resolved) = {', '.join(opts.run.ignore)}".rstrip())
         return 0
     if args.show_files:
         for file in sorted(os.path.abspath(f) for f in files):
@@ -372,9 +365,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _check_files(args: argparse.Namespace, opts: Options, files: List[str], mode: ProjectMode) -> int:
     """Check ``files`` (and stdin), print the findings; the exit code."""
-    job = CheckJob(opts.settings, opts.select, opts.ignore, args.disable_noqa, opts.per_file_ignores, opts.config_dir,
-                   fix_style=opts.fix_style if args.format in EDIT_FORMATS else None, target=opts.target,
-                   project=mode)
+    job = CheckJob(opts.run, args.disable_noqa, with_edits=args.format in EDIT_FORMATS, project=mode)
     _prepare(files, opts, args, mode)
     outcomes = run_files(files, job, args.jobs, progress=_progress(args))
     results = [o.value for o in outcomes if o.value is not None]
@@ -416,8 +407,7 @@ def _add_noqa(args: argparse.Namespace, opts: Options, files: List[str], mode: P
 
     if STDIN in args.paths:
         raise UsageError("--add-noqa rewrites files: it cannot read stdin ('-')")
-    job = CheckJob(opts.settings, opts.select, opts.ignore, False, opts.per_file_ignores, opts.config_dir,
-                   project=mode)
+    job = CheckJob(opts.run, project=mode)
     _prepare(files, opts, args, mode)
     outcomes = run_files(files, job, args.jobs, progress=_progress(args))
     added = 0
@@ -466,28 +456,6 @@ def _show_fixes(args: argparse.Namespace, results) -> None:
     print(file=out)
 
 
-@dataclass(frozen=True)
-class FixJob:
-    """``codemod.fix_file`` with fixed options, one picklable callable for :func:`run_files`."""
-
-    opts: Options
-    style: str
-    unsafe_fixes: bool
-    write: bool
-    memory_aware: bool = False
-    #: analyse each file with its project's summaries (the worker processes get it here)
-    project: ProjectMode = ProjectMode()
-
-    def __call__(self, path: str):
-        from ..fix.codemod import fix_file
-
-        ignore = list(self.opts.ignore) + config.per_file_ignored(
-            path, list(self.opts.per_file_ignores), self.opts.config_dir)
-        return fix_file(path, settings=self.opts.settings, style=self.style, unsafe_fixes=self.unsafe_fixes,
-                        select=self.opts.select, ignore=ignore, write=self.write, memory_aware=self.memory_aware,
-                        target=self.opts.target, project=self.project)
-
-
 def _fix_stdin(args: argparse.Namespace, opts: Options, mode: ProjectMode) -> int:
     """``fix -``: the fixed source on stdout (the input unchanged when nothing applies, as ruff does),
     or with ``--diff`` the diff; findings left and errors on stderr. Exit codes as for files."""
@@ -505,10 +473,10 @@ def _fix_stdin(args: argparse.Namespace, opts: Options, mode: ProjectMode) -> in
         if not args.diff:
             sys.stdout.buffer.write(raw)
         return 1
-    ignore = list(opts.ignore) + config.per_file_ignored(name, list(opts.per_file_ignores), opts.config_dir)
-    result = fix_code(source, name, settings=opts.settings, style=args.style or opts.fix_style,
-                      unsafe_fixes=args.unsafe_fixes, select=opts.select, ignore=ignore,
-                      memory_aware=getattr(args, "memory_aware", False), target=opts.target, project=mode)
+    file_opts = config.FileOptions.for_path(name, opts.run)
+    result = fix_code(source, name, settings=file_opts.settings, style=args.style or file_opts.fix_style,
+                      unsafe_fixes=args.unsafe_fixes, select=file_opts.select, ignore=file_opts.ignore,
+                      memory_aware=getattr(args, "memory_aware", False), target=file_opts.target, project=mode)
     new = result.new_source
     if args.diff:
         if new is not None:
@@ -526,7 +494,7 @@ def _fix_stdin(args: argparse.Namespace, opts: Options, mode: ProjectMode) -> in
 
 
 def _fix_job(args: argparse.Namespace, opts: Options, mode: ProjectMode, write: bool) -> FixJob:
-    return FixJob(opts, args.style or opts.fix_style, args.unsafe_fixes, write=write,
+    return FixJob(opts.run, args.style or opts.run.fix_style, args.unsafe_fixes, write=write,
                   memory_aware=getattr(args, "memory_aware", False), project=mode)
 
 
@@ -672,7 +640,7 @@ def cmd_rule(args: argparse.Namespace) -> int:
     by_name = {r.name: r for r in RULES.values()}
     rule = RULES.get(args.code.upper()) or by_name.get(args.code.lower())
     if rule is None:
-        return usage_error(f"unknown rule {args.code!r}{config._did_you_mean(args.code.lower(), by_name)} "
+        return usage_error(f"unknown rule {args.code!r}{config.did_you_mean(args.code.lower(), by_name)} "
                            f"(known: {', '.join(f'{r.code} ({r.name})' for r in RULES.values())})")
     print(rule.document(), end="")
     return 0

@@ -1,12 +1,9 @@
 """The per-file jobs ``check`` and ``fix`` hand to :func:`inplace_lint.adapters.parallel.run_files` (picklable)."""
 from __future__ import annotations
 
-import pathlib
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
-from .. import config
-from ..config import Settings
+from ..config import FileOptions, RunOptions
 from ..pipeline import check_file
 from ..source.problems import FileResult
 from ..workspace import ProjectMode
@@ -16,21 +13,44 @@ from ..workspace import ProjectMode
 class CheckJob:
     """``check_file`` with fixed options, as one picklable callable for :func:`inplace_lint.adapters.parallel.run_files`."""
 
-    settings: Settings
-    select: Tuple[str, ...] = ()
-    ignore: Tuple[str, ...] = ()
+    #: the run's options; each file's own come from :meth:`~inplace_lint.config.FileOptions.for_path`
+    options: RunOptions = RunOptions()
     disable_noqa: bool = False
-    per_file_ignores: config.PerFileIgnores = ()  # type: ignore[assignment]
-    #: the folder ``per_file_ignores`` globs are relative to (the config file's)
-    config_dir: Optional[pathlib.Path] = None
-    #: attach each fix's edits in this style (JSON, SARIF); None: plans only (text)
-    fix_style: Optional[str] = None
-    #: (Python, torch) overriding the floor each file's project states (``--target-version``, ``--torch-version``)
-    target: Tuple[Optional[Tuple[int, int]], Optional[Tuple[int, int]]] = (None, None)
+    #: attach each fix's edits in the options' fix-style (JSON, SARIF); else plans only (text)
+    with_edits: bool = False
     #: analyse each file with its project's summaries (``check``: enabled); the worker processes get it here
     project: ProjectMode = ProjectMode()
 
+    def file_options(self, path: str) -> FileOptions:
+        return FileOptions.for_path(path, self.options)
+
+    def check_source_args(self, path: str) -> dict:
+        """The keyword arguments of :func:`inplace_lint.pipeline.check_source` for the file ``path``."""
+        opts = self.file_options(path)
+        return dict(settings=opts.settings, select=opts.select, ignore=opts.ignore, disable_noqa=self.disable_noqa,
+                    fix_style=opts.fix_style if self.with_edits else None, target=opts.target, project=self.project)
+
     def __call__(self, path: str) -> FileResult:
-        ignore = list(self.ignore) + config.per_file_ignored(path, list(self.per_file_ignores), self.config_dir)
-        return check_file(path, self.settings, self.select, ignore, self.disable_noqa, fix_style=self.fix_style,
-                          target=self.target, project=self.project)
+        return check_file(path, **self.check_source_args(path))
+
+
+@dataclass(frozen=True)
+class FixJob:
+    """``fix_file`` with fixed options, one picklable callable for :func:`~inplace_lint.adapters.parallel.run_files`."""
+
+    options: RunOptions
+    #: the fix-style of the rewrite: ``--style``, else the configuration's
+    style: str
+    unsafe_fixes: bool
+    write: bool
+    memory_aware: bool = False
+    #: analyse each file with its project's summaries (the worker processes get it here)
+    project: ProjectMode = ProjectMode()
+
+    def __call__(self, path: str):
+        from ..fix.codemod import fix_file
+
+        opts = FileOptions.for_path(path, self.options)
+        return fix_file(path, settings=opts.settings, style=self.style, unsafe_fixes=self.unsafe_fixes,
+                        select=opts.select, ignore=opts.ignore, write=self.write, memory_aware=self.memory_aware,
+                        target=opts.target, project=self.project)

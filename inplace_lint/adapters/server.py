@@ -44,7 +44,6 @@ from .. import __version__, config, textpos
 from ..pipeline import check_source
 from ..source.problems import FileResult, Problem
 from ..workspace import ProjectMode
-from ..config import DEFAULT_SETTINGS
 from ..findings import Applicability, Finding
 from ..source.files import read_source
 from .reporters import code_url, level
@@ -104,25 +103,6 @@ def to_diagnostic(finding: Finding, lines: Sequence[str], uri: Optional[str] = N
     )
 
 
-def _document_options(path: Optional[str]) -> Tuple[config.Settings, List[str], List[str], str]:
-    """Settings, select, ignore (per-file-ignores included) and fix-style for a document."""
-    if not path:
-        return DEFAULT_SETTINGS, [], [], config.FIX_STYLES[0]
-    settings, cli, cfg_path = config.load(pathlib.Path(path).parent)
-    select, ignore = config.selection(cli)
-    ignore += config.per_file_ignored(
-        path, list(cli.get("per-file-ignores", [])), cfg_path.parent if cfg_path else None)
-    return settings, select, ignore, str(cli.get("fix-style", config.FIX_STYLES[0]))
-
-
-def _document_target(path: Optional[str]):
-    """``target-version``/``torch-version`` from the document's config file (else the project's floor decides)."""
-    if not path:
-        return (None, None)
-    _, cli, _ = config.load(pathlib.Path(path).parent)
-    return (cli.get("target-version"), cli.get("torch-version"))
-
-
 #: the last few checks, by (text, path, options): a re-open or a code action request on text that did
 #: not change is not analysed again (a save starts afresh)
 _RESULTS: "collections.OrderedDict[tuple, FileResult]" = collections.OrderedDict()
@@ -131,16 +111,17 @@ _RESULTS_SIZE = 16
 
 def result_for(source: str, path: Optional[str], with_edits: bool = False,
                project: Optional[ProjectMode] = None) -> FileResult:
-    """The document's check; ``with_edits``: each fix carries its edits in the config's fix-style;
-    ``project``: the server's mode (with the project's summaries; default: the document alone)."""
-    settings, select, ignore, style = _document_options(path)
-    fix_style = style if with_edits else None
-    target = _document_target(path)
-    key = (source, path, settings, tuple(select), tuple(ignore), fix_style, target, project)
+    """The document's check, with the options of its file (:meth:`config.FileOptions.for_path`: the
+    configuration found from its folder upward; defaults without a path); ``with_edits``: each fix carries
+    its edits in the config's fix-style; ``project``: the server's mode (with the project's summaries;
+    default: the document alone)."""
+    opts = config.FileOptions.for_path(path)
+    fix_style = opts.fix_style if with_edits else None
+    key = (source, path, opts, fix_style, project)
     result = _RESULTS.get(key)
     if result is None:
-        result = _RESULTS[key] = check_source(source, path or "<document>", settings, select, ignore,
-                                              fix_style=fix_style, target=target, project=project)
+        result = _RESULTS[key] = check_source(source, path or "<document>", opts.settings, opts.select, opts.ignore,
+                                              fix_style=fix_style, target=opts.target, project=project)
         while len(_RESULTS) > _RESULTS_SIZE:
             _RESULTS.popitem(last=False)
     else:
