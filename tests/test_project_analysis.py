@@ -84,6 +84,19 @@ def test_grad_off_entry_in_another_module(project):
     assert with_project.findings == []
 
 
+def test_a_check_in_project_mode_leaves_no_mode_behind(project, capsys):
+    """Project mode is an argument, not process state: it travelled in os.environ, and a later test ran in
+    project mode because an earlier one had run the CLI. After a check, a library call analyses alone."""
+    import os
+
+    before = dict(os.environ)
+    main(["check", "-q", "-j", "1", "--no-cache", str(project)])
+    capsys.readouterr()
+    assert dict(os.environ) == before
+    alone = pipeline.check_file(str(project / "rl" / "sampler.py"), DEFAULT_SETTINGS)
+    assert [(f.line, f.code) for f in alone.findings] == [(6, "IPV001")]
+
+
 def test_cache_is_written_reused_and_invalidated(project, capsys):
     main(["check", "-q", "-j", "1", str(project)])
     cold = _found(capsys.readouterr().out, project)

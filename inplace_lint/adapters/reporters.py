@@ -1,5 +1,6 @@
-"""Output formats for findings: text, full (text with the origin chain as note lines), ruff-compatible
-JSON, SARIF 2.1.0, GitHub workflow annotations, and ``--statistics`` counts.
+"""Output formats for findings: text, full, JSON, SARIF, GitHub annotations and ``--statistics`` counts.
+
+``full`` is text with the origin chain as note lines; JSON follows ruff's schema; SARIF is 2.1.0.
 
 Each finding's related locations (:attr:`inplace_lint.findings.Finding.related`: the origin chain, later
 call sites in other files) are written as ``note`` lines by ``full``, a ``related`` list in ``json``
