@@ -26,6 +26,7 @@ from .source.files import decode, read_bytes
 from .source.problems import FileResult, Problem, decode_problem, parse_problem
 from .findings import Finding
 
+
 class ProjectAnalysis(Protocol):
     """What :func:`check_source` asks of a project mode (:class:`inplace_lint.workspace.ProjectMode`)."""
 

@@ -80,7 +80,7 @@ def test_grad_off_entry_in_another_module(project):
     assert [(f.line, f.code) for f in alone.findings] == [(6, "IPV001")]
     # ... but its only caller runs it under inference_mode
     with_project = pipeline.check_file(str(project / "rl" / "sampler.py"), DEFAULT_SETTINGS,
-                                          project=workspace.PROJECT)
+                                       project=workspace.PROJECT)
     assert with_project.findings == []
 
 

@@ -296,6 +296,8 @@ def apply(values: Dict[str, object], where: str, base: Settings = DEFAULT_SETTIN
 
 #: ``select = ALL`` (ruff's spelling): every rule, the same as no ``select``
 ALL = "ALL"
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``choices`` to ``word``, or nothing."""
     import difflib
