@@ -14,7 +14,7 @@ Prints:
      and the load average are printed with it.
 
   5. (``--only-cache``) ``check -j 1`` of every file, cold and warm cache, and the warm cache's load alone
-     (:func:`inplace_lint.pipeline.load_project` in a process that has read nothing yet), vs ``ast.parse``
+     (:func:`inplace_lint.workspace.load_project` in a process that has read nothing yet), vs ``ast.parse``
      of the same files (warm target <= 0.5); with ``--baseline CHECKOUT`` the same figures of another
      checkout's code (main's), measured in separate processes that alternate with this checkout's.
 
@@ -88,7 +88,7 @@ def main():
         label = "verl 0.9.1"
     import tempfile
 
-    from inplace_lint import pipeline
+    from inplace_lint import workspace
     from inplace_lint.pipeline import check_file
     from inplace_lint.source.files import iter_python_files
     from inplace_lint.config import DEFAULT_SETTINGS
@@ -98,27 +98,30 @@ def main():
     lines = sum(s.count("\n") for s in sources)
     print(f"{label}: {len(files)} files, {lines} lines, median of {args.repeat} runs, python {sys.version.split()[0]}")
 
+    #: the project mode of the checks below (None: each file alone)
+    state = {"mode": None}
+
     def check_all():
-        return [check_file(f, DEFAULT_SETTINGS, [], []) for f in files]
+        return [check_file(f, DEFAULT_SETTINGS, [], [], project=state["mode"]) for f in files]
 
     def cold():
-        _forget(pipeline)
-        pipeline.set_project_mode(True, use_cache=True, cache_dir=tempfile.mkdtemp(prefix="ipv-bench-"))
+        _forget(workspace)
+        state["mode"] = workspace.ProjectMode(True, use_cache=True, cache_dir=tempfile.mkdtemp(prefix="ipv-bench-"))
         check_all()
 
     warm_dir = tempfile.mkdtemp(prefix="ipv-bench-warm-")
 
     def warm():
-        _forget(pipeline)
-        pipeline.set_project_mode(True, use_cache=True, cache_dir=warm_dir)
+        _forget(workspace)
+        state["mode"] = workspace.ProjectMode(True, use_cache=True, cache_dir=warm_dir)
         check_all()
 
     one_file = max(files, key=lambda f: "fsdp" in f and "transformer_impl" in f)
 
     def one_warm():
-        _forget(pipeline)
-        pipeline.set_project_mode(True, use_cache=True, cache_dir=warm_dir)
-        check_file(one_file, DEFAULT_SETTINGS, [], [])
+        _forget(workspace)
+        state["mode"] = workspace.ProjectMode(True, use_cache=True, cache_dir=warm_dir)
+        check_file(one_file, DEFAULT_SETTINGS, [], [], project=state["mode"])
 
     if args.only_jobs:
         _jobs_figure(root, args.repeat)
@@ -166,7 +169,7 @@ def main():
     check_warm = _median_time(warm, args.repeat)
     findings = sum(len(r.findings) for r in check_all())
     single_warm = _median_time(one_warm, max(args.repeat, 5))
-    pipeline.set_project_mode(False)
+    state["mode"] = None
     from inplace_lint.fix.codemod import fix_file
 
     fix = _median_time(lambda: [fix_file(f, write=False) for f in files], args.repeat)
@@ -184,11 +187,12 @@ def main():
     _jobs_figure(root, args.repeat)
 
 
-def _forget(pipeline) -> None:
-    """What a new process would hold: no project, nothing read from a cache folder, no resolved paths."""
-    pipeline._PROJECTS.clear()
+def _forget(projects) -> None:
+    """What a new process would hold: no project, nothing read from a cache folder, no resolved paths
+    (``projects``: the module that keeps them, ``inplace_lint.workspace``, or ``pipeline`` in an older checkout)."""
+    projects._PROJECTS.clear()
     for name in ("_ROOTS", "_PACKAGES", "_TWINS"):
-        getattr(pipeline, name, {}).clear()
+        getattr(projects, name, {}).clear()
     from inplace_lint.analysis import cache
 
     if hasattr(cache, "reset"):
@@ -199,10 +203,17 @@ def _forget(pipeline) -> None:
 _CACHE_FIGURE = r"""
 import ast, json, pathlib, statistics, sys, tempfile, time
 sys.path.insert(0, sys.argv[1])
-from inplace_lint import pipeline
-from inplace_lint.source.files import iter_python_files
 from inplace_lint.config import DEFAULT_SETTINGS
 from inplace_lint.pipeline import check_file
+from inplace_lint.source.files import iter_python_files
+try:
+    from inplace_lint import workspace as projects
+    def project_mode(cache_dir):
+        return projects.ProjectMode(True, use_cache=True, cache_dir=cache_dir)
+except ImportError:  # a checkout from before the workspace module: the mode went through the environment
+    from inplace_lint import pipeline as projects
+    def project_mode(cache_dir):
+        projects.set_project_mode(True, use_cache=True, cache_dir=cache_dir)
 sys.path.insert(0, sys.argv[4])
 from benchmarks.bench_check import _forget
 files = list(iter_python_files([sys.argv[2]], []))
@@ -219,11 +230,11 @@ def median(fn):
     return statistics.median(times)
 
 def run(cache_dir, only_load=False):
-    _forget(pipeline)
-    pipeline.set_project_mode(True, use_cache=True, cache_dir=cache_dir)
+    _forget(projects)
+    mode = project_mode(cache_dir)
     if only_load:
-        return pipeline.load_project(files[0], DEFAULT_SETTINGS, jobs=1)
-    return [check_file(f, DEFAULT_SETTINGS, [], []) for f in files]
+        return projects.load_project(files[0], DEFAULT_SETTINGS, mode, jobs=1)
+    return [check_file(f, DEFAULT_SETTINGS, [], [], project=mode) for f in files]
 
 parse = median(lambda: [ast.parse(s) for s in sources])
 cold = median(lambda: run(tempfile.mkdtemp(prefix="ipv-bench-cold-")))
@@ -292,7 +303,7 @@ def _check_command(root, jobs: int):
 
 def _jobs_figure(root, repeat: int) -> None:
     """Cold ``check -j 2`` vs ``-j 1`` (runs interleaved, medians), and what the parallel build did."""
-    from inplace_lint import pipeline
+    from inplace_lint import workspace
     from inplace_lint.analysis import parallel_build
     from inplace_lint.analysis.project import Project
     from inplace_lint.config import DEFAULT_SETTINGS
@@ -316,18 +327,18 @@ def _jobs_figure(root, repeat: int) -> None:
         walks[0] += 1
         return original(self, path)
 
-    files = pipeline.project_files(pathlib.Path(root))
-    mode = pipeline.ProjectMode(True, use_cache=False)
+    files = workspace.project_files(pathlib.Path(root))
+    mode = workspace.ProjectMode(True, use_cache=False)
     Project.walk = counting
     try:
-        pipeline._PROJECTS.clear()
-        pipeline.load_project(files[0], DEFAULT_SETTINGS, mode, jobs=1)
+        workspace._PROJECTS.clear()
+        workspace.load_project(files[0], DEFAULT_SETTINGS, mode, jobs=1)
         serial_walks = walks[0]
-        pipeline._PROJECTS.clear()
-        pipeline.load_project(files[0], DEFAULT_SETTINGS, mode, jobs=2)
+        workspace._PROJECTS.clear()
+        workspace.load_project(files[0], DEFAULT_SETTINGS, mode, jobs=2)
     finally:
         Project.walk = original
-        pipeline._PROJECTS.clear()
+        workspace._PROJECTS.clear()
     stats = parallel_build.Stats
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"check -j 1, cold cache (command)  {one:8.3f} s   cpu {cpu1:.2f} s")

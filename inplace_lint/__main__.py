@@ -1,3 +1,4 @@
+"""``python -m inplace_lint``: the ``inplace-lint`` command line (:func:`inplace_lint.adapters.cli.main`)."""
 import sys
 
 from .adapters.cli import main

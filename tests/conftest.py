@@ -27,19 +27,3 @@ def mesh():
     dist.init_process_group("gloo", rank=0, world_size=1, init_method=f"tcp://127.0.0.1:{port}")
     yield init_device_mesh("cpu", (1,))
     dist.destroy_process_group()
-
-
-@pytest.fixture(autouse=True)
-def _project_mode_does_not_leak():
-    """The CLI, run in process, turns project mode on through environment variables (so that its
-    worker processes see it): a later test must not run in project mode because an earlier one did."""
-    import os
-
-    keys = ("INPLACE_LINT_PROJECT", "INPLACE_LINT_NO_CACHE", "INPLACE_LINT_CACHE_DIR")
-    saved = {k: os.environ.get(k) for k in keys}
-    yield
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value

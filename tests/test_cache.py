@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from inplace_lint import pipeline
+from inplace_lint import workspace
 from inplace_lint.adapters.cli import main
 from inplace_lint.analysis import cache
 from inplace_lint.analysis.resolve import find_root
@@ -29,12 +29,11 @@ def fresh_process_state(tmp_path, monkeypatch):
     """Each test with its own user folder (its own signing key) and no project kept from another test."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
     monkeypatch.delenv(cache.ENV_KEY, raising=False)
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     cache.reset()
     yield
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     cache.reset()
-    pipeline.set_project_mode(False)
 
 
 def _copy(name: str, where: pathlib.Path) -> pathlib.Path:
@@ -45,7 +44,7 @@ def _copy(name: str, where: pathlib.Path) -> pathlib.Path:
 def _check(args, capsys):
     """``check`` in this process: (exit code, findings as (path relative to the checked folder, line, col,
     code, message), stderr)."""
-    pipeline._PROJECTS.clear()  # what a new process would have: only the disk (main() resets the cache's memory)
+    workspace._PROJECTS.clear()  # what a new process would have: only the disk (main() resets the cache's memory)
     code = main(["check", "-j", "1", *args])
     out, err = capsys.readouterr()
     root = pathlib.Path(args[-1]).resolve()
@@ -213,7 +212,7 @@ def test_every_result_decodes_to_what_was_encoded(tmp_path, name):
     """Every field of every value type survives the JSON (a field added to one without the codec fails here),
     and a copy of the project at another place decodes to its own paths."""
     root = _copy(name, tmp_path / "a")
-    project = pipeline.load_project(str(next(root.rglob("*.py"))), DEFAULT_SETTINGS, pipeline.ProjectMode(True, False))
+    project = workspace.load_project(str(next(root.rglob("*.py"))), DEFAULT_SETTINGS, workspace.ProjectMode(True, False))
     assert project.results
     kinds = set()
     for path, result in project.results.items():
@@ -280,7 +279,7 @@ def test_parallel_check_and_a_quiet_run(tmp_path, capsys):
         _copy("chainpkg", forks / f"fork{i}")
     shared = tmp_path / "shared-cache"
     serial = _check(["--cache-dir", str(shared), str(forks)], capsys)
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     code = main(["check", "-j", "2", "--cache-dir", str(shared), str(forks)])
     out, err = capsys.readouterr()
     assert code == serial[0]

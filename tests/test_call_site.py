@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from inplace_lint import pipeline
+from inplace_lint import workspace
 from inplace_lint.adapters.cli import main
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -54,14 +54,13 @@ def two_files(tmp_path, monkeypatch):
     (work / "pkg" / "helpers.py").write_text(HELPERS)
     (work / "pkg" / "actor.py").write_text(ACTOR)
     monkeypatch.chdir(work)
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     yield work
-    pipeline._PROJECTS.clear()
-    pipeline.set_project_mode(False)
+    workspace._PROJECTS.clear()
 
 
 def _check(capsys, *args):
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     rc = main(["check", "-q", "-j", "1", *args])
     return rc, capsys.readouterr().out
 
@@ -100,13 +99,13 @@ def test_the_out_of_place_twin_is_offered(two_files, capsys):
 def test_fixing_the_helper_in_the_same_run_fixes_the_call(two_files, capsys):
     """`fix` rewrites writes, not calls: the call's finding stands for the helper's write, so it remains
     when the write is not fixed, and goes with it when this run fixes the write."""
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     assert main(["fix", "-j", "1", "pkg"]) == 1  # the helper's fix is unsafe: nothing applied
     out = capsys.readouterr().out
     assert out.splitlines() == [AT_CALL + " [no automatic fix]",
                                 AT_WRITE.replace(" [fix: unsafe]", " [unsafe fix not applied: `logits` is a parameter: "
                                                  "the caller would no longer see the change; use --unsafe-fixes]")]
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     assert main(["fix", "-j", "1", "--unsafe-fixes", "--style", "runtime", "pkg"]) == 0
     assert capsys.readouterr().out == ""
     assert "logits = scale_logits(logits, temperature, eps=None)" in (two_files / "pkg" / "helpers.py").read_text()
@@ -144,7 +143,6 @@ def test_pre_commit_run_on_the_caller(two_files, tmp_path):
     (work / ".pre-commit-config.yaml").write_text(config)
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    env.pop("INPLACE_LINT_PROJECT", None)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(git + ["init", "-q"], cwd=work, check=True)
     subprocess.run(git + ["add", "."], cwd=work, check=True)
@@ -189,10 +187,9 @@ def cross_module(tmp_path, monkeypatch):
     (work / "gen" / "utils.py").write_text(UTILS)
     (work / "gen" / "dia.py").write_text(DIA)
     monkeypatch.chdir(work)
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     yield work
-    pipeline._PROJECTS.clear()
-    pipeline.set_project_mode(False)
+    workspace._PROJECTS.clear()
 
 
 def test_related_locations_name_their_file_in_full(cross_module, capsys):

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from inplace_lint.adapters.cli import build_parser, main
-from inplace_lint.pipeline import UNDECLARED_HINT
+from inplace_lint.source.problems import UNDECLARED_HINT
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)\n"
@@ -313,7 +313,8 @@ def test_related_in_another_file(tmp_path, monkeypatch):
 
     from inplace_lint.adapters.reporters import json_related, sarif_log, write_full
     from inplace_lint.findings import Related
-    from inplace_lint.pipeline import FileResult, check_source
+    from inplace_lint.pipeline import check_source
+    from inplace_lint.source.problems import FileResult
     from inplace_lint.config import DEFAULT_SETTINGS
 
     monkeypatch.chdir(tmp_path)

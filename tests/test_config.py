@@ -258,10 +258,10 @@ def test_flake8_follows_the_same_precedence_as_check(tmp_path, capsys, monkeypat
 
 def test_every_surface_applies_extend_keys_and_select_all(tmp_path):
     """check, the language server and libcst's runner select with one function (config.selection)."""
-    from inplace_lint.adapters import server
-
     (tmp_path / "setup.cfg").write_text("[inplace-lint]\nselect = ALL\nextend-ignore = IPV004\n")
     assert config.selection(config.load_config(tmp_path).cli) == ([], ["IPV004"])
-    assert server._document_options(str(tmp_path / "m.py"))[1:3] == ([], ["IPV004"])
+    opts = config.FileOptions.for_path(str(tmp_path / "m.py"))  # what the server asks for a document
+    assert (list(opts.select), list(opts.ignore)) == ([], ["IPV004"])
     (tmp_path / "setup.cfg").write_text("[inplace-lint]\nselect = IPV001\nextend-select = IPV004\n")
-    assert server._document_options(str(tmp_path / "m.py"))[1:3] == (["IPV001", "IPV004"], [])
+    opts = config.FileOptions.for_path(str(tmp_path / "m.py"))
+    assert (list(opts.select), list(opts.ignore)) == (["IPV001", "IPV004"], [])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from inplace_lint.adapters import cli
+from inplace_lint.adapters.jobs import FixJob
 from inplace_lint.adapters.cli import main
 
 BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)\n    return x\n"
@@ -45,8 +45,8 @@ def test_fix_crash_is_reported_and_run_goes_on(project, capsys, monkeypatch):
             raise KeyError("boom")
         return real(self, path)
 
-    real = cli.FixJob.__call__
-    monkeypatch.setattr(cli.FixJob, "__call__", crash_on_b)
+    real = FixJob.__call__
+    monkeypatch.setattr(FixJob, "__call__", crash_on_b)
     assert main(["fix", "-j", "1", str(project)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith(f"{project / 'b.py'}: internal error, the analysis crashed: KeyError: 'boom' (at ")

@@ -101,7 +101,7 @@ def _fold_merge(envs, big=()):
 
 def findings(source):
     return [(f.code, f.line, f.col, f.message, f.fix and (f.fix.applicability, f.fix.kind, f.fix.message, f.fix.reason))
-            for f in check_source(source, "m.py", DEFAULT_SETTINGS, project=False).findings]
+            for f in check_source(source, "m.py", DEFAULT_SETTINGS).findings]
 
 
 @pytest.mark.parametrize("seed", range(40))

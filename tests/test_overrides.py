@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from inplace_lint import pipeline
+from inplace_lint import pipeline, workspace
 from inplace_lint.adapters.cli import main
 from inplace_lint.analysis import analyze_source
 from inplace_lint.analysis.project import Project
@@ -34,10 +34,9 @@ def _found(out: str, root: pathlib.Path):
 def project(tmp_path):
     work = tmp_path / "enginepkg"
     shutil.copytree(PROJECT, work)
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     yield work
-    pipeline._PROJECTS.clear()
-    pipeline.set_project_mode(False)
+    workspace._PROJECTS.clear()
 
 
 def test_overrides_in_other_modules_are_reached_from_the_base(project, capsys):
@@ -54,7 +53,7 @@ def test_overrides_in_other_modules_are_reached_from_the_base(project, capsys):
 
 def test_a_subclass_file_named_alone_gets_the_same_answer(project, capsys):
     for name in ("eng/fsdp.py", "eng/chunked.py", "eng/sampler.py", "eng/serve.py", "eng/base.py"):
-        pipeline._PROJECTS.clear()
+        workspace._PROJECTS.clear()
         main(["check", "-q", "-j", "1", "--no-cache", str(project / name)])
         assert _found(capsys.readouterr().out, project) == {e for e in expected(project) if e[0] == name}, name
 
@@ -168,28 +167,29 @@ def test_a_new_subclass_in_an_open_buffer_walks_the_base_again(project, monkeypa
     """The editor: an open buffer adds an override; the base's file (from the cache) is walked again, as
     its walk depends on the targets its `self.m(...)` dispatched to."""
     main(["check", "-q", "-j", "1", str(project)])  # writes the cache
-    pipeline._PROJECTS.clear()
-    monkeypatch.setattr(pipeline, "REFRESH_AFTER_S", 0.0)
-    pipeline.set_project_mode(True)
-    pipeline.keep_function_walks(True)  # as the language server does
+    workspace._PROJECTS.clear()
+    monkeypatch.setattr(workspace, "REFRESH_AFTER_S", 0.0)
+    workspace.keep_function_walks(True)  # as the language server does
     try:
         path = project / "eng" / "new_engine.py"
         path.write_text("from eng.base import BaseEngine\n")  # a new file, saved before the class is typed
-        assert pipeline.check_source(path.read_text(), str(path), DEFAULT_SETTINGS).findings == []
+        assert pipeline.check_source(path.read_text(), str(path), DEFAULT_SETTINGS,
+                                     project=workspace.PROJECT).findings == []
         buffer = ("from eng.base import BaseEngine\n\n\nclass NewEngine(BaseEngine):\n"
                   "    def prepare_model_outputs(self, logits, t):\n        logits.sub_(t)\n        return logits\n")
-        result = pipeline.check_source(buffer, str(path), DEFAULT_SETTINGS)
+        result = pipeline.check_source(buffer, str(path), DEFAULT_SETTINGS, project=workspace.PROJECT)
         assert [(f.line, f.code) for f in result.findings] == [(6, "IPV001")]
         assert "passed by the call at eng/base.py:4" in result.findings[0].message
         # the override stops writing: the finding goes
         result = pipeline.check_source(buffer.replace("logits.sub_(t)", "logits = logits - t"), str(path),
-                                       DEFAULT_SETTINGS)
+                                       DEFAULT_SETTINGS, project=workspace.PROJECT)
         assert result.findings == []
         # and writes again under another name of the class
-        result = pipeline.check_source(buffer.replace("NewEngine", "Renamed"), str(path), DEFAULT_SETTINGS)
+        result = pipeline.check_source(buffer.replace("NewEngine", "Renamed"), str(path), DEFAULT_SETTINGS,
+                                       project=workspace.PROJECT)
         assert [(f.line, f.code) for f in result.findings] == [(6, "IPV001")]
     finally:
-        pipeline.keep_function_walks(False)
+        workspace.keep_function_walks(False)
 
 
 def test_a_new_subclass_on_disk_with_a_warm_cache(project, capsys):
@@ -198,7 +198,7 @@ def test_a_new_subclass_on_disk_with_a_warm_cache(project, capsys):
     (project / "eng" / "later.py").write_text(
         "from eng.chunked import ChunkedEngine\n\n\nclass Later(ChunkedEngine):\n"
         "    def prepare_model_outputs(self, logits, t):\n        logits.add_(t)\n        return logits\n")
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     main(["check", "-q", "-j", "1", str(project / "eng" / "later.py")])
     out = capsys.readouterr().out
     assert "later.py:6:9: IPV001" in out and "passed by the call at eng/base.py:4" in out, out
@@ -222,34 +222,32 @@ FSDP_EDITS = [
 
 def test_edits_of_a_subclass_buffer_give_the_findings_of_a_full_check(project, monkeypatch):
     pytest.importorskip("pygls")
-    monkeypatch.setattr(pipeline, "REFRESH_AFTER_S", 0.0)
+    monkeypatch.setattr(workspace, "REFRESH_AFTER_S", 0.0)
     main(["check", "-q", "-j", "1", str(project)])  # the server starts from a warm cache
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     path = project / "eng" / "fsdp.py"
 
     def full_check(source):
-        for key in [k for k in pipeline._PROJECTS if k[2] is False]:
-            del pipeline._PROJECTS[key]
-        pipeline.set_project_mode(True, use_cache=False)
-        pipeline.keep_function_walks(False)
+        for key in [k for k in workspace._PROJECTS if k[2] is False]:
+            del workspace._PROJECTS[key]
+        workspace.keep_function_walks(False)
         try:
-            return pipeline.check_source(source, str(path), DEFAULT_SETTINGS).findings
+            return pipeline.check_source(source, str(path), DEFAULT_SETTINGS,
+                                         project=workspace.ProjectMode(True, use_cache=False)).findings
         finally:
-            pipeline.set_project_mode(True)
-            pipeline.keep_function_walks(True)
-            for key in [k for k in pipeline._PROJECTS if k[2] is False]:
-                del pipeline._PROJECTS[key]
+            workspace.keep_function_walks(True)
+            for key in [k for k in workspace._PROJECTS if k[2] is False]:
+                del workspace._PROJECTS[key]
 
-    pipeline.set_project_mode(True)
-    pipeline.keep_function_walks(True)
+    workspace.keep_function_walks(True)
     seen = []
     try:
         for step, text in enumerate(FSDP_EDITS):
-            got = pipeline.check_source(text, str(path), DEFAULT_SETTINGS).findings
+            got = pipeline.check_source(text, str(path), DEFAULT_SETTINGS, project=workspace.PROJECT).findings
             assert got == full_check(text), f"edit {step}"
             seen.append([(f.line, f.code) for f in got])
     finally:
-        pipeline.keep_function_walks(False)
+        workspace.keep_function_walks(False)
     assert seen[0] == [(6, "IPV001")] and seen[1] == [] and seen[2] == seen[0]
     assert seen[3] == [] and seen[4] == []
     assert seen[5] == [(6, "IPV001"), (17, "IPV001")] and seen[6] == [(8, "IPV001")]

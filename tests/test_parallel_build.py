@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from inplace_lint import pipeline
+from inplace_lint import workspace
 from inplace_lint.adapters.cli import main
 from inplace_lint.analysis import parallel_build
 from inplace_lint.analysis.parallel_build import imports_in_text, partition
@@ -16,7 +16,7 @@ from inplace_lint.config import DEFAULT_SETTINGS
 from .test_project_analysis import _found, expected
 
 FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "project"
-NO_CACHE = pipeline.ProjectMode(True, use_cache=False)
+NO_CACHE = workspace.ProjectMode(True, use_cache=False)
 
 
 @pytest.fixture()
@@ -24,10 +24,9 @@ def chain(tmp_path):
     work = tmp_path / "chainpkg"
     shutil.copytree(FIXTURES / "chainpkg", work)
     (work / "chain" / "broken.py").write_text("def not_python(:\n    pass\n")  # a file that does not parse
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     yield work
-    pipeline._PROJECTS.clear()
-    pipeline.set_project_mode(False)
+    workspace._PROJECTS.clear()
 
 
 def _small(monkeypatch):
@@ -37,9 +36,9 @@ def _small(monkeypatch):
 
 
 def _build(root: pathlib.Path, jobs: int):
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     any_file = next(iter(sorted(root.rglob("*.py"))))
-    return pipeline.load_project(str(any_file), DEFAULT_SETTINGS, NO_CACHE, jobs=jobs)
+    return workspace.load_project(str(any_file), DEFAULT_SETTINGS, NO_CACHE, jobs=jobs)
 
 
 def _findings(project):
@@ -91,7 +90,7 @@ def test_the_rlpkg_project_both_ways(tmp_path, monkeypatch):
     work = tmp_path / "rlpkg"
     shutil.copytree(FIXTURES / "rlpkg", work)
     _same(_build(work, 1), _build(work, 2))
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
 
 
 def test_one_job_and_small_projects_start_no_process(chain, monkeypatch):
@@ -130,7 +129,7 @@ def test_check_jobs_2_prints_what_jobs_1_prints(chain, monkeypatch, capsys):
     _small(monkeypatch)
     outs = []
     for jobs in ("1", "2"):
-        pipeline._PROJECTS.clear()
+        workspace._PROJECTS.clear()
         main(["check", "-q", "-j", jobs, "--no-cache", str(chain)])
         outs.append(capsys.readouterr().out)
     assert outs[0] == outs[1]
@@ -153,7 +152,7 @@ def test_a_partly_cached_project_is_finished_in_parallel(chain, monkeypatch, tmp
     for jobs in ("1", "2"):
         copy = tmp_path / f"cache-{jobs}"
         shutil.copytree(cache, copy)  # both runs start from the same cache
-        pipeline._PROJECTS.clear()
+        workspace._PROJECTS.clear()
         main(["check", "-q", "-j", jobs, "--cache-dir", str(copy), str(chain)])
         outs.append(capsys.readouterr().out)
         if jobs == "2":
@@ -202,9 +201,9 @@ def test_two_files_of_one_module_name_resolve_as_in_the_serial_build(chain, monk
     for jobs in (1, 2):
         copy = tmp_path / f"cache-{jobs}"
         shutil.copytree(cache, copy)
-        pipeline._PROJECTS.clear()
-        mode = pipeline.ProjectMode(True, use_cache=True, cache_dir=str(copy))
-        projects.append(pipeline.load_project(str(run_a), DEFAULT_SETTINGS, mode, jobs=jobs))
+        workspace._PROJECTS.clear()
+        mode = workspace.ProjectMode(True, use_cache=True, cache_dir=str(copy))
+        projects.append(workspace.load_project(str(run_a), DEFAULT_SETTINGS, mode, jobs=jobs))
         if jobs == 2:
             assert parallel_build.Stats.files == 2 and parallel_build.Stats.chunks  # run.py, broken.py
     serial, parallel = projects

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from inplace_lint import pipeline
+from inplace_lint import pipeline, workspace
 from inplace_lint.adapters.cli import main
 from inplace_lint.analysis.project import Project
 from inplace_lint.analysis.resolve import find_root, module_name
@@ -34,10 +34,9 @@ def expected(root: pathlib.Path):
 def project(tmp_path):
     work = tmp_path / "rlpkg"
     shutil.copytree(PROJECT, work)
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     yield work
-    pipeline._PROJECTS.clear()
-    pipeline.set_project_mode(False)
+    workspace._PROJECTS.clear()
 
 
 def _found(out: str, root: pathlib.Path):
@@ -70,7 +69,7 @@ def test_whole_project_matches_expectations(project, capsys):
 
 def test_a_file_named_alone_gets_the_same_answer(project, capsys):
     for name in ("rl/ops.py", "rl/engine.py", "rl/sampler.py"):
-        pipeline._PROJECTS.clear()
+        workspace._PROJECTS.clear()
         main(["check", "-q", "-j", "1", "--no-cache", str(project / name)])
         found = _found(capsys.readouterr().out, project)
         assert found == {e for e in expected(project) if e[0] == name}, name
@@ -78,11 +77,25 @@ def test_a_file_named_alone_gets_the_same_answer(project, capsys):
 
 def test_grad_off_entry_in_another_module(project):
     # alone, sampler.py looks like a training path ...
-    alone = pipeline.check_file(str(project / "rl" / "sampler.py"), DEFAULT_SETTINGS, project=False)
+    alone = pipeline.check_file(str(project / "rl" / "sampler.py"), DEFAULT_SETTINGS, project=None)
     assert [(f.line, f.code) for f in alone.findings] == [(6, "IPV001")]
     # ... but its only caller runs it under inference_mode
-    with_project = pipeline.check_file(str(project / "rl" / "sampler.py"), DEFAULT_SETTINGS, project=True)
+    with_project = pipeline.check_file(str(project / "rl" / "sampler.py"), DEFAULT_SETTINGS,
+                                       project=workspace.PROJECT)
     assert with_project.findings == []
+
+
+def test_a_check_in_project_mode_leaves_no_mode_behind(project, capsys):
+    """Project mode is an argument, not process state: it travelled in os.environ, and a later test ran in
+    project mode because an earlier one had run the CLI. After a check, a library call analyses alone."""
+    import os
+
+    before = dict(os.environ)
+    main(["check", "-q", "-j", "1", "--no-cache", str(project)])
+    capsys.readouterr()
+    assert dict(os.environ) == before
+    alone = pipeline.check_file(str(project / "rl" / "sampler.py"), DEFAULT_SETTINGS)
+    assert [(f.line, f.code) for f in alone.findings] == [(6, "IPV001")]
 
 
 def test_cache_is_written_reused_and_invalidated(project, capsys):
@@ -91,14 +104,14 @@ def test_cache_is_written_reused_and_invalidated(project, capsys):
     cache_dir = project / ".inplace_lint_cache"
     assert (cache_dir / ".gitignore").read_text().endswith("*\n")
     assert list(cache_dir.glob("manifests/*.json")) and list(cache_dir.glob("objects/*/*.json"))
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     main(["check", "-q", "-j", "1", str(project / "rl" / "ops.py")])
     assert _found(capsys.readouterr().out, project) == {e for e in cold if e[0] == "rl/ops.py"}
     # the helper stops writing its argument: the finding at its caller goes, with the cache on (the
     # call of `temper`, which still writes, stays)
     ops = project / "rl" / "ops.py"
     ops.write_text(ops.read_text().replace("    logits.div_(t)  # a mutating helper", "    logits = logits / t  #"))
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     main(["check", "-q", "-j", "1", str(project / "rl" / "engine.py")])
     assert _found(capsys.readouterr().out, project) == {("rl/engine.py", 11, 16, "IPV001")}
 
@@ -108,7 +121,7 @@ def test_cache_dir_flag_and_no_cache(project, tmp_path, capsys):
     main(["check", "-q", "-j", "1", "--cache-dir", str(elsewhere), str(project)])
     assert list(elsewhere.glob("manifests/*.json"))
     assert not (project / ".inplace_lint_cache").exists()
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     main(["check", "-q", "-j", "1", "--no-cache", str(project)])
     assert not (project / ".inplace_lint_cache").exists()
     capsys.readouterr()
@@ -151,21 +164,20 @@ def test_flake8_reads_the_cache_and_is_alone_without_it(project, capsys):
 def test_language_server_buffer_with_project_summaries(project):
     """The server's entry point: an unsaved buffer of engine.py, analysed with the rest of the project."""
     buffer = (project / "rl" / "engine.py").read_text().replace("scale_(out.logits.squeeze(0), t)", "pass")
-    pipeline.set_project_mode(True)
-    result = pipeline.check_source(buffer, str(project / "rl" / "engine.py"), DEFAULT_SETTINGS)
+    result = pipeline.check_source(buffer, str(project / "rl" / "engine.py"), DEFAULT_SETTINGS,
+                                   project=workspace.PROJECT)
     assert [(f.line, f.code) for f in result.findings] == [(10, "IPV001"), (11, "IPV001")]
 
 
 def test_a_long_lived_process_sees_other_files_change(project, monkeypatch):
     """The language server keeps its project: a helper edited on disk changes its callers' findings."""
-    monkeypatch.setattr(pipeline, "REFRESH_AFTER_S", 0.0)
-    pipeline.set_project_mode(True)
+    monkeypatch.setattr(workspace, "REFRESH_AFTER_S", 0.0)
     engine = project / "rl" / "engine.py"
-    first = pipeline.check_source(engine.read_text(), str(engine), DEFAULT_SETTINGS)
+    first = pipeline.check_source(engine.read_text(), str(engine), DEFAULT_SETTINGS, project=workspace.PROJECT)
     assert [f.line for f in first.findings] == [9, 10, 11]
     ops = project / "rl" / "ops.py"
     ops.write_text(ops.read_text().replace("    logits.div_(t)  # a mutating helper", "    logits = logits / t  #"))
-    again = pipeline.check_source(engine.read_text(), str(engine), DEFAULT_SETTINGS)
+    again = pipeline.check_source(engine.read_text(), str(engine), DEFAULT_SETTINGS, project=workspace.PROJECT)
     assert [f.line for f in again.findings] == [11]  # `temper` still writes what the call passes
 
 
@@ -188,18 +200,17 @@ def test_a_helper_handed_around_as_a_value_keeps_its_fix_unsafe(tmp_path, use, c
     engine = ("from rl.helpers import scale_logits\n\n\ndef forward_step(model, batch, t):\n"
               "    return scale_logits(model(batch), t)\n")
     (root / "rl" / "engine.py").write_text(engine)
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     try:
         assert main(["check", "--no-cache", str(root)]) == 1
         assert "[fix: safe]" in capsys.readouterr().out  # the one call is checked
         (root / "rl" / "engine.py").write_text(engine + "\n\n" + use + "\n")
-        pipeline._PROJECTS.clear()
+        workspace._PROJECTS.clear()
         assert main(["check", "--no-cache", str(root)]) == 1
         out = capsys.readouterr().out
         assert "helpers.py:3:5: IPV001" in out and "[fix: unsafe]" in out, out
     finally:
-        pipeline._PROJECTS.clear()
-        pipeline.set_project_mode(False)
+        workspace._PROJECTS.clear()
 
 
 NO_GRAD_SAMPLER = """\

@@ -8,7 +8,7 @@ import pathlib
 import jsonschema
 import pytest
 
-from inplace_lint.pipeline import FileResult
+from inplace_lint.source.problems import FileResult
 from inplace_lint.adapters.cli import main
 from inplace_lint.adapters.reporters import escape_data, escape_property, github_annotation, level
 from inplace_lint.rules import RULES

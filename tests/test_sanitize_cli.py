@@ -147,7 +147,7 @@ def test_check_runtime_report_confirms_and_lists_what_static_analysis_missed(tmp
 
 def test_runtime_report_join_marks_another_code_and_ignores_unchecked_files(tmp_path):
     from inplace_lint.findings import Finding, Origin, RootKind, WriteKind
-    from inplace_lint.pipeline import FileResult
+    from inplace_lint.source.problems import FileResult
 
     path = str(tmp_path / "a.py")
     finding = Finding("IPV001", 3, 4, 3, 10, "msg", "div_", WriteKind.METHOD, "x", Origin(RootKind.TENSOR, "x", 1))
@@ -159,15 +159,15 @@ def test_runtime_report_join_marks_another_code_and_ignores_unchecked_files(tmp_
 
 
 def test_runtime_sites_that_check_would_not_report_are_not_missed(tmp_path):
-    from inplace_lint.config import Settings
-    from inplace_lint.pipeline import CheckJob
+    from inplace_lint.config import RunOptions, Settings
+    from inplace_lint.adapters.jobs import CheckJob
 
     path = tmp_path / "a.py"
     path.write_text("x = 1\ny = 2  # noqa: IPV006 -- in place on purpose\nz = 3\n")
     sites = runtime_report.parse(f"{path}:1:1: IPV001 o\n{path}:2:1: IPV006 s\n{path}:3:1: IPV004 e\n")
-    _, missed = runtime_report.join([], sites, [str(path)], CheckJob(Settings(), ignore=("IPV004",)))
+    _, missed = runtime_report.join([], sites, [str(path)], CheckJob(RunOptions(Settings(), ignore=("IPV004",))))
     assert [(s.line, s.code) for s in missed] == [(1, "IPV001")]
-    _, missed = runtime_report.join([], sites, [str(path)], CheckJob(Settings(), disable_noqa=True))
+    _, missed = runtime_report.join([], sites, [str(path)], CheckJob(RunOptions(Settings()), disable_noqa=True))
     assert [(s.line, s.code) for s in missed] == [(1, "IPV001"), (2, "IPV006"), (3, "IPV004")]
 
 

@@ -14,7 +14,7 @@ import shutil
 import pytest
 
 pytest.importorskip("pygls")
-from inplace_lint import pipeline  # noqa: E402
+from inplace_lint import pipeline, workspace  # noqa: E402
 from inplace_lint.adapters import server  # noqa: E402
 from inplace_lint.config import DEFAULT_SETTINGS  # noqa: E402
 
@@ -64,38 +64,35 @@ OPS_EDITS = [
 def project(tmp_path, monkeypatch):
     work = tmp_path / "rlpkg"
     shutil.copytree(PROJECT, work)
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     server._RESULTS.clear()
-    monkeypatch.setattr(pipeline, "REFRESH_AFTER_S", 0.0)
-    pipeline.set_project_mode(True)
-    pipeline.keep_function_walks(True)  # as the server does
+    monkeypatch.setattr(workspace, "REFRESH_AFTER_S", 0.0)
+    workspace.keep_function_walks(True)  # as the server does
     yield work
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     server._RESULTS.clear()
-    pipeline.set_project_mode(False)
-    pipeline.keep_function_walks(False)
+    workspace.keep_function_walks(False)
 
 
 def full_check(source: str, path: pathlib.Path):
     """What a check of ``source`` (the buffer of ``path``) reports from a project built from scratch,
     without a cache, in a process that never saw an earlier edit."""
     fresh_key = lambda key: key[2] is False  # noqa: E731  (use_cache is the third part of the key)
-    for key in [k for k in pipeline._PROJECTS if fresh_key(k)]:
-        del pipeline._PROJECTS[key]
-    pipeline.set_project_mode(True, use_cache=False)
-    pipeline.keep_function_walks(False)
+    for key in [k for k in workspace._PROJECTS if fresh_key(k)]:
+        del workspace._PROJECTS[key]
+    workspace.keep_function_walks(False)
     try:
-        result = pipeline.check_source(source, str(path), DEFAULT_SETTINGS)
+        result = pipeline.check_source(source, str(path), DEFAULT_SETTINGS,
+                                       project=workspace.ProjectMode(True, use_cache=False))
     finally:
-        pipeline.set_project_mode(True)
-        pipeline.keep_function_walks(True)
-        for key in [k for k in pipeline._PROJECTS if fresh_key(k)]:
-            del pipeline._PROJECTS[key]
+        workspace.keep_function_walks(True)
+        for key in [k for k in workspace._PROJECTS if fresh_key(k)]:
+            del workspace._PROJECTS[key]
     return result.problem if result.problem is not None else result.findings
 
 
 def incremental(source: str, path: pathlib.Path):
-    result = pipeline.check_source(source, str(path), DEFAULT_SETTINGS)
+    result = pipeline.check_source(source, str(path), DEFAULT_SETTINGS, project=workspace.PROJECT)
     return result.problem if result.problem is not None else result.findings
 
 
@@ -144,7 +141,7 @@ def test_the_server_publishes_what_a_full_check_reports(project):
         lines = text.splitlines()
         shown = found if isinstance(found, list) else [found]
         want = [server.to_diagnostic(f, lines, path.as_uri()) for f in shown]
-        assert server.diagnostics_for(text, str(path)) == want, f"edit {step}"
+        assert server.diagnostics_for(text, str(path), project=workspace.PROJECT) == want, f"edit {step}"
 
 
 def test_an_edit_is_parsed_once(project, monkeypatch):
@@ -160,7 +157,7 @@ def test_an_edit_is_parsed_once(project, monkeypatch):
 def test_an_edit_that_changes_no_call_reuses_the_project_pass(project):
     path = project / "rl" / "ops.py"
     incremental(OPS + CALLER, path)
-    project_ = pipeline.load_project(str(path), DEFAULT_SETTINGS)
+    project_ = workspace.load_project(str(path), DEFAULT_SETTINGS)
     before = project_.finalize()
     incremental(OPS + CALLER + "\n# typing a comment\n", path)
     assert project_.finalize() is before
@@ -171,7 +168,7 @@ def test_an_edit_that_changes_no_call_reuses_the_project_pass(project):
 def test_unchanged_functions_are_not_walked_again(project):
     path = project / "rl" / "ops.py"
     incremental(OPS + CALLER + SEED, path)
-    project_ = pipeline.load_project(str(path), DEFAULT_SETTINGS)
+    project_ = workspace.load_project(str(path), DEFAULT_SETTINGS)
     cache = project_._function_caches[str(path)]
     hits, misses = cache.hits, cache.misses
     # typing in the last function: the four above it are reused
@@ -273,7 +270,6 @@ def test_a_function_that_appears_walks_the_callers_that_missed_it(project, capsy
     """The on-disk cache too: engine.py is unchanged, but the helper it calls now exists."""
     from inplace_lint.adapters.cli import main
 
-    pipeline.set_project_mode(False)
     engine = project / "rl" / "engine.py"
     engine.write_text(engine.read_text() + "\n\ndef late(model, ids, t):\n"
                       "    out = model(ids)\n    m.halve_(out.logits.squeeze(0))\n")
@@ -288,15 +284,13 @@ def test_a_function_that_appears_walks_the_callers_that_missed_it(project, capsy
 
 def test_the_server_freezes_a_loaded_project_once(project, monkeypatch):
     """A full garbage collection walked every loaded summary every few edits: a project load moves
-    what is alive out of its reach (once per load, not per edit; pipeline.load_project does it)."""
+    what is alive out of its reach (once per load, not per edit; workspace.load_project does it)."""
     import gc
-
-    from inplace_lint import pipeline
 
     frozen = []
     monkeypatch.setattr(gc, "freeze", lambda: frozen.append(1))
-    pipeline._PROJECTS.clear()
+    workspace._PROJECTS.clear()
     path = project / "rl" / "ops.py"
-    server.diagnostics_for(OPS, str(path))
-    server.diagnostics_for(OPS + SEED, str(path))
+    server.diagnostics_for(OPS, str(path), project=workspace.PROJECT)
+    server.diagnostics_for(OPS + SEED, str(path), project=workspace.PROJECT)
     assert frozen == [1]

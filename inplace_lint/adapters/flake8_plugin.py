@@ -84,7 +84,7 @@ class InplaceLintPlugin:
         summaries of the rest of its project, as ``check`` does; without one, alone (calls between its
         own functions are still followed). flake8 never builds the cache: that would walk every file."""
         if self.lines is not None and self.filename not in ("stdin", "-") and os.path.isfile(self.filename):
-            from ..pipeline import ProjectMode, project_findings
+            from ..workspace import ProjectMode, project_findings
 
             try:
                 found = project_findings("".join(self.lines), self.filename, self.settings,

@@ -1,10 +1,11 @@
-"""Output formats for findings: text, full (text with the origin chain as note lines), ruff-compatible
-JSON, SARIF 2.1.0, GitHub workflow annotations, and ``--statistics`` counts.
+"""Output formats for findings: text, full, JSON, SARIF, GitHub annotations and ``--statistics`` counts.
+
+``full`` is text with the origin chain as note lines; JSON follows ruff's schema; SARIF is 2.1.0.
 
 Each finding's related locations (:attr:`inplace_lint.findings.Finding.related`: the origin chain, later
 call sites in other files) are written as ``note`` lines by ``full``, a ``related`` list in ``json``
 and ``relatedLocations`` in ``sarif``. A file that cannot be checked is one item with code ``IPV000``
-(:class:`inplace_lint.pipeline.Problem`) in every format.
+(:class:`inplace_lint.source.problems.Problem`) in every format.
 
 ``text`` and ``json`` give 1-based columns counted in UTF-8 bytes, like flake8 (``ast`` offsets);
 ``sarif`` and ``github`` count characters (SARIF ``columnKind: unicodeCodePoints``), read back from
@@ -20,7 +21,7 @@ import urllib.parse
 from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 from .. import __version__
-from ..pipeline import CANNOT_CHECK, CANNOT_CHECK_NAME, CANNOT_CHECK_SUMMARY, FileResult
+from ..source.problems import CANNOT_CHECK, CANNOT_CHECK_NAME, CANNOT_CHECK_SUMMARY, FileResult
 from .. import textpos
 from ..findings import Applicability, Finding, Related
 from ..source.files import read_source

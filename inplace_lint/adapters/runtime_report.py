@@ -26,7 +26,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, TextIO, Tuple
 
 from .. import config, textpos
 from ..findings import Finding
-from ..pipeline import CheckJob, FileResult
+from ..source.problems import FileResult
+from .jobs import CheckJob
 from ..source import noqa
 from ..source.files import read_source
 from .reporters import relative_path
@@ -116,8 +117,8 @@ def _silenced(job: Optional[CheckJob], path: str, site: RuntimeSite, cache: Dict
     """Whether ``check`` with ``job``'s options would not report ``site.code`` at ``site.line`` of ``path``."""
     if job is None:
         return False
-    ignore = list(job.ignore) + config.per_file_ignored(path, list(job.per_file_ignores), job.config_dir)
-    if not config.selected(site.code, job.select, ignore):
+    opts = job.file_options(path)
+    if not config.selected(site.code, opts.select, opts.ignore):
         return True
     if job.disable_noqa:
         return False

@@ -41,8 +41,9 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument
 
 from .. import __version__, config, textpos
-from ..pipeline import FileResult, Problem, check_source
-from ..config import DEFAULT_SETTINGS
+from ..pipeline import check_source
+from ..source.problems import FileResult, Problem
+from ..workspace import ProjectMode
 from ..findings import Applicability, Finding
 from ..source.files import read_source
 from .reporters import code_url, level
@@ -66,7 +67,7 @@ def _other_file_lines(path: str) -> List[str]:
 def to_diagnostic(finding: Finding, lines: Sequence[str], uri: Optional[str] = None) -> types.Diagnostic:
     """One LSP diagnostic (UTF-16 columns); with ``uri``, the finding's related locations as
     ``relatedInformation`` (a location in another file is named by its own URI). A
-    :class:`~inplace_lint.pipeline.Problem` (the buffer does not parse) spans the rest of its line."""
+    :class:`~inplace_lint.source.problems.Problem` (the buffer does not parse) spans the rest of its line."""
 
     def position(text_lines: Sequence[str], line: int, byte_col: int) -> types.Position:
         text = textpos.line_text(text_lines, line)
@@ -102,41 +103,25 @@ def to_diagnostic(finding: Finding, lines: Sequence[str], uri: Optional[str] = N
     )
 
 
-def _document_options(path: Optional[str]) -> Tuple[config.Settings, List[str], List[str], str]:
-    """Settings, select, ignore (per-file-ignores included) and fix-style for a document."""
-    if not path:
-        return DEFAULT_SETTINGS, [], [], config.FIX_STYLES[0]
-    settings, cli, cfg_path = config.load(pathlib.Path(path).parent)
-    select, ignore = config.selection(cli)
-    ignore += config.per_file_ignored(
-        path, list(cli.get("per-file-ignores", [])), cfg_path.parent if cfg_path else None)
-    return settings, select, ignore, str(cli.get("fix-style", config.FIX_STYLES[0]))
-
-
-def _document_target(path: Optional[str]):
-    """``target-version``/``torch-version`` from the document's config file (else the project's floor decides)."""
-    if not path:
-        return (None, None)
-    _, cli, _ = config.load(pathlib.Path(path).parent)
-    return (cli.get("target-version"), cli.get("torch-version"))
-
-
 #: the last few checks, by (text, path, options): a re-open or a code action request on text that did
 #: not change is not analysed again (a save starts afresh)
 _RESULTS: "collections.OrderedDict[tuple, FileResult]" = collections.OrderedDict()
 _RESULTS_SIZE = 16
 
 
-def result_for(source: str, path: Optional[str], with_edits: bool = False) -> FileResult:
-    """The document's check; ``with_edits``: each fix carries its edits in the config's fix-style."""
-    settings, select, ignore, style = _document_options(path)
-    fix_style = style if with_edits else None
-    target = _document_target(path)
-    key = (source, path, settings, tuple(select), tuple(ignore), fix_style, target)
+def result_for(source: str, path: Optional[str], with_edits: bool = False,
+               project: Optional[ProjectMode] = None) -> FileResult:
+    """The document's check, with the options of its file (:meth:`config.FileOptions.for_path`: the
+    configuration found from its folder upward; defaults without a path); ``with_edits``: each fix carries
+    its edits in the config's fix-style; ``project``: the server's mode (with the project's summaries;
+    default: the document alone)."""
+    opts = config.FileOptions.for_path(path)
+    fix_style = opts.fix_style if with_edits else None
+    key = (source, path, opts, fix_style, project)
     result = _RESULTS.get(key)
     if result is None:
-        result = _RESULTS[key] = check_source(source, path or "<document>", settings, select, ignore,
-                                              fix_style=fix_style, target=target)
+        result = _RESULTS[key] = check_source(source, path or "<document>", opts.settings, opts.select, opts.ignore,
+                                              fix_style=fix_style, target=opts.target, project=project)
         while len(_RESULTS) > _RESULTS_SIZE:
             _RESULTS.popitem(last=False)
     else:
@@ -144,17 +129,19 @@ def result_for(source: str, path: Optional[str], with_edits: bool = False) -> Fi
     return result
 
 
-def findings_for(source: str, path: Optional[str], with_edits: bool = False) -> List[Finding]:
-    return result_for(source, path, with_edits).findings
+def findings_for(source: str, path: Optional[str], with_edits: bool = False,
+                 project: Optional[ProjectMode] = None) -> List[Finding]:
+    return result_for(source, path, with_edits, project).findings
 
 
-def diagnostics_for(source: str, path: Optional[str], uri: Optional[str] = None) -> List[types.Diagnostic]:
+def diagnostics_for(source: str, path: Optional[str], uri: Optional[str] = None,
+                    project: Optional[ProjectMode] = None) -> List[types.Diagnostic]:
     """The diagnostics of one document; configuration found from ``path`` upward (defaults without a path).
     A document that does not parse gets one ``IPV000`` diagnostic where Python says the error is."""
     lines = textpos.split_lines(source)
     if uri is None and path:
         uri = pathlib.Path(path).as_uri()
-    result = result_for(source, path)
+    result = result_for(source, path, project=project)
     shown = [result.problem] if result.problem is not None else result.findings
     return [to_diagnostic(f, lines, uri) for f in shown]
 
@@ -173,7 +160,8 @@ def _workspace_edit(uri: str, source: str, edits) -> types.WorkspaceEdit:
                        new_text=e.content) for e in merge_edits(edits)]})
 
 
-def quick_fixes(document: TextDocument, params: types.CodeActionParams) -> List[types.CodeAction]:
+def quick_fixes(document: TextDocument, params: types.CodeActionParams,
+                project: Optional[ProjectMode] = None) -> List[types.CodeAction]:
     """THE HOOK for codemod quick fixes: code actions for the inplace-lint diagnostics in ``params``.
 
     One ``quickfix`` action per diagnostic with a fix (its title is the fix's message; an unsafe fix
@@ -187,7 +175,7 @@ def quick_fixes(document: TextDocument, params: types.CodeActionParams) -> List[
     if not wanted:
         return []
     lines = textpos.split_lines(source)
-    findings = findings_for(source, path, with_edits=True)
+    findings = findings_for(source, path, with_edits=True, project=project)
     by_range: Dict[Tuple[str, int, int], Finding] = {}
     for f in findings:
         d = to_diagnostic(f, lines)
@@ -223,44 +211,52 @@ def quick_fixes(document: TextDocument, params: types.CodeActionParams) -> List[
     return actions
 
 
-def _document_diagnostics(source: str, path: Optional[str], uri: str) -> Tuple[Optional[str], List[types.Diagnostic]]:
+def _document_diagnostics(project: Optional[ProjectMode], source: str, path: Optional[str],
+                          uri: str) -> Tuple[Optional[str], List[types.Diagnostic]]:
     """What a publish sends: (a configuration error to show, or None; the diagnostics). With a broken
     configuration the document is checked with the defaults."""
     try:
-        return None, diagnostics_for(source, path, uri)
+        return None, diagnostics_for(source, path, uri, project)
     except config.ConfigError as exc:
-        return f"inplace-lint: {exc}", diagnostics_for(source, None, uri)
+        return f"inplace-lint: {exc}", diagnostics_for(source, None, uri, project)
 
 
-def _document_actions(uri: str, source: str, params: types.CodeActionParams) -> List[types.CodeAction]:
+def _document_actions(project: Optional[ProjectMode], uri: str, source: str,
+                      params: types.CodeActionParams) -> List[types.CodeAction]:
     try:
-        return quick_fixes(TextDocument(uri, source), params)
+        return quick_fixes(TextDocument(uri, source), params, project)
     except config.ConfigError:  # already shown when the diagnostics were published
         return []
 
 
-#: what the analysis process does, by name (nothing else can be asked of it)
-_CALLS = {"diagnostics": _document_diagnostics, "actions": _document_actions, "clear": _RESULTS.clear}
+def _clear(project: Optional[ProjectMode]) -> None:
+    _RESULTS.clear()
 
 
-def _analysis_main(conn) -> None:
-    """The analysis process: answers each ``(name, args)`` from :data:`_CALLS` with ``("ok", value)`` or
-    ``("error", text)``, until the server closes the pipe (or kills it)."""
+#: what the analysis process does, by name (nothing else can be asked of it); each is called with the
+#: server's project mode first
+_CALLS = {"diagnostics": _document_diagnostics, "actions": _document_actions, "clear": _clear}
+
+
+def _analysis_main(conn, project: Optional[ProjectMode] = None) -> None:
+    """The analysis process: answers each ``(name, args)`` from :data:`_CALLS` (in the server's
+    ``project`` mode) with ``("ok", value)`` or ``("error", text)``, until the server closes the pipe
+    (or kills it)."""
     import os
     import sys
 
-    from .. import pipeline
+    from .. import workspace
 
     os.dup2(2, 1)  # stdout is the server's LSP stream: nothing printed here may reach it
     sys.stdout = sys.stderr
-    pipeline.keep_function_walks(True)  # an edit walks only the functions it changed
+    workspace.keep_function_walks(True)  # an edit walks only the functions it changed
     while True:
         try:
             name, args = conn.recv()
         except (EOFError, OSError):
             return
         try:
-            reply = ("ok", _CALLS[name](*args))
+            reply = ("ok", _CALLS[name](project, *args))
         except Exception as exc:  # noqa: BLE001 -- reported to the server, which answers its request
             reply = ("error", f"{type(exc).__name__}: {exc}")
         try:
@@ -277,12 +273,14 @@ class Analyser:
     A thread alone would not do: ``ast.parse`` of a 10 MB buffer holds the GIL for seconds, and nothing
     else in the server runs meanwhile. Here the event loop only queues a job and awaits its future; the
     feeding thread blocks in pipe reads and writes (which release the GIL); the process keeps the
-    incremental walks of earlier edits (:func:`inplace_lint.pipeline.keep_function_walks`). A job whose
+    incremental walks of earlier edits (:func:`inplace_lint.workspace.keep_function_walks`). A job whose
     document changed again before its turn is dropped (``stale``). :meth:`stop` kills the process (a
     ``shutdown`` does not wait for an analysis in progress); a later job starts a new one.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, project: Optional[ProjectMode] = None) -> None:
+        #: the mode every check in the process runs in (handed to it when it starts)
+        self.project = project
         self._jobs: queue.Queue = queue.Queue()
         self._proc = None
         self._conn = None
@@ -301,8 +299,8 @@ class Analyser:
             if self._proc is None or not self._proc.is_alive():
                 ctx = multiprocessing.get_context("spawn")  # no fork of a process that runs threads
                 self._conn, child = ctx.Pipe()
-                self._proc = ctx.Process(target=_analysis_main, args=(child,), name="inplace-lint analysis",
-                                         daemon=True)
+                self._proc = ctx.Process(target=_analysis_main, args=(child, self.project),
+                                         name="inplace-lint analysis", daemon=True)
                 self._proc.start()
                 child.close()
             return self._conn
@@ -358,12 +356,13 @@ class _Protocol(LanguageServerProtocol):
             raise
 
 
-def make_server() -> LanguageServer:
+def make_server(project: Optional[ProjectMode] = None) -> LanguageServer:
+    """The language server; ``project``: the mode its analyses run in (``inplace-lint server``: enabled)."""
     server = LanguageServer("inplace-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full,
                             protocol_cls=_Protocol)
     # two processes: a code action (small, asked for now) does not wait behind another document's long
     # analysis for its diagnostics
-    analyser, fixer = Analyser(), Analyser()
+    analyser, fixer = Analyser(project), Analyser(project)
     #: each open document's latest publish: a queued one for an older text is dropped
     latest: Dict[str, object] = {}
 
@@ -427,5 +426,5 @@ def make_server() -> LanguageServer:
     return server
 
 
-def serve() -> None:
-    make_server().start_io()
+def serve(project: Optional[ProjectMode] = None) -> None:
+    make_server(project).start_io()

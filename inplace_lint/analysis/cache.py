@@ -86,7 +86,7 @@ def _code_key() -> str:
     """The analysis code itself (an edited checkout must not reuse results of the code before): the
     text of the engine's modules, its rules and the value types it stores."""
     here = pathlib.Path(__file__).resolve().parent
-    files = [here.parent / "findings.py", here.parent / "config.py"]
+    files = [here.parent / "findings.py"] + sorted((here.parent / "config").glob("*.py"))
     for folder in (here, here.parent / "rules"):
         files += sorted(folder.glob("*.py"))
     digest = hashlib.sha1()

@@ -853,18 +853,20 @@ def unified_diff(path: str, source: str, edits: Sequence[Edit], context: int = 3
 def fix_code(source: str, path: str = "<string>", *, settings: Settings = DEFAULT_SETTINGS, style: str = STYLES[0],
              unsafe_fixes: bool = False, select: Sequence[str] = (), ignore: Sequence[str] = (),
              memory_aware: bool = False,
-             target: Tuple[Optional[Tuple[int, int]], Optional[Tuple[int, int]]] = (None, None)) -> FixResult:
+             target: Tuple[Optional[Tuple[int, int]], Optional[Tuple[int, int]]] = (None, None),
+             project=None) -> FixResult:
     """Fix ``source`` (text); ``result.new_source`` is the rewritten text, or None when unchanged.
 
     ``target``: (Python, torch) versions overriding the floor of the project ``path`` is in
-    (:mod:`inplace_lint.floor`; ``--target-version`` / ``--torch-version``)."""
+    (:mod:`inplace_lint.floor`; ``--target-version`` / ``--torch-version``). ``project``: a
+    :class:`~inplace_lint.workspace.ProjectMode` (see :func:`inplace_lint.pipeline.check_source`)."""
     from .. import floor
     from ..pipeline import check_source
 
     result = FixResult(path, old_source=source)
     result.floor = stated = floor.for_path(path).override(*target)
     checked = check_source(source, path, settings, select, ignore, fix_style=style, memory_aware=memory_aware,
-                           target=(stated.python, stated.torch))
+                           target=(stated.python, stated.torch), project=project)
     if checked.error:
         result.error = checked.error
         return result
@@ -875,7 +877,8 @@ def fix_code(source: str, path: str = "<string>", *, settings: Settings = DEFAUL
 def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = STYLES[0], unsafe_fixes: bool = False,
              select: Sequence[str] = (), ignore: Sequence[str] = (), write: bool = True,
              memory_aware: bool = False,
-             target: Tuple[Optional[Tuple[int, int]], Optional[Tuple[int, int]]] = (None, None)) -> FixResult:
+             target: Tuple[Optional[Tuple[int, int]], Optional[Tuple[int, int]]] = (None, None),
+             project=None) -> FixResult:
     """Fix one file in place (atomically: temp file + rename; a symlink keeps pointing at its target,
     which is rewritten; a file with other hard links is overwritten on its own inode, so every link reads
     the fixed text: :func:`atomic_write`); encoding, BOM and newlines are kept.
@@ -903,7 +906,7 @@ def fix_file(path: str, *, settings: Settings = DEFAULT_SETTINGS, style: str = S
         result.error = f"{problem.message} (line {problem.line}, column {problem.col + 1})"
         return result
     fixed = fix_code(source, path, settings=settings, style=style, unsafe_fixes=unsafe_fixes, select=select,
-                     ignore=ignore, memory_aware=memory_aware, target=target)
+                     ignore=ignore, memory_aware=memory_aware, target=target, project=project)
     fixed.old_source = source
     if fixed.new_source is not None and write:
         try:

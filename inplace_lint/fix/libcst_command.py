@@ -45,18 +45,15 @@ class InplaceToOutOfPlace(VisitorBasedCodemodCommand):
                                 help='runtime style: pass inplace="auto" (in place wherever PyTorch allows it)')
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        settings = self.settings
-        if settings is None:  # run by libcst.tool: read the project's configuration
-            import pathlib
-
-            start = os.path.dirname(os.path.abspath(self.context.filename or ".")) or "."
-            settings, file_cfg, _ = config.load(pathlib.Path(start))
-            select, ignore = config.selection(file_cfg)
-            self.select = self.select or select
-            self.ignore = self.ignore or ignore
+        settings, target = self.settings, (None, None)
+        if settings is None:  # run by libcst.tool: this file's options, as check and the language server read them
+            opts = config.FileOptions.for_path(os.path.abspath(self.context.filename or "."))
+            settings, target = opts.settings, opts.target
+            self.select = self.select or list(opts.select)
+            self.ignore = self.ignore or list(opts.ignore)
         code = tree.code
         result = fix_code(code, self.result.path, settings=settings, style=self.style, unsafe_fixes=self.unsafe_fixes,
-                          select=self.select, ignore=self.ignore, memory_aware=self.memory_aware)
+                          select=self.select, ignore=self.ignore, memory_aware=self.memory_aware, target=target)
         self.result = result
         if result.error:
             raise SyntaxError(result.error)

@@ -15,7 +15,7 @@ from typing import Iterator, List, Sequence, TextIO, Tuple, Union
 
 from ..adapters import reporters
 from ..findings import Finding
-from ..pipeline import FileResult
+from ..source.problems import FileResult
 
 FORMATS = ("text", "json", "sarif")
 
