@@ -17,7 +17,7 @@ import pytest
 
 from inplace_lint import pipeline
 from inplace_lint.adapters.cli import main
-from inplace_lint.analysis import cache
+from inplace_lint.analysis import cache, codec
 from inplace_lint.analysis.project import find_root
 from inplace_lint.config import DEFAULT_SETTINGS
 
@@ -215,11 +215,11 @@ def test_every_result_decodes_to_what_was_encoded(tmp_path, name):
     assert project.results
     kinds = set()
     for path, result in project.results.items():
-        encoded = json.loads(json.dumps(cache.encode_result(result, str(find_root(path)))))
-        decoded = cache.decode_result(encoded, path, str(find_root(path)))
+        encoded = json.loads(json.dumps(codec.encode_result(result, str(find_root(path)))))
+        decoded = codec.decode_result(encoded, path, str(find_root(path)))
         assert _normal(decoded) == _normal(result), path
         assert [f.digest() for f in decoded.functions.values()] == [f.digest() for f in result.functions.values()]
-        moved = cache.decode_result(encoded, path.replace(str(tmp_path / "a"), "/elsewhere"), "/elsewhere")
+        moved = codec.decode_result(encoded, path.replace(str(tmp_path / "a"), "/elsewhere"), "/elsewhere")
         assert str(tmp_path) not in repr(moved)
         kinds.update(type(v).__name__ for r in [decoded] for v in [*r.functions.values(), *r.calls, *r.findings])
         kinds.update(type(w).__name__ for s in decoded.functions.values() for w in s.writes)
@@ -427,4 +427,4 @@ def test_a_fifo_or_a_link_where_the_cache_goes(tmp_path, capsys):
 def test_the_codec_knows_every_field_of_the_value_types():
     """A field added to a stored value type (on another branch) turns the cache off until the codec
     (encode_result, decode_result, rebase) stores it; this test says so first."""
-    assert cache.CODEC_MATCHES, {t.__name__: [f.name for f in dataclasses.fields(t)] for t in cache._SHAPES}
+    assert codec.CODEC_MATCHES, {t.__name__: [f.name for f in dataclasses.fields(t)] for t in codec._SHAPES}
