@@ -170,8 +170,10 @@ def test_hostile_json_is_ignored_and_rebuilt(tmp_path, capsys):
         "not a cache object of this version; rebuilt"] * 5
     notes = _plant_and_check(project, capsys, lambda path, data: _resign(b"[" * 100000), expected)
     assert len(notes) == 6 and all(r.startswith("not JSON") for r in reasons(notes))
-    notes = _plant_and_check(project, capsys, lambda path, data: data.replace(b"cache 6 ", b"cache 5 ", 1), expected)
-    assert reasons(notes) == ["format 5, not 6; rebuilt"] * 6
+    older = cache.FORMAT - 1
+    notes = _plant_and_check(project, capsys, lambda path, data: data.replace(
+        f"cache {cache.FORMAT} ".encode(), f"cache {older} ".encode(), 1), expected)
+    assert reasons(notes) == [f"format {older}, not {cache.FORMAT}; rebuilt"] * 6
     assert not marker.exists()
 
 
@@ -194,7 +196,9 @@ def test_another_users_cache_is_foreign(tmp_path, capsys, monkeypatch):
 def _normal(value):
     """A value compared field by field, fields left out of ``==`` included, sets in a fixed order."""
     if dataclasses.is_dataclass(value):
-        return (type(value).__name__,) + tuple(_normal(getattr(value, f.name)) for f in dataclasses.fields(value))
+        # the dataclass itself (a result read from the cache is a FileResult subclass: codec.CachedResult)
+        kind = next(c for c in type(value).__mro__ if "__dataclass_fields__" in vars(c))
+        return (kind.__name__,) + tuple(_normal(getattr(value, f.name)) for f in dataclasses.fields(value))
     if isinstance(value, (set, frozenset)):
         return ("set",) + tuple(sorted(repr(_normal(v)) for v in value))
     if isinstance(value, dict):
@@ -428,3 +432,29 @@ def test_the_codec_knows_every_field_of_the_value_types():
     """A field added to a stored value type (on another branch) turns the cache off until the codec
     (encode_result, decode_result, rebase) stores it; this test says so first."""
     assert codec.CODEC_MATCHES, {t.__name__: [f.name for f in dataclasses.fields(t)] for t in codec._SHAPES}
+
+
+def test_parts_read_late_are_type_checked_then_and_pickle_plain(tmp_path):
+    """The index, findings and deps of a cached result stay JSON text until read (a one-file check reads
+    none but its own findings); read, they are checked as the rest: a wrong type raises BadCache, never
+    reaches the analysis. A pickled or copied result is a plain FileResult with every part decoded."""
+    import copy
+    import pickle
+
+    from inplace_lint.analysis.summaries import FileResult, ModuleIndex
+
+    root = _copy("rlpkg", tmp_path / "a")
+    project = pipeline.load_project(str(next(root.rglob("*.py"))), DEFAULT_SETTINGS, pipeline.ProjectMode(True, False))
+    path, result = next((p, r) for p, r in project.results.items() if r.findings)
+    encoded = json.loads(json.dumps(codec.encode_result(result, str(root))))
+    decoded = codec.decode_result(encoded, path, str(root))
+    assert set(decoded.__dict__["_pending"]) == {"findings", "deps"} and "_pending" in decoded.index.__dict__
+    for plain in (pickle.loads(pickle.dumps(decoded)), copy.deepcopy(decoded)):
+        assert type(plain) is FileResult and type(plain.index) is ModuleIndex
+        assert _normal(plain) == _normal(result)
+    for part, bad in ((3, '{"module": 1}'), (6, '[["not a finding"]]'), (8, '{"a": 1}')):
+        wrong = list(encoded)
+        wrong[part] = bad
+        late = codec.decode_result(wrong, path, str(root))  # the parts read late are not read yet
+        with pytest.raises(codec.BadCache):
+            (late.index.module, late.findings, late.deps)

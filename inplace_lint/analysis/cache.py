@@ -40,13 +40,13 @@ import tempfile
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .. import __version__
-from .codec import CODEC_MATCHES, BadCache, decode_result, rebase
+from .codec import CODEC_MATCHES, BadCache, decode_result, encoded_deps, rebase
 from .codec import encode_result  # noqa: F401  (what Store.put stores: callers encode with it)
 from .summaries import FileResult
 
 CACHE_DIR_NAME = ".inplace_lint_cache"
 #: bump when the shape of a document changes
-FORMAT = 6
+FORMAT = 7
 _MAGIC = "inplace-lint-cache"
 #: results of one text kept per object (projects whose other files differ may each need their own)
 MAX_VARIANTS = 4
@@ -464,5 +464,5 @@ def signature(entries) -> str:
 
 def variant_id(encoded: Any) -> str:
     """Names a variant by the dependencies its walk read (the same for the same text, settings and code)."""
-    deps = encoded[8]
+    deps = encoded_deps(encoded)
     return hashlib.sha1(json.dumps(deps, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -135,13 +135,23 @@ class _Encoder:
                 x.attributes, x.value_refs, {k: sorted(v) for k, v in x.properties.items()}]
 
 
+def _text(part) -> str:
+    return json.dumps(part, separators=(",", ":"), ensure_ascii=False)
+
+
 def encode_result(result: FileResult, root: Optional[str]) -> list:
-    """``result`` as JSON-ready lists (:func:`decode_result` reads it back, for any path and root)."""
+    """``result`` as JSON-ready lists (:func:`decode_result` reads it back, for any path and root). The parts
+    in :data:`LAZY_PARTS` are JSON text inside the document (read only when a run needs them)."""
     enc = _Encoder(result.path, root or "")
-    body = [result.module, result.digest, enc.index(result.index),
+    body = [result.module, result.digest, _text(enc.index(result.index)),
             [enc.summary(s) for s in result.functions.values()],
-            [enc.call(c) for c in result.calls], [enc.finding(f) for f in result.findings]]
-    return [enc.table] + body + [result.error, result.deps]
+            [enc.call(c) for c in result.calls], _text([enc.finding(f) for f in result.findings])]
+    return [enc.table] + body + [result.error, _text(result.deps)]
+
+
+def encoded_deps(encoded: Any) -> Dict[str, str]:
+    """The ``deps`` of an encoded result (what names its variant)."""
+    return json.loads(encoded[8])
 
 
 def _str(x) -> str:
@@ -338,17 +348,75 @@ def rebase(result: FileResult, path: str, root: Optional[str], old_root: Optiona
     return decode_result(json.loads(json.dumps(encode_result(result, old_root))), path, root)
 
 
+#: the parts of a result that a warm run reads for few files or none (a one-file check reads no file's
+#: index or deps and only its own findings; they are half the bytes of a document): kept as JSON text
+#: until first read (:class:`CachedResult`, :class:`CachedIndex`)
+LAZY_PARTS = ("index", "findings", "deps")
+
+
+def _decode_part(decode, text: str):
+    try:
+        return decode(json.loads(text))
+    except BadCache:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, RecursionError) as exc:
+        raise BadCache(f"a result of the wrong shape ({type(exc).__name__})") from exc
+
+
+class CachedResult(FileResult):
+    """A :class:`FileResult` decoded from the cache whose ``findings`` and ``deps`` are decoded on first read,
+    with the same type checks (a part of the wrong type raises :class:`BadCache` then). Pickles and copies
+    as a plain :class:`FileResult`."""
+
+    def __getattr__(self, name: str):  # only for an attribute not set yet: a part still JSON text
+        pending = self.__dict__.get("_pending")
+        if not pending or name not in pending:
+            raise AttributeError(name)
+        value = self.__dict__[name] = _decode_part(*pending[name])
+        del pending[name]
+        return value
+
+    def __reduce__(self):
+        for name in LAZY_PARTS:
+            getattr(self, name)
+        return _plain, (FileResult,), {k: v for k, v in self.__dict__.items() if k != "_pending"}
+
+
+class CachedIndex(ModuleIndex):
+    """A :class:`ModuleIndex` decoded from the cache on the first read of any field (a warm run that walks
+    nothing reads none), with the same type checks (raising :class:`BadCache` then). Pickles and copies as
+    a plain :class:`ModuleIndex`."""
+
+    def __getattr__(self, name: str):  # only while the fields are not set: the index still JSON text
+        pending = self.__dict__.pop("_pending", None)
+        if pending is None:
+            raise AttributeError(name)
+        self.__dict__.update(_decode_part(*pending).__dict__)
+        return getattr(self, name)
+
+    def __reduce__(self):
+        getattr(self, "module")
+        return _plain, (ModuleIndex,), dict(self.__dict__)
+
+
+def _plain(cls):
+    return _new(cls)
+
+
 def decode_result(encoded: Any, path: str, root: Optional[str]) -> FileResult:
-    """The :class:`FileResult` of ``path`` from :func:`encode_result`'s lists; raises :class:`BadCache`
-    when anything is not of the type it must be."""
+    """The :class:`FileResult` of ``path`` from :func:`encode_result`'s lists (a :class:`CachedResult`);
+    raises :class:`BadCache` when anything is not of the type it must be (a part in :data:`LAZY_PARTS`:
+    when it is first read)."""
     try:
         table, module, digest, index, functions, calls, findings, error, deps = _list(encoded, 9)
         dec = _Decoder(path, root or "", table)
         summaries = [dec.summary(s) for s in _list(functions)]
-        deps = _str_map(deps)
-        return FileResult(path, _str(module), _str(digest), dec.index(index), {s.qual: s for s in summaries},
-                          [dec.call(c) for c in _list(calls)], [dec.finding(f) for f in _list(findings)], deps,
-                          _ostr(error))
+        return _make(CachedResult, path=path, module=_str(module), digest=_str(digest),
+                     index=_make(CachedIndex, _pending=(dec.index, _str(index))),
+                     functions={s.qual: s for s in summaries}, calls=[dec.call(c) for c in _list(calls)],
+                     error=_ostr(error),
+                     _pending={"findings": (lambda x: [dec.finding(f) for f in _list(x)], _str(findings)),
+                               "deps": (_str_map, _str(deps))})
     except BadCache:
         raise
     except (KeyError, IndexError, TypeError, ValueError, RecursionError) as exc:
