@@ -14,10 +14,11 @@ Prints:
      and the load average are printed with it.
 
   5. peak memory of ``inplace-lint check -j 1`` with a cold cache, in MB per 1,000 lines (target <= 1):
-     the peak resident set (``ru_maxrss``) of a child process that runs the command, minus that of a child
-     that imports the same modules and does nothing (the interpreter and our code are not the cost of the
-     lines). RSS, not tracemalloc: it also counts what the C parser allocates for the trees, and it does not
-     slow the run; ``--only-memory --top N`` adds tracemalloc's N largest allocation sites (slow).
+     the peak resident set (``VmHWM``; ``ru_maxrss`` without /proc) of a child process that runs the
+     command, minus that of a child that imports the same modules and does nothing (the interpreter and our
+     code are not the cost of the lines). RSS, not tracemalloc: it also counts what the C parser allocates
+     for the trees, and it does not slow the run; ``--only-memory --top N`` adds tracemalloc's N largest
+     allocation sites (slow).
   6. (``--only-cache``) ``check -j 1`` of every file, cold and warm cache, and the warm cache's load alone
      (:func:`inplace_lint.pipeline.load_project` in a process that has read nothing yet), vs ``ast.parse``
      of the same files (warm target <= 0.5); with ``--baseline CHECKOUT`` the same figures of another
@@ -285,7 +286,8 @@ def _cache_figure(root, repeat: int, baseline) -> None:
 
 
 #: figure 5, run in a child process: ``check -j 1`` with a fresh cache folder (or, with "baseline", only the
-#: imports the command makes before it reads a file); prints the process's peak RSS in KiB, last line
+#: imports the command makes before it reads a file); prints the process's peak RSS in KiB, last line (VmHWM: the
+#: ru_maxrss of a forked child starts at its parent's peak, which the bench's own process has raised by then)
 _MEMORY_FIGURE = r"""
 import resource, sys, tempfile
 mode, root, top = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -306,7 +308,11 @@ if mode == "check":
         print(f"tracemalloc: peak {peak / 2**20:.1f} MiB; held at the end, largest sites:", file=sys.stderr)
         for stat in stats[:top]:
             print(f"  {stat.size / 2**20:7.1f} MiB {stat.count:8d} blocks  {stat.traceback[0]}", file=sys.stderr)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+try:  # this process's own peak (ru_maxrss also counts the peak of the process that forked it, on Linux)
+    with open("/proc/self/status") as fh:
+        print(next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")))
+except (OSError, StopIteration):
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
 
