@@ -13,12 +13,19 @@ Prints:
      machine whose cores are busy with other work the wall-clock ratio says little: the CPU seconds
      and the load average are printed with it.
 
-  5. (``--only-cache``) ``check -j 1`` of every file, cold and warm cache, and the warm cache's load alone
+  5. peak memory of ``inplace-lint check -j 1`` with a cold cache, in MB per 1,000 lines (target <= 1):
+     the peak resident set (``VmHWM``; ``ru_maxrss`` without /proc) of a child process that runs the
+     command, minus that of a child that imports the same modules and does nothing (the interpreter and our
+     code are not the cost of the lines). RSS, not tracemalloc: it also counts what the C parser allocates
+     for the trees, and it does not slow the run; ``--only-memory --top N`` adds tracemalloc's N largest
+     allocation sites (slow).
+  6. (``--only-cache``) ``check -j 1`` of every file, cold and warm cache, and the warm cache's load alone
      (:func:`inplace_lint.workspace.load_project` in a process that has read nothing yet), vs ``ast.parse``
      of the same files (warm target <= 0.5); with ``--baseline CHECKOUT`` the same figures of another
      checkout's code (main's), measured in separate processes that alternate with this checkout's.
 
-Usage: python benchmarks/bench_check.py [PATH] [--repeat N] [--only-jobs] [--only-cache [--baseline CHECKOUT]]
+Usage: python benchmarks/bench_check.py [PATH] [--repeat N] [--only-jobs] [--only-memory [--top N]]
+       [--only-cache [--baseline CHECKOUT]]
 Each figure is the median of N runs (default 3); flake8 runs with -j1 so the
 ratio is not blurred by process-pool start-up, alone and with the plugin in
 alternating pairs (the ratio is the median of the pairs' ratios, in CPU time
@@ -72,6 +79,8 @@ def main():
     parser.add_argument("--only-jobs", action="store_true", help="only figure 4 (check -j 2 vs -j 1)")
     parser.add_argument("--only-cache", action="store_true",
                         help="only figure 5 (cold and warm check -j 1 and the cache's load vs ast.parse)")
+    parser.add_argument("--only-memory", action="store_true", help="only figure 5 (peak memory of check -j 1, cold)")
+    parser.add_argument("--top", type=int, default=0, help="with --only-memory: tracemalloc's N largest sites")
     parser.add_argument("--baseline", metavar="CHECKOUT",
                         help="with --only-cache: also measure the inplace-lint code in CHECKOUT (e.g. main's) "
                              "in the same run, alternating with this one")
@@ -129,6 +138,9 @@ def main():
     if args.only_cache:
         _cache_figure(root, args.repeat, args.baseline)
         return
+    if args.only_memory:
+        _memory_figure(root, lines, args.top)
+        return
     # flake8 alone and with the plugin, in alternating pairs: a machine that slows down or speeds up
     # during the run moves both halves of a pair alike (one run after the other blurred the ratio by
     # +-5%); the plugin's own share is also timed inside the flake8 run, around its ``run``
@@ -185,6 +197,7 @@ def main():
     print(f"one file, warm cache (in process) {single_warm * 1000:7.1f} ms  (target <= 100 ms): {one_file}")
     print(f"inplace-lint fix --diff (alone)  {fix:8.3f} s   ratio {fix / single:.3f}  vs check alone (target <= 1.5)")
     _jobs_figure(root, args.repeat)
+    _memory_figure(root, lines)
 
 
 def _forget(projects) -> None:
@@ -281,6 +294,58 @@ def _cache_figure(root, repeat: int, baseline) -> None:
         for key in ("cold", "warm", "load"):
             pairs = statistics.median(m[key] / b[key] for m, b in zip(mine, base))
             print(f"{key}: this checkout / baseline = {pairs:.3f} (median of {len(mine)} alternating rounds)")
+
+
+#: figure 5, run in a child process: ``check -j 1`` with a fresh cache folder (or, with "baseline", only the
+#: imports the command makes before it reads a file); prints the process's peak RSS in KiB, last line (VmHWM: the
+#: ru_maxrss of a forked child starts at its parent's peak, which the bench's own process has raised by then)
+_MEMORY_FIGURE = r"""
+import resource, sys, tempfile
+mode, root, top = sys.argv[1], sys.argv[2], int(sys.argv[3])
+from inplace_lint.adapters import cli
+from inplace_lint import pipeline
+from inplace_lint.analysis import project, cache
+if mode == "check":
+    if top:
+        import tracemalloc
+        tracemalloc.start(8)
+    try:
+        cli.main(["check", "-q", "-j", "1", "--cache-dir", tempfile.mkdtemp(prefix="ipv-bench-mem-"), root])
+    except SystemExit:
+        pass
+    if top:
+        peak = tracemalloc.get_traced_memory()[1]
+        stats = tracemalloc.take_snapshot().statistics("lineno")
+        print(f"tracemalloc: peak {peak / 2**20:.1f} MiB; held at the end, largest sites:", file=sys.stderr)
+        for stat in stats[:top]:
+            print(f"  {stat.size / 2**20:7.1f} MiB {stat.count:8d} blocks  {stat.traceback[0]}", file=sys.stderr)
+try:  # this process's own peak (ru_maxrss also counts the peak of the process that forked it, on Linux)
+    with open("/proc/self/status") as fh:
+        print(next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")))
+except (OSError, StopIteration):
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def _memory_figure(root, lines: int, top: int = 0) -> None:
+    """Peak RSS of ``check -j 1`` (cold cache) in a child, minus a child that only imports: MB per 1,000 lines."""
+    import subprocess
+
+    here = str(pathlib.Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": here}
+    peaks = {}
+    for mode in ("baseline", "check"):
+        proc = subprocess.run([sys.executable, "-c", _MEMORY_FIGURE, mode, str(root), str(top)], capture_output=True,
+                              text=True, env=env)
+        if proc.returncode != 0:
+            sys.exit(f"memory figure ({mode}): {proc.stderr[-2000:]}")
+        if mode == "check" and top:
+            print(proc.stderr.rstrip())
+        peaks[mode] = int(proc.stdout.strip().splitlines()[-1]) / 1024  # KiB on Linux
+    used = peaks["check"] - peaks["baseline"]
+    print(f"peak memory, check -j 1 cold     {used:8.1f} MB   {used / (lines / 1000):.3f} MB per 1,000 lines "
+          f"(target <= 1; peak RSS {peaks['check']:.1f} MB minus {peaks['baseline']:.1f} MB of a process that "
+          f"only imports)")
 
 
 def _check_command(root, jobs: int):

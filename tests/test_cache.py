@@ -17,7 +17,7 @@ import pytest
 
 from inplace_lint import workspace
 from inplace_lint.adapters.cli import main
-from inplace_lint.analysis import cache
+from inplace_lint.analysis import cache, codec
 from inplace_lint.analysis.resolve import find_root
 from inplace_lint.config import DEFAULT_SETTINGS
 
@@ -169,10 +169,10 @@ def test_hostile_json_is_ignored_and_rebuilt(tmp_path, capsys):
         "not a cache object of this version; rebuilt"] * 5
     notes = _plant_and_check(project, capsys, lambda path, data: _resign(b"[" * 100000), expected)
     assert len(notes) == 6 and all(r.startswith("not JSON") for r in reasons(notes))
-    now, before = cache.FORMAT, cache.FORMAT - 1
-    notes = _plant_and_check(project, capsys, lambda path, data: data.replace(f"cache {now} ".encode(),
-                                                                              f"cache {before} ".encode(), 1), expected)
-    assert reasons(notes) == [f"format {before}, not {now}; rebuilt"] * 6
+    older = cache.FORMAT - 1
+    notes = _plant_and_check(project, capsys, lambda path, data: data.replace(
+        f"cache {cache.FORMAT} ".encode(), f"cache {older} ".encode(), 1), expected)
+    assert reasons(notes) == [f"format {older}, not {cache.FORMAT}; rebuilt"] * 6
     assert not marker.exists()
 
 
@@ -195,7 +195,9 @@ def test_another_users_cache_is_foreign(tmp_path, capsys, monkeypatch):
 def _normal(value):
     """A value compared field by field, fields left out of ``==`` included, sets in a fixed order."""
     if dataclasses.is_dataclass(value):
-        return (type(value).__name__,) + tuple(_normal(getattr(value, f.name)) for f in dataclasses.fields(value))
+        # the dataclass itself (a result read from the cache is a FileResult subclass: codec.CachedResult)
+        kind = next(c for c in type(value).__mro__ if "__dataclass_fields__" in vars(c))
+        return (kind.__name__,) + tuple(_normal(getattr(value, f.name)) for f in dataclasses.fields(value))
     if isinstance(value, (set, frozenset)):
         return ("set",) + tuple(sorted(repr(_normal(v)) for v in value))
     if isinstance(value, dict):
@@ -216,11 +218,11 @@ def test_every_result_decodes_to_what_was_encoded(tmp_path, name):
     assert project.results
     kinds = set()
     for path, result in project.results.items():
-        encoded = json.loads(json.dumps(cache.encode_result(result, str(find_root(path)))))
-        decoded = cache.decode_result(encoded, path, str(find_root(path)))
+        encoded = json.loads(json.dumps(codec.encode_result(result, str(find_root(path)))))
+        decoded = codec.decode_result(encoded, path, str(find_root(path)))
         assert _normal(decoded) == _normal(result), path
         assert [f.digest() for f in decoded.functions.values()] == [f.digest() for f in result.functions.values()]
-        moved = cache.decode_result(encoded, path.replace(str(tmp_path / "a"), "/elsewhere"), "/elsewhere")
+        moved = codec.decode_result(encoded, path.replace(str(tmp_path / "a"), "/elsewhere"), "/elsewhere")
         assert str(tmp_path) not in repr(moved)
         kinds.update(type(v).__name__ for r in [decoded] for v in [*r.functions.values(), *r.calls, *r.findings])
         kinds.update(type(w).__name__ for s in decoded.functions.values() for w in s.writes)
@@ -428,4 +430,30 @@ def test_a_fifo_or_a_link_where_the_cache_goes(tmp_path, capsys):
 def test_the_codec_knows_every_field_of_the_value_types():
     """A field added to a stored value type (on another branch) turns the cache off until the codec
     (encode_result, decode_result, rebase) stores it; this test says so first."""
-    assert cache.CODEC_MATCHES, {t.__name__: [f.name for f in dataclasses.fields(t)] for t in cache._SHAPES}
+    assert codec.CODEC_MATCHES, {t.__name__: [f.name for f in dataclasses.fields(t)] for t in codec._SHAPES}
+
+
+def test_parts_read_late_are_type_checked_then_and_pickle_plain(tmp_path):
+    """The index, findings and deps of a cached result stay JSON text until read (a one-file check reads
+    none but its own findings); read, they are checked as the rest: a wrong type raises BadCache, never
+    reaches the analysis. A pickled or copied result is a plain FileResult with every part decoded."""
+    import copy
+    import pickle
+
+    from inplace_lint.analysis.summaries import FileResult, ModuleIndex
+
+    root = _copy("rlpkg", tmp_path / "a")
+    project = workspace.load_project(str(next(root.rglob("*.py"))), DEFAULT_SETTINGS, workspace.ProjectMode(True, False))
+    path, result = next((p, r) for p, r in project.results.items() if r.findings)
+    encoded = json.loads(json.dumps(codec.encode_result(result, str(root))))
+    decoded = codec.decode_result(encoded, path, str(root))
+    assert set(decoded.__dict__["_pending"]) == {"findings", "deps"} and "_pending" in decoded.index.__dict__
+    for plain in (pickle.loads(pickle.dumps(decoded)), copy.deepcopy(decoded)):
+        assert type(plain) is FileResult and type(plain.index) is ModuleIndex
+        assert _normal(plain) == _normal(result)
+    for part, bad in ((3, '{"module": 1}'), (6, '[["not a finding"]]'), (8, '{"a": 1}')):
+        wrong = list(encoded)
+        wrong[part] = bad
+        late = codec.decode_result(wrong, path, str(root))  # the parts read late are not read yet
+        with pytest.raises(codec.BadCache):
+            (late.index.module, late.findings, late.deps)

@@ -262,7 +262,7 @@ def test_runtime_module_finds_dtensor_in_the_old_module():
     code = ("import sys, torch, torch.distributed._tensor as old\n"
             "sys.modules['torch.distributed.tensor'] = None\n"
             "import inplace_lint.runtime as rt\n"
-            "assert rt.DTensor is old.DTensor and rt._dtensor_types()[0] is old.DTensor\nprint('ok')\n")
+            "assert rt.DTensor is old.DTensor and rt.dtensor.dtensor_types()[0] is old.DTensor\nprint('ok')\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert run.stdout == "ok\n", run.stderr

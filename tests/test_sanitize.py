@@ -324,9 +324,9 @@ def test_backward_errors_unchanged_and_legal_gradients_equal():
 
 
 def test_keeps_no_tensor_alive():
-    from inplace_lint.sanitize import _core
+    from inplace_lint.sanitize import tracking
 
-    saved_before = dict(_core._SAVED)
+    saved_before = dict(tracking.SAVED)
     model = TinyLM()
     s = sanitize()
     with s:
@@ -341,7 +341,7 @@ def test_keeps_no_tensor_alive():
     assert {f.code for f in s.findings} == {"IPV001", "IPV006"}
     gc.collect()
     assert [r() for r in refs] == [None, None, None] and out_ref() is None
-    assert _core._SAVED == saved_before and s._outputs == {}  # the graph is gone: so are its records
+    assert tracking.SAVED == saved_before and s._outputs == {}  # the graph is gone: so are its records
 
 
 def test_torch_func_needs_saved_tensors_off_and_disabled_hooks_are_respected():

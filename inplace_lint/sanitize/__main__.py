@@ -43,7 +43,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         print(f"python -m inplace_lint.sanitize: error: no such file: {args.script}", file=sys.stderr)
         sys.exit(2)
 
-    from ._core import Sanitizer
+    from .sanitizer import Sanitizer
 
     sanitizer = Sanitizer(raise_on_finding=args.raise_on_finding, saved_tensors=args.saved_tensors)
     sys.argv = [args.script] + list(args.args)

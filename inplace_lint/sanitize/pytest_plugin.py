@@ -35,7 +35,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 class _SanitizePlugin:
     def __init__(self, config: pytest.Config):
-        from ._core import Sanitizer
+        from .sanitizer import Sanitizer
 
         self.config = config
         self.sanitizer = Sanitizer(raise_on_finding=config.getoption("inplace_sanitize_raise"),
