@@ -191,7 +191,7 @@ class Fix:
     message: str
     reason: str = ""
     #: the text edits that apply this fix, in source order, non-overlapping; filled once per file by
-    #: the codemod (:mod:`inplace_lint.fix.codemod`); every surface reads these, none re-derives them
+    #: the codemod (:mod:`inplace_lint.fix.attach`); every surface reads these, none re-derives them
     edits: Tuple[Edit, ...] = ()
     #: the write is the temperature idiom: the runtime style calls ``scale_logits`` (None: it is not)
     scaling: Optional[Scaling] = None

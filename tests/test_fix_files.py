@@ -7,7 +7,7 @@ import sys
 
 
 from inplace_lint.adapters.cli import main
-from inplace_lint.fix.codemod import fix_file
+from inplace_lint.fixing import fix_file
 
 BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)  # scale\n    return x\n"
 #: the default style, inline; no torch floor stated, so DTensor's import is guarded for torch < 2.5

@@ -17,8 +17,9 @@ import pytest
 
 from inplace_lint.config import DEFAULT_SETTINGS
 from inplace_lint.findings import Applicability
-from inplace_lint.fix import codemod
-from inplace_lint.fix.codemod import apply_edits, fix_code
+from inplace_lint.fix import attach
+from inplace_lint.fix.edits import apply_edits
+from inplace_lint.fixing import fix_code
 from inplace_lint.pipeline import check_source
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -147,7 +148,7 @@ def test_text_path_writes_what_libcst_writes(form, suite, monkeypatch):
     for style, memory_aware in STYLES:
         fast = check_source(source, "m.py", DEFAULT_SETTINGS, fix_style=style, memory_aware=memory_aware).findings
         with monkeypatch.context() as patch:
-            patch.setattr(codemod, "_fast", lambda *args: False)
+            patch.setattr(attach, "print_text", lambda *args: False)
             slow = check_source(source, "m.py", DEFAULT_SETTINGS, fix_style=style, memory_aware=memory_aware).findings
         assert [f.fix and f.fix.edits for f in fast] == [f.fix and f.fix.edits for f in slow], style
 
@@ -162,7 +163,7 @@ def test_text_path_operands(operand, style, memory_aware, monkeypatch):
               f"    x = model(h).logits.squeeze(0)\n    x.mul_({operand})\n    return x\n")
     fast = check_source(source, "m.py", DEFAULT_SETTINGS, fix_style=style, memory_aware=memory_aware).findings
     with monkeypatch.context() as patch:
-        patch.setattr(codemod, "_fast", lambda *args: False)
+        patch.setattr(attach, "print_text", lambda *args: False)
         slow = check_source(source, "m.py", DEFAULT_SETTINGS, fix_style=style, memory_aware=memory_aware).findings
     assert [f.fix and f.fix.edits for f in fast] == [f.fix and f.fix.edits for f in slow]
 

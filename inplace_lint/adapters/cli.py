@@ -407,7 +407,7 @@ def _add_noqa(args: argparse.Namespace, opts: Options, files: List[str]) -> int:
     import io
     import tokenize
 
-    from ..fix.codemod import atomic_write
+    from ..fixing import atomic_write
     from ..source.noqa import add_noqa
 
     if STDIN in args.paths:
@@ -472,7 +472,7 @@ class FixJob:
     memory_aware: bool = False
 
     def __call__(self, path: str):
-        from ..fix.codemod import fix_file
+        from ..fixing import fix_file
 
         ignore = list(self.opts.ignore) + config.per_file_ignored(
             path, list(self.opts.per_file_ignores), self.opts.config_dir)
@@ -486,7 +486,7 @@ def _fix_stdin(args: argparse.Namespace, opts: Options) -> int:
     or with ``--diff`` the diff; findings left and errors on stderr. Exit codes as for files."""
     import difflib
 
-    from ..fix.codemod import fix_code
+    from ..fixing import fix_code
 
     name = args.stdin_filename or STDIN
     raw = sys.stdin.buffer.read()
@@ -558,7 +558,7 @@ def _fix_report(args: argparse.Namespace, opts: Options, outcomes, results) -> i
         if r.error:
             print(f"{r.path}: {r.error}; skipped", file=sys.stderr)
         if args.diff and r.new_source is not None:
-            from ..fix.codemod import unified_diff
+            from ..fix.edits import unified_diff
 
             diff = unified_diff(r.path, r.old_source, r.edits)
             sys.stdout.writelines(diff if diff is not None else difflib.unified_diff(

@@ -1,5 +1,5 @@
 """``python -m libcst.tool codemod -x inplace_lint.fix.codemod.InplaceToOutOfPlace PATH``: the same
-edits as ``inplace-lint fix``, as a libcst codemod command."""
+edits as ``inplace-lint fix``, as a libcst codemod command (an adapter: nothing in :mod:`inplace_lint.fix` imports it)."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +11,8 @@ from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 
 from .. import config
 from ..config import Settings
-from .codemod import STYLES, FixResult, fix_code
+from ..fixing import FixResult, fix_code
+from .attach import STYLES
 
 
 class InplaceToOutOfPlace(VisitorBasedCodemodCommand):

@@ -1,7 +1,7 @@
-"""The libcst half of the codemod: rewrite the statements that carry fixes (see :mod:`.codemod`).
+"""The libcst printer: rewrite the statements that carry fixes where the text printer does not cover them.
 
-Imported only when a file has a fix the text path of :func:`inplace_lint.fix.codemod.attach_edits`
-does not cover (libcst's native parser costs a noticeable start-up time).
+Imported only when a file has a fix :mod:`.text_printer` does not cover (libcst's native parser costs a
+noticeable start-up time); see :mod:`.attach`.
 """
 from __future__ import annotations
 
@@ -11,18 +11,19 @@ import libcst as cst
 
 from ..torch_facts import ops
 from ..findings import Finding, FixKind, WriteKind
-from .codemod import (DTENSOR_MODULE, RUNTIME_MODULE, _Group, _ImportNames, _module_names, _terminated, guard_condition,
-                      scale_call)
+from .forms import guard_condition, scale_call
+from .imports import DTENSOR_MODULE, RUNTIME_MODULE, ImportNames, module_names
+from .statements import Group, terminated
 
 
-def render(groups: List[_Group], newline: str, unit: str, style: str, memory_aware: bool,
-           names: _ImportNames) -> None:
+def render(groups: List[Group], newline: str, unit: str, style: str, memory_aware: bool,
+           names: ImportNames) -> None:
     """Parse every group's statement (one libcst module for all indented ones), rewrite, and store
     each group's rebuilt lines in ``group.text``."""
     wrapped = [g for g in groups if g.indent]
     alone = [g for g in groups if not g.indent]
     if wrapped:
-        code = "".join(f"if True:{newline}{g.indent}{_terminated(g.snippet, newline)}" for g in wrapped)
+        code = "".join(f"if True:{newline}{g.indent}{terminated(g.snippet, newline)}" for g in wrapped)
         try:
             module = cst.parse_module(code)
             if len(module.body) != len(wrapped):
@@ -35,7 +36,7 @@ def render(groups: List[_Group], newline: str, unit: str, style: str, memory_awa
     for group in alone:
         prefix = f"if True:{newline}" if group.indent else ""
         try:
-            module = cst.parse_module(prefix + group.indent + _terminated(group.snippet, newline))
+            module = cst.parse_module(prefix + group.indent + terminated(group.snippet, newline))
             _rewrite(module, [group], newline, unit, style, memory_aware, names, wrapper=bool(group.indent))
         except (cst.ParserSyntaxError, RecursionError):
             # never reached for a statement within fixplan.MAX_REWRITE_DEPTH (the fix is withdrawn before
@@ -43,8 +44,8 @@ def render(groups: List[_Group], newline: str, unit: str, style: str, memory_awa
             group.text, group.done = None, set()
 
 
-def _rewrite(module: cst.Module, groups: List[_Group], newline: str, unit: str, style: str,
-             memory_aware: bool, names: _ImportNames, wrapper: bool) -> None:
+def _rewrite(module: cst.Module, groups: List[Group], newline: str, unit: str, style: str,
+             memory_aware: bool, names: ImportNames, wrapper: bool) -> None:
     if wrapper:  # a block whose indentation equals the parsed default has indent None: pin it
         module = module.with_changes(body=[
             w.with_changes(body=w.body.with_changes(indent=module.default_indent if w.body.indent is None
@@ -75,7 +76,7 @@ def _is_literal(node: cst.BaseExpression) -> bool:
 
 def _constant(node: cst.BaseExpression) -> bool:
     """A literal, ``...`` or a unary operator on a literal (``-1``): never a tensor, never held
-    (:func:`inplace_lint.fix.codemod._ast_constant` on ``ast``)."""
+    (:func:`inplace_lint.fix.text_printer._ast_constant` on ``ast``)."""
     return _is_literal(node) or isinstance(node, cst.Ellipsis) or (
         isinstance(node, cst.UnaryOperation) and _is_literal(node.expression))
 
@@ -141,22 +142,22 @@ class _Rewriter(cst.CSTTransformer):
     """Rewrites the planned writes of each group; the original argument nodes (with their comments
     and line breaks) are reused, never re-typed."""
 
-    def __init__(self, module: cst.Module, groups: List[_Group], style: str, memory_aware: bool,
-                 names: _ImportNames, wrapper: bool) -> None:
+    def __init__(self, module: cst.Module, groups: List[Group], style: str, memory_aware: bool,
+                 names: ImportNames, wrapper: bool) -> None:
         super().__init__()
         self.module = module
         self.style = style
         self.memory_aware = memory_aware
         self.names = names
-        self.by_node: Dict[int, _Group] = {}
+        self.by_node: Dict[int, Group] = {}
         top = module.body
         for group, node in zip(groups, top):
             self.by_node[id(node)] = group
         self.wrapper = wrapper
-        self.group: Optional[_Group] = groups[0] if not wrapper and groups else None
+        self.group: Optional[Group] = groups[0] if not wrapper and groups else None
         self.finding: Optional[Finding] = None
         self._hoisted: List[Tuple[bool, List[cst.BaseStatement]]] = []
-        self._modules = _module_names(names.tree)
+        self._modules = module_names(names.tree)
 
     # ---- helpers
 
@@ -189,7 +190,7 @@ class _Rewriter(cst.CSTTransformer):
 
     def guard(self, name: str, operands: Sequence[cst.BaseExpression] = ()) -> List[cst.BaseStatement]:
         """The DTensor guard: gather the target before a mixed op, deciding on the operands at run time
-        (:func:`inplace_lint.fix.codemod.guard_condition`); none when every operand is a literal or the
+        (:func:`inplace_lint.fix.forms.guard_condition`); none when every operand is a literal or the
         target itself (the op works on a DTensor as it is), or when the project's torch has no DTensor."""
         if self.names.dtensor_form == "none" and self.style != "runtime":
             return []
