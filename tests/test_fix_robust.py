@@ -123,7 +123,7 @@ def test_a_fix_at_the_limit_is_written_from_a_deep_stack():
 
 def test_the_rewriter_failing_costs_the_fix_not_the_file(monkeypatch):
     """Past the analysis's limit (here lifted), libcst's RecursionError drops the fix; nothing crashes."""
-    monkeypatch.setattr(fixplan, "MAX_REWRITE_DEPTH", 10_000)
+    monkeypatch.setattr(fixplan.recipe, "MAX_REWRITE_DEPTH", 10_000)
     [finding] = check_source(DEEP, "m.py", DEFAULT_SETTINGS, fix_style="runtime").findings
     assert finding.fix is None
     assert fix_code(DEEP).new_source is None
