@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 
 from ..torch_facts import ops
-from ..findings import Finding, FixKind, WriteKind
+from ..findings import Finding, FixKind, RewriteForm, WriteKind
 from .forms import guard_condition, scale_call
 from .imports import DTENSOR_MODULE, RUNTIME_MODULE, ImportNames, module_names
 from .statements import Group, terminated
@@ -246,7 +246,7 @@ class _Rewriter(cst.CSTTransformer):
             args = [a.with_changes(value=v) for a, v in zip(args, operands)]
         needs_guard = any(not _constant(a) for a in operands)
         guard = held + (self.guard(name, operands) if needs_guard else [])
-        if method not in ops.OUT_OF_PLACE_TWINS and original is not None:
+        if self.finding.fix.recipe.form is RewriteForm.CLONE_FIRST and original is not None:
             if held:  # the original statement, with its operands read from the temporaries
                 call = original.body[0].value if isinstance(original.body[0], cst.Expr) else None
                 if not isinstance(call, cst.Call):
@@ -267,21 +267,21 @@ class _Rewriter(cst.CSTTransformer):
         ``original`` is the whole statement (None when the write is used as a value)."""
         self.finding = finding
         name = finding.target
-        kind = finding.write_kind
-        if self.style == "runtime" and finding.fix.scaling is not None and original is not None:
+        recipe = finding.fix.recipe
+        form = recipe.form
+        if self.style == "runtime" and recipe.scaling is not None and original is not None:
             # the temperature idiom (planned by the analysis): the corrected scaling routine
             call = scale_call(self.use(RUNTIME_MODULE, "scale_logits"), name, finding.fix, self.memory_aware,
                               self.group.scalings[id(finding)])
             return [_assign(name, cst.parse_expression(call))]
-        if kind is WriteKind.METHOD and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        if recipe.method and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             args = list(node.args)
             if self._is_unbound_method(node):  # torch.Tensor.div_(x, t)
                 args = args[1:]
-            return self.method_statements(name, node.func.attr.value, node, args, original)
-        if kind is WriteKind.AUGMENTED and isinstance(node, cst.AugAssign):
-            method = ops.AUGMENTED_INPLACE[self.code(node.operator).strip()]
-            return self.method_statements(name, method, None, [cst.Arg(node.value)], original)
-        if kind is WriteKind.SUBSCRIPT and original is not None:
+            return self.method_statements(name, recipe.method, node, args, original)
+        if recipe.method and isinstance(node, cst.AugAssign):
+            return self.method_statements(name, recipe.method, None, [cst.Arg(node.value)], original)
+        if form is RewriteForm.CLONE_FIRST and not recipe.method and original is not None:  # item assignment
             operands: List[cst.BaseExpression] = []
             held: List[cst.BaseStatement] = []
             small = original.body[0] if isinstance(original, cst.SimpleStatementLine) else None
@@ -307,11 +307,11 @@ class _Rewriter(cst.CSTTransformer):
                     original = original.with_changes(body=[small])
             return held + self.guard(name, operands) + [
                 cst.parse_statement(f"{name} = {name}.clone()\n", config=self.module.config_for_parsing), original]
-        if kind is WriteKind.FUNCTION and isinstance(node, cst.Call) and node.args:
+        if form is RewriteForm.FUNCTION_ON_COPY and isinstance(node, cst.Call) and node.args:
             # torch.relu_(x) -> torch.relu_(x.clone()): the same function on a copy
             first = node.args[0].with_changes(value=_clone(name))
             return [_assign(name, node.with_changes(args=[first] + list(node.args[1:])))]
-        if kind is WriteKind.INPLACE_KWARG and isinstance(node, cst.Call):
+        if form is RewriteForm.DROP_INPLACE_FLAG and isinstance(node, cst.Call):
             func_name = node.func.attr.value if isinstance(node.func, cst.Attribute) else getattr(node.func, "value", "")
             where = ops.inplace_argument(func_name, sum(1 for a in node.args if a.keyword is None and not a.star),
                                          [a.keyword.value for a in node.args if a.keyword is not None])
@@ -320,7 +320,7 @@ class _Rewriter(cst.CSTTransformer):
             index = where if isinstance(where, int) else next(
                 i for i, a in enumerate(node.args) if a.keyword is not None and a.keyword.value == "inplace")
             return [_assign(name, node.with_changes(args=_without(node.args, index)))]
-        if kind is WriteKind.OUT_KWARG and isinstance(node, cst.Call):
+        if form is RewriteForm.FRESH_OUT and isinstance(node, cst.Call):
             index = next((i for i, a in enumerate(node.args) if a.keyword is not None and a.keyword.value == "out"), None)
             if index is None:
                 return None

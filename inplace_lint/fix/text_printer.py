@@ -8,7 +8,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from .. import textpos
 from ..torch_facts import ops
-from ..findings import FixKind, WriteKind
+from ..findings import FixKind, RewriteForm, WriteKind
 from .forms import guard_condition, scale_call
 from .imports import DTENSOR_MODULE, RUNTIME_MODULE, ImportNames
 from .statements import Group
@@ -16,15 +16,17 @@ from .statements import Group
 
 def print_text(group: Group, lines: List[str], newline: str, style: str, memory_aware: bool, unit: str,
           names: "ImportNames") -> bool:
-    """The rewrite of a one-line ``x.op_(args)`` / ``x op= v`` statement (alone on its line or in a
-    one-line suite), written from its text without libcst: byte for byte what :mod:`.render` writes
-    (a test compares the two over the generated family). Returns False, leaving the group to libcst,
-    for any other shape."""
+    """The group's one finding's :class:`~inplace_lint.findings.Recipe` printed for a one-line ``x.op_(args)`` /
+    ``x op= v`` statement (alone on its line or in a one-line suite), from its text without libcst: byte for
+    byte what :mod:`.cst_printer` writes (a test compares the two over the generated family). Returns False,
+    leaving the group to libcst, for any other shape."""
     if group.first != group.last or len(group.findings) != 1:
         return False
     finding = group.findings[0]
     stmt = group.stmt
-    if finding.fix.kind is not FixKind.STATEMENT:
+    recipe = finding.fix.recipe
+    method = recipe.method
+    if recipe.kind is not FixKind.STATEMENT or not method:
         return False
     line = textpos.line_text(lines, group.first)
     start = textpos.char_column(line, stmt.col_offset)
@@ -37,10 +39,10 @@ def print_text(group: Group, lines: List[str], newline: str, style: str, memory_
         func = stmt.value.func
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == name):
             return False
-        head = f"{name}.{func.attr}("
+        head = f"{name}.{method}("
         if not (text.startswith(head) and text.endswith(")")):
             return False
-        method, args = func.attr, text[len(head):-1]
+        args = text[len(head):-1]
         if args != args.strip() or (memory_aware and args.endswith(",")):
             return False
         operands = [a.value if isinstance(a, ast.Starred) else a for a in stmt.value.args] + \
@@ -49,9 +51,8 @@ def print_text(group: Group, lines: List[str], newline: str, style: str, memory_
     elif finding.write_kind is WriteKind.AUGMENTED and isinstance(stmt, ast.AugAssign) and \
             isinstance(stmt.target, ast.Name) and stmt.target.id == name:
         symbol = ops.AST_AUGMENTED.get(type(stmt.op).__name__)
-        method = ops.AUGMENTED_INPLACE.get(symbol or "")
         rest = text[len(name):].lstrip()
-        if method is None or not rest.startswith(symbol):
+        if symbol is None or not rest.startswith(symbol):
             return False
         args = rest[len(symbol):].strip()
         operands = [stmt.value]
@@ -59,7 +60,7 @@ def print_text(group: Group, lines: List[str], newline: str, style: str, memory_
         return False
     indent = group.indent
     out: List[str] = []
-    if style == "runtime" and finding.fix.scaling is not None:
+    if style == "runtime" and recipe.scaling is not None:
         local, _ = names.get(RUNTIME_MODULE, "scale_logits")
         call = scale_call(local, name, finding.fix, memory_aware, group.scalings[id(finding)])
         out.append(f"{indent}{name} = {call}{tail}")
@@ -81,7 +82,7 @@ def print_text(group: Group, lines: List[str], newline: str, style: str, memory_
             out += [f"{indent}{temp} = {value}{newline}" for temp, value in temps]
             held_names = iter(temp for temp, _ in temps)  # the operands, in order, as the guard sees them
             loose = [o if isinstance(o, ast.Name) else ast.Name(id=next(held_names), ctx=ast.Load()) for o in loose]
-            if method not in ops.OUT_OF_PLACE_TWINS:
+            if recipe.form is RewriteForm.CLONE_FIRST:
                 text = f"{name}.{method}({args})"
         bare = [o.id for o in loose if o.id != name] if names.dtensor_form != "none" else []
         if bare:
@@ -89,7 +90,7 @@ def print_text(group: Group, lines: List[str], newline: str, style: str, memory_
             condition = guard_condition(name, dt, [], list(dict.fromkeys(bare)))
             out += [f"{indent}if {condition}:{newline}", f"{indent}{unit}{name} = {name}.full_tensor(){newline}"]
             group.imports[id(finding)] = {(DTENSOR_MODULE, "DTensor")}
-        if method not in ops.OUT_OF_PLACE_TWINS:
+        if recipe.form is RewriteForm.CLONE_FIRST:
             out += [f"{indent}{name} = {name}.clone(){newline}", f"{indent}{text}{tail}"]
         else:
             out.append(f"{indent}{name} = {name}.clone().{method}({args}){tail}")

@@ -8,7 +8,7 @@ import bisect
 import dataclasses
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
-from ...findings import Applicability, Finding, Fix, FixKind, Origin, WriteKind
+from ...findings import Applicability, Finding, Fix, FixKind, Origin, Recipe, RewriteForm, Scaling, WriteKind
 from ...torch_facts import ops
 from ..astutil import last_name
 from .facts import (HOIST_STATEMENTS, NO_HOIST_PARENTS, SIDE_EFFECTS, FunctionFacts, alias_closure, count_name,
@@ -126,12 +126,32 @@ def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast
         applicable, reason = Applicability.UNSAFE, f"`{name}` holds {held}"
     if fkind is FixKind.HOIST and _reads_watched_outside(facts, stmt, node, name, origins, aliases):
         return None  # another alias or the base is read in the same statement: moving the write reorders it
-    if kind is WriteKind.SUBSCRIPT or (kind is WriteKind.METHOD and op_name not in ops.OUT_OF_PLACE_TWINS):
+    scale = scaling(facts, kind, node, stmt, name) if fkind is FixKind.STATEMENT else None
+    how = recipe(kind, fkind, op_name, scale)
+    if how.form is RewriteForm.CLONE_FIRST or (how.method and how.method not in ops.OUT_OF_PLACE_TWINS):
         message = f"clone `{name}` first, then write the copy"
     else:
         message = f"rebind `{name}` to the out-of-place result"
-    scale = scaling(facts, kind, node, stmt, name) if fkind is FixKind.STATEMENT else None
-    return Fix(applicable, fkind, message, reason, scaling=scale)
+    return Fix(applicable, how, message, reason)
+
+
+def recipe(kind: WriteKind, fkind: FixKind, op_name: Optional[str], scale: Optional[Scaling] = None) -> Recipe:
+    """How a write of ``kind`` (in-place method ``op_name``) admitting rewrite ``fkind`` is written: the one
+    decision the printers of :mod:`inplace_lint.fix` print. A method with an out-of-place twin
+    (:data:`inplace_lint.torch_facts.ops.OUT_OF_PLACE_TWINS`) runs on a copy, one without it is cloned
+    first (hoisted, it runs on a copy: it returns the copy); item assignment is cloned first."""
+    method = (op_name or "") if kind in (WriteKind.METHOD, WriteKind.AUGMENTED) else ""
+    if kind is WriteKind.SUBSCRIPT or (method and method not in ops.OUT_OF_PLACE_TWINS and fkind is FixKind.STATEMENT):
+        form = RewriteForm.CLONE_FIRST
+    elif method:
+        form = RewriteForm.ON_COPY
+    else:
+        form = _FORMS[kind]
+    return Recipe(fkind, form, method, scale)
+
+
+_FORMS = {WriteKind.FUNCTION: RewriteForm.FUNCTION_ON_COPY, WriteKind.INPLACE_KWARG: RewriteForm.DROP_INPLACE_FLAG,
+          WriteKind.OUT_KWARG: RewriteForm.FRESH_OUT}
 
 
 #: the deepest simple statement (in ``ast`` levels, the statement itself being 1) whose fix is written.
