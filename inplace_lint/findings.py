@@ -282,7 +282,8 @@ class Finding:
     #: LSP relatedInformation, JSON and the text output's note lines
     related: Tuple[Related, ...] = field(default=(), compare=False)
     #: why there is no fix, where that is worth telling the user (``fix`` is then None): the statement is
-    #: nested deeper than the rewriter takes (:func:`inplace_lint.analysis.fixplan.withdraw_unwritable`)
+    #: nested deeper than the rewriter takes, or the rewrite needs a name the module does not import
+    #: (:func:`inplace_lint.analysis.fixplan.withdraw_unwritable`)
     no_fix: str = field(default="", compare=False)
 
     @property

@@ -12,7 +12,8 @@ import libcst as cst
 from ..torch_facts import ops
 from ..findings import Finding, FixKind, RewriteForm, WriteKind
 from .forms import guard_condition, scale_call
-from .imports import DTENSOR_MODULE, RUNTIME_MODULE, ImportNames, module_names
+from ..analysis.fixplan.facts import module_names
+from .imports import DTENSOR_MODULE, RUNTIME_MODULE, ImportNames
 from .statements import Group, terminated
 
 
@@ -325,9 +326,8 @@ class _Rewriter(cst.CSTTransformer):
             if index is None:
                 return None
             # out= a fresh tensor like the target: the same dtype check and resize rules as the original
-            empty = cst.parse_expression(f"torch.empty_like({name})") if "torch" in self._modules else None
-            if empty is None:
-                return None
+            # (the plan withdrew the fix where the module does not import `torch`: fixplan.withdraw_unwritable)
+            empty = cst.parse_expression(f"torch.empty_like({name})")
             args = list(node.args)
             args[index] = args[index].with_changes(value=empty)
             return [_assign(name, node.with_changes(args=args))]

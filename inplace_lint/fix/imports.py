@@ -177,17 +177,6 @@ def _first_line(stmt: ast.stmt) -> int:
 
 
 
-def module_names(tree: ast.Module) -> Set[str]:
-    """Names bound by imports anywhere in the module (``torch``, ``F``, ``math``): never tensors."""
-    out: Set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            out.update((a.asname or a.name.split(".")[0]) for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            out.update((a.asname or a.name) for a in node.names if a.name[:1].islower() or a.name in ("F",))
-    return out
-
-
 def imports_runtime(source: str) -> bool:
     return re.search(rf"^\s*from\s+{re.escape(RUNTIME_MODULE)}\s+import\b", source, re.MULTILINE) is not None
 

@@ -373,3 +373,14 @@ def declarations(func: ast.AST) -> Tuple[FrozenSet[str], FrozenSet[str]]:
 
 #: a call under one of these runs again with the same names (once per element, or each time it is called)
 REPEATED = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)
+
+
+def module_names(tree: ast.Module) -> Set[str]:
+    """Names bound by imports anywhere in the module (``torch``, ``F``, ``math``), at the top level: never tensors."""
+    out: Set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            out.update((a.asname or a.name.split(".")[0]) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            out.update((a.asname or a.name) for a in node.names if a.name[:1].islower() or a.name in ("F",))
+    return out

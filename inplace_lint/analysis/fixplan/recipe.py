@@ -12,7 +12,7 @@ from ...findings import Applicability, Finding, Fix, FixKind, Origin, Recipe, Re
 from ...torch_facts import ops
 from ..astutil import last_name
 from .facts import (HOIST_STATEMENTS, NO_HOIST_PARENTS, SIDE_EFFECTS, FunctionFacts, alias_closure, count_name,
-                    loop_variable, root_base_name)
+                    loop_variable, module_names, root_base_name)
 from .safety import applicability, kept_reason
 from .scaling import scaling
 
@@ -164,14 +164,23 @@ _FORMS = {WriteKind.FUNCTION: RewriteForm.FUNCTION_ON_COPY, WriteKind.INPLACE_KW
 #: packages, verl 0.8.0), 31 are deeper, all generated tables (sympy, pip's idna data, pygls' types).
 MAX_REWRITE_DEPTH = 64
 
+#: why an ``out=`` write has no fix in a module that does not import ``torch`` (the rewrite names it)
+NO_TORCH = "the rewrite passes `out=torch.empty_like(...)`, and the module does not import `torch`"
+
+
 def withdraw_unwritable(tree: ast.Module, findings: Sequence[Finding]) -> List[Finding]:
     """``findings`` with the fix withdrawn (``fix`` None, ``no_fix`` saying why) where the simple statement
-    holding the write is nested deeper than :data:`MAX_REWRITE_DEPTH`.
+    holding the write is nested deeper than :data:`MAX_REWRITE_DEPTH`, or where the recipe needs a name the
+    module does not import (``out=torch.empty_like(x)`` without a top-level ``import torch``).
 
     The one place that decides whether the rewriter can write a planned fix: the pipeline calls it on
     every file's findings before any surface sees them, so ``check``'s ``[fix: ...]`` note, JSON, SARIF,
     ``fix`` and the language server's quick fixes agree (a fix is advertised exactly when it is applied).
     ``tree`` is ``ast.parse`` of the findings' file. Iterative (no recursion, whatever the nesting)."""
+    if any(f.fix is not None and f.fix.recipe.form is RewriteForm.FRESH_OUT for f in findings) \
+            and "torch" not in module_names(tree):
+        findings = [dataclasses.replace(f, fix=None, no_fix=NO_TORCH) if f.fix is not None
+                    and f.fix.recipe.form is RewriteForm.FRESH_OUT else f for f in findings]
     planned = sorted({(f.line, f.col) for f in findings if f.fix is not None})
     if not planned:
         return list(findings)
@@ -197,6 +206,7 @@ def withdraw_unwritable(tree: ast.Module, findings: Sequence[Finding]) -> List[F
     reason = f"the statement is nested more than {MAX_REWRITE_DEPTH} levels deep, too deep for the rewriter (libcst)"
     return [dataclasses.replace(f, fix=None, no_fix=reason) if f.fix is not None and (f.line, f.col) in deep else f
             for f in findings]
+
 
 def _deeper_than(node: ast.AST, limit: int) -> bool:
     """Whether ``node``'s subtree has more than ``limit`` levels (``node`` alone: 1)."""
