@@ -299,7 +299,7 @@ def test_one_default_style_everywhere():
     import yaml  # pre-commit's own dependency
 
     from inplace_lint.adapters.cli import build_parser
-    from inplace_lint.fix.libcst_command import InplaceToOutOfPlace
+    from inplace_lint.fix.codemod import InplaceToOutOfPlace
 
     assert config.FIX_STYLES[0] == "inline"
     hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}

@@ -6,6 +6,6 @@
 - :mod:`.statements`: the statements that carry fixes and the whole lines each rewrite replaces.
 - :mod:`.imports`: the names a rewrite uses and where their imports go.
 - :mod:`.edits`: edit algebra (apply, merge) and a unified diff from edits.
-- :mod:`.libcst_command` (and its public path :mod:`.codemod`): the libcst codemod command, an adapter
-  over :mod:`inplace_lint.fixing` that nothing here imports.
+- :mod:`.codemod`: the libcst codemod command (``python -m libcst.tool codemod``), an adapter over
+  :mod:`inplace_lint.fixing` that nothing here imports.
 """
