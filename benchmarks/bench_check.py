@@ -182,7 +182,7 @@ def main():
     findings = sum(len(r.findings) for r in check_all())
     single_warm = _median_time(one_warm, max(args.repeat, 5))
     state["mode"] = None
-    from inplace_lint.fix.codemod import fix_file
+    from inplace_lint.fixing import fix_file
 
     fix = _median_time(lambda: [fix_file(f, write=False) for f in files], args.repeat)
 

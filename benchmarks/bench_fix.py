@@ -100,7 +100,7 @@ def main():
         return
     from inplace_lint.adapters.reporters import write_json, write_text
     from inplace_lint.config import DEFAULT_SETTINGS
-    from inplace_lint.fix.codemod import fix_file
+    from inplace_lint.fixing import fix_file
     from inplace_lint.pipeline import check_file
 
     with tempfile.TemporaryDirectory() as tmp:

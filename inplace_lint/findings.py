@@ -182,23 +182,63 @@ class Scaling:
     trailing: bool
 
 
+class RewriteForm(enum.Enum):
+    """How a fix rewrites the write (the part of a :class:`Recipe` that no style changes)."""
+
+    #: run the in-place ``method`` on a copy: ``x = x.clone().div_(t)`` (runtime style: ``out_of_place``)
+    ON_COPY = "on a copy"
+    #: copy first, then the write as written: ``x = x.clone()`` and ``x[m] = v`` or ``x.fill_(v)`` (an op with
+    #: no out-of-place twin, item assignment; runtime style: ``out_of_place`` for a method)
+    CLONE_FIRST = "clone first"
+    #: the same function on a copy: ``x = torch.relu_(x.clone())``
+    FUNCTION_ON_COPY = "function on a copy"
+    #: the call without its ``inplace`` argument: ``x = F.relu(x)``
+    DROP_INPLACE_FLAG = "drop the inplace flag"
+    #: ``out=`` a fresh tensor like the target (the same dtype check and resize rules): ``out=torch.empty_like(x)``
+    FRESH_OUT = "fresh out"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a planned fix is written: decided once, by the analysis (:mod:`inplace_lint.analysis.fixplan.recipe`);
+    the two printers of :mod:`inplace_lint.fix` (text and libcst) only print it, in the style asked for.
+
+    ``kind``: a statement of its own or a write hoisted out of a larger statement; ``form``: the rewrite;
+    ``method``: the in-place method the rewrite runs (``div_`` for ``x /= t``), ``""`` for other writes;
+    ``scaling``: the write is the temperature idiom, which the runtime style writes as ``scale_logits``
+    (None: it is not). What the style adds is printed from these: the runtime call for a ``method``, the
+    DTensor guard on the operands (inline style), and the imports either needs."""
+
+    kind: FixKind
+    form: RewriteForm
+    method: str = ""
+    scaling: Optional[Scaling] = None
+
+
 @dataclass(frozen=True)
 class Fix:
-    """A planned rewrite of one finding; the engine decides it, the codemod only writes the syntax.
+    """A planned rewrite of one finding; the engine decides it (``recipe``), the codemod only writes the syntax.
 
     ``applicability`` is SAFE when nothing that could observe the mutation (the view's base,
     another alias, a caller) is read afterwards; ``reason`` says why it is UNSAFE.
     """
 
     applicability: Applicability
-    kind: FixKind
+    recipe: Recipe
     message: str
     reason: str = ""
     #: the text edits that apply this fix, in source order, non-overlapping; filled once per file by
-    #: the codemod (:mod:`inplace_lint.fix.codemod`); every surface reads these, none re-derives them
+    #: :func:`inplace_lint.fix.attach.attach_edits`; every surface reads these, none re-derives them
     edits: Tuple[Edit, ...] = ()
-    #: the write is the temperature idiom: the runtime style calls ``scale_logits`` (None: it is not)
-    scaling: Optional[Scaling] = None
+
+    @property
+    def kind(self) -> FixKind:
+        return self.recipe.kind
+
+    @property
+    def scaling(self) -> Optional[Scaling]:
+        """The write is the temperature idiom: the runtime style calls ``scale_logits`` (None: it is not)."""
+        return self.recipe.scaling
 
 
 @dataclass(frozen=True)
@@ -246,7 +286,8 @@ class Finding:
     #: LSP relatedInformation, JSON and the text output's note lines
     related: Tuple[Related, ...] = field(default=(), compare=False)
     #: why there is no fix, where that is worth telling the user (``fix`` is then None): the statement is
-    #: nested deeper than the rewriter takes (:func:`inplace_lint.analysis.fixplan.withdraw_unwritable`)
+    #: nested deeper than the rewriter takes, or the rewrite needs a name the module does not import
+    #: (:func:`inplace_lint.analysis.fixplan.withdraw_unwritable`)
     no_fix: str = field(default="", compare=False)
 
     @property

@@ -1,7 +1,7 @@
 """The target project's floor: the oldest Python and torch it says it runs on.
 
 A rewrite must run where the original ran (DESIGN.md, "Fix policy"), so the codemod writes nothing
-that the floor lacks (:mod:`inplace_lint.fix.codemod` decides the forms). This module only reads what
+that the floor lacks (:mod:`inplace_lint.fix.imports` decides the forms). This module only reads what
 the project states, never guesses:
 
 - Python: ``requires-python`` (``[project]`` in ``pyproject.toml``), ``python_requires`` (``setup.cfg``

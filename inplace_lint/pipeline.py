@@ -47,7 +47,7 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
     """Analyze ``source``; a file that does not parse gets ``error`` set and no findings.
 
     With ``fix_style`` (a name in ``config.FIX_STYLES``) each planned fix gets its edits in that
-    style, from one codemod pass over the file (:func:`inplace_lint.fix.codemod.attach_edits`); a plan
+    style, from one codemod pass over the file (:func:`inplace_lint.fix.attach.attach_edits`); a plan
     the codemod cannot write loses its fix. Without it (text output, flake8) libcst is never imported.
 
     ``project``: a :class:`~inplace_lint.workspace.ProjectMode`: analyse with the summaries of the rest of
@@ -92,7 +92,7 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
     result.findings = fixplan.withdraw_unwritable(tree, result.findings)
     if fix_style is not None and any(f.fix is not None for f in result.findings):
         from . import floor
-        from .fix.codemod import attach_edits
+        from .fix.attach import attach_edits
 
         stated = floor.for_path(path).override(*target)
         result.findings = attach_edits(source, tree, result.findings, fix_style, memory_aware, stated.torch)

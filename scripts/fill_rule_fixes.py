@@ -15,7 +15,7 @@ import textwrap
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from inplace_lint.fix.codemod import fix_code  # noqa: E402
+from inplace_lint.fixing import fix_code  # noqa: E402
 from inplace_lint.rules import RULES, _REGISTRY  # noqa: E402
 
 FIX = re.compile(r"( +)fix=(None|\"\"\"\n.*?\"\"\"),\n", re.S)

@@ -5,7 +5,7 @@ Review the diff before committing: the out files are the codemod's expected outp
 """
 import pathlib
 
-from inplace_lint.fix.codemod import fix_code
+from inplace_lint.fixing import fix_code
 
 FIX = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "fix"
 

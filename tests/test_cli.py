@@ -132,7 +132,7 @@ def test_flake8_reads_options_from_config(tmp_path):
 
 def test_json_fix_edits_reproduce_the_codemod(tmp_path, capsys):
     """Applying a finding's JSON edits (ruff's format) gives exactly what `fix` writes."""
-    from inplace_lint.fix.codemod import fix_code
+    from inplace_lint.fixing import fix_code
 
     path = tmp_path / "m.py"
     source = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)  # c\n    return x\n"

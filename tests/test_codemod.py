@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from inplace_lint.fix.codemod import fix_code
+from inplace_lint.fixing import fix_code
 
 FIX = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "fix"
 CASES = sorted(p.name[: -len(".in.py")] for p in FIX.glob("*.in.py"))

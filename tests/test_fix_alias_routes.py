@@ -16,7 +16,7 @@ import pytest
 
 from inplace_lint.analysis import analyze_source
 from inplace_lint.findings import Applicability
-from inplace_lint.fix.codemod import fix_code
+from inplace_lint.fixing import fix_code
 
 torch = pytest.importorskip("torch")
 

@@ -27,7 +27,7 @@ dist = pytest.importorskip("torch.distributed")
 if not dist.is_available():  # pragma: no cover
     pytest.skip("torch.distributed is not available", allow_module_level=True)
 
-from inplace_lint.fix.codemod import fix_code  # noqa: E402
+from inplace_lint.fixing import fix_code  # noqa: E402
 
 SOURCES = {
     "router": """\

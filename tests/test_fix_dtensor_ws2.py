@@ -15,7 +15,7 @@ dist = pytest.importorskip("torch.distributed")
 if not dist.is_available():  # pragma: no cover
     pytest.skip("torch.distributed is not available", allow_module_level=True)
 
-from inplace_lint.fix.codemod import fix_code  # noqa: E402
+from inplace_lint.fixing import fix_code  # noqa: E402
 
 ENTROPY = ("def entropy(logits):\n    probs = logits.softmax(-1)\n    log_probs = logits.log_softmax(-1)\n"
            "    probs.mul_(log_probs)\n    return -probs.sum(-1)\n")

@@ -22,7 +22,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from inplace_lint.fix.codemod import fix_code  # noqa: E402
+from inplace_lint.fixing import fix_code  # noqa: E402
 
 OPS = {"div_": "/=", "mul_": "*=", "add_": "+=", "sub_": "-="}
 OPERANDS = ("float", "int", "same", "wider", "int_tensor", "broadcast_up", "dtensor")

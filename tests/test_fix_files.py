@@ -7,7 +7,7 @@ import sys
 
 
 from inplace_lint.adapters.cli import main
-from inplace_lint.fix.codemod import fix_file
+from inplace_lint.fixing import fix_file
 
 BAD = "def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    x.div_(t)  # scale\n    return x\n"
 #: the default style, inline; no torch floor stated, so DTensor's import is guarded for torch < 2.5
@@ -110,7 +110,7 @@ def test_libcst_tool_runs_the_same_codemod(tmp_path):
     (tmp_path / ".libcst.codemod.yaml").write_text("generated_code_marker: '@generated'\nformatter: []\n"
                                                    "blacklist_patterns: []\nmodules: []\nrepo_root: .\n")
     proc = subprocess.run([sys.executable, "-m", "libcst.tool", "codemod", "-x", "--no-format",
-                           "inplace_lint.fix.codemod.InplaceToOutOfPlace", str(path)],
+                           "inplace_lint.adapters.libcst_command.InplaceToOutOfPlace", str(path)],
                           cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert path.read_text() == FIXED

@@ -15,7 +15,8 @@ import pytest
 
 from inplace_lint import config, floor
 from inplace_lint.adapters.cli import main
-from inplace_lint.fix.codemod import dtensor_import_form, fix_code
+from inplace_lint.fix.imports import dtensor_import_form
+from inplace_lint.fixing import fix_code
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -194,7 +195,7 @@ def test_rewrites_parse_with_python_39_grammar(style):
 @pytest.mark.skipif(sys.version_info < (3, 10), reason="the rewrite under test uses match (Python 3.10)")
 def test_a_rewrite_is_checked_with_the_projects_python_grammar(tmp_path):
     """A fix never needs a newer Python than the code it fixes: the re-parse uses the floor's grammar."""
-    from inplace_lint.fix.codemod import FixResult, fix_findings
+    from inplace_lint.fixing import FixResult, fix_findings
     from inplace_lint.findings import Edit
     from inplace_lint.pipeline import check_source
 
@@ -298,7 +299,7 @@ def test_one_default_style_everywhere():
     import yaml  # pre-commit's own dependency
 
     from inplace_lint.adapters.cli import build_parser
-    from inplace_lint.fix.libcst_command import InplaceToOutOfPlace
+    from inplace_lint.adapters.libcst_command import InplaceToOutOfPlace
 
     assert config.FIX_STYLES[0] == "inline"
     hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}

@@ -15,10 +15,12 @@ import pathlib
 
 import pytest
 
+from inplace_lint import floor
 from inplace_lint.config import DEFAULT_SETTINGS
 from inplace_lint.findings import Applicability
-from inplace_lint.fix import codemod
-from inplace_lint.fix.codemod import apply_edits, fix_code
+from inplace_lint.fix import attach
+from inplace_lint.fix.edits import apply_edits
+from inplace_lint.fixing import fix_code
 from inplace_lint.pipeline import check_source
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -141,14 +143,23 @@ def test_family_size():
     assert len(FAMILY) * len(STYLES) == len(FORMS) * len(SUITES) * 3 == 624
 
 
+def both_printers(source, style, memory_aware, monkeypatch):
+    """The findings of one check (their fixes' recipes planned once) printed by the text printer where it
+    covers the statement, and by the libcst printer alone: the two printers of the same recipes."""
+    findings = check_source(source, "m.py", DEFAULT_SETTINGS).findings
+    tree, torch_floor = ast.parse(source), floor.for_path("m.py").torch
+    fast = attach.attach_edits(source, tree, findings, style, memory_aware, torch_floor)
+    with monkeypatch.context() as patch:
+        patch.setattr(attach, "print_text", lambda *args: False)
+        slow = attach.attach_edits(source, tree, findings, style, memory_aware, torch_floor)
+    return fast, slow
+
+
 @pytest.mark.parametrize("form, suite", FAMILY)
 def test_text_path_writes_what_libcst_writes(form, suite, monkeypatch):
     source = family_source(form, suite)
     for style, memory_aware in STYLES:
-        fast = check_source(source, "m.py", DEFAULT_SETTINGS, fix_style=style, memory_aware=memory_aware).findings
-        with monkeypatch.context() as patch:
-            patch.setattr(codemod, "_fast", lambda *args: False)
-            slow = check_source(source, "m.py", DEFAULT_SETTINGS, fix_style=style, memory_aware=memory_aware).findings
+        fast, slow = both_printers(source, style, memory_aware, monkeypatch)
         assert [f.fix and f.fix.edits for f in fast] == [f.fix and f.fix.edits for f in slow], style
 
 
@@ -160,10 +171,7 @@ def test_text_path_operands(operand, style, memory_aware, monkeypatch):
     """The guard's operand rule in the text path (ast) and the libcst path agree."""
     source = ("import math\nimport torch\n\ndef f(model, h, t, a, b, c, s, temps, i, args):\n"
               f"    x = model(h).logits.squeeze(0)\n    x.mul_({operand})\n    return x\n")
-    fast = check_source(source, "m.py", DEFAULT_SETTINGS, fix_style=style, memory_aware=memory_aware).findings
-    with monkeypatch.context() as patch:
-        patch.setattr(codemod, "_fast", lambda *args: False)
-        slow = check_source(source, "m.py", DEFAULT_SETTINGS, fix_style=style, memory_aware=memory_aware).findings
+    fast, slow = both_printers(source, style, memory_aware, monkeypatch)
     assert [f.fix and f.fix.edits for f in fast] == [f.fix and f.fix.edits for f in slow]
 
 

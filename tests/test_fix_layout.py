@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from inplace_lint.fix.codemod import fix_code
+from inplace_lint.fixing import fix_code
 
 IMPORT = "from inplace_lint.runtime import out_of_place\n"
 BODY = "    x = model(h).logits.squeeze(0)\n"
@@ -87,7 +87,7 @@ def _patch(source, diff):
 def test_diff_from_edits_applies_and_matches_difflib_line_counts(source, expected):
     import difflib
 
-    from inplace_lint.fix.codemod import unified_diff
+    from inplace_lint.fix.edits import unified_diff
 
     result = fix_code(source, style="runtime")
     diff = unified_diff("m.py", source, result.edits)

@@ -10,7 +10,7 @@ import pytest
 
 from inplace_lint.adapters.cli import main
 from inplace_lint.config import DEFAULT_SETTINGS
-from inplace_lint.fix.codemod import fix_code
+from inplace_lint.fixing import fix_code
 from inplace_lint.pipeline import check_source
 
 STYLES = [("runtime", False), ("inline", False), ("runtime", True)]

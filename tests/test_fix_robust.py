@@ -16,7 +16,7 @@ import pytest
 from inplace_lint.adapters.cli import main
 from inplace_lint.analysis import fixplan
 from inplace_lint.config import DEFAULT_SETTINGS
-from inplace_lint.fix.codemod import fix_code, fix_file
+from inplace_lint.fixing import fix_code, fix_file
 from inplace_lint.pipeline import check_source
 from tests.test_fix_invariant import check_invariant
 
@@ -123,7 +123,7 @@ def test_a_fix_at_the_limit_is_written_from_a_deep_stack():
 
 def test_the_rewriter_failing_costs_the_fix_not_the_file(monkeypatch):
     """Past the analysis's limit (here lifted), libcst's RecursionError drops the fix; nothing crashes."""
-    monkeypatch.setattr(fixplan, "MAX_REWRITE_DEPTH", 10_000)
+    monkeypatch.setattr(fixplan.recipe, "MAX_REWRITE_DEPTH", 10_000)
     [finding] = check_source(DEEP, "m.py", DEFAULT_SETTINGS, fix_style="runtime").findings
     assert finding.fix is None
     assert fix_code(DEEP).new_source is None
@@ -240,7 +240,7 @@ def test_a_hard_linked_file_that_cannot_be_written_is_an_error(tmp_path, capsys)
 
 def test_an_overwrite_that_fails_keeps_the_fixed_text_beside_the_file(tmp_path, monkeypatch):
     """The crash window documented in docs/fixes.md: the full new text is on disk before the overwrite."""
-    from inplace_lint.fix import codemod
+    from inplace_lint import fixing
 
     path = tmp_path / "m.py"
     path.write_text(BAD)
@@ -253,7 +253,7 @@ def test_an_overwrite_that_fails_keeps_the_fixed_text_beside_the_file(tmp_path, 
             raise OSError(5, "Input/output error")
         real_fsync(fd)
 
-    monkeypatch.setattr(codemod.os, "fsync", failing_fsync)
+    monkeypatch.setattr(fixing.os, "fsync", failing_fsync)
     result = fix_file(str(path), style="runtime")
     assert not result.written and result.applied == []
     [tmp] = [p for p in tmp_path.iterdir() if p.name.startswith(".inplace-lint-")]

@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from inplace_lint.fix.codemod import fix_code
+from inplace_lint.fixing import fix_code
 
 SRC = textwrap.dedent("""\
     def mask_first(model, h, v):

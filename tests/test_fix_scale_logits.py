@@ -17,7 +17,7 @@ import textwrap
 import pytest
 
 from inplace_lint.adapters.cli import main
-from inplace_lint.fix.codemod import fix_code
+from inplace_lint.fixing import fix_code
 
 FIXTURE = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "scale" / "verl080_engine.py"
 RMPAD = "            logits_rmpad.div_(temperature_rmpad.clamp(min=1e-8).unsqueeze(-1).to(logits_rmpad.dtype))\n"

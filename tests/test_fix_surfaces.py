@@ -8,7 +8,7 @@ import pathlib
 import jsonschema
 
 from inplace_lint.adapters.cli import main
-from inplace_lint.fix.codemod import fix_code
+from inplace_lint.fixing import fix_code
 
 SCHEMA = pathlib.Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
 SOURCE = ("def f(model, h, t):\n    x = model(h).logits.squeeze(0)\n    if t != 1: x.div_(t)  # é\n    return x\n\n"
@@ -56,7 +56,7 @@ def test_json_and_sarif_carry_the_edits_fix_applies(tmp_path, capsys, monkeypatc
 
 def test_text_output_needs_no_codemod(tmp_path, capsys, monkeypatch):
     """`check` in text form reads the plans only: the codemod is never called."""
-    from inplace_lint.fix import codemod
+    from inplace_lint.fix import attach as codemod
 
     path = tmp_path / "m.py"
     path.write_text(SOURCE, encoding="utf-8")
@@ -66,7 +66,7 @@ def test_text_output_needs_no_codemod(tmp_path, capsys, monkeypatch):
 
 
 def test_json_runs_the_codemod_once_per_file(tmp_path, capsys, monkeypatch):
-    from inplace_lint.fix import codemod
+    from inplace_lint.fix import attach as codemod
 
     path = tmp_path / "m.py"
     path.write_text(SOURCE * 1, encoding="utf-8")

@@ -74,7 +74,7 @@ def _scan_closure(facts, names, before=None, exclusive=()):
             if bound <= watched:
                 continue
             for n in ast.walk(value):
-                if isinstance(n, ast.Name) and n.id in watched and fixplan._alias_chain_top(facts, n) in (value, stmt):
+                if isinstance(n, ast.Name) and n.id in watched and fixplan.facts.alias_chain_top(facts, n) in (value, stmt):
                     watched |= bound
                     changed = True
                     break
@@ -109,9 +109,10 @@ def test_indexes_give_the_findings_a_full_scan_gives(seed, monkeypatch):
     source = generated(seed)
     fast = findings(source)
     with monkeypatch.context() as patch:
-        patch.setattr(fixplan, "_candidate_loads", _scan_loads)
-        patch.setattr(fixplan, "_alias_closure", _scan_closure)
-        patch.setattr(fixplan, "_shares_a_line", _scan_shares_a_line)
+        patch.setattr(fixplan.safety, "_candidate_loads", _scan_loads)
+        patch.setattr(fixplan.safety, "alias_closure", _scan_closure)
+        patch.setattr(fixplan.recipe, "alias_closure", _scan_closure)
+        patch.setattr(fixplan.recipe, "_shares_a_line", _scan_shares_a_line)
         patch.setattr(reporting.ReportingMixin, "holders", lambda self, origins: None)  # plan scans the env
         patch.setattr(statements, "TOUCHED_MERGE", False)  # every merge folds every entry
         patch.setattr(statements, "merge", _fold_merge)

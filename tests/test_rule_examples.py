@@ -13,7 +13,7 @@ import pytest
 
 from inplace_lint.adapters.cli import main
 from inplace_lint.analysis import analyze_source
-from inplace_lint.fix.codemod import fix_code
+from inplace_lint.fixing import fix_code
 from inplace_lint.rules import RULES
 
 INVALID = [(code, i, ex) for code, rule in RULES.items() for i, ex in enumerate(rule.invalid)]

@@ -48,7 +48,7 @@ class FixJob:
     project: ProjectMode = ProjectMode()
 
     def __call__(self, path: str):
-        from ..fix.codemod import fix_file
+        from ..fixing import fix_file
 
         opts = FileOptions.for_path(path, self.options)
         return fix_file(path, settings=opts.settings, style=self.style, unsafe_fixes=self.unsafe_fixes,

@@ -148,7 +148,7 @@ def diagnostics_for(source: str, path: Optional[str], uri: Optional[str] = None,
 
 def _workspace_edit(uri: str, source: str, edits) -> types.WorkspaceEdit:
     """Edits (character columns) as LSP TextEdits (UTF-16 columns), merged as ``fix`` merges them."""
-    from ..fix.codemod import merge_edits
+    from ..fix.edits import merge_edits
 
     lines = textpos.split_lines(source)
 

@@ -13,8 +13,8 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..findings import (Applicability, Edit, Finding, Fix, FixKind, Origin, Related, RootKind, Scaling, Step,
-                        StepKind, WriteKind)
+from ..findings import (Applicability, Edit, Finding, Fix, FixKind, Origin, Recipe, Related, RewriteForm, RootKind,
+                        Scaling, Step, StepKind, WriteKind)
 from . import conditions
 from .summaries import CallSite, FileResult, FunctionSummary, LocalFinding, ModuleIndex, ParamWrite
 
@@ -31,7 +31,8 @@ _SHAPES = {
              "guess_param", "guessed"),
     Edit: ("line", "col", "end_line", "end_col", "content"),
     Scaling: ("temperature", "eps", "trailing"),
-    Fix: ("applicability", "kind", "message", "reason", "edits", "scaling"),
+    Recipe: ("kind", "form", "method", "scaling"),
+    Fix: ("applicability", "recipe", "message", "reason", "edits"),
     Related: ("message", "line", "col", "path", "role"),
     Finding: ("code", "line", "col", "end_line", "end_col", "message", "op", "write_kind", "target", "origin",
               "fix", "related", "no_fix"),
@@ -55,6 +56,7 @@ _STEP_KINDS = {k.value: k for k in StepKind}
 _WRITE_KINDS = {k.value: k for k in WriteKind}
 _APPLIES = {k.value: k for k in Applicability}
 _FIX_KINDS = {k.value: k for k in FixKind}
+_FORMS = {k.value: k for k in RewriteForm}
 _new = object.__new__
 _set = object.__setattr__
 
@@ -104,7 +106,8 @@ class _Encoder:
         if fix is None:
             return None
         return [fix.applicability.value, fix.kind.value, fix.message, fix.reason,
-                [[e.line, e.col, e.end_line, e.end_col, e.content] for e in fix.edits], self.scaling(fix.scaling)]
+                [[e.line, e.col, e.end_line, e.end_col, e.content] for e in fix.edits], self.scaling(fix.scaling),
+                fix.recipe.form.value, fix.recipe.method]
 
     def write(self, w: ParamWrite) -> list:
         via = None if w.via is None else [w.via[0], self.p(w.via[1]), w.via[2], w.via[3]]
@@ -275,14 +278,16 @@ class _Decoder:
     def fix(self, x) -> Optional[Fix]:
         if x is None:
             return None
-        applicability, kind, message, reason, edits, scaling = _list(x, 6)
+        applicability, kind, message, reason, edits, scaling, form, method = _list(x, 8)
         out = []
         for e in _list(edits):
             line, col, end_line, end_col, content = _list(e, 5)
             out.append(_make(Edit, line=_int(line), col=_int(col), end_line=_int(end_line), end_col=_int(end_col),
                              content=_str(content)))
-        return _make(Fix, applicability=_APPLIES[applicability], kind=_FIX_KINDS[kind], message=_str(message),
-                     reason=_str(reason), edits=tuple(out), scaling=self.scaling(scaling))
+        recipe = _make(Recipe, kind=_FIX_KINDS[kind], form=_FORMS[form], method=_str(method),
+                       scaling=self.scaling(scaling))
+        return _make(Fix, applicability=_APPLIES[applicability], recipe=recipe, message=_str(message),
+                     reason=_str(reason), edits=tuple(out))
 
     def write(self, x) -> ParamWrite:
         (func, index, path, line, col, end_line, end_col, op, kind, steps, target, no_grad, kept, via, op_name,

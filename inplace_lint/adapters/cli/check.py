@@ -139,7 +139,7 @@ def _add_noqa(args: argparse.Namespace, opts: Options, files: List[str], mode: P
     import io
     import tokenize
 
-    from ...fix.codemod import atomic_write
+    from ...fixing import atomic_write
     from ...source.noqa import add_noqa
 
     if STDIN in args.paths:

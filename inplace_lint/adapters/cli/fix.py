@@ -39,7 +39,7 @@ def _fix_stdin(args: argparse.Namespace, opts: Options, mode: ProjectMode) -> in
     or with ``--diff`` the diff; findings left and errors on stderr. Exit codes as for files."""
     import difflib
 
-    from ...fix.codemod import fix_code
+    from ...fixing import fix_code
 
     name = args.stdin_filename or STDIN
     raw = sys.stdin.buffer.read()
@@ -79,7 +79,7 @@ def _fix_job(args: argparse.Namespace, opts: Options, mode: ProjectMode, write: 
 def _fix_files(args: argparse.Namespace, opts: Options, paths: List[str], mode: ProjectMode, write: bool):
     """The one fix engine behind ``fix``, ``fix --diff``, ``check --fix`` and ``check --diff``:
     ``codemod.fix_file`` on each file (a symlink and its target, or two links, are one file: fixed
-    once). Returns the outcomes and the :class:`~inplace_lint.fix.codemod.FixResult` of each file."""
+    once). Returns the outcomes and the :class:`~inplace_lint.fixing.FixResult` of each file."""
     files, targets = [], set()
     for path in paths:
         # a symlink and its target, or two hard links, are one file: fix it once (two workers writing one
@@ -111,7 +111,7 @@ def _fix_report(args: argparse.Namespace, opts: Options, outcomes, results) -> i
         if r.error:
             print(f"{r.path}: {r.error}; skipped", file=sys.stderr)
         if args.diff and r.new_source is not None:
-            from ...fix.codemod import unified_diff
+            from ...fix.edits import unified_diff
 
             diff = unified_diff(r.path, r.old_source, r.edits)
             sys.stdout.writelines(diff if diff is not None else difflib.unified_diff(

@@ -1,5 +1,7 @@
-"""``python -m libcst.tool codemod -x inplace_lint.fix.codemod.InplaceToOutOfPlace PATH``: the same
-edits as ``inplace-lint fix``, as a libcst codemod command."""
+"""The libcst codemod command: ``python -m libcst.tool codemod -x inplace_lint.adapters.libcst_command.InplaceToOutOfPlace PATH``.
+
+The same edits as ``inplace-lint fix`` (a surface over :mod:`inplace_lint.fixing`), with this file's options
+as check and the language server read them (``config.FileOptions.for_path``)."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +13,8 @@ from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 
 from .. import config
 from ..config import Settings
-from .codemod import STYLES, FixResult, fix_code
+from ..fix.attach import STYLES
+from ..fixing import FixResult, fix_code
 
 
 class InplaceToOutOfPlace(VisitorBasedCodemodCommand):

@@ -1,7 +1,7 @@
-"""The libcst half of the codemod: rewrite the statements that carry fixes (see :mod:`.codemod`).
+"""The libcst printer: rewrite the statements that carry fixes where the text printer does not cover them.
 
-Imported only when a file has a fix the text path of :func:`inplace_lint.fix.codemod.attach_edits`
-does not cover (libcst's native parser costs a noticeable start-up time).
+Imported only when a file has a fix :mod:`.text_printer` does not cover (libcst's native parser costs a
+noticeable start-up time); see :mod:`.attach`.
 """
 from __future__ import annotations
 
@@ -10,19 +10,21 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 
 from ..torch_facts import ops
-from ..findings import Finding, FixKind, WriteKind
-from .codemod import (DTENSOR_MODULE, RUNTIME_MODULE, _Group, _ImportNames, _module_names, _terminated, guard_condition,
-                      scale_call)
+from ..findings import Finding, FixKind, RewriteForm, WriteKind
+from .forms import guard_condition, scale_call
+from ..analysis.fixplan.facts import module_names
+from .imports import DTENSOR_MODULE, RUNTIME_MODULE, ImportNames
+from .statements import Group, terminated
 
 
-def render(groups: List[_Group], newline: str, unit: str, style: str, memory_aware: bool,
-           names: _ImportNames) -> None:
+def render(groups: List[Group], newline: str, unit: str, style: str, memory_aware: bool,
+           names: ImportNames) -> None:
     """Parse every group's statement (one libcst module for all indented ones), rewrite, and store
     each group's rebuilt lines in ``group.text``."""
     wrapped = [g for g in groups if g.indent]
     alone = [g for g in groups if not g.indent]
     if wrapped:
-        code = "".join(f"if True:{newline}{g.indent}{_terminated(g.snippet, newline)}" for g in wrapped)
+        code = "".join(f"if True:{newline}{g.indent}{terminated(g.snippet, newline)}" for g in wrapped)
         try:
             module = cst.parse_module(code)
             if len(module.body) != len(wrapped):
@@ -35,7 +37,7 @@ def render(groups: List[_Group], newline: str, unit: str, style: str, memory_awa
     for group in alone:
         prefix = f"if True:{newline}" if group.indent else ""
         try:
-            module = cst.parse_module(prefix + group.indent + _terminated(group.snippet, newline))
+            module = cst.parse_module(prefix + group.indent + terminated(group.snippet, newline))
             _rewrite(module, [group], newline, unit, style, memory_aware, names, wrapper=bool(group.indent))
         except (cst.ParserSyntaxError, RecursionError):
             # never reached for a statement within fixplan.MAX_REWRITE_DEPTH (the fix is withdrawn before
@@ -43,8 +45,8 @@ def render(groups: List[_Group], newline: str, unit: str, style: str, memory_awa
             group.text, group.done = None, set()
 
 
-def _rewrite(module: cst.Module, groups: List[_Group], newline: str, unit: str, style: str,
-             memory_aware: bool, names: _ImportNames, wrapper: bool) -> None:
+def _rewrite(module: cst.Module, groups: List[Group], newline: str, unit: str, style: str,
+             memory_aware: bool, names: ImportNames, wrapper: bool) -> None:
     if wrapper:  # a block whose indentation equals the parsed default has indent None: pin it
         module = module.with_changes(body=[
             w.with_changes(body=w.body.with_changes(indent=module.default_indent if w.body.indent is None
@@ -75,7 +77,7 @@ def _is_literal(node: cst.BaseExpression) -> bool:
 
 def _constant(node: cst.BaseExpression) -> bool:
     """A literal, ``...`` or a unary operator on a literal (``-1``): never a tensor, never held
-    (:func:`inplace_lint.fix.codemod._ast_constant` on ``ast``)."""
+    (:func:`inplace_lint.fix.text_printer._ast_constant` on ``ast``)."""
     return _is_literal(node) or isinstance(node, cst.Ellipsis) or (
         isinstance(node, cst.UnaryOperation) and _is_literal(node.expression))
 
@@ -141,22 +143,22 @@ class _Rewriter(cst.CSTTransformer):
     """Rewrites the planned writes of each group; the original argument nodes (with their comments
     and line breaks) are reused, never re-typed."""
 
-    def __init__(self, module: cst.Module, groups: List[_Group], style: str, memory_aware: bool,
-                 names: _ImportNames, wrapper: bool) -> None:
+    def __init__(self, module: cst.Module, groups: List[Group], style: str, memory_aware: bool,
+                 names: ImportNames, wrapper: bool) -> None:
         super().__init__()
         self.module = module
         self.style = style
         self.memory_aware = memory_aware
         self.names = names
-        self.by_node: Dict[int, _Group] = {}
+        self.by_node: Dict[int, Group] = {}
         top = module.body
         for group, node in zip(groups, top):
             self.by_node[id(node)] = group
         self.wrapper = wrapper
-        self.group: Optional[_Group] = groups[0] if not wrapper and groups else None
+        self.group: Optional[Group] = groups[0] if not wrapper and groups else None
         self.finding: Optional[Finding] = None
         self._hoisted: List[Tuple[bool, List[cst.BaseStatement]]] = []
-        self._modules = _module_names(names.tree)
+        self._modules = module_names(names.tree)
 
     # ---- helpers
 
@@ -189,7 +191,7 @@ class _Rewriter(cst.CSTTransformer):
 
     def guard(self, name: str, operands: Sequence[cst.BaseExpression] = ()) -> List[cst.BaseStatement]:
         """The DTensor guard: gather the target before a mixed op, deciding on the operands at run time
-        (:func:`inplace_lint.fix.codemod.guard_condition`); none when every operand is a literal or the
+        (:func:`inplace_lint.fix.forms.guard_condition`); none when every operand is a literal or the
         target itself (the op works on a DTensor as it is), or when the project's torch has no DTensor."""
         if self.names.dtensor_form == "none" and self.style != "runtime":
             return []
@@ -245,7 +247,7 @@ class _Rewriter(cst.CSTTransformer):
             args = [a.with_changes(value=v) for a, v in zip(args, operands)]
         needs_guard = any(not _constant(a) for a in operands)
         guard = held + (self.guard(name, operands) if needs_guard else [])
-        if method not in ops.OUT_OF_PLACE_TWINS and original is not None:
+        if self.finding.fix.recipe.form is RewriteForm.CLONE_FIRST and original is not None:
             if held:  # the original statement, with its operands read from the temporaries
                 call = original.body[0].value if isinstance(original.body[0], cst.Expr) else None
                 if not isinstance(call, cst.Call):
@@ -266,21 +268,21 @@ class _Rewriter(cst.CSTTransformer):
         ``original`` is the whole statement (None when the write is used as a value)."""
         self.finding = finding
         name = finding.target
-        kind = finding.write_kind
-        if self.style == "runtime" and finding.fix.scaling is not None and original is not None:
+        recipe = finding.fix.recipe
+        form = recipe.form
+        if self.style == "runtime" and recipe.scaling is not None and original is not None:
             # the temperature idiom (planned by the analysis): the corrected scaling routine
             call = scale_call(self.use(RUNTIME_MODULE, "scale_logits"), name, finding.fix, self.memory_aware,
                               self.group.scalings[id(finding)])
             return [_assign(name, cst.parse_expression(call))]
-        if kind is WriteKind.METHOD and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        if recipe.method and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             args = list(node.args)
             if self._is_unbound_method(node):  # torch.Tensor.div_(x, t)
                 args = args[1:]
-            return self.method_statements(name, node.func.attr.value, node, args, original)
-        if kind is WriteKind.AUGMENTED and isinstance(node, cst.AugAssign):
-            method = ops.AUGMENTED_INPLACE[self.code(node.operator).strip()]
-            return self.method_statements(name, method, None, [cst.Arg(node.value)], original)
-        if kind is WriteKind.SUBSCRIPT and original is not None:
+            return self.method_statements(name, recipe.method, node, args, original)
+        if recipe.method and isinstance(node, cst.AugAssign):
+            return self.method_statements(name, recipe.method, None, [cst.Arg(node.value)], original)
+        if form is RewriteForm.CLONE_FIRST and not recipe.method and original is not None:  # item assignment
             operands: List[cst.BaseExpression] = []
             held: List[cst.BaseStatement] = []
             small = original.body[0] if isinstance(original, cst.SimpleStatementLine) else None
@@ -306,11 +308,11 @@ class _Rewriter(cst.CSTTransformer):
                     original = original.with_changes(body=[small])
             return held + self.guard(name, operands) + [
                 cst.parse_statement(f"{name} = {name}.clone()\n", config=self.module.config_for_parsing), original]
-        if kind is WriteKind.FUNCTION and isinstance(node, cst.Call) and node.args:
+        if form is RewriteForm.FUNCTION_ON_COPY and isinstance(node, cst.Call) and node.args:
             # torch.relu_(x) -> torch.relu_(x.clone()): the same function on a copy
             first = node.args[0].with_changes(value=_clone(name))
             return [_assign(name, node.with_changes(args=[first] + list(node.args[1:])))]
-        if kind is WriteKind.INPLACE_KWARG and isinstance(node, cst.Call):
+        if form is RewriteForm.DROP_INPLACE_FLAG and isinstance(node, cst.Call):
             func_name = node.func.attr.value if isinstance(node.func, cst.Attribute) else getattr(node.func, "value", "")
             where = ops.inplace_argument(func_name, sum(1 for a in node.args if a.keyword is None and not a.star),
                                          [a.keyword.value for a in node.args if a.keyword is not None])
@@ -319,14 +321,13 @@ class _Rewriter(cst.CSTTransformer):
             index = where if isinstance(where, int) else next(
                 i for i, a in enumerate(node.args) if a.keyword is not None and a.keyword.value == "inplace")
             return [_assign(name, node.with_changes(args=_without(node.args, index)))]
-        if kind is WriteKind.OUT_KWARG and isinstance(node, cst.Call):
+        if form is RewriteForm.FRESH_OUT and isinstance(node, cst.Call):
             index = next((i for i, a in enumerate(node.args) if a.keyword is not None and a.keyword.value == "out"), None)
             if index is None:
                 return None
             # out= a fresh tensor like the target: the same dtype check and resize rules as the original
-            empty = cst.parse_expression(f"torch.empty_like({name})") if "torch" in self._modules else None
-            if empty is None:
-                return None
+            # (the plan withdrew the fix where the module does not import `torch`: fixplan.withdraw_unwritable)
+            empty = cst.parse_expression(f"torch.empty_like({name})")
             args = list(node.args)
             args[index] = args[index].with_changes(value=empty)
             return [_assign(name, node.with_changes(args=args))]

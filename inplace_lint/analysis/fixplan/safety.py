@@ -1,0 +1,318 @@
+"""Fix safety: whether a planned rewrite can be seen by anything else (SAFE or UNSAFE, with the reason).
+
+Safety (DESIGN.md "Fix policy"): a rewrite rebinds the target name instead of
+mutating the tensor, so anything else that shares the storage stops seeing the
+change. It is SAFE only when nothing that could observe the mutation can see it:
+
+- the target and the view's base (``output`` of ``output.logits``) and every other
+  name that may hold the same tensor (for every origin the target may have) are local
+  to the function: not a parameter, ``global``, ``nonlocal`` or closure variable;
+- none of them is read after the write (reads in the other arm of an ``if`` around the
+  write do not count, unless a loop around that ``if`` can run it again);
+- none of them escaped before the write: stored in a container or an attribute, passed
+  to a call that may keep it (anything but torch functions and a few builtins), yielded,
+  or captured by a nested function, lambda or generator;
+- what an in-project call returned is not also held by the callee (``FunctionSummary.kept``:
+  a caching or replacing decorator, ``self.last = out``, ``_LOG.append(out)``; see
+  :func:`returned_elsewhere`, :func:`decorator_effects`);
+- no Python attribute was set on the tensor object (``x.tag = v``: lost by rebinding).
+
+A model output is a record: another field (``output.hidden_states``, ``output["entropy"] = e``)
+is not a read of the written one (:func:`written_fields`).
+
+Anything else is UNSAFE, with the reason.
+"""
+from __future__ import annotations
+
+import ast
+import bisect
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+
+from ...findings import Applicability, Origin, RootKind
+from ..astutil import dotted_name as dotted
+from ..astutil import last_name
+from .facts import (NON_ALIAS_ATTRS, FunctionFacts, alias_chain_top, alias_closure, climb, escape, exclusive_spans,
+                    root_base_name)
+
+
+def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str, origins: Sequence[Origin],
+                  aliases: Iterable[str], write: ast.AST, loops: Sequence[ast.AST],
+                  callers_checked: bool = False) -> Tuple[Applicability, str]:
+    """SAFE when nothing outside the rebinding can observe the mutation; else UNSAFE with the reason.
+
+    ``callers_checked``: the project pass has checked every in-project call site and none reads what it
+    passed afterwards (:mod:`.project`), so a parameter is as private as a local.
+    """
+    if isinstance(facts.func, ast.Module):
+        return Applicability.UNSAFE, "module-level names can be imported by other code, which would no longer see the change"
+    if callers_checked:
+        params = ()
+    if target_name in params:
+        return Applicability.UNSAFE, f"`{target_name}` is a parameter: the caller would no longer see the change"
+    path = facts.path_to(write)
+    if any(isinstance(p, ast.Try) and any(c is child for c in p.finalbody) for p, child in zip(path, path[1:])):
+        return Applicability.UNSAFE, "the write is in a `finally` block, after what the `try` block returns"
+    if not facts.is_local(target_name) and not (callers_checked and facts.is_param(target_name)):
+        return Applicability.UNSAFE, f"`{target_name}` comes from outside the function: it would no longer see the change"
+    observers: Dict[str, str] = {a: a for a in aliases if a != target_name}
+    for origin in origins:
+        base = root_base_name(origin)
+        if base is not None and base != target_name:
+            observers.setdefault(base, origin.root_text)
+    for name, what in sorted(observers.items()):
+        if name in params:
+            return Applicability.UNSAFE, (
+                f"`{name}` is a parameter: the caller would no longer see the change to `{what}`")
+        if not facts.is_local(name) and not (callers_checked and facts.is_param(name)):
+            return Applicability.UNSAFE, (
+                f"`{name}` comes from outside the function: other code would no longer see the change")
+    key = frozenset(observers) | {target_name}
+    start = (write.lineno, write.col_offset)
+    end = (getattr(write, "end_lineno", write.lineno), getattr(write, "end_col_offset", 0))
+    # outside loops, an alias made from the target after the write sees the new values either way
+    # and a link made in an arm of an `if` that excludes the write never ran with it
+    before = None if loops else start
+    exclusive = exclusive_spans(facts, write)
+    closure_key = (key, before, tuple(exclusive) if before else ())
+    if closure_key not in facts.closures:
+        facts.closures[closure_key] = alias_closure(facts, set(key), before, exclusive if before else ())
+    watched = facts.closures[closure_key]
+    loop_spans = [(loop.lineno, loop.end_lineno or loop.lineno) for loop in loops]
+    fields = written_fields(origins)
+    if fields:
+        # a read of another field of a model output does not observe the written one, so the first load of
+        # a kind no longer decides for the rest (what _candidate_loads assumes): every load is judged
+        candidates = sorted((n for name in watched for n in facts.by_name.get(name, ((), ()))[1]),
+                            key=lambda n: (n.lineno, n.col_offset))
+    else:
+        candidates = _candidate_loads(facts, watched, target_name, start, end, loop_spans, exclusive)
+        stores = facts.attribute_stores(target_name)
+        if stores:  # `x.tag = v` on the tensor object: not a kind _candidate_loads looks for
+            seen = {id(n) for n in candidates}
+            candidates = sorted(candidates + [n for n in stores if id(n) not in seen],
+                                key=lambda n: (n.lineno, n.col_offset))
+    for load in candidates:
+        name = load.id
+        pos = (load.lineno, load.col_offset)
+        if start <= pos < end:
+            continue  # the write itself
+        if name in fields and _other_field(facts, load, fields[name]):
+            continue  # `output.hidden_states`, `output["entropy"] = e`: another field of the output object
+        if name == target_name and (pos < start or any(lo <= load.lineno <= hi for lo, hi in loop_spans)):
+            attr = facts.parent(load)
+            if isinstance(attr, ast.Attribute) and attr.value is load and isinstance(attr.ctx, (ast.Store, ast.Del)):
+                # `x.tag = v`: Python state on the tensor object; the rebound name is a new object without it
+                return Applicability.UNSAFE, (
+                    f"`{name}.{attr.attr}` is set on the tensor object (line {load.lineno}): the rebound "
+                    f"`{name}` would be a new tensor without it (AttributeError)")
+        if facts.captured(load):
+            return Applicability.UNSAFE, (
+                f"`{name}` is used by a nested function, lambda or generator (line {load.lineno}), "
+                "which would no longer see the change")
+        in_loop = any(lo <= load.lineno <= hi for lo, hi in loop_spans)
+        later = pos >= end or in_loop
+        if later and name != target_name and not any(lo <= load.lineno <= hi for lo, hi in exclusive):
+            return Applicability.UNSAFE, (
+                f"`{name}` is read after the write (line {load.lineno}) and would no longer see the change")
+        if (pos < start and not any(lo <= load.lineno <= hi for lo, hi in exclusive)) or in_loop:
+            # after the write, the target holds the same values either way; a load in an arm of an
+            # `if` that excludes the write never ran before it
+            escape = facts.escape_of(load)
+            if escape is not None:
+                return Applicability.UNSAFE, (
+                    f"`{name}` {escape} (line {load.lineno}), where the change would no longer be seen")
+    return Applicability.SAFE, ""
+
+#: fields of a model output that may hold the same tensor: ``last_hidden_state`` is usually the last
+#: element of ``hidden_states`` (Hugging Face models append the final state to both)
+_ALIASED_FIELDS = (frozenset({"last_hidden_state", "hidden_states", "encoder_last_hidden_state",
+                              "encoder_hidden_states", "decoder_hidden_states"}),)
+
+def _field_of(text: str) -> Optional[str]:
+    """``logits`` for ``output.logits``, ``output["logits"]`` (and views of them); None for ``outputs[0]``."""
+    head = text.split(".", 1)[0].split("[", 1)[0]
+    rest = text[len(head):]
+    if rest.startswith("."):
+        name = rest[1:].split(".", 1)[0].split("[", 1)[0].split("(", 1)[0]
+        return name if name.isidentifier() else None
+    if rest[:2] in ('["', "['"):
+        name = rest[2:].split(rest[1], 1)[0]
+        return name if name.isidentifier() else None
+    return None
+
+def _field_group(name: str) -> FrozenSet[str]:
+    for group in _ALIASED_FIELDS:
+        if name in group:
+            return group
+    return frozenset({name})
+
+def written_fields(origins: Sequence[Origin]) -> Dict[str, FrozenSet[str]]:
+    """For each model output object the written tensor is a field of (``output`` of ``output.logits``),
+    the fields it may be (with the fields that may share their tensor). An output object is a record:
+    a different field holds a different tensor (issue 20, "a model output is an object with fields"),
+    so reading ``output.hidden_states`` or storing ``output["entropy"]`` does not observe ``output.logits``.
+    A base also reached as a whole (``outputs[0]``, the object itself) has no entry."""
+    fields: Dict[str, Set[str]] = {}
+    whole: Set[str] = set()
+    for origin in origins:
+        base = root_base_name(origin)
+        if base is None:
+            continue
+        name = _field_of(origin.root_text) if origin.root is RootKind.MODEL_OUTPUT else None
+        if name is None:
+            whole.add(base)
+        else:
+            fields.setdefault(base, set()).update(_field_group(name))
+    return {base: frozenset(names) for base, names in fields.items() if base not in whole}
+
+def _other_field(facts: FunctionFacts, load: ast.Name, fields: FrozenSet[str]) -> bool:
+    """``load`` reads or stores one named field of the object, not one of ``fields``: ``output.hidden_states``,
+    ``output["entropy"] = e``. A method (``output.get("logits")``, ``output.to_tuple()``) may read any field."""
+    parent = facts.parent(load)
+    if isinstance(parent, ast.Attribute) and parent.value is load:
+        grand = facts.parent(parent)
+        if isinstance(grand, ast.Call) and grand.func is parent:
+            return False
+        return parent.attr not in fields
+    if isinstance(parent, ast.Subscript) and parent.value is load and isinstance(parent.slice, ast.Constant) \
+            and isinstance(parent.slice.value, str):
+        return parent.slice.value not in fields
+    return False
+
+def _candidate_loads(facts: FunctionFacts, watched: Set[str], target_name: str, start: Tuple[int, int],
+                     end: Tuple[int, int], loop_spans: Sequence[Tuple[int, int]],
+                     exclusive: Sequence[Tuple[int, int]]) -> List[ast.Name]:
+    """The loads of ``watched`` names that :func:`applicability` must judge, in source order: for each name,
+    the first load of each kind that can make the fix unsafe (captured by a nested function; read after the
+    write or in a loop around it; escaping before it or in such a loop). The first load that makes the fix
+    unsafe is always among them, so the verdict (and its reason) is the one a scan of every load gives,
+    at the cost of a few binary searches per watched name instead of the function's length."""
+    inf = (float("inf"), 0)
+    found: Dict[int, ast.Name] = {}
+
+    def first(positions, nodes, lo, hi, skip_exclusive) -> None:
+        i = bisect.bisect_left(positions, lo)
+        while i < len(positions) and positions[i] < hi:
+            pos = positions[i]
+            if start <= pos < end:
+                i = bisect.bisect_left(positions, end)
+                continue
+            span = next(((a, b) for a, b in exclusive if a <= pos[0] <= b), None) if skip_exclusive else None
+            if span is not None:
+                i = bisect.bisect_left(positions, (span[1] + 1, -1))
+                continue
+            found[id(nodes[i])] = nodes[i]
+            return
+
+    for name in watched:
+        if name not in facts.by_name:
+            continue
+        first(*facts.captured_of(name), (-1, -1), inf, False)
+        positions, nodes = facts.by_name[name]
+        escaping = facts.escaping(name)
+        if name != target_name:
+            first(positions, nodes, end, inf, True)
+        first(*escaping, (-1, -1), start, True)
+        for lo, hi in loop_spans:
+            if name != target_name:
+                first(positions, nodes, (lo, -1), (hi + 1, -1), True)
+            first(*escaping, (lo, -1), (hi + 1, -1), False)
+    return sorted(found.values(), key=lambda n: (n.lineno, n.col_offset))
+
+def kept_reason(origins: Iterable[Origin], kept: Dict[Tuple[str, int], str]) -> str:
+    """Why one of ``origins`` (what an in-project call returned) is also held elsewhere, or ""."""
+    if not kept:
+        return ""
+    for origin in origins:
+        reason = kept.get((origin.root_text, origin.root_line))
+        if reason:
+            return reason
+    return ""
+
+
+# --------------------------------------------------------------------------- results kept elsewhere
+
+#: decorators that neither keep what the function returns nor call it from elsewhere
+_TRANSPARENT_DECORATORS = frozenset({
+    "staticmethod", "classmethod", "abstractmethod", "override", "final", "overload", "wraps", "no_type_check",
+    "no_grad", "inference_mode", "enable_grad", "set_grad_enabled", "compile", "script", "script_method",
+    "ignore", "unused", "export", "disable", "custom_fwd", "custom_bwd", "autocast", "once_differentiable",
+    "setter", "getter", "deleter", "property", "contextmanager", "asynccontextmanager", "jit", "njit",
+    "deprecated", "torch_function",
+})
+
+_CACHING_DECORATORS = frozenset({"lru_cache", "cache", "cached", "memoize", "memoized", "cached_method",
+                                 "lru_cache_with_ttl", "cached_property"})
+
+def decorator_effects(func: ast.AST) -> Tuple[str, str]:
+    """(why the result is kept, which decorator may call the function from elsewhere) for ``func``'s
+    decorators: ``@functools.lru_cache`` keeps each result and returns the same tensor to the next call
+    with equal arguments (functools docs); a decorator not known to pass calls through replaces the
+    function (a wrapper that may store results, a registry that calls it by name)."""
+    kept = decorated = ""
+    for dec in getattr(func, "decorator_list", ()):
+        head = dec.func if isinstance(dec, ast.Call) else dec
+        name = last_name(head) or ""
+        text = dotted(head) or ast.unparse(head)
+        if name in _TRANSPARENT_DECORATORS:
+            continue
+        if name in _CACHING_DECORATORS:
+            kept = kept or f"`@{text}` keeps each result and returns the same tensor to later calls"
+            continue
+        kept = kept or f"`@{text}` replaces the function and may keep what it returns"
+        decorated = decorated or f"@{text}"
+    return kept, decorated
+
+def _describe_keeper(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
+    """Where the object named at ``load`` is also put: ``self.last``, ``_LOG.append``, ... or None."""
+    if facts.captured(load):
+        return f"`{load.id}` is used by a nested function or generator (line {load.lineno})"
+    top, keeper = climb(facts, load)
+    if keeper is not None:
+        return f"`{load.id}` is passed to `{dotted(keeper.func) or ast.unparse(keeper.func)}` (line {load.lineno})"
+    parent = facts.parent(top)
+    if isinstance(parent, (ast.Assign, ast.AnnAssign)) and getattr(parent, "value", None) is top:
+        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+        stored = [t for t in targets if not isinstance(t, ast.Name)]
+        if stored:
+            return f"`{load.id}` is also stored in `{ast.unparse(stored[0])}` (line {load.lineno})"
+        return None
+    how = escape(facts, load)
+    return None if how is None else f"`{load.id}` {how} (line {load.lineno})"
+
+def returned_elsewhere(facts: FunctionFacts, bases: Iterable[str] = ()) -> str:
+    """Why what the function returns may also be reachable after it returns (it was stored in an
+    attribute, a container, a global, passed to a call that may keep it, captured), or "".
+    ``bases``: the objects the returned tensors are fields of (``out`` of a returned ``out.logits``)."""
+    names: Set[str] = set(bases)
+    for ret in facts.returns:
+        value = ret.value
+        tops = {id(value)}
+        if isinstance(value, (ast.Tuple, ast.List)):
+            tops |= {id(e) for e in value.elts}
+        for n in ast.walk(value):
+            if isinstance(n, ast.Name) and id(alias_chain_top(facts, n)) in tops:
+                names.add(n.id)
+    for ret in facts.returns:
+        top = ret.value
+        while isinstance(top, (ast.Attribute, ast.Subscript)) and not (
+                isinstance(top, ast.Attribute) and top.attr in NON_ALIAS_ATTRS):
+            top = top.value
+        if top is not ret.value and isinstance(top, ast.Name) and (
+                top.id in ("self", "cls") or not (facts.is_param(top.id) or facts.is_local(top.id))):
+            # `return self._cur`, `return CACHE[k]`: the object stays where it was read from (an attribute of
+            # another parameter is the caller's own object, judged at the caller)
+            return f"it is `{ast.unparse(ret.value)}` (line {ret.lineno})"
+    if not names:
+        return ""
+    if any(facts.is_param(n) or not facts.is_local(n) for n in names):
+        return ""  # a parameter or a global: the caller's own reference (judged at the caller)
+    watched = alias_closure(facts, names)
+    inside = {id(n) for ret in facts.returns for n in ast.walk(ret)}
+    for load in facts.loads:
+        if load.id not in watched or id(load) in inside:
+            continue
+        keeper = _describe_keeper(facts, load)
+        if keeper is not None:
+            return keeper
+    return ""
