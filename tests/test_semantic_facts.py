@@ -38,3 +38,29 @@ def test_may_path_finding_names_the_path():
     found = _findings("IPV004/constant_arguments.py")
     assert "fresh tensor `batched_eye(..., copy=False)`" in found[15].message
     assert "fresh tensor `batched_eye(..., copy=False)`" in found[21].message
+
+
+def test_a_write_through_data_to_a_saved_output_is_reported_without_a_fix_and_corrupts_silently():
+    """`.data` has its own version counter: the backward does not raise, it uses the written values."""
+    import pytest
+
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    found = _findings("IPV006/data_writes.py")
+    assert found[18].message.endswith("through `.data` the backward does not raise but silently uses the "
+                                      "written values") and found[18].fix is None
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("data_writes", FIXTURES / "IPV006" / "data_writes.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.manual_seed(0)
+    attn = module.Attn()
+    x, mask = torch.randn(2, 4), torch.tensor([[True, False, True, True], [True, True, False, True]])
+    weights = torch.randn(2, 4)
+    (attn(x, mask) * weights).sum().backward()  # no error
+    written = attn.q.weight.grad.clone()
+    attn.zero_grad()
+    (F.softmax(attn.q(x), dim=-1).masked_fill(~mask, 1e-8) * weights).sum().backward()  # what the values say
+    assert not torch.allclose(written, attn.q.weight.grad)

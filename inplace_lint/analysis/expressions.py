@@ -48,13 +48,16 @@ def key_of(node: ast.AST) -> Optional[str]:
 def cut_tracking(origins: frozenset, text: str, line: int, keep_saved: bool) -> frozenset:
     """``.detach()`` / ``.data``: the result shares storage but autograd no longer tracks it as a view.
 
-    What survives: an expanded view (its elements still overlap) and, through ``detach()`` only,
-    an output saved for backward (``detach()`` shares the version counter, so backward still sees
-    the write; ``.data`` does not). Everything else becomes a plain tensor that needs no grad.
+    What survives: an expanded view (its elements still overlap) and a tensor saved for backward, as an
+    op's output or input: through ``detach()`` backward still sees the write (the version counter is
+    shared) and raises; through ``.data`` it does not, and uses the written values, silently
+    (docs/pytorch-facts.md#detach-ends-tracking; the rule's message says which). Everything else becomes a
+    plain tensor that needs no grad. ``keep_saved``: unused, both keep what was saved.
     """
     step = Step(StepKind.VIEW, text, line)
     out = [o.extend(step) for o in origins
-           if o.is_tensor and (o.has(StepKind.EXPAND) or (keep_saved and o.root is RootKind.SAVED_OUTPUT))]
+           if o.is_tensor and (o.has(StepKind.EXPAND) or o.root is RootKind.SAVED_OUTPUT
+                               or o.has(StepKind.SAVED_INPUT))]
     if any(o.is_tensor or param_index(o) is not None for o in origins):
         out.append(Origin(RootKind.FRESH, text.lstrip("."), line, root_no_grad=True))
     return cap(out)

@@ -7,7 +7,7 @@ when every in-project call of it runs with grad off (:mod:`.project`).
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Optional, Tuple
 
 from ..torch_facts import ops
 from .astutil import dotted_name, is_false, is_true, kw, last_name
@@ -28,6 +28,21 @@ def training_test(test: ast.expr) -> Optional[bool]:
     if isinstance(test, ast.Attribute) and test.attr == "training":
         return True
     return None
+
+
+def training_arms(test: ast.expr) -> Tuple[Optional[bool], Optional[bool]]:
+    """What ``if test:`` says of the mode in each arm: (body, else), each True (training only), False (eval
+    mode only) or None. ``not self.training and prefilter`` runs its body in eval mode only (its else in
+    either); ``self.training or force`` runs its else in eval mode only."""
+    plain = training_test(test)
+    if plain is not None:
+        return plain, not plain
+    if isinstance(test, ast.BoolOp):
+        parts = [training_test(v) for v in test.values]
+        if isinstance(test.op, ast.And):
+            return (False if False in parts else True if True in parts else None), None
+        return None, (False if True in parts else True if False in parts else None)
+    return None, None
 
 
 def grad_enabled_test(test: ast.expr) -> Optional[bool]:

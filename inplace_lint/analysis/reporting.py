@@ -141,6 +141,10 @@ class ReportingMixin:
             return
         if origin.root is RootKind.SAVED_OUTPUT and rule.grad_at_origin and self.only_gradless_consumers(node, origin):
             return
+        if any(s.text == ".data" for s in origin.steps):
+            # through `.data` autograd does not see the write: whether the backward should see the new values
+            # is the author's choice, not a rewrite's
+            no_fix = True
         if self.no_grad and not rule.without_grad:
             # a saved tensor written under no_grad: the out-of-place form would make a tensor that needs no
             # grad, so the caller's backward would lose this path instead of raising: no fix

@@ -22,7 +22,20 @@ def applies(origin: Origin, write: Write) -> bool:
     return origin.grad_evidence and _saved_input_step(origin) is not None
 
 
+def through_data(origin: Origin) -> bool:
+    """The write goes through ``.data`` after the tensor was saved: autograd's version check does not see it."""
+    saved = next((i for i, s in enumerate(origin.steps) if s.kind is StepKind.SAVED_INPUT), -1)
+    return any(s.text == ".data" for s in origin.steps[saved + 1:])
+
+
 def message(write: Write, origin: Origin) -> str:
+    if through_data(origin):
+        return _message(write, origin).replace(": the backward raises", "") + (
+            "; through `.data` the backward does not raise but silently uses the written values")
+    return _message(write, origin)
+
+
+def _message(write: Write, origin: Origin) -> str:
     step = _saved_input_step(origin)
     if origin.root is not RootKind.SAVED_OUTPUT and step is not None:
         what = f"`{write.target}`" if write.target == origin.root_text else \
@@ -73,10 +86,14 @@ RULE = Rule(
         "module applied to it) writes only in training mode with a dropout probability above 0 "
         "(docs/pytorch-facts.md#dropout): the message names that condition, \"backward raises when "
         "`self.training` is true and the dropout probability `self.p` is above 0\", and a call that "
-        "passes `training=False` or `p=0` is not reported."
+        "passes `training=False` or `p=0` is not reported. Written through `.data` (`probs.data.masked_fill_(...)`) "
+        "the write does not raise at all: `.data` has its own version counter, so the backward silently uses the "
+        "written values and the gradients are wrong (docs/pytorch-facts.md#detach-ends-tracking; coqui-tts' "
+        "dynamic-convolution attention); the message says so."
     ),
     fix_safety="Safe when nothing else holds the tensor; the out-of-place form costs one copy. No fix for a write "
-               "inside `torch.no_grad()` (the copy would need no grad and the backward would lose that path).",
+               "inside `torch.no_grad()` (the copy would need no grad and the backward would lose that path), nor "
+               "for one through `.data` (whether the backward should see the new values is the author's choice).",
     references="TRL PR 7125 review; PyTorch docs: Autograd mechanics, In-place operations (saved tensors); "
                "derivatives.yaml; docs/pytorch-facts.md#saved-output, #saved-input",
     invalid=(
