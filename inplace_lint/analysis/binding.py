@@ -233,6 +233,8 @@ class BindingMixin:
                 continue
             if tuples and o.is_tensor and position is not None:
                 continue
+            if o.is_tensor and not o.certain_tensor and o.guessed:
+                continue  # `for x in xs * 2`: iterating what nothing proves a tensor (a list repeated) is no unbind
             if o.root is RootKind.MODEL_OUTPUT_OBJECT and not o.steps:
                 # loss, logits = model(x): each element may be a tensor, a dict or a number
                 out.append(Origin(RootKind.MODEL_OUTPUT, f"{o.root_text}{text if text.startswith('[') else '[...]'}",

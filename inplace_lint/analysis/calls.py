@@ -254,8 +254,12 @@ class CallsMixin:
         if name in ops.VIEW_METHODS or name in ops.MAY_ALIAS_METHODS or name in ops.MULTI_VIEW_METHODS \
                 or name in ops.EXPAND_METHODS:
             return self.method_call(node, name, first, first_origins, functional=True)
-        if name in ops.ARITHMETIC and self._inputs_need_no_grad(node, args, kwargs):
-            return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
+        if name in ops.ARITHMETIC:
+            if self._inputs_need_no_grad(node, args, kwargs):
+                return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
+            nodes = list(node.args) + [k.value for k in node.keywords if k.arg is not None]
+            return _evidence(self.arithmetic_result(node, nodes, list(args) + [
+                kwargs.get(k.arg, EMPTY) for k in node.keywords if k.arg is not None], certain=True))
         return EMPTY
 
     def _display_value(self, node: Optional[ast.expr]) -> frozenset:
@@ -306,6 +310,14 @@ class CallsMixin:
     def _method_call(self, node: ast.Call, name: str, recv_node: ast.expr, recv: frozenset,
                      functional: bool = False) -> frozenset:
         line = node.lineno
+        if name == "requires_grad_" and not (node.args and is_false(node.args[0])) \
+                and not is_false(kw(node, "requires_grad")):
+            # `pos.requires_grad_()` (forces as the gradient of an energy): from here on it requires grad
+            made = frozenset({Origin(RootKind.TENSOR, short(recv_node), line)})
+            key = self.key_of(recv_node)
+            if key is not None and self.recording:
+                self.bind_name(key, made)
+            return made
         if name in ops.TENSOR_INPLACE_METHODS:
             if not recv and isinstance(recv_node, ast.Subscript) and not is_basic_index(recv_node.slice) \
                     and not _is_bool_expr(recv_node.slice):
@@ -372,10 +384,11 @@ class CallsMixin:
         if self.settings.is_model_call_name(name) and not known and not self.torch_layer(recv_node, name):
             return frozenset({Origin(RootKind.MODEL_OUTPUT_OBJECT, f"{short(node.func)}(...)", line,
                                      root_no_grad=self.no_grad)})
-        if name in ops.ARITHMETIC and known == recv and no_grad_value(known):
+        if name in ops.ARITHMETIC:
             args = [self.eval_quiet(a) for a in node.args] if node.args else []
-            if self._inputs_need_no_grad(node, args, {}, receiver=known):
+            if known == recv and no_grad_value(known) and self._inputs_need_no_grad(node, args, {}, receiver=known):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
+            return _evidence(self.arithmetic_result(node, [recv_node] + list(node.args), [recv] + args, certain=True))
         return EMPTY
 
     def torch_layer(self, recv_node: ast.expr, name: str) -> bool:
@@ -452,6 +465,13 @@ def _to_integer_dtype(node: ast.Call, name: str) -> bool:
     given = [kw(node, "dtype")] + list(node.args[:2])
     return any(a is not None and (dotted_name(a) or "").startswith("torch.")
                and (dotted_name(a) or "").rsplit(".", 1)[1] in _INTEGER_DTYPES for a in given)
+
+
+def _evidence(origins: frozenset) -> frozenset:
+    """What a torch arithmetic function or method (``logits.mul(2)``, ``torch.stack(xs)``) is known to make:
+    a tensor that requires grad by evidence; a guess about a parameter stays untracked, as the input was
+    (its view steps keep their own guess: ``x.mean(0).expand(n, -1)``)."""
+    return frozenset(o for o in origins if not o.guessed and o.guess_param < 0)
 
 
 def _literal_args(node: ast.Call) -> bool:

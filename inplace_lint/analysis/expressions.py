@@ -136,10 +136,21 @@ class ExpressionsMixin:
             node = node.left
         nodes = [node] + list(reversed(rights))
         operands = [self.eval(n) for n in nodes]
+        return self.arithmetic_result(top, nodes, operands, certain=False)
+
+    def arithmetic_result(self, top: ast.expr, nodes: Sequence[Optional[ast.expr]], operands: Sequence[frozenset],
+                          certain: bool) -> frozenset:
+        """What arithmetic (``a * b``, ``x.mul(2)``, ``torch.cat((a, b))``: :data:`ops.ARITHMETIC`) of values with
+        ``operands``' origins makes: a new tensor that requires grad when an input does (by evidence: a model
+        output, a submodule's result, a Parameter), none when every input is a factory's tensor or a number;
+        unknown otherwise. ``certain``: the op proves a tensor (a method; unused while no guess is made here)."""
+        operands = [frozenset(without_tuple_item(o) if o.steps and o.steps[-1].kind is StepKind.TUPLE_ITEM else o
+                              for o in ops_) for ops_ in operands]
         # arithmetic on a tensor that may need grad is a new tensor that needs grad (its rows are views)
         grads = [o for ops_ in operands for o in ops_ if o.is_tensor and not o.root_no_grad and param_index(o) is None
                  and o.root is not RootKind.FRESH and o.certain_tensor]
-        if not grads and not self.no_grad and any(not ops_ and self.grad_source(n) for n, ops_ in zip(nodes, operands)):
+        if not grads and not self.no_grad and any(not ops_ and n is not None and self.grad_source(n)
+                                                  for n, ops_ in zip(nodes, operands)):
             # `torch.randn(n, 3) * self.w` (an nn.Parameter), `noise + self.fc(x)`: untracked, but it requires grad
             return frozenset({Origin(RootKind.TENSOR, short(top), top.lineno)})
         if grads:
@@ -213,9 +224,12 @@ class ExpressionsMixin:
         if attr in self.settings.model_output_fields and self._is_model_output_receiver(node.value, recv, attr):
             # known only by a name (`output.logprobs` of a parameter called `output`): a field so named may
             # be a list of dicts, so only a `*_` method proves it a tensor; a model call's field is one
-            made = any(o.root is RootKind.MODEL_OUTPUT_OBJECT and not o.steps
-                       and not model_outputs.is_guessed_object(o) for o in recv)
-            return frozenset({Origin(RootKind.MODEL_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad,
+            objects = [o for o in recv if o.root is RootKind.MODEL_OUTPUT_OBJECT and not o.steps]
+            made = any(not model_outputs.is_guessed_object(o) for o in objects)
+            # a field is made when the model ran: an output object made under no_grad has no field that needs grad
+            made_no_grad = bool(objects) and all(o.root_no_grad for o in objects)
+            return frozenset({Origin(RootKind.MODEL_OUTPUT, short(node), node.lineno,
+                                     root_no_grad=self.no_grad or made_no_grad,
                                      certain_tensor=made or attr == "logits")})
         if self.ctx is not None and self.cls_qual and isinstance(node.value, ast.Name) \
                 and node.value.id == self.self_name and self.self_name is not None:
@@ -264,10 +278,11 @@ class ExpressionsMixin:
             if o.root is RootKind.MODEL_OUTPUT_OBJECT and not o.steps:
                 # outputs["logits"] is a tensor; outputs[0] usually is, but may be a dict or a number
                 if isinstance(index, ast.Constant) and index.value in self.settings.model_output_fields:
-                    out.append(Origin(RootKind.MODEL_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad))
+                    out.append(Origin(RootKind.MODEL_OUTPUT, short(node), node.lineno,
+                                      root_no_grad=self.no_grad or o.root_no_grad))
                 elif isinstance(index, ast.Constant) and isinstance(index.value, int):
-                    out.append(Origin(RootKind.MODEL_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad,
-                                      certain_tensor=False))
+                    out.append(Origin(RootKind.MODEL_OUTPUT, short(node), node.lineno,
+                                      root_no_grad=self.no_grad or o.root_no_grad, certain_tensor=False))
             elif param_index(o) is not None and not o.steps and not is_basic_index(index):
                 continue  # params["key"], params[i]: an item of an unknown container
             elif o.steps and o.steps[-1].kind is StepKind.TUPLE_ITEM:
