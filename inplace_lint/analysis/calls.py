@@ -310,9 +310,10 @@ class CallsMixin:
     def _method_call(self, node: ast.Call, name: str, recv_node: ast.expr, recv: frozenset,
                      functional: bool = False) -> frozenset:
         line = node.lineno
-        if name == "requires_grad_" and not (node.args and is_false(node.args[0])) \
-                and not is_false(kw(node, "requires_grad")):
-            # `pos.requires_grad_()` (forces as the gradient of an energy): from here on it requires grad
+        flag = node.args[0] if node.args else kw(node, "requires_grad")
+        if name == "requires_grad_" and (flag is None or is_true(flag)):
+            # `pos.requires_grad_()` (forces as the gradient of an energy): from here on it requires grad (a
+            # flag that is not a literal, `.requires_grad_(x.requires_grad)`, says nothing)
             made = frozenset({Origin(RootKind.TENSOR, short(recv_node), line)})
             key = self.key_of(recv_node)
             if key is not None and self.recording:

@@ -73,6 +73,21 @@ def requires_grad_test(test: ast.expr) -> Optional[tuple]:
     return None
 
 
+def requires_grad_arms(test: ast.expr) -> Tuple[Optional[tuple], Optional[tuple]]:
+    """What ``if test:`` says of ``x.requires_grad`` in each arm: (body, else), each ``(key, flag)`` from
+    :func:`requires_grad_test` where ``key`` needs no grad in that arm, or None. ``use_cache and not
+    h.requires_grad`` runs its body with ``h`` needing no grad (its else says nothing)."""
+    plain = requires_grad_test(test)
+    if plain is not None:
+        return (plain if not plain[1] else None), (plain if plain[1] else None)
+    if isinstance(test, ast.BoolOp):
+        parts = [requires_grad_test(v) for v in test.values]
+        if isinstance(test.op, ast.And):
+            return next((p for p in parts if p is not None and not p[1]), None), None
+        return None, next((p for p in parts if p is not None and p[1]), None)
+    return None, None
+
+
 def ends_flow(body) -> bool:
     """The block always leaves (``return``/``raise``/``continue``/``break`` last): what follows an ``if`` with
     such a body and no ``else`` runs only when the test is false."""

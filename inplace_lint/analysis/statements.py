@@ -173,17 +173,17 @@ class StatementsMixin:
             # `if self.training: ... else: <eval mode only>`, `if not self.training and prefilter: <eval only>`
             body_mode, else_mode = grad.training_arms(current.test)
             enabled = grad.grad_enabled_test(current.test)
-            requires = grad.requires_grad_test(current.test)
+            body_requires, else_requires = grad.requires_grad_arms(current.test)
             before = dict(self.env)
             self.eval_branch = chain or body_mode is False
-            self._gate(enabled is False, requires if requires and not requires[1] else None)
+            self._gate(enabled is False, body_requires)
             self.run_body(current.body)
             self.nograd_keys = set(saved_grad[0])
             arms.append(self.env)
             self.env = before
             # what follows runs only in eval mode, or (after `if torch.is_grad_enabled():`) with grad off
             chain = self.eval_branch = chain or else_mode is False or enabled is True
-            gates.append((enabled is True, requires if requires and requires[1] else None))
+            gates.append((enabled is True, else_requires))
             if cond:
                 conds_false.append(negate(cond))
             self.path_conds = saved_conds + tuple(conds_false)
