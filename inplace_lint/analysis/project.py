@@ -46,7 +46,7 @@ class Project(Resolver, AcrossCalls):
         #: let a file's tree go as soon as it is indexed (a one-shot check of a whole project, where the trees
         #: of every file at once were most of the peak memory), not only after its walk
         self.lean = True
-        #: files whose walk raised (a bug): :func:`inplace_lint.pipeline.project_findings` re-raises it
+        #: files whose walk raised (a bug): :func:`inplace_lint.workspace.project_findings` re-raises it
         self.crashes: Dict[str, BaseException] = {}
         self._final = None
         #: the inputs of the last project pass and its result (:meth:`finalize`): an edit that leaves

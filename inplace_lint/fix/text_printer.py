@@ -73,7 +73,7 @@ def print_text(group: Group, lines: List[str], newline: str, style: str, memory_
     else:
         loose = [o for o in operands if not _ast_constant(o)]
         if names.dtensor_form != "none" and any(not isinstance(o, ast.Name) for o in loose):
-            # operands to hold in temporaries first (render.py's ``hold``, the same text)
+            # operands to hold in temporaries first (cst_printer.py's ``hold``, the same text)
             held = _hold_from_text(line, start + len(text) - len(args) - (1 if text.endswith(")") and
                                    finding.write_kind is WriteKind.METHOD else 0), args, operands, name, names)
             if held is None:
