@@ -204,6 +204,7 @@ def _forget(projects) -> None:
     """What a new process would hold: no project, nothing read from a cache folder, no resolved paths
     (``projects``: the module that keeps them, ``inplace_lint.workspace``, or ``pipeline`` in an older checkout)."""
     projects._PROJECTS.clear()
+    getattr(projects, "forget_disk_state", lambda: None)()
     for name in ("_ROOTS", "_PACKAGES", "_TWINS"):
         getattr(projects, name, {}).clear()
     from inplace_lint.analysis import cache

@@ -457,3 +457,37 @@ def test_parts_read_late_are_type_checked_then_and_pickle_plain(tmp_path):
         late = codec.decode_result(wrong, path, str(root))  # the parts read late are not read yet
         with pytest.raises(codec.BadCache):
             (late.index.module, late.findings, late.deps)
+
+
+def test_a_one_file_check_of_an_unchanged_project_reads_its_kept_findings(tmp_path, capsys, monkeypatch):
+    """A whole-project check keeps each file's findings for exactly that project (its files' results by
+    signature); a later one-file check of the unchanged project reads them, decoding no other file's results
+    (the benchmark's one file, warm). A change anywhere in the project (a helper that stops writing) makes
+    a different signature: the one-file check then runs the project pass again, and says what it says now."""
+    from inplace_lint.analysis import cache as disk
+
+    root = _copy("rlpkg", tmp_path / "p")
+    engine = root / "rl" / "engine.py"
+    _, whole, _ = _check([str(root)], capsys)
+    at_engine = {f for f in whole if f[0] == "rl/engine.py"}
+    assert at_engine
+    decoded = []
+    real_result = disk.Store.result
+
+    def counting(self, *args, **kwargs):
+        decoded.append(args[0])
+        return real_result(self, *args, **kwargs)
+
+    monkeypatch.setattr(disk.Store, "result", counting)
+    workspace._PROJECTS.clear()
+    workspace.forget_disk_state()
+    code, found, _ = _check([str(engine)], capsys)
+    assert {(("rl/engine.py",) + f[1:]) for f in found} == at_engine and decoded == []
+    ops = root / "rl" / "ops.py"
+    ops.write_text(ops.read_text().replace("    logits.div_(t)  # a mutating helper", "    logits = logits / t  #"))
+    workspace._PROJECTS.clear()
+    workspace.forget_disk_state()
+    _, after, _ = _check([str(engine)], capsys)
+    assert decoded  # the project was loaded and its pass run again
+    # the two calls of the helper that no longer writes are not reported; the call of `temper` still is
+    assert [f[1] for f in after] == [11] and [f[1] for f in sorted(at_engine)] == [9, 10, 11]

@@ -40,9 +40,10 @@ import tempfile
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .. import __version__
+from ..findings import Finding
 from .codec import CODEC_MATCHES, BadCache, decode_result, encoded_deps, rebase
 from .codec import encode_result  # noqa: F401  (what Store.put stores: callers encode with it)
-from .summaries import FileResult
+from .summaries import FileResult, LocalFinding, ModuleIndex
 
 CACHE_DIR_NAME = ".inplace_lint_cache"
 #: bump when the shape of a document changes
@@ -343,6 +344,34 @@ class Store:
             self._valid.add((self._dir_text, signature))
             write_document(self._valid_path(signature), self.key,
                            {"kind": "validation", "code": code_key(), "signature": signature})
+
+    # ---- a file's findings in a project whose results hold together
+
+    def _final_path(self, signature: str, path: str) -> pathlib.Path:
+        name = hashlib.sha1(f"{code_key()}|{signature}|{path}".encode("utf-8", "surrogatepass")).hexdigest()
+        return self.directory / "finals" / name[:2] / f"{name}.json"
+
+    def final(self, signature: str, path: str, root: Optional[str]) -> Optional[List[Finding]]:
+        """The findings :meth:`~.project.Project.findings` gave ``path`` in the project made of exactly the
+        results named by ``signature`` (:func:`signature`), or None: a one-file check of an unchanged project
+        reads this instead of decoding every file's summaries and running the project pass again."""
+        where = self._final_path(signature, path)
+        try:
+            doc = read_document(where, self.key, "final")
+            if doc is None or doc.get("signature") != signature or doc.get("path") != path:
+                return None
+            return [lf.finding for lf in decode_result(doc.get("result"), path, root).findings]
+        except (BadCache, KeyError, TypeError, ValueError) as exc:
+            note(f"ignored the cache file {where}: {exc}")
+            return None
+
+    def put_final(self, signature: str, path: str, root: Optional[str], findings: List[Finding]) -> None:
+        where = self._final_path(signature, path)
+        if where.exists():
+            return
+        carrier = FileResult(path, "", "", ModuleIndex("", path), findings=[LocalFinding(f, "", False) for f in findings])
+        write_document(where, self.key, {"kind": "final", "code": code_key(), "signature": signature, "path": path,
+                                         "result": encode_result(carrier, root)})
 
     @classmethod
     def open(cls, directory: pathlib.Path) -> Optional["Store"]:

@@ -10,7 +10,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from ... import config, report_hint
 from ...source.files import iter_python_files
-from ...workspace import ProjectMode
+from ...workspace import ProjectMode, forget_disk_state
 from ...rules import RULES
 
 
@@ -140,6 +140,7 @@ def _project_mode(args: argparse.Namespace, opts: Options) -> ProjectMode:
     from ...analysis import cache
 
     cache.reset()  # the summary line and the notes are this command's
+    forget_disk_state()  # and what it knows of the disk, it reads itself
     cache_dir = args.cache_dir or opts.cache_dir
     return ProjectMode(True, use_cache=not args.no_cache, cache_dir=os.path.abspath(cache_dir) if cache_dir else None)
 

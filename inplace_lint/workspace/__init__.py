@@ -20,10 +20,11 @@ import pathlib
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from . import progress
-from .config import Settings
-from .findings import Finding
-from .source.files import read_source
+from .. import progress
+from ..config import Settings
+from ..findings import Finding
+from ..source.files import read_source
+from .kept import forget_disk_state  # noqa: F401  (the CLI starts each command with it)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,10 @@ class _Loaded:
     entries: Dict[str, tuple]
     #: when the files on disk were last compared with what the project holds (time.monotonic())
     checked_at: float = 0.0
+    #: the cache store, and the signature of the results the project holds when they were built to their
+    #: fixpoint together (each file's findings are then kept for a later one-file check: ``Store.final``)
+    store: "object" = None
+    signature: Optional[str] = None
 
 
 #: a loaded project compares its files with the disk again after this many seconds (a language server
@@ -90,6 +95,8 @@ def _refresh(loaded: _Loaded, build: bool) -> None:
             continue
         if project.add_file(file, source=source, digest=digest) is None:
             changed.append(file)
+    if changed:
+        loaded.signature = None  # no longer the results the signature names
     if changed and build:
         project.build(changed)
 
@@ -111,7 +118,7 @@ def _digest(source: str) -> str:
 
 
 def project_files(root: pathlib.Path) -> List[str]:
-    from .source.files import iter_python_files
+    from ..source.files import iter_python_files
 
     return [os.path.abspath(p) for p in iter_python_files([str(root)], ()) if p.endswith(".py")]
 
@@ -142,8 +149,8 @@ def _load_project(path: str, settings: Settings, mode: ProjectMode, build: bool 
     walked, they are parsed and walked by up to that many worker processes
     (:func:`inplace_lint.analysis.parallel_build.build_parallel`; the same summaries and findings).
     """
-    from .analysis import cache as disk
-    from .analysis.project import Project
+    from ..analysis import cache as disk
+    from ..analysis.project import Project
 
     root, loose = _root_and_loose(path)
     key = (os.path.abspath(path) if loose else str(root), settings, mode.use_cache, mode.cache_dir, build)
@@ -218,8 +225,9 @@ def _load_project(path: str, settings: Settings, mode: ProjectMode, build: bool 
             elif project.add_file(file, source=source, digest=digest) is None:
                 to_walk.append(file)
     built = False
+    final_signature = None
     if deferred:
-        from .analysis import parallel_build
+        from ..analysis import parallel_build
 
         workers = parallel_build.workers_for(len(deferred), jobs)
         if workers > 1:
@@ -274,6 +282,7 @@ def _load_project(path: str, settings: Settings, mode: ProjectMode, build: bool 
                 signature = disk.signature((project.results[f].module,) + fresh[f][3:] for f in project.results)
                 store.validate(signature)
                 _TWINS.setdefault((signature, settings), project)
+                final_signature = signature if set(fresh) == set(project.results) else None
             with progress.stage("writing the cache", None):
                 why = store.flush()
                 if changed and why is None:
@@ -283,7 +292,7 @@ def _load_project(path: str, settings: Settings, mode: ProjectMode, build: bool 
             store.compact()
     import time
 
-    _PROJECTS[key] = _Loaded(project, manifest_file, fresh, time.monotonic())
+    _PROJECTS[key] = _Loaded(project, manifest_file, fresh, time.monotonic(), store, final_signature)
     # the project lives as long as the process: later collections (while every file is reported) need
     # not scan it again (on sglang, 1.8M lines, they took four fifths of a check); what it holds is
     # acyclic, so what an edit replaces is still freed by reference counting
@@ -293,7 +302,7 @@ def _load_project(path: str, settings: Settings, mode: ProjectMode, build: bool 
 
 def _from_store(store, okey: str, variant: str, file: str, root: str, encoded=None):
     """The result ``variant`` of object ``okey`` decoded for ``file``; None when absent or not valid."""
-    from .analysis import cache as disk
+    from ..analysis import cache as disk
 
     try:
         result = store.result(okey, variant, file, root, encoded)
@@ -340,7 +349,7 @@ _ROOTS: Dict[str, Tuple[pathlib.Path, bool]] = {}
 def _root_and_loose(path: str) -> Tuple[pathlib.Path, bool]:
     """:func:`~.analysis.resolve.find_root` and :func:`~.analysis.resolve.is_loose` of ``path``, once per
     path in this process (each resolves the path: a third of a warm check's time when asked per call)."""
-    from .analysis.resolve import find_root, is_loose
+    from ..analysis.resolve import find_root, is_loose
 
     absolute = os.path.abspath(path)  # a relative path names another file once the working folder changes
     hit = _ROOTS.get(absolute)
@@ -361,7 +370,7 @@ _PACKAGES: Dict[str, str] = {}
 
 def _module_name(path: str) -> Tuple[str, bool]:
     """:func:`~.analysis.resolve.module_name`, with each folder's package resolved once."""
-    from .analysis.resolve import module_name
+    from ..analysis.resolve import module_name
 
     if os.path.islink(path):
         return module_name(path)
@@ -385,9 +394,19 @@ def keep_function_walks(enabled: bool = True) -> None:
     _KEEP_FUNCTION_WALKS = enabled
 
 
+def _loaded(path: str, settings: Settings, mode: ProjectMode, build: bool) -> Optional[_Loaded]:
+    root, loose = _root_and_loose(path)
+    return _PROJECTS.get((os.path.abspath(path) if loose else str(root), settings, mode.use_cache, mode.cache_dir,
+                          build))
+
+
 def project_needs_text(source: str, path: str, settings: Settings, mode: ProjectMode = PROJECT,
                        build: bool = True) -> bool:
     """Whether :func:`project_findings` would parse ``source`` (the project holds other text for ``path``)."""
+    from .kept import kept_final
+
+    if kept_final(source, path, settings, mode) is not None:
+        return False
     project = load_project(path, settings, mode, build)
     if project is None:
         return False
@@ -404,23 +423,37 @@ def project_findings(source: str, path: str, settings: Settings, mode: ProjectMo
     (the caller reports the error) or, with ``build=False``, when there is no cache. ``tree``: the
     caller's ``ast.parse`` of ``source`` (not parsed again).
     """
+    from .kept import kept_final
+
+    final = kept_final(source, path, settings, mode)
+    if final is not None:
+        return final
     project = load_project(path, settings, mode, build)
     if project is None:
         return None
     here = os.path.abspath(path)
     digest = _digest(source)
     result = project.results.get(here)
+    unchanged = result is not None and result.digest == digest
     if result is None or result.digest != digest:
         if _KEEP_FUNCTION_WALKS:
             project.keep_function_walks(here)
             project.keep_function_walks()  # and the files that depend on it, walked again after it
+        loaded = _loaded(path, settings, mode, build)
+        if loaded is not None:
+            loaded.signature = None  # the project now holds other text for this file
         if project.add_file(here, source=source, tree=tree, digest=digest) is not None:
             return None
         project.build([here], follow=build)
     crash = project.crashes.get(here)
     if crash is not None:
         raise crash
-    return project.findings(here)
+    found = project.findings(here)
+    loaded = _loaded(path, settings, mode, build)
+    if unchanged and loaded is not None and loaded.signature and loaded.store is not None:
+        root, _ = _root_and_loose(path)
+        loaded.store.put_final(loaded.signature, here, str(root), found)
+    return found
 
 
 def prepare_projects(paths: Sequence[str], settings: Settings, mode: ProjectMode, jobs: Optional[int] = None) -> None:
@@ -430,7 +463,7 @@ def prepare_projects(paths: Sequence[str], settings: Settings, mode: ProjectMode
     unless ``mode`` is enabled."""
     if not mode.enabled:
         return
-    from .analysis.resolve import find_root, is_loose
+    from ..analysis.resolve import find_root, is_loose
 
     seen = set()
     for path in paths:
