@@ -13,9 +13,9 @@ from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import model_outputs
 from ..torch_facts import ops
 from .astutil import dotted_name, is_str_constant
-from .env import _MAX_ORIGINS, EMPTY, cap, tuple_position, without_tuple_item
+from .env import _MAX_ORIGINS, EMPTY, cap
 from .names import qualify
-from .summaries import function_ref, param_index
+from .summaries import function_ref, is_tuple_item, param_index, tuple_item_at
 
 #: ``ast`` operator -> its augmented assignment (one operator table: ``ops.OPERATORS``)
 AUG_OPS = {getattr(ast, name): symbol for name, symbol in ops.AST_AUGMENTED.items()}
@@ -225,11 +225,12 @@ class BindingMixin:
         only unpack if its first dimension happened to match, so it is not taken as ``unbind`` then."""
         out = []
         position = int(text[1:-1]) if text.startswith("[") and text[1:-1].isdigit() else None
-        tuples = any(o.steps and o.steps[-1].kind is StepKind.TUPLE_ITEM for o in origins)
+        tuples = any(is_tuple_item(o) for o in origins)
         for o in origins:
-            if o.steps and o.steps[-1].kind is StepKind.TUPLE_ITEM:
-                if position is None or tuple_position(o) == position:
-                    out.append(without_tuple_item(o))
+            if is_tuple_item(o):
+                item = tuple_item_at(o, position)
+                if item is not None:
+                    out.append(item)
                 continue
             if tuples and o.is_tensor and position is not None:
                 continue

@@ -259,7 +259,7 @@ class CallsMixin:
                 return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
             nodes = list(node.args) + [k.value for k in node.keywords if k.arg is not None]
             return _evidence(self.arithmetic_result(node, nodes, list(args) + [
-                kwargs.get(k.arg, EMPTY) for k in node.keywords if k.arg is not None], certain=True))
+                kwargs.get(k.arg, EMPTY) for k in node.keywords if k.arg is not None]))
         return EMPTY
 
     def _display_value(self, node: Optional[ast.expr]) -> frozenset:
@@ -329,7 +329,7 @@ class CallsMixin:
             self.report(node, WriteKind.METHOD, f"`{name}`", recv_node, recv, name)
             return cap(o.extend(Step(StepKind.ALIAS, f".{name}()", line)) for o in recv if o.is_tensor)
         if name == "detach":
-            return cut_tracking(recv, ".detach()", line, keep_saved=True)
+            return cut_tracking(recv, ".detach()", line)
         recv = frozenset(o for o in recv if not model_outputs.is_guessed_object(o)) if recv else recv
         known = known_origins(recv)
         if name in ops.VIEW_METHODS:
@@ -389,7 +389,7 @@ class CallsMixin:
             args = [self.eval_quiet(a) for a in node.args] if node.args else []
             if known == recv and no_grad_value(known) and self._inputs_need_no_grad(node, args, {}, receiver=known):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
-            return _evidence(self.arithmetic_result(node, [recv_node] + list(node.args), [recv] + args, certain=True))
+            return _evidence(self.arithmetic_result(node, [recv_node] + list(node.args), [recv] + args))
         return EMPTY
 
     def torch_layer(self, recv_node: ast.expr, name: str) -> bool:

@@ -7,8 +7,7 @@ on parameters that a call's constant arguments rule out.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, List, Sequence
 
 from ..findings import Origin
 from . import conditions
@@ -19,16 +18,6 @@ _MAX_ORIGINS = 12
 
 negate = conditions.negate
 contradicted = conditions.contradicted
-
-
-def tuple_position(o: Origin) -> int:
-    """The position a :attr:`StepKind.TUPLE_ITEM` step (the last of ``o``) holds the tensor at."""
-    return int(o.steps[-1].text.strip("()"))
-
-
-def without_tuple_item(o: Origin) -> Origin:
-    """The tensor itself, taken out of the tuple literal it was put in."""
-    return replace(o, steps=o.steps[:-1])
 
 
 def origin_key(o: Origin):

@@ -13,8 +13,8 @@ from ..findings import Origin, RootKind, Step, StepKind
 from . import grad, model_outputs
 from ..torch_facts import ops
 from .astutil import dotted_name, last_name, short
-from .env import EMPTY, cap, tuple_position, without_tuple_item
-from .summaries import function_of, param_index
+from .env import EMPTY, cap
+from .summaries import function_of, is_tuple_item, param_index, tuple_item_at
 
 
 def is_basic_index(node: ast.expr) -> bool:
@@ -45,14 +45,14 @@ def key_of(node: ast.AST) -> Optional[str]:
     return dotted_name(node)
 
 
-def cut_tracking(origins: frozenset, text: str, line: int, keep_saved: bool) -> frozenset:
+def cut_tracking(origins: frozenset, text: str, line: int) -> frozenset:
     """``.detach()`` / ``.data``: the result shares storage but autograd no longer tracks it as a view.
 
     What survives: an expanded view (its elements still overlap) and a tensor saved for backward, as an
     op's output or input: through ``detach()`` backward still sees the write (the version counter is
     shared) and raises; through ``.data`` it does not, and uses the written values, silently
     (docs/pytorch-facts.md#detach-ends-tracking; the rule's message says which). Everything else becomes a
-    plain tensor that needs no grad. ``keep_saved``: unused, both keep what was saved.
+    plain tensor that needs no grad.
     """
     step = Step(StepKind.VIEW, text, line)
     out = [o.extend(step) for o in origins
@@ -136,16 +136,15 @@ class ExpressionsMixin:
             node = node.left
         nodes = [node] + list(reversed(rights))
         operands = [self.eval(n) for n in nodes]
-        return self.arithmetic_result(top, nodes, operands, certain=False)
+        return self.arithmetic_result(top, nodes, operands)
 
-    def arithmetic_result(self, top: ast.expr, nodes: Sequence[Optional[ast.expr]], operands: Sequence[frozenset],
-                          certain: bool) -> frozenset:
+    def arithmetic_result(self, top: ast.expr, nodes: Sequence[Optional[ast.expr]],
+                          operands: Sequence[frozenset]) -> frozenset:
         """What arithmetic (``a * b``, ``x.mul(2)``, ``torch.cat((a, b))``: :data:`ops.ARITHMETIC`) of values with
         ``operands``' origins makes: a new tensor that requires grad when an input does (by evidence: a model
         output, a submodule's result, a Parameter), none when every input is a factory's tensor or a number;
-        unknown otherwise. ``certain``: the op proves a tensor (a method; unused while no guess is made here)."""
-        operands = [frozenset(without_tuple_item(o) if o.steps and o.steps[-1].kind is StepKind.TUPLE_ITEM else o
-                              for o in ops_) for ops_ in operands]
+        unknown otherwise."""
+        operands = [frozenset(tuple_item_at(o, None) if is_tuple_item(o) else o for o in ops_) for ops_ in operands]
         # arithmetic on a tensor that may need grad is a new tensor that needs grad (its rows are views)
         grads = [o for ops_ in operands for o in ops_ if o.is_tensor and not o.root_no_grad and param_index(o) is None
                  and o.root is not RootKind.FRESH and o.certain_tensor]
@@ -214,7 +213,7 @@ class ExpressionsMixin:
         recv = self.eval(node.value)
         attr = node.attr
         if attr == "data":
-            return cut_tracking(recv, ".data", node.lineno, keep_saved=False)
+            return cut_tracking(recv, ".data", node.lineno)
         if attr == "grad":
             # `p.grad`: the gradient autograd accumulated, which does not require grad itself (only a backward
             # with `create_graph=True` makes one that does, for higher-order gradients)
@@ -285,10 +284,11 @@ class ExpressionsMixin:
                                       root_no_grad=self.no_grad or o.root_no_grad, certain_tensor=False))
             elif param_index(o) is not None and not o.steps and not is_basic_index(index):
                 continue  # params["key"], params[i]: an item of an unknown container
-            elif o.steps and o.steps[-1].kind is StepKind.TUPLE_ITEM:
-                if not isinstance(index, ast.Constant) or type(index.value) is not int \
-                        or tuple_position(o) == index.value:
-                    out.append(without_tuple_item(o))
+            elif is_tuple_item(o):
+                item = tuple_item_at(o, index.value if isinstance(index, ast.Constant) and type(index.value) is int
+                                     else None)
+                if item is not None:
+                    out.append(item)
             elif o.is_container:
                 out.append(o.extend(Step(StepKind.ELEMENT, text, node.lineno, self.no_grad)))
             elif is_basic_index(index):

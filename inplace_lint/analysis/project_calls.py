@@ -38,14 +38,7 @@ def _guess_of_known_param(o: Origin, returns: frozenset, params, binding) -> boo
 
 
 class ProjectCallsMixin:
-    def conditions_through(self, when: tuple, values: Dict[int, tuple], binding) -> tuple:
-        """A helper's path conditions to its write, seen from this call (:func:`.conditions.translate`):
-        those on a parameter this function passes its own parameter for become conditions on that one."""
-        if not when:
-            return ()
-        passed = self.own_params_passed(binding)
-        defaults = {j: self.param_default(self.params[j]) for j in set(passed.values())}
-        return conditions.translate(when, values, passed, defaults)
+    """In-project callees resolved and their summaries applied (a part of :class:`~.dataflow.Scope`)."""
 
     def own_params_passed(self, binding) -> Dict[int, int]:
         """Callee parameter index -> index of this function's own parameter passed for it as is."""
@@ -55,8 +48,6 @@ class ProjectCallsMixin:
                     and arg_node.id not in self.rebound_params and arg_node.id not in self.assigned:
                 passed[i] = list(self.params).index(arg_node.id)
         return passed
-
-    """In-project callees resolved and their summaries applied (a part of :class:`~.dataflow.Scope`)."""
 
     # ---- in-project calls
 
@@ -229,8 +220,11 @@ class ProjectCallsMixin:
         short_name = qual.rsplit(".", 1)[-1]
         unread = set()
         starred = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
-        # what this call gives each parameter (a literal, or unknown), for the callee's paths it rules out
+        # what this call gives each parameter (a literal, or unknown, or this function's own parameter with its
+        # default), for the callee's paths it rules out or hands on to this function's callers
         values = {i: conditions.literal(arg_node) for i, (_, arg_node) in binding.items()}
+        handed_on = self.own_params_passed(binding)
+        own_defaults = {j: self.param_default(self.params[j]) for j in set(handed_on.values())}
         if summary is not None:
             for w in summary.writes:
                 if w.index not in binding or any(g not in binding for g in w.guard):
@@ -255,7 +249,9 @@ class ProjectCallsMixin:
                     self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
                                 write_no_grad=w.no_grad, helper=HelperWrite(helper[0], *helper[1:4], twin, w.kept),
                                 condition=w.condition)
-                when = self.conditions_through(w.when, values, binding) if not starred else ()
+                # the helper's conditions to its write, seen from here: those on a parameter this function
+                # passes its own parameter for become conditions on that one
+                when = conditions.translate(w.when, values, handed_on, own_defaults) if w.when and not starred else ()
                 for o in sorted(origins, key=origin_key) if len(origins) > 1 else origins:  # a fixed order
                     i = param_index(o)
                     if i is not None:
@@ -272,8 +268,7 @@ class ProjectCallsMixin:
                                       self.no_grad, unread=frozenset(unread),
                                       bound=None if starred else frozenset(binding),
                                       constants=tuple((i, v[0]) for i, v in sorted(values.items()) if v),
-                                      passed=tuple((i, j, self.param_default(self.params[j]))
-                                                   for i, j in sorted(self.own_params_passed(binding).items()))))
+                                      passed=tuple((i, j, own_defaults[j]) for i, j in sorted(handed_on.items()))))
         if summary is None or not summary.returns:
             return EMPTY
         out = []

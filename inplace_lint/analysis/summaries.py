@@ -69,20 +69,33 @@ def located(origin: Origin, path: str) -> Origin:
     return replace(origin, path=origin.path or path, steps=located_steps(origin.steps, path))
 
 
+def is_tuple_item(origin: Origin) -> bool:
+    """``origin`` is held at one position of a tuple or list literal (its last step is a tuple item)."""
+    return bool(origin.steps) and origin.steps[-1].kind is StepKind.TUPLE_ITEM
+
+
+def tuple_item_at(origin: Origin, position: Optional[int]) -> Optional[Origin]:
+    """The tensor a tuple item holds, taken at ``position`` of the tuple (None: any position, as iterating
+    or an index we cannot read takes it); None when it sits at another position."""
+    if position is not None and int(origin.steps[-1].text.strip("()")) != position:
+        return None
+    return replace(origin, steps=origin.steps[:-1])
+
+
 def with_steps(origin: Origin, steps: Tuple[Step, ...]) -> Origin:
     """``origin`` followed by ``steps`` (what a callee did to its parameter). A tuple literal the caller passed
     (``[mel, post, gate]``), unpacked or indexed by the callee, gives back the element at that position; at
     another position it stays a tuple item, which no rule takes for a tensor."""
     for step in steps:
-        if origin.steps and origin.steps[-1].kind is StepKind.TUPLE_ITEM \
-                and step.kind in (StepKind.ELEMENT, StepKind.VIEW):
+        if is_tuple_item(origin) and step.kind in (StepKind.ELEMENT, StepKind.VIEW):
             taken = step.text[1:-1] if step.text.startswith("[") and step.text.endswith("]") else None
             if step.text != "iteration" and (taken is None or not taken.isdigit()):
                 return origin
-            if step.text == "iteration" or int(taken) == int(origin.steps[-1].text.strip("()")):
-                origin = replace(origin, steps=origin.steps[:-1])
-                continue
-            return origin
+            item = tuple_item_at(origin, None if step.text == "iteration" else int(taken))
+            if item is None:
+                return origin
+            origin = item
+            continue
         origin = origin.extend(step)
     return origin
 

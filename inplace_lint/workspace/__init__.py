@@ -153,7 +153,7 @@ def _load_project(path: str, settings: Settings, mode: ProjectMode, build: bool 
     from ..analysis.project import Project
 
     root, loose = _root_and_loose(path)
-    key = (os.path.abspath(path) if loose else str(root), settings, mode.use_cache, mode.cache_dir, build)
+    key = _project_key(path, settings, mode, build)
     loaded = _PROJECTS.get(key)
     if loaded is not None:
         _refresh(loaded, build)
@@ -394,10 +394,15 @@ def keep_function_walks(enabled: bool = True) -> None:
     _KEEP_FUNCTION_WALKS = enabled
 
 
-def _loaded(path: str, settings: Settings, mode: ProjectMode, build: bool) -> Optional[_Loaded]:
+def _project_key(path: str, settings: Settings, mode: ProjectMode, build: bool) -> tuple:
+    """What a loaded project is kept under in :data:`_PROJECTS`: its root (a loose file: itself) and how it was
+    loaded."""
     root, loose = _root_and_loose(path)
-    return _PROJECTS.get((os.path.abspath(path) if loose else str(root), settings, mode.use_cache, mode.cache_dir,
-                          build))
+    return os.path.abspath(path) if loose else str(root), settings, mode.use_cache, mode.cache_dir, build
+
+
+def _loaded(path: str, settings: Settings, mode: ProjectMode, build: bool) -> Optional[_Loaded]:
+    return _PROJECTS.get(_project_key(path, settings, mode, build))
 
 
 def project_needs_text(source: str, path: str, settings: Settings, mode: ProjectMode = PROJECT,

@@ -24,8 +24,7 @@ def kept_final(source: str, path: str, settings: Settings, mode) -> Optional[Lis
     disk since the cache's manifest, ``source`` its text there): a one-file check of an unchanged project
     (pre-commit, flake8 after ``check``) reads one small file instead of every file's summaries and the
     project pass. None when the project is loaded in this process, or anything differs."""
-    from ..analysis import cache as disk
-    from . import REFRESH_AFTER_S, _digest, _loaded, _module_name, _root_and_loose, project_files
+    from . import REFRESH_AFTER_S, _digest, _loaded, _root_and_loose
 
     root, loose = _root_and_loose(path)
     if loose or not mode.use_cache or _loaded(path, settings, mode, True) is not None:
@@ -67,7 +66,7 @@ def _final_state(root: pathlib.Path, settings: Settings, mode) -> tuple:
     """(store, manifest, signature): the signature of the results the manifest names when every file of the
     project is on disk as the manifest has it (same files, sizes and times), else None."""
     from ..analysis import cache as disk
-    from . import REFRESH_AFTER_S, _digest, _loaded, _module_name, _root_and_loose, project_files
+    from . import _module_name, project_files
 
     store = disk.Store.open(pathlib.Path(mode.cache_dir) if mode.cache_dir else disk.default_dir(root))
     if store is None:
