@@ -21,6 +21,8 @@ class StepKind(enum.Enum):
     VIEW = "view"
     MAY_ALIAS = "may-alias"  # reshape/contiguous/float/to: self or a view when no copy is needed
     MULTI_VIEW = "multi-output view"  # split/chunk/unbind: a tuple of views
+    #: tensor_split/hsplit/vsplit/dsplit: a tuple of ordinary (slicing) views, each writable like ``x[a:b]``
+    SLICED_VIEWS = "views by slicing"
     ELEMENT = "element"  # one element of a multi-output view, or a loop variable over a tensor
     EXPAND = "expanded view"
     ALIAS = "alias"  # the result of an in-place op is its receiver
@@ -82,7 +84,7 @@ class Origin:
         """A tuple of views (``x.chunk(2)``), a model's output object, or a tuple literal holding the tensor
         (:attr:`StepKind.TUPLE_ITEM`): not known to be one tensor."""
         if self.steps:
-            return self.steps[-1].kind in (StepKind.MULTI_VIEW, StepKind.TUPLE_ITEM)
+            return self.steps[-1].kind in (StepKind.MULTI_VIEW, StepKind.SLICED_VIEWS, StepKind.TUPLE_ITEM)
         return self.root is RootKind.MODEL_OUTPUT_OBJECT
 
     @property

@@ -93,4 +93,4 @@ class InplaceLintPlugin:
                 found = None
             if found is not None:
                 return found
-        return analyze(self.tree, self.settings, self.filename)
+        return analyze(self.tree, self.settings, self.filename, plan_fixes=False)  # flake8 shows no fixes

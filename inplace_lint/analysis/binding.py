@@ -9,13 +9,13 @@ from __future__ import annotations
 import ast
 from typing import Optional, Set
 
-from ..findings import Origin, RootKind, Step, StepKind, WriteKind
+from ..findings import Origin, RootKind, Step, WriteKind
 from . import model_outputs
 from ..torch_facts import ops
-from .astutil import dotted_name, is_str_constant
+from .astutil import dotted_name, is_str_constant, short
 from .env import _MAX_ORIGINS, EMPTY, cap
 from .names import qualify
-from .summaries import function_ref, is_tuple_item, param_index, tuple_item_at
+from .summaries import element_kind, function_ref, is_tuple_item, no_grad_value, param_index, tuple_item_at
 
 #: ``ast`` operator -> its augmented assignment (one operator table: ``ops.OPERATORS``)
 AUG_OPS = {getattr(ast, name): symbol for name, symbol in ops.AST_AUGMENTED.items()}
@@ -69,6 +69,7 @@ class BindingMixin:
         elif isinstance(target, (ast.Name, ast.Attribute)):
             origins = self.eval(target)
             self.report(node, WriteKind.AUGMENTED, f"`{op}`", target, origins, ops.AUGMENTED_INPLACE.get(op))
+            self.written_with(target, origins, self.eval_quiet(node.value))
 
     def stmt_Delete(self, node: ast.Delete) -> None:
         for target in node.targets:
@@ -87,6 +88,8 @@ class BindingMixin:
             self.bindings.append((key, origins))
             if len(origins) > _MAX_ORIGINS:
                 self.big.add(key)
+            if self.path_conds and self.recording and self.stmt_stack:
+                self._made_under(origins)
         else:
             self.env.pop(key, None)
             self.bindings.append((key, EMPTY))
@@ -101,6 +104,32 @@ class BindingMixin:
                     self.rebound_params.add(key)
         if self.no_grad:
             self.nograd_bound.add(key)
+
+    def written_with(self, target: ast.expr, written: frozenset, value: frozenset) -> None:
+        """``t[i] = v`` / ``t += v`` on a tensor that needs no grad (a factory's, ``torch.zeros(n, d)``) with a
+        value that requires grad by evidence: from here on ``t`` requires grad too (autograd records the write:
+        ``CopySlices``, ``AddBackward0``), so what is computed from it may be saved for backward. Not under
+        ``no_grad`` (nothing is recorded there)."""
+        if self.no_grad or not value or not written or not no_grad_value(written):
+            return
+        key = dotted_name(target)
+        if key is None or key not in self.env or not self.recording:
+            return
+        if any(o.is_tensor and o.grad_evidence and param_index(o) is None for o in value):
+            self.bind_name(key, frozenset({Origin(RootKind.TENSOR, short(target), target.lineno)}))
+
+    def _made_under(self, origins: frozenset) -> None:
+        """Record, for the steps and roots the statement being walked made (their line is in it), the
+        conditions on parameters it runs under (:attr:`made_conds`; the first record of each stays)."""
+        stmt = self.stmt_stack[-1]
+        first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
+        made = self.made_conds
+        for o in origins:
+            for step in o.steps:
+                if first <= step.line <= last and step not in made:
+                    made[step] = self.path_conds
+            if first <= o.root_line <= last and param_index(o) is None:
+                made.setdefault((o.root, o.root_text, o.root_line), self.path_conds)
 
     def assign(self, target: ast.expr, value_node: Optional[ast.expr], value: frozenset) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -130,6 +159,8 @@ class BindingMixin:
             key = self.key_of(target)
             if key is not None and not any(o.is_tensor for o in base):
                 self.bind_name(key, value)  # output["logits"] = ... on a dict-like model output
+            else:
+                self.written_with(target.value, base, value)
             return
         key = dotted_name(target)
         if key is not None:
@@ -241,6 +272,6 @@ class BindingMixin:
                 out.append(Origin(RootKind.MODEL_OUTPUT, f"{o.root_text}{text if text.startswith('[') else '[...]'}",
                                   line, root_no_grad=o.root_no_grad or self.no_grad, certain_tensor=False))
             else:
-                out.append(o.extend(Step(StepKind.ELEMENT, text if text.startswith("[") else "iteration", line,
+                out.append(o.extend(Step(element_kind(o), text if text.startswith("[") else "iteration", line,
                                          self.no_grad)))
         return cap(out)

@@ -74,6 +74,9 @@ def is_detached(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "detach"
 
 
+#: methods whose result never requires grad, whatever the receiver (docs/pytorch-facts.md#grad-off)
+_NO_GRAD_METHODS = frozenset({"detach", "argmax", "argmin", "argsort", "long", "int", "bool", "item", "tolist"})
+
 class CallGradMixin:
     """Grad facts about a call's inputs (a part of :class:`~.dataflow.Scope`)."""
 
@@ -142,6 +145,8 @@ class CallGradMixin:
                 self.ctx is None and node.id in self.params and node.id != self.self_name)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             value = node.func.value
+            if node.func.attr in _NO_GRAD_METHODS:
+                return False  # self.eta.detach().clamp_min(1e-8): what `.detach()` returns needs no grad
             if isinstance(value, ast.Name) and value.id == self.self_name and self.cls_qual:
                 return True  # self.fc(x), self.proj(h)
             return self.grad_source(value)  # self.fc(x).view(...), h.float()
@@ -153,6 +158,8 @@ class CallGradMixin:
             return self.grad_source(node.operand)
         if isinstance(node, ast.Subscript):
             return self.grad_source(node.value)
+        if isinstance(node, ast.Attribute) and node.attr in ("data", "grad"):
+            return False  # `self.w.data`, `p.grad`: autograd does not track them
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self.self_name \
                 and self.cls_qual and self.ctx is not None:
             # `self.raw`, set to `nn.Parameter(...)` in `__init__`: a parameter requires grad

@@ -103,10 +103,6 @@ def _is_dtype_conversion(node: ast.Call, name: str) -> bool:
     return False
 
 
-#: torch.nn modules that run other modules (which may be anything): not a layer whose implementation we know
-_TORCH_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "DataParallel", "DistributedDataParallel",
-                               "Module"})
-
 
 class CallsMixin:
     """``eval_Call`` and what a call returns."""
@@ -138,6 +134,8 @@ class CallsMixin:
                 # matters. Only a head we cannot see counts as the model-call patterns say (it may be a custom
                 # Function)
                 return self.project_calls(node, forwards, args, kwargs, submodule=func.attr)
+            if imported and ns is not None and ns.split(".")[0] != "torch" and func.attr in _TENSOR_OPS:
+                return EMPTY  # PIL.ImageOps.expand(img, border=2): a library's function, not Tensor.expand
             recv = self.eval(func.value)
             inplace_module = self.inplace_modules.get(func_dotted or "")
             if inplace_module and node.args:
@@ -252,7 +250,7 @@ class CallsMixin:
         if name in ops.FACTORY_FUNCTIONS:
             return self._factory(node)
         if name in ops.VIEW_METHODS or name in ops.MAY_ALIAS_METHODS or name in ops.MULTI_VIEW_METHODS \
-                or name in ops.EXPAND_METHODS:
+                or name in ops.SLICED_VIEW_METHODS or name in ops.EXPAND_METHODS:
             return self.method_call(node, name, first, first_origins, functional=True)
         if name in ops.ARITHMETIC:
             if self._inputs_need_no_grad(node, args, kwargs):
@@ -346,15 +344,16 @@ class CallsMixin:
             return self.view_of(recv_node, recv, StepKind.MAY_ALIAS, call_text(node, name), line)
         if name in ops.EXPAND_METHODS:
             return self.view_of(recv_node, recv, StepKind.EXPAND, call_text(node, name), line, any_base=True)
-        if name in ops.MULTI_VIEW_METHODS:
+        if name in ops.MULTI_VIEW_METHODS or name in ops.SLICED_VIEW_METHODS:
             # str.split(",") and str.split() are not tensor splits
             tensor_like = known or name != "split" or functional or tensor_split_args(node)
             if not tensor_like:
                 return EMPTY
-            if not known and not functional and name != "tensor_split" and node.args \
+            if not known and not functional and name in ops.MULTI_VIEW_METHODS and node.args \
                     and self._is_tensor_argument(node.args[0]):
                 return EMPTY  # tok.split(x), sampler.chunk(x, 2): a tensor's chunk/split/unbind take sizes and dims
-            return self.view_of(recv_node, recv, StepKind.MULTI_VIEW, call_text(node, name), line, any_base=True,
+            kind = StepKind.MULTI_VIEW if name in ops.MULTI_VIEW_METHODS else StepKind.SLICED_VIEWS
+            return self.view_of(recv_node, recv, kind, call_text(node, name), line, any_base=True,
                                 certain=functional)
         if ops.saves_output(ops.TENSOR_METHOD, name) and (name in ops.SAVES_OUTPUT_ANY_RECEIVER or any(
                 o.is_tensor for o in known) or (recv and not self._is_self(recv_node) and _literal_args(node))):
@@ -382,7 +381,8 @@ class CallsMixin:
         if name == "forward" and self.settings.is_model_call_name(last_name(recv_node) or ""):
             return frozenset({Origin(RootKind.MODEL_OUTPUT_OBJECT, f"{short(recv_node)}.forward(...)", line,
                                      root_no_grad=self.no_grad)})
-        if self.settings.is_model_call_name(name) and not known and not self.torch_layer(recv_node, name):
+        if self.settings.is_model_call_name(name) and not known and not self.torch_layer(recv_node, name) \
+                and not self.built_submodule(recv_node, name):
             return frozenset({Origin(RootKind.MODEL_OUTPUT_OBJECT, f"{short(node.func)}(...)", line,
                                      root_no_grad=self.no_grad)})
         if name in ops.ARITHMETIC:
@@ -391,20 +391,6 @@ class CallsMixin:
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             return _evidence(self.arithmetic_result(node, [recv_node] + list(node.args), [recv] + args))
         return EMPTY
-
-    def torch_layer(self, recv_node: ast.expr, name: str) -> bool:
-        """``self.<name>`` was built in ``__init__`` from one of torch's own layers (``self.lm_head =
-        nn.Linear(d, v)``): its implementation is visible and is not a custom ``autograd.Function``, so its
-        output is an op's result (a plain activation), not a model output, whatever the attribute is called.
-        Containers and wrappers (``nn.Sequential``, ``DataParallel``, ``torch.nn.parallel.*``) run modules
-        we may not see, so they keep the model-call patterns' guess."""
-        if self.ctx is None or not self.cls_qual or not isinstance(recv_node, ast.Name) \
-                or recv_node.id != self.self_name:
-            return False
-        builder = self.ctx.attribute_builder(self.cls_qual, name) or ""
-        if not builder.startswith("torch.nn.") or builder.startswith(("torch.nn.parallel.", "torch.nn.utils.")):
-            return False
-        return builder.rsplit(".", 1)[-1] not in _TORCH_CONTAINERS
 
     def is_bool_value(self, node: ast.expr) -> bool:
         """``node`` is a bool tensor: a comparison or ``torch.logical_*(...)`` (or a name bound to one), and
@@ -443,7 +429,7 @@ class CallsMixin:
             key = dotted_name(recv_node)
             made_in_no_grad = self.no_grad and (key is None or key in self.nograd_bound)
             # expand/broadcast_to and view ops exist on tensors only; torch.split(x, ...) proves x a tensor
-            sure = kind is not StepKind.MULTI_VIEW or certain
+            sure = kind not in (StepKind.MULTI_VIEW, StepKind.SLICED_VIEWS) or certain
             root = Origin(RootKind.TENSOR, short(recv_node), line, root_no_grad=made_in_no_grad, certain_tensor=sure,
                           guessed=True)
             return placeholders | {root.extend(step)}
@@ -466,6 +452,12 @@ def _to_integer_dtype(node: ast.Call, name: str) -> bool:
     given = [kw(node, "dtype")] + list(node.args[:2])
     return any(a is not None and (dotted_name(a) or "").startswith("torch.")
                and (dotted_name(a) or "").rsplit(".", 1)[1] in _INTEGER_DTYPES for a in given)
+
+
+#: the tensor methods whose meaning the analysis follows: called on an imported name of another library
+#: (``ImageOps.expand``, ``shlex.split``) they are that library's functions
+_TENSOR_OPS = (ops.VIEW_METHODS | ops.MAY_ALIAS_METHODS | ops.MULTI_VIEW_METHODS | ops.SLICED_VIEW_METHODS
+               | ops.EXPAND_METHODS | ops.TENSOR_INPLACE_METHODS | ops.SAVES_OUTPUT)
 
 
 def _evidence(origins: frozenset) -> frozenset:

@@ -29,6 +29,8 @@ class AnalysisContext(Protocol):
     params: Dict[str, Tuple[Tuple[str, ...], bool]]
     #: an open buffer's walk that reuses unchanged functions (:mod:`.incremental`), else None
     function_walk: Optional[Any]
+    #: whether findings get fixes planned (off for a surface that shows findings only)
+    plan_fixes: bool
 
     @property
     def root(self) -> Optional[pathlib.Path]:
@@ -54,6 +56,9 @@ class AnalysisContext(Protocol):
 
     def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:
         """What ``self.<attr>`` was built from in ``__init__``, imports resolved."""
+
+    def module_class(self, cls_qual: str) -> bool:
+        """The class is surely an ``nn.Module`` (a base is torch's, or an in-project module class)."""
 
     def params_of(self, qual: str) -> Optional[Tuple[Tuple[str, ...], bool]]:
         """A function's (parameter names, static)."""

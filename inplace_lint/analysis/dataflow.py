@@ -126,6 +126,9 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     #: origin -> the condition tuples of the returns that give it; origins some return gives unconditionally
     return_conds: Dict[Origin, Set[tuple]] = field(default_factory=dict)
     uncond_returns: Set[Origin] = field(default_factory=set)
+    #: a step (or a root) made by a statement walked under :attr:`path_conds` -> those conditions: a value
+    #: bound in ``if n == 3: y = y.expand(s)`` and returned after the ``if`` is returned only when ``n == 3``
+    made_conds: Dict[object, Tuple[tuple, ...]] = field(default_factory=dict)
     #: inside ``with torch.no_grad() if flag else nullcontext():`` on a parameter ``flag``: the condition
     #: (index, truth, default truth) that turns grad off (see ``LocalFinding.grad_cond``)
     grad_cond: Optional[tuple] = None
@@ -202,6 +205,8 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
                 env[name] = frozenset(held)
         scope = self.new_scope(tuple(names), func, env, no_grad, dict(self.inplace_modules), qual)
         scope.typed_params = typed
+        for name in names:  # a parameter shadows the module's function of that name (`embed=False`)
+            scope.local_funcs.pop(name, None)
         return scope
 
 

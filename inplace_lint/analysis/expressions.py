@@ -14,7 +14,7 @@ from . import grad, model_outputs
 from ..torch_facts import ops
 from .astutil import dotted_name, last_name, short
 from .env import EMPTY, cap
-from .summaries import function_of, is_tuple_item, param_index, tuple_item_at
+from .summaries import element_kind, function_of, is_tuple_item, param_index, tuple_item_at
 
 
 def is_basic_index(node: ast.expr) -> bool:
@@ -290,9 +290,18 @@ class ExpressionsMixin:
                 if item is not None:
                     out.append(item)
             elif o.is_container:
-                out.append(o.extend(Step(StepKind.ELEMENT, text, node.lineno, self.no_grad)))
+                out.append(o.extend(Step(element_kind(o), text, node.lineno, self.no_grad)))
             elif is_basic_index(index):
                 out.append(o.extend(Step(StepKind.VIEW, text, node.lineno, self.no_grad)))
+        if isinstance(index, ast.Compare) or (isinstance(index, ast.Name) and index.id in self.bool_names):
+            # `feats[labels == k]`: a boolean mask copies, and the copy requires grad when the tensor did (by
+            # evidence; a guess about a parameter stays untracked, as for arithmetic). An index we cannot
+            # read (`x[i]`, `x[tuple(s)]`) may be basic indexing, a view: left untracked
+            tensors = frozenset(o for o in recv if o.is_tensor and not o.is_container and not is_tuple_item(o)
+                                and not (o.root is RootKind.MODEL_OUTPUT_OBJECT and not o.steps))
+            if tensors:
+                out.extend(o for o in self.arithmetic_result(node, [node.value], [tensors])
+                           if not o.guessed and o.guess_param < 0)
         return cap(out)
 
     def eval_NamedExpr(self, node: ast.NamedExpr) -> frozenset:

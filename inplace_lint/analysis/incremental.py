@@ -164,6 +164,9 @@ class _Recorder:
     def attribute_builder(self, cls_qual, attr):
         return self._ask("attribute_builder", cls_qual, attr)
 
+    def module_class(self, cls_qual):
+        return self._ask("module_class", cls_qual)
+
     def dispatch(self, cls_qual, name):
         return self._ask("dispatch", cls_qual, name)
 

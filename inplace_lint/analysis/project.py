@@ -63,6 +63,9 @@ class Project(Resolver, AcrossCalls):
         #: dropped when a file's classes, bases or imports change (:meth:`_classes_changed`)
         self._subclass_map: Optional[Dict[str, Tuple[str, ...]]] = None
         self._dispatch_memo: Dict[Tuple[str, str], Tuple[Tuple[str, bool], ...]] = {}
+        #: plan a fix for each finding (and what a fix needs: where a returned tensor is also kept). Off for a
+        #: surface that shows only findings (flake8): the findings are the same, each with ``fix=None``
+        self.plan_fixes = True
 
     # ---- building
 
@@ -255,6 +258,8 @@ class ModuleContext:
         self._functions: Dict[str, Optional[Tuple[str, int]]] = {}
         #: an open buffer's walk that reuses unchanged functions (:mod:`.incremental`), else None
         self.function_walk = None
+        #: whether findings get fixes planned (:attr:`Project.plan_fixes`)
+        self.plan_fixes = project.plan_fixes
 
     def call_sites(self) -> List[CallSite]:
         """``calls`` with one site per call (a loop's second pass records its calls again: the later
@@ -315,6 +320,9 @@ class ModuleContext:
 
     def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:
         return self.project.attribute_builder(cls_qual, attr)
+
+    def module_class(self, cls_qual: str) -> bool:
+        return self.project.module_class(cls_qual)
 
     def params_of(self, qual: str):
         return self.params.get(qual) or self.project.params_of(qual)

@@ -37,6 +37,11 @@ def _guess_of_known_param(o: Origin, returns: frozenset, params, binding) -> boo
     return any(param_index(p) == i and p.root_line == o.root_line and p.steps == o.steps for p in returns)
 
 
+
+#: torch.nn modules that run other modules (which may be anything): not a layer whose implementation we know
+_TORCH_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "DataParallel", "DistributedDataParallel",
+                               "Module"})
+
 class ProjectCallsMixin:
     """In-project callees resolved and their summaries applied (a part of :class:`~.dataflow.Scope`)."""
 
@@ -133,6 +138,34 @@ class ProjectCallsMixin:
         if owner is None:
             return []
         return [(q, 0 if static else 1) for q, static in ctx.dispatch(owner, "forward")]
+
+    def built_submodule(self, recv_node: ast.expr, name: str) -> bool:
+        """``self.<name>(...)`` in a method of an ``nn.Module`` whose ``__init__`` built ``self.<name>`` with the
+        project's own code (``self.aggr_module = aggr_resolver(aggr)``): a submodule the module made, whose
+        result is an activation of this module, not the output of a model the code was handed (a model-call
+        name guesses that only for what comes from outside: a parameter, another library's loader)."""
+        if self.ctx is None or not self.cls_qual or not isinstance(recv_node, ast.Name) \
+                or recv_node.id != self.self_name:
+            return False
+        builder = self.ctx.attribute_builder(self.cls_qual, name)
+        if builder is None or not self.ctx.module_class(self.cls_qual):
+            return False
+        return (self.ctx.resolve(builder) or self.ctx.resolve(f"{self.cls_qual.rpartition('.')[0]}.{builder}")) \
+            is not None
+
+    def torch_layer(self, recv_node: ast.expr, name: str) -> bool:
+        """``self.<name>`` was built in ``__init__`` from one of torch's own layers (``self.lm_head =
+        nn.Linear(d, v)``): its implementation is visible and is not a custom ``autograd.Function``, so its
+        output is an op's result (a plain activation), not a model output, whatever the attribute is called.
+        Containers and wrappers (``nn.Sequential``, ``DataParallel``, ``torch.nn.parallel.*``) run modules
+        we may not see, so they keep the model-call patterns' guess."""
+        if self.ctx is None or not self.cls_qual or not isinstance(recv_node, ast.Name) \
+                or recv_node.id != self.self_name:
+            return False
+        builder = self.ctx.attribute_builder(self.cls_qual, name) or ""
+        if not builder.startswith("torch.nn.") or builder.startswith(("torch.nn.parallel.", "torch.nn.utils.")):
+            return False
+        return builder.rsplit(".", 1)[-1] not in _TORCH_CONTAINERS
 
     def callable_refs(self, node: ast.expr) -> List[Tuple[str, int]]:
         """A function value: ``f``, ``self.m``, ``partial(self.m, a)`` -> each (qualified name, bound

@@ -344,8 +344,8 @@ class ReportingMixin:
 
     def plan_fix(self, node: ast.AST, kind: WriteKind, target: ast.expr, op_name: Optional[str],
                  origins: Sequence[Origin], callers_checked: bool = False):
-        if self.func is None:
-            return None  # class bodies
+        if self.func is None or (self.ctx is not None and not self.ctx.plan_fixes):
+            return None  # class bodies; a surface that shows findings only
         stmt = self.stmt_stack[-1] if self.stmt_stack else None
         return fixplan.plan(self.facts(), self.params, kind, node, target, op_name, origins, self.env, stmt,
                             self.loop_stack, callers_checked, self.kept_roots,

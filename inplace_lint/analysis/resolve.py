@@ -187,18 +187,19 @@ def _init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
                 nodes.extend(getattr(stmt, field, ()) if not isinstance(stmt, ast.FunctionDef) else ())
         for node in nodes:
             target = value = None
+            called = False  # built by a call: a factory function counts too (`aggr_resolver(aggr)`)
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target, value = node.targets[0], node.value
                 if isinstance(value, ast.Name) and annotated.get(value.id):
                     name = annotated[value.id]  # self.kernel = kernel, with `kernel: Kernel`
                     value = ast.Name(id=name) if "." not in name else ast.parse(name, mode="eval").body
                 else:
-                    value = value.func if isinstance(value, ast.Call) else None
+                    called, value = isinstance(value, ast.Call), (value.func if isinstance(value, ast.Call) else None)
             elif isinstance(node, ast.AnnAssign):
                 target, value = node.target, node.annotation
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
                 name = dotted_name(value) if value is not None else None
-                if name and name[:1].isupper() or (name and "." in name and name.rsplit(".", 1)[1][:1].isupper()):
+                if name and (called or name.rpartition(".")[2][:1].isupper()):
                     out.setdefault(target.attr, name)
     return out
 
@@ -352,21 +353,36 @@ class Resolver:
         info = self._class(cls_qual)
         if info is None or depth > 10:
             return False
+        for base, qualified, found in self._base_classes(cls_qual, info):
+            if base in _PLAIN_BASES or qualified in _PLAIN_BASES:
+                continue
+            if found is not None and self.plain_class(found, depth + 1):
+                continue
+            return False
+        return True
+
+    def module_class(self, cls_qual: str, depth: int = 0) -> bool:
+        """Surely an ``nn.Module``: a base is torch's (``nn.Module``, ``nn.Linear``) or an in-project module."""
+        info = self._class(cls_qual)
+        if info is None or depth > 10:
+            return False
+        return any(qualified.startswith("torch.nn.") or (found is not None and self.module_class(found, depth + 1))
+                   for _, qualified, found in self._base_classes(cls_qual, info))
+
+    def _base_classes(self, cls_qual: str, info) -> List[Tuple[str, str, Optional[str]]]:
+        """Each base as written, with imports resolved, and the in-project class it names (not itself) or None."""
         module = cls_qual.rpartition(".")[0]
         index = self.indexes.get(module)
+        out = []
         for base in info[0]:
             head, _, rest = base.partition(".")
             qualified = index.imports[head] + (f".{rest}" if rest else "") \
                 if index is not None and head in index.imports else base
-            if base in _PLAIN_BASES or qualified in _PLAIN_BASES:
-                continue
             target = qualified if qualified != base or index is None or head not in index.classes \
                 else f"{module}.{base}"
             found = self.resolve(target)
-            if found and found[0] == "class" and found[1] != cls_qual and self.plain_class(found[1], depth + 1):
-                continue
-            return False
-        return True
+            out.append((base, qualified, found[1] if found and found[0] == "class" and found[1] != cls_qual else None))
+        return out
 
     def _bases(self, cls_qual: str, info=None) -> List[str]:
         """The in-project classes ``cls_qual`` names as its bases, in order (others are left out)."""

@@ -81,11 +81,18 @@ class StatementsMixin:
             self._record_return(value - body - orelse, self.path_conds)
 
     def _record_return(self, origins, conds) -> None:
+        made = self.made_conds
         for o in origins:
-            if not conds:
+            # and the conditions under which the statements that made it ran (`if n == 3: y = y.expand(s)`)
+            when = set(conds)
+            if made:
+                for step in o.steps:
+                    when.update(made.get(step, ()))
+                when.update(made.get((o.root, o.root_text, o.root_line), ()))
+            if not when:
                 self.uncond_returns.add(o)
             else:
-                self.return_conds.setdefault(o, set()).add(tuple(sorted(set(conds), key=conditions.sort_key)))
+                self.return_conds.setdefault(o, set()).add(tuple(sorted(when, key=conditions.sort_key)))
 
     def param_condition(self, test: ast.expr) -> Optional[conditions.Cond]:
         """What ``test`` asks of one parameter of this function, not bound again here
@@ -417,7 +424,7 @@ class StatementsMixin:
         elif not kept:
             kept = next((self.kept_roots[(o.root_text, o.root_line)] for o in risky
                          if (o.root_text, o.root_line) in self.kept_roots), "")
-            if not kept:
+            if not kept and (self.ctx is None or self.ctx.plan_fixes):  # only fix safety reads it
                 bases = {b for b in (fixplan.root_base_name(o) for o in risky) if b is not None}
                 kept = fixplan.returned_elsewhere(self.facts(), bases)
 

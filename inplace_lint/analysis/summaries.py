@@ -69,6 +69,12 @@ def located(origin: Origin, path: str) -> Origin:
     return replace(origin, path=origin.path or path, steps=located_steps(origin.steps, path))
 
 
+def element_kind(origin: Origin) -> StepKind:
+    """The step one element of ``origin`` adds: a plain view of a tuple of slicing views (``tensor_split``),
+    else an element (of a multi-output view op's result, or a row of a tensor iterated)."""
+    return StepKind.VIEW if origin.steps and origin.steps[-1].kind is StepKind.SLICED_VIEWS else StepKind.ELEMENT
+
+
 def is_tuple_item(origin: Origin) -> bool:
     """``origin`` is held at one position of a tuple or list literal (its last step is a tuple item)."""
     return bool(origin.steps) and origin.steps[-1].kind is StepKind.TUPLE_ITEM

@@ -18,14 +18,15 @@ RULE = Rule(
     code="IPV003",
     name="inplace-on-multi-output-view",
     severity="warning",
-    summary="In-place op on one output of `split`, `chunk`, `unbind`, `tensor_split`, or on `for t in tensor`.",
+    summary="In-place op on one output of `split`, `chunk`, `unbind`, or on `for t in tensor`.",
     applies=applies,
     message=message,
     what=(
         "Finds in-place writes to an element of a multi-output view op (`split`, `chunk`, "
-        "`unbind`, `tensor_split`, `hsplit`, ...), by index, by tuple unpacking or as the loop "
+        "`unbind`, `split_with_sizes`), by index, by tuple unpacking or as the loop "
         "variable of `for t in x.chunk(n)`, and to the loop variable of `for row in tensor` "
-        "(iterating a tensor unbinds it)."
+        "(iterating a tensor unbinds it). The outputs of `tensor_split`, `hsplit`, `vsplit` and "
+        "`dsplit` are ordinary slicing views (torch 2.13), followed as views of their base."
     ),
     why=(
         "Autograd cannot track an in-place change to one of several views made by one op. "

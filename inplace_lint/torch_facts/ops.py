@@ -41,9 +41,10 @@ MAY_ALIAS_METHODS = frozenset(
     }
 )
 #: Multi-output view ops: each element is a view, and in-place on one raises when the base needs grad.
-MULTI_VIEW_METHODS = frozenset(
-    {"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "split_with_sizes"}
-)
+MULTI_VIEW_METHODS = frozenset({"split", "chunk", "unbind", "split_with_sizes"})
+#: Ops that return a tuple of ordinary views made by slicing (``AsStridedBackward0`` on torch 2.13): an element
+#: may be written with grad on, like ``x[a:b]``, and the write reaches the base (docs/pytorch-facts.md#multi-output-view)
+SLICED_VIEW_METHODS = frozenset({"tensor_split", "hsplit", "vsplit", "dsplit"})
 #: Views whose elements overlap in memory: in-place on them raises with or without grad.
 EXPAND_METHODS = frozenset({"expand", "expand_as", "broadcast_to"})
 #: Methods that return a DTensor's local tensor through a custom autograd Function

@@ -100,7 +100,7 @@ class FunctionFacts:
             positions, nodes = self.by_name.setdefault(load.id, ([], []))
             positions.append((load.lineno, load.col_offset))
             nodes.append(load)
-        self.declared, self.assigned = declarations(func)
+        self._declarations: Optional[Tuple[FrozenSet[str], FrozenSet[str]]] = None
         # memos: a function with many findings must not cost findings x loads x depth (nor findings x
         # statements: each finding looks only at the names it watches, found through these indexes)
         self.escapes: Dict[int, Optional[str]] = {}
@@ -110,6 +110,20 @@ class FunctionFacts:
         self._alias_edges: Optional[Dict[str, List[Tuple[Tuple[int, int], int, FrozenSet[str]]]]] = None
         self._siblings: Optional[Dict[int, Tuple[List[ast.stmt], int]]] = None
         self._attr_stores: Optional[Dict[str, List[ast.Name]]] = None
+
+    @property
+    def declared(self) -> FrozenSet[str]:
+        """Names declared ``global``/``nonlocal`` here (:func:`declarations`, on first use)."""
+        if self._declarations is None:
+            self._declarations = declarations(self.func)
+        return self._declarations[0]
+
+    @property
+    def assigned(self) -> FrozenSet[str]:
+        """Names bound in the function's own scope (:func:`declarations`, on first use)."""
+        if self._declarations is None:
+            self._declarations = declarations(self.func)
+        return self._declarations[1]
 
     def parent(self, node: ast.AST) -> Optional[ast.AST]:
         return self.parents.get(id(node))
