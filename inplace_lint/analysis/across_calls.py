@@ -20,7 +20,8 @@ from ..rules import PRIORITY, Write
 from . import conditions, model_outputs
 from .reporting import match
 from .resolve import refers, value_refs
-from .summaries import CallSite, FileResult, FunctionSummary, ModuleIndex, located, located_steps, param_index, with_steps
+from .summaries import (CallSite, FileResult, FunctionSummary, ModuleIndex, located, located_steps, param_index,
+                        ran_without_grad, with_steps)
 
 _MAX_INCOMING = 12
 
@@ -376,9 +377,12 @@ class AcrossCalls:
                 continue  # the call leaves a parameter at the default that skips the write
             if w.when and site.bound is not None and conditions.contradicted(w.when, site_values(site)):
                 continue  # the call's constant arguments rule out the path to the write
-            no_grad = w.no_grad or chain_no_grad or self._grad_off(grad_off, w.func)
+            called_without_grad = chain_no_grad or self._grad_off(grad_off, w.func)
+            no_grad = w.no_grad or called_without_grad
             write = Write(w.op, w.op_name, w.kind, w.target, w.point_index, w.condition)
-            rule, shown = match([with_steps(origin, w.steps)], write, no_grad, self.settings.report_in_no_grad)
+            # a callee run with grad off saved nothing of its own (its steps on the parameter)
+            steps = ran_without_grad(w.steps) if called_without_grad else w.steps
+            rule, shown = match([with_steps(origin, steps)], write, no_grad, self.settings.report_in_no_grad)
             if rule is None:
                 continue
             rank = PRIORITY.index(rule)

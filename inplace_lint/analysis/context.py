@@ -8,7 +8,7 @@ and :mod:`.incremental` wraps it to record every question and answer. A walk wit
 from __future__ import annotations
 
 import pathlib
-from typing import Any, Dict, List, Mapping, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
 
 from .summaries import CallSite, FunctionSummary
 
@@ -56,6 +56,12 @@ class AnalysisContext(Protocol):
 
     def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:
         """What ``self.<attr>`` was built from in ``__init__``, imports resolved."""
+
+    def defer(self, qual: str, walk_body: Callable[[], None]) -> None:
+        """Walk a top-level function's body when its summary is first asked for (else at :meth:`finish`)."""
+
+    def finish(self) -> None:
+        """Walk the deferred bodies nobody asked for."""
 
     def module_class(self, cls_qual: str) -> bool:
         """The class is surely an ``nn.Module`` (a base is torch's, or an in-project module class)."""

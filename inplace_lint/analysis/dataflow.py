@@ -222,6 +222,8 @@ def walk_module(tree: ast.Module, settings: Settings, ctx: Optional[AnalysisCont
     try:
         scope = Scope(settings, sink, params=(), func=tree, ctx=ctx, qual=module, package=package)
         scope.run_body(tree.body)
+        if ctx is not None:
+            ctx.finish()  # the function bodies no caller asked for yet
     finally:
         sys.setrecursionlimit(limit)
     return sink

@@ -167,6 +167,13 @@ class _Recorder:
     def module_class(self, cls_qual):
         return self._ask("module_class", cls_qual)
 
+    # commands, not questions: passed on, nothing to record (a function walked from its cache defers nothing)
+    def defer(self, qual, walk_body):
+        self._ctx.defer(qual, walk_body)
+
+    def finish(self):
+        self._ctx.finish()
+
     def dispatch(self, cls_qual, name):
         return self._ask("dispatch", cls_qual, name)
 

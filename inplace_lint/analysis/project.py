@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import pathlib
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from .. import progress
 from ..config import DEFAULT_SETTINGS, Settings
@@ -243,6 +243,9 @@ def _defines(index: ModuleIndex, module: str, qual: str) -> bool:
     return cls is not None and len(parts) > 1 and parts[1] in cls[1]
 
 
+#: how many deferred function bodies may be walked inside one another (each nests a whole walk on the stack)
+_MAX_DEMAND_DEPTH = 16
+
 class ModuleContext:
     """What one file's walk reads from and leaves in the project (an :class:`~.context.AnalysisContext`)."""
 
@@ -260,6 +263,38 @@ class ModuleContext:
         self.function_walk = None
         #: whether findings get fixes planned (:attr:`Project.plan_fixes`)
         self.plan_fixes = project.plan_fixes
+        #: functions of this file whose bodies are walked on demand (:meth:`defer`), and how deep that nests
+        self._deferred: Dict[str, Callable[[], None]] = {}
+        self._demand_depth = 0
+
+    def defer(self, qual: str, walk_body: Callable[[], None]) -> None:
+        """Walk the body of ``qual`` (a function or method defined at the top of the file or of a top-level
+        class) when a caller first asks for its summary, else at :meth:`finish`: a caller above its callee
+        then reads the callee's summary on the first walk, instead of walking the whole file again. A second
+        ``def`` of the same name walks the first one's body now (each body is walked once)."""
+        earlier = self._deferred.pop(qual, None)
+        if earlier is not None:
+            earlier()
+        self._deferred[qual] = walk_body
+
+    def finish(self) -> None:
+        """Walk the deferred bodies nobody asked for, in the order they were defined."""
+        while self._deferred:
+            qual = next(iter(self._deferred))
+            self._deferred.pop(qual)()
+
+    def _demand(self, qual: str) -> None:
+        walk_body = self._deferred.pop(qual, None)
+        if walk_body is None:
+            return
+        if self._demand_depth >= _MAX_DEMAND_DEPTH:  # a long chain: left to finish() and the fixpoint
+            self._deferred[qual] = walk_body
+            return
+        self._demand_depth += 1
+        try:
+            walk_body()
+        finally:
+            self._demand_depth -= 1
 
     def call_sites(self) -> List[CallSite]:
         """``calls`` with one site per call (a loop's second pass records its calls again: the later
@@ -328,6 +363,8 @@ class ModuleContext:
         return self.params.get(qual) or self.project.params_of(qual)
 
     def summary(self, qual: str) -> Optional[FunctionSummary]:
+        if qual in self._deferred:
+            self._demand(qual)
         summary = self.functions.get(qual)
         if summary is None:
             summary = self.project.summaries.get(qual)

@@ -21,7 +21,7 @@ from .call_grad import guessed_param, needs_no_grad_arg
 from .env import EMPTY, cap, contradicted, origin_key
 from .names import is_torch, qualify
 from .reporting import HelperWrite
-from .summaries import CallSite, param_index, with_steps
+from .summaries import CallSite, param_index, ran_without_grad, with_steps
 
 
 def _guess_of_known_param(o: Origin, returns: frozenset, params, binding) -> bool:
@@ -275,7 +275,9 @@ class ProjectCallsMixin:
                 # named from here: `(line 5)` in this file, `(pkg/helpers.py:5)` in another
                 op = f"{w.op} in `{helper[0]}()` ({self.where(helper[1], helper[2])})"
                 # a guessed output object (a parameter named `output`) is only read for its tensor fields
-                real = [with_steps(o, w.steps) for o in origins
+                # a call made with grad off runs the callee with grad off: no op in it saved anything
+                steps = ran_without_grad(w.steps) if self.no_grad else w.steps
+                real = [with_steps(o, steps) for o in origins
                         if param_index(o) is None and not model_outputs.is_guessed_object(o)]
                 if real and not at_write:
                     twin = self.out_of_place_twin(qual, params, w.index) if not w.via else None
@@ -288,7 +290,7 @@ class ProjectCallsMixin:
                 for o in sorted(origins, key=origin_key) if len(origins) > 1 else origins:  # a fixed order
                     i = param_index(o)
                     if i is not None:
-                        self.record_param_write(node, w.kind, w.op, arg_node, with_steps(o, w.steps), i, helper,
+                        self.record_param_write(node, w.kind, w.op, arg_node, with_steps(o, steps), i, helper,
                                                 w.op_name, w.no_grad, w.condition, when=when)
             for i in summary.observed:
                 if i in binding and self.is_unread_after(binding[i][1], node):

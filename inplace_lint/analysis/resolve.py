@@ -1,6 +1,6 @@
 """Names across a project: roots and module names, what each module defines and imports, classes and dispatch.
 
-- files and modules: :func:`find_root`, :func:`is_loose`, :func:`module_name`;
+- files and modules: :func:`find_root`, :func:`is_loose`, :func:`module_name` (from :mod:`.roots`);
 - :func:`index_module`: a module's top level (imports, functions, classes, bases, ``__init__`` attributes);
 - names used as values rather than called (:func:`value_refs`, :func:`refers`): a function handed around
   may be called where no call site shows;
@@ -11,16 +11,14 @@
 from __future__ import annotations
 
 import ast
-import functools
 import hashlib
-import os
-import pathlib
 import re
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .. import textpos
 from .astutil import dotted_name
 from .names import import_bindings
+from .roots import ROOT_MARKERS, find_root, is_loose, module_name  # noqa: F401  (re-exported)
 from .summaries import ModuleIndex
 
 #: a dependency on a function the walk looked for in an in-project module and did not find
@@ -28,7 +26,6 @@ ABSENT = "\x00absent"
 #: a dependency on the targets ``self.m(...)`` in a class dispatches to (its overrides in subclasses):
 #: ``DISPATCH + "Cls.qual" + "\x00" + "m"`` -> the targets seen (a new override makes the walk stale)
 DISPATCH = "\x00dispatch:"
-ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 #: bases that make a class no ``nn.Module`` (qualified, or as builtins are written)
 _PLAIN_BASES = frozenset({
     "object", "abc.ABC", "typing.Generic", "typing.Protocol", "typing.NamedTuple", "enum.Enum", "enum.IntEnum",
@@ -36,49 +33,7 @@ _PLAIN_BASES = frozenset({
 })
 
 
-# --------------------------------------------------------------------------- files and modules
-
-
-def find_root(path: str) -> pathlib.Path:
-    """Nearest directory above ``path`` with pyproject.toml/setup.cfg/setup.py/.git; else the directory
-    above the topmost package (``__init__.py``) holding it; else the file's own directory."""
-    start = pathlib.Path(os.path.realpath(path))  # not Path.resolve: it raises on a symlink loop
-    folder = start if os.path.isdir(start) else start.parent
-    return _root_of(folder)
-
-
-def is_loose(path: str) -> bool:
-    """A file with no project marker above it and in no package: its project is the file alone
-    (a script in ``/tmp`` must not pull in every file under ``/tmp``)."""
-    start = pathlib.Path(os.path.realpath(path))  # not Path.resolve: it raises on a symlink loop
-    folder = start if os.path.isdir(start) else start.parent
-    root = _root_of(folder)
-    return root == folder and not any(os.path.exists(root / marker) for marker in ROOT_MARKERS) \
-        and not os.path.exists(folder / "__init__.py")
-
-
-@functools.lru_cache(maxsize=1024)
-def _root_of(folder: pathlib.Path) -> pathlib.Path:
-    # os.path.exists, not Path.exists: False, not PermissionError, in a folder we may not search
-    for candidate in [folder, *folder.parents]:
-        if any(os.path.exists(candidate / marker) for marker in ROOT_MARKERS):
-            return candidate
-    top = folder
-    while os.path.exists(top / "__init__.py") and top.parent != top:
-        top = top.parent
-    return top
-
-
-def module_name(path: str) -> Tuple[str, bool]:
-    """``pkg.sub.mod`` for ``.../pkg/sub/mod.py`` (packages are folders with ``__init__.py``)."""
-    p = pathlib.Path(os.path.realpath(path))
-    is_package = p.name == "__init__.py"
-    parts = [] if is_package else [p.stem]
-    folder = p.parent
-    while os.path.exists(folder / "__init__.py") and folder.parent != folder:
-        parts.append(folder.name)
-        folder = folder.parent
-    return ".".join(reversed(parts)) or p.stem, is_package
+# --------------------------------------------------------------------------- modules
 
 
 def index_module(tree: ast.Module, module: str, path: str, is_package: bool = False,

@@ -344,6 +344,15 @@ class StatementsMixin:
         if walk is not None:  # an open buffer: a function whose text did not change is not walked again
             self._define(qual, walk.walk(child, node, declared, static))
             return
+        if self.ctx is not None and len(self.stmt_stack) == 1 and (
+                self.qual == self.ctx.module or (self.in_class and self.qual.rpartition(".")[0] == self.ctx.module)):
+            # at the top of the file or of a top-level class: walked when a caller first needs its summary
+            # (the scope it starts from is the one made here, at the `def`)
+            def walk_body() -> None:
+                child.run_body(node.body)
+                self._define(qual, child.summary(declared, static))
+            self.ctx.defer(qual, walk_body)
+            return
         child.run_body(node.body)
         if self.ctx is not None:
             self._define(qual, child.summary(declared, static))

@@ -88,6 +88,13 @@ def tuple_item_at(origin: Origin, position: Optional[int]) -> Optional[Origin]:
     return replace(origin, steps=origin.steps[:-1])
 
 
+def ran_without_grad(steps: Tuple[Step, ...]) -> Tuple[Step, ...]:
+    """A callee's steps on its parameter when the call itself runs with grad off (``with torch.no_grad():
+    _normalize(x)``): every view made without grad, and no op saved anything (a saved-input step is only
+    recorded for an op that ran with grad on)."""
+    return tuple(s if s.no_grad else replace(s, no_grad=True) for s in steps if s.kind is not StepKind.SAVED_INPUT)
+
+
 def with_steps(origin: Origin, steps: Tuple[Step, ...]) -> Origin:
     """``origin`` followed by ``steps`` (what a callee did to its parameter). A tuple literal the caller passed
     (``[mel, post, gate]``), unpacked or indexed by the callee, gives back the element at that position; at
