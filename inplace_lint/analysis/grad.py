@@ -94,6 +94,13 @@ def ends_flow(body) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
+def leaves_function(body) -> bool:
+    """The block always leaves the function (``return``/``raise`` last): what follows runs only when the test
+    is false, for the rest of the function (a ``break``/``continue`` leaves only the loop, whose later
+    statements, and what follows the loop, run either way)."""
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
+
+
 def grad_mode_of(node: ast.expr) -> Optional[bool]:
     """False for ``torch.no_grad()``-like contexts/decorators, True for ``enable_grad()``, None otherwise."""
     call = node if isinstance(node, ast.Call) else None

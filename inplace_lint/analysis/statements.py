@@ -222,7 +222,7 @@ class StatementsMixin:
             self.env = merge_touched(arms, {k for k, _ in self.bindings[mark:]} | self.big)
         else:
             self.env = merge(arms, self.big)
-        if not node.orelse and grad.ends_flow(node.body) and conds_false and self.param_condition(node.test):
+        if not node.orelse and grad.leaves_function(node.body) and conds_false and self.param_condition(node.test):
             self.path_conds = saved_conds + (conds_false[0],)  # `if copy: return x.repeat(...)`: what follows
         if not node.orelse and grad.ends_flow(node.body) and (gates[0][0] or gates[0][1]):
             # `if torch.is_grad_enabled(): return ...` / `if x.requires_grad: raise ...`: what follows runs
