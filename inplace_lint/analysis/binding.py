@@ -54,7 +54,7 @@ class BindingMixin:
             self.assign(node.target, node.value, self.eval(node.value))
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
-        self.eval(node.value)
+        value = self.eval(node.value)
         op = AUG_OPS.get(type(node.op), "op=")
         target = node.target
         if isinstance(target, ast.Subscript):
@@ -69,7 +69,7 @@ class BindingMixin:
         elif isinstance(target, (ast.Name, ast.Attribute)):
             origins = self.eval(target)
             self.report(node, WriteKind.AUGMENTED, f"`{op}`", target, origins, ops.AUGMENTED_INPLACE.get(op))
-            self.written_with(target, origins, self.eval_quiet(node.value))
+            self.written_with(target, origins, value)
 
     def stmt_Delete(self, node: ast.Delete) -> None:
         for target in node.targets:
