@@ -55,7 +55,7 @@ class AnalysisContext(Protocol):
         """The in-project class ``self.<attr>`` was built from in ``__init__``."""
 
     def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:
-        """What ``self.<attr>`` was built from in ``__init__``, imports resolved."""
+        """What ``self.<attr>`` was built from in ``__init__``, qualified (imports resolved, else the module's name)."""
 
     def defer(self, qual: str, walk_body: Callable[[], None]) -> None:
         """Walk a top-level function's body when its summary is first asked for (else at :meth:`finish`)."""

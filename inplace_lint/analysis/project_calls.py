@@ -148,10 +148,7 @@ class ProjectCallsMixin:
                 or recv_node.id != self.self_name:
             return False
         builder = self.ctx.attribute_builder(self.cls_qual, name)
-        if builder is None or not self.ctx.module_class(self.cls_qual):
-            return False
-        return (self.ctx.resolve(builder) or self.ctx.resolve(f"{self.cls_qual.rpartition('.')[0]}.{builder}")) \
-            is not None
+        return builder is not None and self.ctx.module_class(self.cls_qual) and self.ctx.resolve(builder) is not None
 
     def torch_layer(self, recv_node: ast.expr, name: str) -> bool:
         """``self.<name>`` was built in ``__init__`` from one of torch's own layers (``self.lm_head =

@@ -405,15 +405,16 @@ class Resolver:
         self._dispatch_memo = {}
 
     def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:
-        """What ``self.<attr>`` was built from in ``__init__`` of this class, imports resolved
-        (``torch.nn.Parameter`` for ``self.raw = nn.Parameter(...)``), in the project or not; None unknown."""
+        """What ``self.<attr>`` was built from in ``__init__`` of this class, qualified: through the module's
+        imports (``torch.nn.Parameter`` for ``self.raw = nn.Parameter(...)``), else as a name of the class's
+        module (``pkg.conv.make_aggr``), in the project or not; None unknown."""
         module, _, name = cls_qual.rpartition(".")
         index = self.indexes.get(module)
         dotted = index.attributes.get(name, {}).get(attr) if index is not None else None
         if dotted is None:
             return None
         head, _, rest = dotted.partition(".")
-        return index.imports[head] + (f".{rest}" if rest else "") if head in index.imports else dotted
+        return index.imports[head] + (f".{rest}" if rest else "") if head in index.imports else f"{module}.{dotted}"
 
     def attribute_class(self, cls_qual: str, attr: str) -> Optional[str]:
         """The in-project class ``self.<attr>`` was built from in ``__init__`` (this class or a base)."""
@@ -421,12 +422,9 @@ class Resolver:
         index = self.indexes.get(module)
         if index is None:
             return None
-        dotted = index.attributes.get(name, {}).get(attr)
-        if dotted is not None:
-            head, _, rest = dotted.partition(".")
-            target = index.imports[head] + (f".{rest}" if rest else "") if head in index.imports \
-                else f"{module}.{dotted}"
-            found = self.resolve(target)
+        builder = self.attribute_builder(cls_qual, attr)
+        if builder is not None:
+            found = self.resolve(builder)
             return found[1] if found and found[0] == "class" else None
         info = self._class(cls_qual)
         for base in info[0] if info else ():
