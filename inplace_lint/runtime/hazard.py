@@ -30,35 +30,37 @@ _CREATION_META_REASONS = {
 }
 
 
-def _creation_meta(t: torch.Tensor) -> Optional[str]:
+def creation_meta(t: torch.Tensor) -> Optional[str]:
     """Name of the view's CreationMeta (``DEFAULT``, ``IN_CUSTOM_FUNCTION``,
     ``MULTI_OUTPUT_NODE``, ``NO_GRAD_MODE``, ``INFERENCE_MODE``), or None when
-    torch cannot tell (private API absent, or no differentiable view meta)."""
+    torch cannot tell (private API absent, or no differentiable view meta). Looked up
+    on each call (the sanitizer and :func:`inplace_hazard` share it)."""
     getter = getattr(getattr(torch._C, "_autograd", None), "_get_creation_meta", None)
     if getter is None:
         return None
     try:
         meta = getter(t)
-    except RuntimeError:  # not a differentiable view: "Expected meta != nullptr"
+    except (RuntimeError, TypeError):  # not a differentiable view: "Expected meta != nullptr"
         return None
-    name = getattr(meta, "name", None) or str(meta).rsplit(".", 1)[-1]
-    return name
+    return getattr(meta, "name", None) or str(meta).rsplit(".", 1)[-1]
 
 
-def _has_internal_overlap(t: torch.Tensor) -> bool:
-    local = t.to_local() if is_dtensor(t) else t
+def has_internal_overlap(t: torch.Tensor) -> bool:
+    """More than one element of ``t`` refers to one memory location (``expand``): torch's
+    ``_debug_has_internal_overlap`` when it can tell, else a dimension of stride 0 and size > 1;
+    False when neither can be read (a wrapper subclass without strides)."""
     check = getattr(torch, "_debug_has_internal_overlap", None)
     if check is not None:
         try:
-            status = int(check(local))  # 0 NO, 1 YES, 2 TOO_HARD
+            status = int(check(t))  # 0 NO, 1 YES, 2 TOO_HARD
         except Exception:
             status = 2
-        if status == 0:
-            return False
-        if status == 1:
-            return True
-    # TOO_HARD or no helper: a broadcast (stride 0, size > 1) dim overlaps.
-    return any(st == 0 and sz > 1 for sz, st in zip(local.shape, local.stride()))
+        if status != 2:
+            return status == 1
+    try:
+        return any(st == 0 and sz > 1 for sz, st in zip(t.shape, t.stride()))
+    except Exception:
+        return False
 
 
 def _partial_overlap(target: torch.Tensor, other: torch.Tensor) -> bool:
@@ -148,7 +150,7 @@ def inplace_hazard(tensor: torch.Tensor, *operands: Any) -> Optional[str]:
     if tensor.is_inference() and not torch.is_inference_mode_enabled():
         return "is an inference tensor modified outside inference mode"
 
-    if _has_internal_overlap(tensor):
+    if has_internal_overlap(tensor.to_local() if is_dtensor(tensor) else tensor):
         return ("has overlapping memory (e.g. from expand): more than one element "
                 "refers to a single memory location")
     for other in op_tensors:
@@ -160,7 +162,7 @@ def inplace_hazard(tensor: torch.Tensor, *operands: Any) -> Optional[str]:
                             or any(o.requires_grad for o in op_tensors))
 
     if tensor._is_view():
-        meta = _creation_meta(tensor)
+        meta = creation_meta(tensor)
         if meta is None:
             if recorded or tensor.requires_grad:
                 return ("is a view whose creation metadata torch does not expose; "

@@ -8,7 +8,7 @@ How each hazard is seen (what PyTorch does is summarised, with sources, in ``doc
   ``*_`` op of the same name; ``__setitem__`` and augmented assignment write ``self``; ``out=``
   writes ``out``; ``F.relu(x, inplace=True)`` and friends write ``x``.
 - **IPV002 / IPV003 / IPV005**: autograd's view creation metadata
-  (``torch._C._autograd._get_creation_meta``, private, looked up once and guarded):
+  (``torch._C._autograd._get_creation_meta``, private and guarded, :func:`..runtime.hazard.creation_meta`):
   ``IN_CUSTOM_FUNCTION``, ``MULTI_OUTPUT_NODE``, ``NO_GRAD_MODE`` / ``INFERENCE_MODE``, reported
   when autograd records the write (the target or an operand requires grad), as PyTorch's
   ``check_inplace`` does.
@@ -42,7 +42,8 @@ from ..findings import WriteKind
 from .results import CODE_ORDER, InplaceHazardError, RuntimeFinding, message_for
 from .sites import Site, source_text, user_site
 from .tracking import HOOKS, SAVED, OutputRecord, output_tensors, pack, saved_hooks_allowed, unpack
-from .writes import FILLS, SILENT_BASE_WRITES, Spec, creation_meta, overlaps, spec_of, storage_key, written_tensors
+from ..runtime.hazard import creation_meta, has_internal_overlap
+from .writes import FILLS, SILENT_BASE_WRITES, Spec, spec_of, storage_key, written_tensors
 
 __all__ = ["sanitize", "Sanitizer", "RuntimeFinding", "InplaceHazardError"]
 
@@ -235,7 +236,7 @@ class Sanitizer(contextlib.ContextDecorator):
             elif meta in ("NO_GRAD_MODE", "INFERENCE_MODE"):
                 found.append(("IPV005", message_for("IPV005", op, "")))
         name = spec.op if spec is not None else ""
-        if name not in FILLS and overlaps(target):
+        if name not in FILLS and has_internal_overlap(target):
             silent = name in SILENT_BASE_WRITES or point_index
             detail = (": PyTorch lets it through and silently writes the base; every element that shares the "
                       "memory changes" if silent else ": PyTorch raises; clone() first or use an out-of-place op")

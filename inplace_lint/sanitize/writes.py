@@ -145,36 +145,6 @@ def written_tensors(spec: Optional[Spec], args: Sequence[Any], kwargs: Dict[str,
 # Facts about a tensor
 # --------------------------------------------------------------------------------------------------
 
-_GET_CREATION_META = getattr(getattr(torch._C, "_autograd", None), "_get_creation_meta", None)
-
-
-def creation_meta(t: torch.Tensor) -> Optional[str]:
-    """``IN_CUSTOM_FUNCTION``, ``MULTI_OUTPUT_NODE``, ``NO_GRAD_MODE``, ``INFERENCE_MODE``, ``DEFAULT``,
-    or None when torch cannot tell (private API absent, not a differentiable view)."""
-    if _GET_CREATION_META is None:
-        return None
-    try:
-        meta = _GET_CREATION_META(t)
-    except (RuntimeError, TypeError):
-        return None
-    return getattr(meta, "name", None) or str(meta).rsplit(".", 1)[-1]
-
-
-def overlaps(t: torch.Tensor) -> bool:
-    check = getattr(torch, "_debug_has_internal_overlap", None)
-    if check is not None:
-        try:
-            status = int(check(t))  # 0 NO, 1 YES, 2 TOO_HARD
-        except Exception:
-            status = 2
-        if status != 2:
-            return status == 1
-    try:
-        return any(st == 0 and sz > 1 for sz, st in zip(t.shape, t.stride()))
-    except Exception:
-        return False
-
-
 def storage_key(t: torch.Tensor) -> int:
     """The address of ``t``'s storage (shared by all its views and ``.detach()``/``.data`` aliases; a
     DTensor's is its local shard's), or 0."""
