@@ -18,7 +18,8 @@ The interpreter (one function at a time)
   callees and their summaries), :mod:`.call_grad` (grad at a call), :mod:`.reporting` (rule matching,
   findings); :mod:`.env`: origin sets and merges; :mod:`.names` resolves names through imports;
   :mod:`.astutil`: small ``ast`` helpers.
-- facts: :mod:`.grad` (grad contexts), :mod:`.model_outputs` (model-output heuristics),
+- facts: :mod:`.grad` (grad contexts), :mod:`.model_outputs` (model-output heuristics), :mod:`.narrowing`
+  (classes and types: ``isinstance`` arms, plain classes, TorchScript functions),
   :mod:`.summaries` (what a function returns and writes, in terms of its parameters).
 - :mod:`.fixplan`: which findings have a fix and whether it is safe.
 

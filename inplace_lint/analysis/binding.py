@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Set
 
-from ..findings import Origin, RootKind, Step, WriteKind
+from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import model_outputs
 from ..torch_facts import ops
 from .astutil import dotted_name, is_str_constant, short
@@ -272,6 +272,8 @@ class BindingMixin:
                 out.append(Origin(RootKind.MODEL_OUTPUT, f"{o.root_text}{text if text.startswith('[') else '[...]'}",
                                   line, root_no_grad=o.root_no_grad or self.no_grad, certain_tensor=False))
             else:
-                out.append(o.extend(Step(element_kind(o), text if text.startswith("[") else "iteration", line,
-                                         self.no_grad)))
+                kind = element_kind(o)
+                if self.scripted and kind is StepKind.ELEMENT and o.is_tensor and not text.startswith("["):
+                    kind = StepKind.VIEW  # TorchScript's `for t in x` is `x.select(0, i)`, one view per step
+                out.append(o.extend(Step(kind, text if text.startswith("[") else "iteration", line, self.no_grad)))
         return cap(out)

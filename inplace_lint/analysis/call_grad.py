@@ -148,7 +148,7 @@ class CallGradMixin:
             if node.func.attr in _NO_GRAD_METHODS:
                 return False  # self.eta.detach().clamp_min(1e-8): what `.detach()` returns needs no grad
             if isinstance(value, ast.Name) and value.id == self.self_name and self.cls_qual:
-                return True  # self.fc(x), self.proj(h)
+                return self.submodule_call(node.func.attr)  # self.fc(x), self.proj(h)
             return self.grad_source(value)  # self.fc(x).view(...), h.float()
         if isinstance(node, ast.Call):
             return any(self.grad_source(a) for a in node.args)  # torch.sum(self.fc(x) * y)
@@ -166,6 +166,18 @@ class CallGradMixin:
             owner = self.ctx.attribute_builder(self.cls_qual, node.attr)
             return owner is not None and owner.rsplit(".", 1)[-1] == "Parameter"
         return False
+
+    def submodule_call(self, attr: str) -> bool:
+        """``self.<attr>(...)`` returns an activation that requires grad: in a class that may be an ``nn.Module``
+        (one whose bases we cannot all see counts), or, in a plain class (a policy, a replay buffer), when its
+        ``__init__`` built ``self.<attr>`` with a torch layer or a project module class. A plain class's other
+        callables (``self._beta = to_parameter(beta)``, an approximator handed in) say nothing of grad."""
+        plain = self.class_plain if self.class_plain is not None else (
+            self.ctx is not None and self.ctx.plain_class(self.cls_qual))
+        if self.ctx is None or not plain:
+            return True
+        builder = self.ctx.attribute_builder(self.cls_qual, attr)
+        return builder is not None and (builder.startswith("torch.nn.") or self.ctx.module_class(builder))
 
     def _guess_of(self, node: ast.expr, origins: frozenset) -> int:
         """:func:`guessed_param` of an op's input, or, untracked, the index of the parameter it names."""

@@ -66,6 +66,12 @@ class AnalysisContext(Protocol):
     def module_class(self, cls_qual: str) -> bool:
         """The class is surely an ``nn.Module`` (a base is torch's, or an in-project module class)."""
 
+    def plain_class(self, cls_qual: str) -> bool:
+        """The class is surely no ``nn.Module``: its bases, followed through the project, are ``object`` or builtins."""
+
+    def tensor_class(self, cls_qual: str) -> bool:
+        """The class is a subclass of ``torch.Tensor`` (a base, followed through the project, is)."""
+
     def params_of(self, qual: str) -> Optional[Tuple[Tuple[str, ...], bool]]:
         """A function's (parameter names, static)."""
 

@@ -15,7 +15,8 @@ may hold. The interpreter is split by job:
 - :mod:`.expressions`: expressions (views, items, attributes, ``.detach()``/``.data``);
 - :mod:`.calls`: calls (torch ops through :mod:`.names`, tensor methods); :mod:`.project_calls`: calls of
   in-project functions (through :class:`.context.AnalysisContext`); :mod:`.call_grad`: grad at a call;
-- :mod:`.grad`: grad contexts; :mod:`.model_outputs`: model-output heuristics;
+- :mod:`.grad`: grad contexts; :mod:`.model_outputs`: model-output heuristics; :mod:`.narrowing`: classes
+  and types (``isinstance`` arms, nested classes' bases, TorchScript functions);
 - :mod:`.reporting`: rule matching, findings and their fix plans.
 
 Parameters are bound to placeholders, so each function leaves a summary
@@ -36,6 +37,7 @@ from .binding import BindingMixin
 from .calls import CallsMixin
 from .context import AnalysisContext
 from .expressions import ExpressionsMixin
+from .narrowing import ClassFactsMixin
 from .project_calls import ProjectCallsMixin
 from .reporting import ReportingMixin
 from .env import _MAX_ORIGINS, EMPTY
@@ -59,7 +61,8 @@ def _arg_line(args: ast.arguments, name: str) -> int:
 
 
 @dataclass
-class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, CallGradMixin, ReportingMixin):
+class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, CallGradMixin, ReportingMixin,
+            ClassFactsMixin):
     """Walks one function (or module, or class) body; nested functions get a scope of their own."""
 
     settings: Settings
@@ -87,6 +90,12 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     qual: str = "<module>"
     package: str = ""
     cls_qual: Optional[str] = None
+    #: for a nested class's body and methods (not in the module's index), whether its bases make it plain
+    #: (:meth:`~.resolve.Resolver.plain_class`); None: ask the project
+    class_plain: Optional[bool] = None
+    #: walking a function compiled by ``torch.jit.script`` (or one nested in it): TorchScript iterates a
+    #: tensor by indexing it (``select``, one view per step), not by ``unbind``
+    scripted: bool = False
     self_name: Optional[str] = None
     #: nested and module-level functions visible here: name -> qualified name
     local_funcs: Dict[str, str] = field(default_factory=dict)
@@ -177,7 +186,7 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
         return Scope(self.settings, self.sink, params=params, func=func, env=env, no_grad=no_grad,
                      facts_cache=self.facts_cache, inplace_modules=inplace_modules, names=dict(self.names),
                      ctx=self.ctx, qual=qual, package=self.package, local_funcs=dict(self.local_funcs),
-                     cls_qual=self.cls_qual, self_name=self.self_name, assigned=set(self.assigned))
+                     cls_qual=self.cls_qual, class_plain=self.class_plain, scripted=self.scripted, self_name=self.self_name, assigned=set(self.assigned))
 
     def child_scope(self, args: ast.arguments, no_grad: bool, func: Optional[ast.AST], qual: str,
                     bound_first: bool = False) -> "Scope":

@@ -167,6 +167,12 @@ class _Recorder:
     def module_class(self, cls_qual):
         return self._ask("module_class", cls_qual)
 
+    def plain_class(self, cls_qual):
+        return self._ask("plain_class", cls_qual)
+
+    def tensor_class(self, cls_qual):
+        return self._ask("tensor_class", cls_qual)
+
     # commands, not questions: passed on, nothing to record (a function walked from its cache defers nothing)
     def defer(self, qual, walk_body):
         self._ctx.defer(qual, walk_body)

@@ -359,6 +359,12 @@ class ModuleContext:
     def module_class(self, cls_qual: str) -> bool:
         return self.project.module_class(cls_qual)
 
+    def plain_class(self, cls_qual: str) -> bool:
+        return self.project.plain_class(cls_qual)
+
+    def tensor_class(self, cls_qual: str) -> bool:
+        return self.project.tensor_class(cls_qual)
+
     def params_of(self, qual: str):
         return self.params.get(qual) or self.project.params_of(qual)
 

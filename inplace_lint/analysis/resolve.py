@@ -19,6 +19,7 @@ from .. import textpos
 from .astutil import dotted_name
 from .names import import_bindings
 from .roots import ROOT_MARKERS, find_root, is_loose, module_name  # noqa: F401  (re-exported)
+from .narrowing import PLAIN_BASES, torch_class_is_tensor
 from .summaries import ModuleIndex
 
 #: a dependency on a function the walk looked for in an in-project module and did not find
@@ -26,11 +27,6 @@ ABSENT = "\x00absent"
 #: a dependency on the targets ``self.m(...)`` in a class dispatches to (its overrides in subclasses):
 #: ``DISPATCH + "Cls.qual" + "\x00" + "m"`` -> the targets seen (a new override makes the walk stale)
 DISPATCH = "\x00dispatch:"
-#: bases that make a class no ``nn.Module`` (qualified, or as builtins are written)
-_PLAIN_BASES = frozenset({
-    "object", "abc.ABC", "typing.Generic", "typing.Protocol", "typing.NamedTuple", "enum.Enum", "enum.IntEnum",
-    "dict", "list", "tuple", "set", "str", "int", "Exception", "collections.OrderedDict", "collections.UserDict",
-})
 
 
 # --------------------------------------------------------------------------- modules
@@ -309,12 +305,22 @@ class Resolver:
         if info is None or depth > 10:
             return False
         for base, qualified, found in self._base_classes(cls_qual, info):
-            if base in _PLAIN_BASES or qualified in _PLAIN_BASES:
+            if base in PLAIN_BASES or qualified in PLAIN_BASES:
                 continue
             if found is not None and self.plain_class(found, depth + 1):
                 continue
             return False
         return True
+
+    def tensor_class(self, cls_qual: str, depth: int = 0) -> bool:
+        """A subclass of ``torch.Tensor``: a base is torch's tensor class (``torch.Tensor``, ``nn.Parameter``), a
+        project tensor class, or a class we cannot see whose name says ``Tensor``."""
+        info = self._class(cls_qual)
+        if info is None or depth > 10:
+            return False
+        return any(self.tensor_class(found, depth + 1) if found is not None
+                   else "Tensor" in qualified.rpartition(".")[2] or torch_class_is_tensor(qualified) and
+                   qualified.startswith("torch.") for _, qualified, found in self._base_classes(cls_qual, info))
 
     def module_class(self, cls_qual: str, depth: int = 0) -> bool:
         """Surely an ``nn.Module``: a base is torch's (``nn.Module``, ``nn.Linear``) or an in-project module."""

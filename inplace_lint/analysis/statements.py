@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Sequence
 
 from ..findings import Origin
-from . import conditions, fixplan, grad, model_outputs
+from . import conditions, fixplan, grad, model_outputs, narrowing
 from .astutil import dotted_name
 from .env import EMPTY, cap, merge, merge_touched, negate, origin_key
 from .names import LITERAL_HEADS, import_bindings
@@ -172,6 +172,7 @@ class StatementsMixin:
         saved_conds = self.path_conds
         conds_false: list = []  # parameter tests found false by the earlier arms
         gates = []  # what holds in every later arm: (grad-enabled test, requires_grad test) found false
+        no_tensor_later = []  # names an `isinstance` test found false says hold no tensor in every later arm
         mark = len(self.bindings)
         while True:
             self.eval(current.test)
@@ -181,9 +182,12 @@ class StatementsMixin:
             body_mode, else_mode = grad.training_arms(current.test)
             enabled = grad.grad_enabled_test(current.test)
             body_requires, else_requires = grad.requires_grad_arms(current.test)
+            no_tensor_body, no_tensor_else = narrowing.no_tensor_arms(current.test, self.not_tensor_class)
             before = dict(self.env)
             self.eval_branch = chain or body_mode is False
             self._gate(enabled is False, body_requires)
+            if no_tensor_body:
+                self.holds_no_tensor(no_tensor_body)
             self.run_body(current.body)
             self.nograd_keys = set(saved_grad[0])
             arms.append(self.env)
@@ -191,6 +195,10 @@ class StatementsMixin:
             # what follows runs only in eval mode, or (after `if torch.is_grad_enabled():`) with grad off
             chain = self.eval_branch = chain or else_mode is False or enabled is True
             gates.append((enabled is True, else_requires))
+            if no_tensor_else:
+                no_tensor_later.append(no_tensor_else)
+            if current is node:
+                first_no_tensor_else = no_tensor_else
             if cond:
                 conds_false.append(negate(cond))
             self.path_conds = saved_conds + tuple(conds_false)
@@ -199,9 +207,13 @@ class StatementsMixin:
                 current = orelse[0]
                 for off, key in gates:
                     self._gate(off, key)
+                for key in no_tensor_later:
+                    self.holds_no_tensor(key)
                 continue
             for off, key in gates:
                 self._gate(off, key)
+            for key in no_tensor_later:
+                self.holds_no_tensor(key)
             self.run_body(orelse)
             arms.append(self.env)
             break
@@ -224,6 +236,8 @@ class StatementsMixin:
             self.env = merge(arms, self.big)
         if not node.orelse and grad.leaves_function(node.body) and conds_false and self.param_condition(node.test):
             self.path_conds = saved_conds + (conds_false[0],)  # `if copy: return x.repeat(...)`: what follows
+        if not node.orelse and grad.leaves_function(node.body) and first_no_tensor_else:
+            self.holds_no_tensor(first_no_tensor_else)  # `if isinstance(x, Tensor): return ...`: x is none after
         if not node.orelse and grad.ends_flow(node.body) and (gates[0][0] or gates[0][1]):
             # `if torch.is_grad_enabled(): return ...` / `if x.requires_grad: raise ...`: what follows runs
             # with the test false
@@ -332,8 +346,10 @@ class StatementsMixin:
         qual = f"{self.qual}.{node.name}"
         static = any(dotted_name(d) in ("staticmethod",) for d in node.decorator_list)
         child = self.child_scope(node.args, no_grad, node, qual, bound_first=self.in_class and not static)
+        child.scripted = self.scripted or self.scripted_function(node)
         if self.in_class:
             child.cls_qual = self.qual
+            child.class_plain = self.class_plain
             child.self_name = None if static else (child.params[0] if child.params else None)
         else:
             self.local_funcs[node.name] = qual
@@ -379,6 +395,7 @@ class StatementsMixin:
         scope = self.new_scope(params=(), func=None, env=env, no_grad=self.no_grad, inplace_modules=modules,
                                qual=f"{self.qual}.{node.name}")
         scope.in_class = True
+        scope.class_plain = self.nested_class_plain(node)
         scope.autograd_function = grad.is_autograd_function(node)
         scope.class_no_grad = grad.class_runs_without_grad(node)
         scope.run_body(node.body)

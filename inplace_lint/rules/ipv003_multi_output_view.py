@@ -25,8 +25,10 @@ RULE = Rule(
         "Finds in-place writes to an element of a multi-output view op (`split`, `chunk`, "
         "`unbind`, `split_with_sizes`), by index, by tuple unpacking or as the loop "
         "variable of `for t in x.chunk(n)`, and to the loop variable of `for row in tensor` "
-        "(iterating a tensor unbinds it). The outputs of `tensor_split`, `hsplit`, `vsplit` and "
-        "`dsplit` are ordinary slicing views (torch 2.13), followed as views of their base."
+        "(iterating a tensor unbinds it; in a `torch.jit.script` function it is indexed, one `select` view "
+        "per step, which may be written). Looping over what an `isinstance` test found to be a list or "
+        "another non-tensor class is a loop over its items. The outputs of `tensor_split`, `hsplit`, "
+        "`vsplit` and `dsplit` are ordinary slicing views (torch 2.13), followed as views of their base."
     ),
     why=(
         "Autograd cannot track an in-place change to one of several views made by one op. "
