@@ -88,6 +88,15 @@ def test_no_path_checks_the_working_directory(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().out.startswith("./a.py:3:5: IPV001 ")  # as `flake8 .` prints it
 
 
+def test_python_m_inside_a_package_that_shadows_the_standard_library(tmp_path):
+    # `python -m` puts the working folder first on the import path; torch_sparse ships a `select.py`
+    (tmp_path / "select.py").write_text("raise ImportError('the checked package, not the standard library')\n")
+    (tmp_path / "bad.py").write_text(BAD)
+    proc = run("check", "--no-cache", ".", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr.decode()
+    assert codes(proc.stdout.decode()) == ["IPV001"]
+
+
 def test_missing_path_is_reported_and_the_rest_checked(tmp_path, capsys):
     (tmp_path / "a.py").write_text(BAD)
     missing = tmp_path / "nothere.py"
