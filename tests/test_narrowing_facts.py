@@ -65,3 +65,55 @@ def test_torchscript_loop_over_a_tensor_is_select_not_unbind():
 
     with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
         eager(x @ w, data, index)
+
+
+def test_varargs_are_a_tuple_and_keyword_only_parameters_get_no_positional_argument():
+    clean = _load("clean/varargs.py")
+    w = torch.randn(2, 3, 4, requires_grad=True)
+    prompts = torch.ones(2, 2, 4)
+    out = clean.run_blocks(w * 2, prompts)  # unpacking the tuple gives the tensor itself: writing it is legal
+    out.sum().backward()
+    assert torch.equal(w.grad, torch.full((2, 3, 4), 2.0))
+    model = _Model()
+    x = torch.randn(2, 4)
+    logits = model(x).logits
+    before = logits.detach().clone()
+    clean.accumulate(x, logits)  # `logits` is one of `*extra`; `target` stays None and nothing is written
+    assert torch.equal(logits.detach(), before)
+
+
+class _LM(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 6)
+
+    def forward(self, ids):
+        return type("Out", (), {"logits": self.emb(ids)})()
+
+
+def test_a_softmax_read_only_by_sampling_may_be_written_and_a_returned_one_may_not():
+    torch.manual_seed(0)
+    clean = _load("clean/sampled_probs.py")
+    reported = _load("IPV006/sampled_probs_returned.py")
+    ids = torch.tensor([1, 2, 3])
+    for kwargs in ({}, {"temperature": 0.5, "top_k": 3}):
+        token = clean.sample(_LM(), ids, **kwargs)  # the logits require grad; nothing takes one through probs
+        assert isinstance(token, int) and 0 <= token < 6
+    token, probs = reported.sample(_LM(), ids)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        probs.sum().backward()
+
+
+def test_reads_in_the_other_arm_of_an_if_do_not_run_with_the_write_unless_a_loop_repeats_them():
+    import ast
+
+    from inplace_lint.analysis.consumers import exclusive
+
+    tree = ast.parse("if c:\n    a = p * 2\nelse:\n    p[0] = 1\nfor i in r:\n    if c:\n        b = q * 2\n"
+                     "    else:\n        q[0] = 1\n")
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    loads = {n.id: n for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+             and n.lineno in (2, 7)}  # `p * 2`, `q * 2`
+    writes = [n for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Subscript)]
+    assert exclusive(loads["p"], writes[0], parents)
+    assert not exclusive(loads["q"], writes[1], parents)  # an earlier pass of the loop read it

@@ -42,7 +42,7 @@ from .project_calls import ProjectCallsMixin
 from .reporting import ReportingMixin
 from .env import _MAX_ORIGINS, EMPTY
 from .statements import StatementsMixin
-from .summaries import LocalFinding, ParamWrite, param_origin
+from .summaries import LocalFinding, ParamWrite, param_origin, parameters
 
 RECURSION_LIMIT = 20000
 
@@ -192,8 +192,7 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
                     bound_first: bool = False) -> "Scope":
         """A nested function: it reads the enclosing names (closures); its parameters shadow them.
         ``bound_first``: a method's ``self``/``cls`` (no placeholder: it is never a tensor)."""
-        every = args.posonlyargs + args.args + args.kwonlyargs
-        every += [a for a in (args.vararg, args.kwarg) if a is not None]
+        every = parameters(args)
         names = [a.arg for a in every]
         env = dict(self.env)
         typed = set()
@@ -203,6 +202,11 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
             held = set()
             if self.ctx is not None and not (index == 0 and bound_first):
                 held.add(param_origin(index, a.lineno))
+            if a is args.vararg or a is args.kwarg:
+                # a tuple or dict of what the call passed: its annotation (`*xs: torch.Tensor`) types the items
+                if held:
+                    env[name] = frozenset(held)
+                continue
             if name in self.settings.model_output_params:
                 if model_outputs.annotation_allows_guess(a.annotation) and not model_outputs.used_as_list(func, name):
                     held.add(Origin(RootKind.MODEL_OUTPUT_OBJECT, name, a.lineno))

@@ -241,8 +241,9 @@ class ProjectCallsMixin:
         for arg_node, origins in zip(node.args, args):
             if isinstance(arg_node, ast.Starred):
                 break
-            if position < len(params):
-                binding[position] = (origins, arg_node)
+            if position >= len(params) or params[position].startswith("*"):
+                break  # the rest go to `*args` (a tuple), or nowhere
+            binding[position] = (origins, arg_node)
             position += 1
         for k in node.keywords:
             if k.arg is not None and k.arg in params:

@@ -10,6 +10,7 @@ from ..findings import HELPER_WRITE, Finding, Origin, Related, RootKind, WriteKi
 from ..rules import PRIORITY, Write
 from . import fixplan, model_outputs
 from .astutil import dotted_name, short
+from .consumers import flows_into, only_gradless_readers
 from .env import origin_key
 from .summaries import LocalFinding, ParamWrite, param_index
 
@@ -38,28 +39,6 @@ def _written_base(target: ast.expr) -> Optional[str]:
 
 
 #: ops whose result never requires grad (an index, a sample count, a bool, a Python number)
-_GRADLESS_CONSUMERS = frozenset({"multinomial", "argmax", "argmin", "argsort", "item", "tolist", "nonzero",
-                                 "searchsorted", "bucketize", "isnan", "isinf", "isfinite", "long", "int",
-                                 "bool", "eq", "ne", "lt", "le", "gt", "ge", "any", "all", "count_nonzero"})
-
-
-def _gradless_use(load: ast.AST, parents) -> bool:
-    """``load`` is the receiver or an argument of an op in :data:`_GRADLESS_CONSUMERS`, or compared, or the
-    receiver of a method chain that ends so (``p.max() > 0.5``, ``p.sum(-1).argmax()``)."""
-    parent = parents.get(id(load))
-    if isinstance(parent, ast.Compare):
-        return True
-    if isinstance(parent, ast.Attribute) and parent.value is load:
-        call = parents.get(id(parent))
-        if not (isinstance(call, ast.Call) and call.func is parent):
-            return False
-        return parent.attr in _GRADLESS_CONSUMERS or _gradless_use(call, parents)
-    if isinstance(parent, ast.Call) and any(a is load for a in parent.args):
-        name = parent.func.attr if isinstance(parent.func, ast.Attribute) else getattr(parent.func, "id", "")
-        return name in _GRADLESS_CONSUMERS
-    return False
-
-
 def point_index(node: ast.AST, kind: WriteKind) -> bool:
     """Item assignment whose index has no slice and no ``...`` (``x[0] = v``, ``x[mask] += v``)."""
     if kind is not WriteKind.SUBSCRIPT:
@@ -232,12 +211,10 @@ class ReportingMixin:
         elif isinstance(stmt, ast.Expr) and stmt.value is node:
             pass
         elif not names:
-            return _gradless_use(node, facts.parents)
-        if not names or names & set(self.params):
-            return False
+            return flows_into(node, facts.parents) == set()
         write_loads = {id(n) for n in ast.walk(node) if isinstance(n, ast.Name)}
-        uses = [n for n in facts.loads if n.id in names and id(n) not in write_loads]
-        return bool(uses) and all(id(n) not in facts.captured_loads and _gradless_use(n, facts.parents) for n in uses)
+        return only_gradless_readers(names, lambda name: facts.by_name.get(name, ((), ()))[1], facts.parents, node,
+                                     write_loads, facts.captured_loads, self.params)
 
     def param_rooted(self, origins: Sequence[Origin], write: Write, rule, no_grad: bool,
                      reached: Sequence[int] = ()) -> Optional[int]:

@@ -20,7 +20,7 @@ from .astutil import dotted_name
 from .names import import_bindings
 from .roots import ROOT_MARKERS, find_root, is_loose, module_name  # noqa: F401  (re-exported)
 from .narrowing import PLAIN_BASES, torch_class_is_tensor
-from .summaries import ModuleIndex
+from .summaries import ModuleIndex, parameter_names
 
 #: a dependency on a function the walk looked for in an in-project module and did not find
 ABSENT = "\x00absent"
@@ -156,9 +156,7 @@ def _init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
 
 
 def _params(node) -> Tuple[str, ...]:
-    args = node.args
-    every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
-    return tuple(a.arg for a in every)
+    return parameter_names(node.args)
 
 
 def imported_files(targets: Iterable[str], path: str, by_module: Dict[str, str]) -> List[str]:

@@ -17,7 +17,7 @@ from . import conditions, fixplan, grad, model_outputs, narrowing
 from .astutil import dotted_name
 from .env import EMPTY, cap, merge, merge_touched, negate, origin_key
 from .names import LITERAL_HEADS, import_bindings
-from .summaries import FunctionSummary, function_of, located_steps, param_index
+from .summaries import FunctionSummary, function_of, located_steps, param_index, parameter_names
 
 
 #: ``if`` statements merge only the keys their arms touched (tests turn it off to compare with :func:`merge`)
@@ -354,7 +354,7 @@ class StatementsMixin:
         else:
             self.local_funcs[node.name] = qual
         if self.ctx is not None:
-            self.ctx.params[qual] = (tuple(child.params), static)
+            self.ctx.params[qual] = (parameter_names(node.args), static)
         child.local_funcs[node.name] = qual  # recursion
         walk = self.ctx.function_walk if self.ctx is not None else None
         if walk is not None:  # an open buffer: a function whose text did not change is not walked again

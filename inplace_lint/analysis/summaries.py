@@ -19,6 +19,20 @@ OriginSet = FrozenSet[Origin]
 PARAM_PREFIX = "\x00param:"
 
 
+def parameters(args) -> list:
+    """A ``def``'s parameters (``ast.arg``) in Python's order, which is the order of their indexes: positional-only,
+    positional, ``*args``, keyword-only, ``**kwargs``."""
+    return args.posonlyargs + args.args + ([args.vararg] if args.vararg else []) + args.kwonlyargs + (
+        [args.kwarg] if args.kwarg else [])
+
+
+def parameter_names(args) -> Tuple[str, ...]:
+    """:func:`parameters`' names, ``*args`` and ``**kwargs`` marked with their stars: a call binds no argument to
+    them by position or by keyword (``f(a, b, c)`` gives ``b`` and ``c`` to ``*rest`` as a tuple's items, and
+    never to a keyword-only parameter after it)."""
+    return tuple(("*" if a is args.vararg else "**" if a is args.kwarg else "") + a.arg for a in parameters(args))
+
+
 def param_origin(index: int, line: int) -> Origin:
     """The placeholder for parameter ``index`` (position in the def's parameter list)."""
     return Origin(RootKind.TENSOR, f"{PARAM_PREFIX}{index}", line, certain_tensor=False)

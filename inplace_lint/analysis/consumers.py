@@ -1,0 +1,137 @@
+"""Whether what reads a saved output ever takes a gradient through it.
+
+A write to a tensor an op saved for backward fails only when a backward reaches that op. When every read of
+the tensor ends in something without a gradient (``torch.multinomial``, ``argmax``, a comparison, ``.item()``,
+``len``, ``.detach()``, its ``.device`` or ``.shape``, numpy), no backward does, and the write is legal
+(docs/pytorch-facts.md#saved-output). A read is followed through out-of-place torch ops, indexing and
+arithmetic, and through a plain name the result is bound to (``probs = probs ** (1 / t)`` then
+``torch.multinomial(probs, 1)``); a read in the other arm of an ``if`` whose arm holds the write (with no
+loop around it) cannot run on the same pass. Anything else (a return, a call of other code, a container,
+an attribute) may reach a loss, and is a reader with a gradient.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterable, Optional, Set
+
+from .astutil import dotted_name
+
+#: ops and methods whose result has no gradient (it is an index, a sample, a bool, a number or a copy out)
+GRADLESS_CONSUMERS = frozenset({
+    "multinomial", "argmax", "argmin", "argsort", "item", "tolist", "nonzero", "searchsorted", "bucketize",
+    "isnan", "isinf", "isfinite", "long", "int", "bool", "eq", "ne", "lt", "le", "gt", "ge", "any", "all",
+    "count_nonzero", "numpy", "len", "float", "detach",
+})
+#: a tensor's metadata, read without its values
+_METADATA = frozenset({"device", "dtype", "shape", "ndim", "is_cuda", "requires_grad", "grad_fn", "layout",
+                       "is_sparse"})
+_SIZE_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size", "stride", "is_contiguous",
+                           "get_device"})
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.comprehension)
+_MAX_DEPTH = 16
+
+
+def flows_into(load: ast.AST, parents: Dict[int, ast.AST]) -> Optional[Set[str]]:
+    """Where the value ``load`` reads goes: None when something may take a gradient through it; else the plain
+    names it is bound to (empty: it ends without a gradient, or is only written)."""
+    node = load
+    for _ in range(_MAX_DEPTH):
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Compare):
+            return set()
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            if parent.attr in _METADATA:
+                return set()
+            call = parents.get(id(parent))
+            if not (isinstance(call, ast.Call) and call.func is parent):
+                return None
+            if parent.attr in GRADLESS_CONSUMERS or parent.attr in _SIZE_METHODS:
+                return set()
+            node = call  # a method's result flows on (`p.sum(-1).argmax()`)
+            continue
+        if isinstance(parent, ast.Call) and (any(a is node for a in parent.args)
+                                             or any(k.value is node for k in parent.keywords)):
+            name = dotted_name(parent.func) or ""
+            head, _, last = name.rpartition(".")
+            if last in GRADLESS_CONSUMERS or head.split(".")[0] in ("np", "numpy"):
+                return set()
+            if head.split(".")[0] not in ("torch", "F"):
+                return None  # other code: it may keep the tensor or reach a loss
+            node = parent  # an out-of-place torch op: its result flows on
+            continue
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            if isinstance(parent.ctx, ast.Store):
+                return set()  # the base of another write, not a read
+            node = parent
+            continue
+        if isinstance(parent, (ast.BinOp, ast.UnaryOp)):
+            node = parent
+            continue
+        if isinstance(parent, ast.Assign) and parent.value is node:
+            if all(isinstance(t, ast.Name) for t in parent.targets):
+                return {t.id for t in parent.targets}
+            return None
+        return None
+    return None
+
+
+def exclusive(load: ast.AST, write: ast.AST, parents: Dict[int, ast.AST]) -> bool:
+    """``load`` and ``write`` sit in different arms of one ``if``, with no loop around it: one pass runs one."""
+    arm_of: Dict[int, str] = {}
+    child = write
+    node = parents.get(id(write))
+    while node is not None:
+        if isinstance(node, ast.If):
+            arm_of[id(node)] = _arm(node, child)
+        child, node = node, parents.get(id(node))
+    child = load
+    node = parents.get(id(load))
+    while node is not None:
+        if id(node) in arm_of:
+            arms = {arm_of[id(node)], _arm(node, child)} if isinstance(node, ast.If) else set()
+            if arms != {"body", "orelse"}:
+                return False
+            up = parents.get(id(node))
+            while up is not None:
+                if isinstance(up, _LOOPS):
+                    return False
+                up = parents.get(id(up))
+            return True
+        child, node = node, parents.get(id(node))
+    return False
+
+
+def _arm(node: ast.If, child: ast.AST) -> str:
+    if any(s is child for s in node.body):
+        return "body"
+    if any(s is child for s in node.orelse):
+        return "orelse"
+    return "test"
+
+
+def only_gradless_readers(names: Iterable[str], loads_of, parents: Dict[int, ast.AST], write: ast.AST,
+                          skip: Set[int], captured: Set[int], params: Iterable[str]) -> bool:
+    """Every read of ``names`` (``loads_of(name)``: its loads), followed through the names it is bound to,
+    ends without a gradient; and there is one. ``skip``: ids of the write's own loads; ``captured``: loads
+    inside nested functions and lambdas (run at another time: a reader with a gradient)."""
+    params = set(params)
+    todo = list(names)
+    seen = set(todo)
+    read = False
+    while todo:
+        name = todo.pop()
+        if name in params:
+            return False  # the caller holds it too
+        for load in loads_of(name):
+            if id(load) in skip or exclusive(load, write, parents):
+                continue
+            if id(load) in captured:
+                return False
+            targets = flows_into(load, parents)
+            if targets is None:
+                return False
+            read = True
+            for target in targets - seen:
+                seen.add(target)
+                todo.append(target)
+    return read
