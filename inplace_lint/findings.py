@@ -31,6 +31,10 @@ class StepKind(enum.Enum):
     #: held at one position of a tuple or list literal (``return z, torch.logsumexp(x, 1)``): the text is
     #: ``(i)``; unpacking or indexing the tuple at ``i`` gives the tensor back, other positions do not
     TUPLE_ITEM = "tuple item"
+    #: where an ``isinstance`` test found no tensor (``isinstance(y, TensorList)``): a parameter's placeholder
+    #: there stands only for containers the caller passed (a ``chunk`` tuple, a model's output object); a single
+    #: tensor passed for it never reaches that arm, and an origin with this step is no tensor
+    NOT_TENSOR = "not a tensor here"
 
 
 #: steps that leave the tensor itself (not a view of it)
@@ -84,7 +88,8 @@ class Origin:
         """A tuple of views (``x.chunk(2)``), a model's output object, or a tuple literal holding the tensor
         (:attr:`StepKind.TUPLE_ITEM`): not known to be one tensor."""
         if self.steps:
-            return self.steps[-1].kind in (StepKind.MULTI_VIEW, StepKind.SLICED_VIEWS, StepKind.TUPLE_ITEM)
+            return self.steps[-1].kind in (StepKind.MULTI_VIEW, StepKind.SLICED_VIEWS, StepKind.TUPLE_ITEM) or any(
+                s.kind is StepKind.NOT_TENSOR for s in self.steps)
         return self.root is RootKind.MODEL_OUTPUT_OBJECT
 
     @property

@@ -117,3 +117,19 @@ def test_reads_in_the_other_arm_of_an_if_do_not_run_with_the_write_unless_a_loop
     writes = [n for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Subscript)]
     assert exclusive(loads["p"], writes[0], parents)
     assert not exclusive(loads["q"], writes[1], parents)  # an earlier pass of the loop read it
+
+
+def test_keyword_only_parameter_after_varargs_gets_no_positional_argument_across_files(tmp_path):
+    from inplace_lint.config import DEFAULT_SETTINGS
+    from inplace_lint.workspace import ProjectMode, project_findings
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helpers.py").write_text("def accumulate(x, *extra, target=None):\n    if target is not None:\n"
+                                    "        target.mul_(2.0)\n    return x\n")
+    main = pkg / "main.py"
+    main.write_text("from .helpers import accumulate\n\n\ndef caller(model, x):\n    logits = model(x).logits\n"
+                    "    accumulate(x, x, logits)\n    accumulate(x, target=logits)\n")
+    found = project_findings(main.read_text(), str(main), DEFAULT_SETTINGS, ProjectMode(enabled=True, cache_dir=None))
+    assert [(f.code, f.line) for f in found] == [("IPV001", 7)]  # by keyword only: `logits` is one of `*extra`

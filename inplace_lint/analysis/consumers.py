@@ -16,12 +16,21 @@ from typing import Dict, Iterable, Optional, Set
 
 from .astutil import dotted_name
 
-#: ops and methods whose result has no gradient (it is an index, a sample, a bool, a number or a copy out)
+#: ops and methods whose result has no gradient (it is an index, a sample, a bool or an integer tensor, a
+#: number, or a copy out of autograd)
 GRADLESS_CONSUMERS = frozenset({
     "multinomial", "argmax", "argmin", "argsort", "item", "tolist", "nonzero", "searchsorted", "bucketize",
     "isnan", "isinf", "isfinite", "long", "int", "bool", "eq", "ne", "lt", "le", "gt", "ge", "any", "all",
-    "count_nonzero", "numpy", "len", "float", "detach",
+    "count_nonzero", "numpy", "detach",
 })
+#: builtins that make a Python number, string or count of a tensor (``float(t)``; not the ``t.float()`` method,
+#: which keeps the gradient)
+_GRADLESS_BUILTINS = frozenset({"len", "float", "int", "bool", "str", "repr", "print"})
+#: methods that take a gradient through the tensor, or keep it for one
+_GRADIENT_METHODS = frozenset({"backward", "register_hook", "retain_grad"})
+#: namespaces whose functions are out-of-place tensor ops (``torch.autograd.grad`` and ``torch.func`` are not)
+_OP_NAMESPACES = frozenset({"torch", "F", "torch.nn.functional", "nn.functional", "torch.linalg", "torch.special",
+                            "torch.fft"})
 #: a tensor's metadata, read without its values
 _METADATA = frozenset({"device", "dtype", "shape", "ndim", "is_cuda", "requires_grad", "grad_fn", "layout",
                        "is_sparse"})
@@ -45,6 +54,8 @@ def flows_into(load: ast.AST, parents: Dict[int, ast.AST]) -> Optional[Set[str]]
             call = parents.get(id(parent))
             if not (isinstance(call, ast.Call) and call.func is parent):
                 return None
+            if parent.attr in _GRADIENT_METHODS:
+                return None
             if parent.attr in GRADLESS_CONSUMERS or parent.attr in _SIZE_METHODS:
                 return set()
             node = call  # a method's result flows on (`p.sum(-1).argmax()`)
@@ -53,10 +64,11 @@ def flows_into(load: ast.AST, parents: Dict[int, ast.AST]) -> Optional[Set[str]]
                                              or any(k.value is node for k in parent.keywords)):
             name = dotted_name(parent.func) or ""
             head, _, last = name.rpartition(".")
-            if last in GRADLESS_CONSUMERS or head.split(".")[0] in ("np", "numpy"):
+            if (last in GRADLESS_CONSUMERS and head) or (not head and last in _GRADLESS_BUILTINS) \
+                    or head.split(".")[0] in ("np", "numpy"):
                 return set()
-            if head.split(".")[0] not in ("torch", "F"):
-                return None  # other code: it may keep the tensor or reach a loss
+            if head not in _OP_NAMESPACES:
+                return None  # other code (or autograd itself): it may keep the tensor or take a gradient
             node = parent  # an out-of-place torch op: its result flows on
             continue
         if isinstance(parent, ast.Subscript) and parent.value is node:
@@ -110,11 +122,13 @@ def _arm(node: ast.If, child: ast.AST) -> str:
 
 
 def only_gradless_readers(names: Iterable[str], loads_of, parents: Dict[int, ast.AST], write: ast.AST,
-                          skip: Set[int], captured: Set[int], params: Iterable[str]) -> bool:
+                          skip: Set[int], captured: Set[int], params: Iterable[str],
+                          declared: Iterable[str] = ()) -> bool:
     """Every read of ``names`` (``loads_of(name)``: its loads), followed through the names it is bound to,
     ends without a gradient; and there is one. ``skip``: ids of the write's own loads; ``captured``: loads
-    inside nested functions and lambdas (run at another time: a reader with a gradient)."""
-    params = set(params)
+    inside nested functions and lambdas (run at another time: a reader with a gradient); ``declared``: names
+    declared ``global``/``nonlocal`` (bound there, the value outlives the function)."""
+    params = set(params) | set(declared)
     todo = list(names)
     seen = set(todo)
     read = False

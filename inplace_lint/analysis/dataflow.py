@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..config import Settings
-from ..findings import Origin, RootKind
+from ..findings import Origin, RootKind, Step, StepKind
 from . import model_outputs
 from .call_grad import CallGradMixin
 from .binding import BindingMixin
@@ -93,6 +93,8 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     #: for a nested class's body and methods (not in the module's index), whether its bases make it plain
     #: (:meth:`~.resolve.Resolver.plain_class`); None: ask the project
     class_plain: Optional[bool] = None
+    #: for a nested class's body and methods: what its ``__init__`` built each ``self.<attr>`` from
+    class_builders: Optional[Dict[str, str]] = None
     #: walking a function compiled by ``torch.jit.script`` (or one nested in it): TorchScript iterates a
     #: tensor by indexing it (``select``, one view per step), not by ``unbind``
     scripted: bool = False
@@ -186,7 +188,8 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
         return Scope(self.settings, self.sink, params=params, func=func, env=env, no_grad=no_grad,
                      facts_cache=self.facts_cache, inplace_modules=inplace_modules, names=dict(self.names),
                      ctx=self.ctx, qual=qual, package=self.package, local_funcs=dict(self.local_funcs),
-                     cls_qual=self.cls_qual, class_plain=self.class_plain, scripted=self.scripted, self_name=self.self_name, assigned=set(self.assigned))
+                     cls_qual=self.cls_qual, class_plain=self.class_plain, class_builders=self.class_builders,
+                     scripted=self.scripted, self_name=self.self_name, assigned=set(self.assigned))
 
     def child_scope(self, args: ast.arguments, no_grad: bool, func: Optional[ast.AST], qual: str,
                     bound_first: bool = False) -> "Scope":
@@ -203,7 +206,10 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
             if self.ctx is not None and not (index == 0 and bound_first):
                 held.add(param_origin(index, a.lineno))
             if a is args.vararg or a is args.kwarg:
-                # a tuple or dict of what the call passed: its annotation (`*xs: torch.Tensor`) types the items
+                # a tuple (or dict) of what the call passed: its annotation (`*xs: torch.Tensor`) types the items;
+                # `*args`' items are what the call passed (any position: `(*)`), iterated or indexed as they are
+                if held and a is args.vararg:
+                    held = {o.extend(Step(StepKind.TUPLE_ITEM, "(*)", a.lineno)) for o in held}
                 if held:
                     env[name] = frozenset(held)
                 continue

@@ -8,11 +8,12 @@ followed into it. A class is a tensor class when it is ``torch.Tensor`` or a sub
 from __future__ import annotations
 
 import ast
-from typing import Callable, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
+from ..findings import Step, StepKind
 from .astutil import dotted_name
-from .env import EMPTY
 from .names import qualify_dotted
+from .summaries import param_index
 
 #: bases that make a class no ``nn.Module`` (qualified, or as builtins are written)
 PLAIN_BASES = frozenset({
@@ -21,12 +22,15 @@ PLAIN_BASES = frozenset({
 })
 #: decorators that compile a function with TorchScript (what it does to a tensor is not eager torch's)
 SCRIPT_DECORATORS = frozenset({"torch.jit.script", "jit.script"})
-#: classes that are never tensors without an import (builtins and ``typing``/``collections.abc`` names)
-_BUILTIN_CLASSES = frozenset({
+#: classes no tensor is an instance of (checked on torch 2.13: a tensor passes ``Iterable``, ``Sized``,
+#: ``Container``, ``Collection``, ``Reversible``, ``Hashable`` and ``typing.SupportsFloat``, so those say nothing)
+_NON_TENSOR_CLASSES = frozenset({
     "list", "tuple", "dict", "set", "frozenset", "str", "bytes", "bytearray", "int", "float", "bool", "complex",
-    "range", "slice", "type", "Sequence", "Mapping", "MutableMapping", "MutableSequence", "Iterable", "Iterator",
-    "Generator", "Callable", "Number", "Integral", "Real", "List", "Tuple", "Dict", "Set", "FrozenSet",
+    "range", "slice", "type", "Sequence", "Mapping", "MutableMapping", "MutableSequence", "Iterator", "Generator",
+    "Callable", "Number", "Integral", "Real", "List", "Tuple", "Dict", "Set", "FrozenSet",
 })
+#: modules whose classes are never tensors
+_NON_TENSOR_MODULES = frozenset({"builtins", "collections", "typing", "numbers", "numpy"})
 
 
 def isinstance_subject(test: ast.expr) -> Optional[Tuple[ast.expr, ast.expr, bool]]:
@@ -44,7 +48,8 @@ def torch_class_is_tensor(qual: str) -> bool:
     """A class of torch's: ``torch.Tensor``, ``nn.Parameter``, ``DTensor``, ``nn.Buffer`` are tensors;
     ``nn.Module``, ``torch.Size``, ``PackedSequence``, ``torch.dtype`` are not."""
     name = qual.rpartition(".")[2]
-    return "Tensor" in name or name in ("Parameter", "UninitializedParameter", "Buffer", "UninitializedBuffer")
+    return "Tensor" in name or name in ("Parameter", "UninitializedParameter", "Buffer", "UninitializedBuffer",
+                                        "Variable")
 
 
 def no_tensor_arms(test: ast.expr, not_tensor: Callable[[ast.expr], bool]) -> Tuple[Optional[str], Optional[str]]:
@@ -86,16 +91,50 @@ def _is_tensor_name(node: ast.expr) -> bool:
 
 def class_is_not_tensor(qual: Optional[str], imported: bool) -> bool:
     """Whether the class named ``qual`` (imports resolved; ``imported``: through an import), not one of the
-    project's, is surely no tensor class."""
+    project's, is surely no tensor class: a builtin or ``collections.abc``/``typing``/``numbers``/numpy class no
+    tensor passes, or a torch class that is no tensor (``nn.Module``, ``torch.Size``). Anything else (another
+    library's name, which may be a tuple of classes or an alias of ``torch.Tensor``) is unknown."""
     if qual is None:
         return False  # a local value (`cls = type(x)`): unknown
+    head, _, name = qual.rpartition(".")
     if qual.split(".")[0] == "torch":
         return not torch_class_is_tensor(qual)
     if not imported:
-        return qual in _BUILTIN_CLASSES  # a name we cannot see: unknown unless a builtin
-    # another library's class, or a project class outside what was loaded (one file alone): a tensor subclass
-    # from outside torch is rare, and taking it for none only loses findings in that arm
-    return True
+        return qual in _NON_TENSOR_CLASSES
+    return head.split(".")[0] in _NON_TENSOR_MODULES and name in _NON_TENSOR_CLASSES | {"ndarray", "generic"}
+
+
+def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
+    """``self.x = SomeClass(...)`` (or ``self.x: SomeClass = ...``, or ``self.x = x`` with the parameter
+    ``x: SomeClass``) in ``__init__``: x -> "SomeClass"."""
+    out: Dict[str, str] = {}
+    for item in cls.body:
+        if not (isinstance(item, ast.FunctionDef) and item.name == "__init__" and item.args.args):
+            continue
+        me = item.args.args[0].arg
+        every = item.args.posonlyargs + item.args.args + item.args.kwonlyargs
+        annotated = {a.arg: dotted_name(a.annotation) for a in every[1:] if a.annotation is not None}
+        nodes = list(item.body)
+        for stmt in item.body:  # the top level of __init__ and one level of if/else, try, with
+            for field in ("body", "orelse", "finalbody"):
+                nodes.extend(getattr(stmt, field, ()) if not isinstance(stmt, ast.FunctionDef) else ())
+        for node in nodes:
+            target = value = None
+            called = False  # built by a call: a factory function counts too (`aggr_resolver(aggr)`)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+                if isinstance(value, ast.Name) and annotated.get(value.id):
+                    name = annotated[value.id]  # self.kernel = kernel, with `kernel: Kernel`
+                    value = ast.Name(id=name) if "." not in name else ast.parse(name, mode="eval").body
+                else:
+                    called, value = isinstance(value, ast.Call), (value.func if isinstance(value, ast.Call) else None)
+            elif isinstance(node, ast.AnnAssign):
+                target, value = node.target, node.annotation
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
+                name = dotted_name(value) if value is not None else None
+                if name and (called or name.rpartition(".")[2][:1].isupper()):
+                    out.setdefault(target.attr, name)
+    return out
 
 
 class ClassFactsMixin:
@@ -103,11 +142,19 @@ class ClassFactsMixin:
     nested classes' bases, TorchScript-compiled functions."""
 
     def holds_no_tensor(self, key: str) -> None:
-        """Where an ``isinstance`` test says ``key`` holds no tensor (:mod:`.narrowing`): nothing it held is
-        followed there (a loop over it is over a container's items, not ``unbind``)."""
-        if key in self.env:
-            del self.env[key]
-            self.bindings.append((key, EMPTY))  # an `if` merges the keys its arms changed
+        """Where an ``isinstance`` test says ``key`` holds no tensor (:mod:`.narrowing`): none of the single
+        tensors it held is followed there (a loop over it is over a container's items, not ``unbind``); what
+        is known to be a container (``x.chunk(2)``, a model's output object) stays, and a parameter's
+        placeholder stands there only for the containers its callers pass (:attr:`StepKind.NOT_TENSOR`)."""
+        held = self.env.get(key)
+        if held:
+            kept = frozenset(o if o.is_container else o.extend(Step(StepKind.NOT_TENSOR, "isinstance", o.root_line))
+                             for o in held if o.is_container or param_index(o) is not None)
+            if kept != held:
+                self.env[key] = kept
+                if not kept:
+                    del self.env[key]
+                self.bindings.append((key, kept))  # an `if` merges the keys its arms changed
 
     def not_tensor_class(self, node: ast.expr) -> bool:
         """The class expression ``node`` (in ``isinstance(x, node)``) names no tensor class: a project class
@@ -118,9 +165,20 @@ class ClassFactsMixin:
         qual, imported = qualify_dotted(dotted, self.names, self.is_local_name)
         if self.ctx is not None:
             found = self.ctx.resolve(qual if imported and qual else f"{self.ctx.module}.{dotted}")
-            if found is not None and found[0] == "class":
-                return not self.ctx.tensor_class(found[1])
+            if found is not None:
+                return found[0] == "class" and not self.ctx.tensor_class(found[1])
         return class_is_not_tensor(qual, imported)
+
+    def nested_class_builders(self, node: ast.ClassDef) -> Optional[Dict[str, str]]:
+        """For a class inside a function or class: what its ``__init__`` built each ``self.<attr>`` from,
+        qualified as :meth:`~.resolve.Resolver.attribute_builder` does for a top-level class; None otherwise."""
+        if self.ctx is None or self.qual == self.ctx.module:
+            return None
+        out = {}
+        for attr, dotted in init_attributes(node).items():
+            qual, imported = qualify_dotted(dotted, self.names, self.is_local_name)
+            out[attr] = qual if imported and qual else f"{self.ctx.module}.{dotted}"
+        return out
 
     def nested_class_plain(self, node: ast.ClassDef) -> Optional[bool]:
         """For a class inside a function or class (the project indexes top-level classes only): whether each
@@ -129,7 +187,9 @@ class ClassFactsMixin:
             return None
         for base in node.bases:
             dotted = dotted_name(base)
-            if dotted is None or dotted in PLAIN_BASES:
+            if dotted is None:
+                return False  # `Base[T]`, `make_base()`: unknown
+            if dotted in PLAIN_BASES:
                 continue
             qual, imported = qualify_dotted(dotted, self.names, self.is_local_name)
             found = self.ctx.resolve(qual if imported and qual else f"{self.ctx.module}.{dotted}")

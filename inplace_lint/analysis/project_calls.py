@@ -241,8 +241,13 @@ class ProjectCallsMixin:
         for arg_node, origins in zip(node.args, args):
             if isinstance(arg_node, ast.Starred):
                 break
-            if position >= len(params) or params[position].startswith("*"):
-                break  # the rest go to `*args` (a tuple), or nowhere
+            if position >= len(params) or params[position].startswith("**"):
+                break  # more positional arguments than parameters: nowhere
+            if params[position].startswith("*"):
+                # the rest are `*args`' items (any of them is what the callee iterates or indexes)
+                held, first = binding.get(position, (EMPTY, arg_node))
+                binding[position] = (held | origins, first)
+                continue
             binding[position] = (origins, arg_node)
             position += 1
         for k in node.keywords:

@@ -214,7 +214,7 @@ class ReportingMixin:
             return flows_into(node, facts.parents) == set()
         write_loads = {id(n) for n in ast.walk(node) if isinstance(n, ast.Name)}
         return only_gradless_readers(names, lambda name: facts.by_name.get(name, ((), ()))[1], facts.parents, node,
-                                     write_loads, facts.captured_loads, self.params)
+                                     write_loads, facts.captured_loads, self.params, facts.declared)
 
     def param_rooted(self, origins: Sequence[Origin], write: Write, rule, no_grad: bool,
                      reached: Sequence[int] = ()) -> Optional[int]:

@@ -19,7 +19,7 @@ from .. import textpos
 from .astutil import dotted_name
 from .names import import_bindings
 from .roots import ROOT_MARKERS, find_root, is_loose, module_name  # noqa: F401  (re-exported)
-from .narrowing import PLAIN_BASES, torch_class_is_tensor
+from .narrowing import PLAIN_BASES, init_attributes, torch_class_is_tensor
 from .summaries import ModuleIndex, parameter_names
 
 #: a dependency on a function the walk looked for in an in-project module and did not find
@@ -56,7 +56,7 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
             index.classes[node.name] = (bases, methods)
             if getters:
                 index.properties[node.name] = frozenset(getters)
-            attributes = _init_attributes(node)
+            attributes = init_attributes(node)
             if attributes:
                 index.attributes[node.name] = attributes
         elif isinstance(node, ast.If):  # if TYPE_CHECKING: / try-imports at top level
@@ -120,39 +120,6 @@ def value_refs(tree: ast.Module) -> str:
         elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier():
             out.add(n.value)
     return refs_text(out)
-
-
-def _init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
-    """``self.x = SomeClass(...)`` (or ``self.x: SomeClass = ...``, or ``self.x = x`` with the parameter
-    ``x: SomeClass``) in ``__init__``: x -> "SomeClass"."""
-    out: Dict[str, str] = {}
-    for item in cls.body:
-        if not (isinstance(item, ast.FunctionDef) and item.name == "__init__" and item.args.args):
-            continue
-        me = item.args.args[0].arg
-        every = item.args.posonlyargs + item.args.args + item.args.kwonlyargs
-        annotated = {a.arg: dotted_name(a.annotation) for a in every[1:] if a.annotation is not None}
-        nodes = list(item.body)
-        for stmt in item.body:  # the top level of __init__ and one level of if/else, try, with
-            for field in ("body", "orelse", "finalbody"):
-                nodes.extend(getattr(stmt, field, ()) if not isinstance(stmt, ast.FunctionDef) else ())
-        for node in nodes:
-            target = value = None
-            called = False  # built by a call: a factory function counts too (`aggr_resolver(aggr)`)
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target, value = node.targets[0], node.value
-                if isinstance(value, ast.Name) and annotated.get(value.id):
-                    name = annotated[value.id]  # self.kernel = kernel, with `kernel: Kernel`
-                    value = ast.Name(id=name) if "." not in name else ast.parse(name, mode="eval").body
-                else:
-                    called, value = isinstance(value, ast.Call), (value.func if isinstance(value, ast.Call) else None)
-            elif isinstance(node, ast.AnnAssign):
-                target, value = node.target, node.annotation
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
-                name = dotted_name(value) if value is not None else None
-                if name and (called or name.rpartition(".")[2][:1].isupper()):
-                    out.setdefault(target.attr, name)
-    return out
 
 
 def _params(node) -> Tuple[str, ...]:
@@ -311,14 +278,22 @@ class Resolver:
         return True
 
     def tensor_class(self, cls_qual: str, depth: int = 0) -> bool:
-        """A subclass of ``torch.Tensor``: a base is torch's tensor class (``torch.Tensor``, ``nn.Parameter``), a
-        project tensor class, or a class we cannot see whose name says ``Tensor``."""
+        """May be a subclass of ``torch.Tensor``: unless every base, followed through the project, is a plain base
+        (:data:`PLAIN_BASES`) or a torch class that is no tensor (``nn.Module``); a base we cannot see (another
+        library's class, a module-level alias ``Base = torch.Tensor``) may be one."""
         info = self._class(cls_qual)
         if info is None or depth > 10:
-            return False
-        return any(self.tensor_class(found, depth + 1) if found is not None
-                   else "Tensor" in qualified.rpartition(".")[2] or torch_class_is_tensor(qualified) and
-                   qualified.startswith("torch.") for _, qualified, found in self._base_classes(cls_qual, info))
+            return True
+        for base, qualified, found in self._base_classes(cls_qual, info):
+            if found is not None:
+                if self.tensor_class(found, depth + 1):
+                    return True
+            elif qualified.split(".")[0] == "torch":
+                if torch_class_is_tensor(qualified):
+                    return True
+            elif base not in PLAIN_BASES and qualified not in PLAIN_BASES:
+                return True
+        return False
 
     def module_class(self, cls_qual: str, depth: int = 0) -> bool:
         """Surely an ``nn.Module``: a base is torch's (``nn.Module``, ``nn.Linear``) or an in-project module."""

@@ -350,6 +350,7 @@ class StatementsMixin:
         if self.in_class:
             child.cls_qual = self.qual
             child.class_plain = self.class_plain
+            child.class_builders = self.class_builders
             child.self_name = None if static else (child.params[0] if child.params else None)
         else:
             self.local_funcs[node.name] = qual
@@ -396,6 +397,7 @@ class StatementsMixin:
                                qual=f"{self.qual}.{node.name}")
         scope.in_class = True
         scope.class_plain = self.nested_class_plain(node)
+        scope.class_builders = self.nested_class_builders(node)
         scope.autograd_function = grad.is_autograd_function(node)
         scope.class_no_grad = grad.class_runs_without_grad(node)
         scope.run_body(node.body)
@@ -466,6 +468,9 @@ class StatementsMixin:
         when = tuple(sorted(((located(o), tuple(sorted(conds, key=repr))) for o, conds in self.return_conds.items()
                              if located(o) in capped and o not in self.uncond_returns),
                             key=lambda p: origin_key(p[0])))
-        return FunctionSummary(self.qual, tuple(self.params), capped, writes,
+        # the names as ctx.params_of gives them (`*args`/`**kwargs` starred): calls in other files bind by them
+        args = getattr(self.func, "args", None)
+        params = parameter_names(args) if isinstance(args, ast.arguments) else tuple(self.params)
+        return FunctionSummary(self.qual, params, capped, writes,
                                declared_no_grad, frozenset(self.observed), static, kept=kept, decorated=decorated,
                                returns_when=when)

@@ -97,8 +97,9 @@ def is_tuple_item(origin: Origin) -> bool:
 def tuple_item_at(origin: Origin, position: Optional[int]) -> Optional[Origin]:
     """The tensor a tuple item holds, taken at ``position`` of the tuple (None: any position, as iterating
     or an index we cannot read takes it); None when it sits at another position."""
-    if position is not None and int(origin.steps[-1].text.strip("()")) != position:
-        return None
+    held_at = origin.steps[-1].text.strip("()")
+    if position is not None and held_at != "*" and int(held_at) != position:
+        return None  # (`*` is any position: the items of `*args`)
     return replace(origin, steps=origin.steps[:-1])
 
 
@@ -114,6 +115,8 @@ def with_steps(origin: Origin, steps: Tuple[Step, ...]) -> Origin:
     (``[mel, post, gate]``), unpacked or indexed by the callee, gives back the element at that position; at
     another position it stays a tuple item, which no rule takes for a tensor."""
     for step in steps:
+        if step.kind is StepKind.NOT_TENSOR and origin.is_container and not origin.has(StepKind.NOT_TENSOR):
+            continue  # the container the caller passed is what reached the callee's non-tensor arm
         if is_tuple_item(origin) and step.kind in (StepKind.ELEMENT, StepKind.VIEW):
             taken = step.text[1:-1] if step.text.startswith("[") and step.text.endswith("]") else None
             if step.text != "iteration" and (taken is None or not taken.isdigit()):
