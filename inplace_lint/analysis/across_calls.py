@@ -18,6 +18,7 @@ from ..config import Settings
 from ..findings import Finding, Origin, Related, RootKind
 from ..rules import PRIORITY, Write
 from . import conditions, model_outputs
+from .env import origin_key
 from .reporting import match
 from .resolve import refers, value_refs
 from .summaries import (CallSite, FileResult, FunctionSummary, ModuleIndex, located, located_steps, param_index,
@@ -370,7 +371,9 @@ class AcrossCalls:
 
     def _param_finding(self, path: str, w, incoming, grad_off, calls_to) -> Optional[Finding]:
         best = None
-        for origin, (site, chain_no_grad) in incoming.items():
+        # in a fixed order (the origins came from sets, whose order varies with PYTHONHASHSEED): of the origins
+        # that match the best rule, the same one is shown in every run
+        for origin, (site, chain_no_grad) in sorted(incoming.items(), key=lambda item: origin_key(item[0])):
             if not (w.kept or site.callback):
                 continue  # a mutating helper: reported at the call (by the caller's walk)
             if w.guard and site.bound is not None and any(g not in site.bound for g in w.guard):

@@ -174,6 +174,7 @@ class StatementsMixin:
         gates = []  # what holds in every later arm: (grad-enabled test, requires_grad test) found false
         no_tensor_later = []  # names an `isinstance` test found false says hold no tensor in every later arm
         mark = len(self.bindings)
+        left: List[bool] = []  # each arm ends in `return`/`raise`: what it bound never reaches the join
         while True:
             self.eval(current.test)
             cond = self.param_condition(current.test)
@@ -191,6 +192,7 @@ class StatementsMixin:
             self.run_body(current.body)
             self.nograd_keys = set(saved_grad[0])
             arms.append(self.env)
+            left.append(grad.leaves_function(current.body))
             self.env = before
             # what follows runs only in eval mode, or (after `if torch.is_grad_enabled():`) with grad off
             chain = self.eval_branch = chain or else_mode is False or enabled is True
@@ -216,6 +218,7 @@ class StatementsMixin:
                 self.holds_no_tensor(key)
             self.run_body(orelse)
             arms.append(self.env)
+            left.append(grad.leaves_function(orelse))
             break
         self.eval_branch = saved
         self.nograd_keys = saved_grad[0]
@@ -230,10 +233,12 @@ class StatementsMixin:
                 if origins != other:
                     evaluation[key] = frozenset(o if o in other or param_index(o) is not None
                                                 else replace(o, root_no_grad=True) for o in origins)
+        # `else: raise ...`: the value before the `if` reaches what follows only through the arms that go on
+        live = [env for env, gone in zip(arms, left) if not gone] or arms
         if TOUCHED_MERGE:
-            self.env = merge_touched(arms, {k for k, _ in self.bindings[mark:]} | self.big)
+            self.env = merge_touched(live, {k for k, _ in self.bindings[mark:]} | self.big)
         else:
-            self.env = merge(arms, self.big)
+            self.env = merge(live, self.big)
         if not node.orelse and grad.leaves_function(node.body) and conds_false and self.param_condition(node.test):
             self.path_conds = saved_conds + (conds_false[0],)  # `if copy: return x.repeat(...)`: what follows
         if not node.orelse and grad.leaves_function(node.body) and first_no_tensor_else:

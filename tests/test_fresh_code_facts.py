@@ -1,5 +1,5 @@
-"""Issue 20: the facts behind three clean fixtures, executed under torch (each clean fixture was reported
-before its fact was built; the reported twin beside it raises as its message says)."""
+"""Issue 20: the facts sets H to K named, executed under torch (each clean fixture was reported before its
+fact was built; the reported twin beside it raises as its message says)."""
 from __future__ import annotations
 
 import importlib.util
@@ -133,3 +133,35 @@ def test_keyword_only_parameter_after_varargs_gets_no_positional_argument_across
                     "    accumulate(x, x, logits)\n    accumulate(x, target=logits)\n")
     found = project_findings(main.read_text(), str(main), DEFAULT_SETTINGS, ProjectMode(enabled=True, cache_dir=None))
     assert [(f.code, f.line) for f in found] == [("IPV001", 7)]  # by keyword only: `logits` is one of `*extra`
+
+
+def test_an_arm_that_raises_sends_nothing_past_the_if():
+    clean = _load("clean/raising_arm.py")
+    reported = _load("IPV006/passing_arm.py")
+    x = torch.randn(1, 2, 4, 4)
+    clean.Net(2)(x).sum().backward()  # every returned value is a pooling output: the write is legal
+    reported.Net(2)(x).sum().backward()  # `avg`: legal too
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        reported.Net(2)(x, pool_type="none").sum().backward()  # the `relu_` output, which ReLU saved
+
+
+def test_the_origin_a_finding_shows_does_not_depend_on_the_hash_seed(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    # two origins of one rank reach the write through the call (torchmetrics' `weight`): the same one is shown
+    (tmp_path / "agg.py").write_text(
+        "import torch\n\n\ndef check(x, weight):\n    weight[torch.isnan(x)] = 1\n    return weight\n\n\n"
+        "def update(value, weight=None):\n    if weight is None:\n        weight = torch.ones_like(value)\n"
+        "    elif not isinstance(weight, torch.Tensor):\n        weight = torch.as_tensor(weight)\n"
+        "    weight = torch.broadcast_to(weight, value.shape)\n    return check(value, weight)\n")
+    root = pathlib.Path(__file__).resolve().parent.parent
+    outputs = set()
+    for seed in ("1", "2", "3", "4", "5"):
+        proc = subprocess.run([sys.executable, "-m", "inplace_lint", "check", "--no-cache", "agg.py"], cwd=tmp_path,
+                              capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(root), "PYTHONHASHSEED": seed})
+        assert "IPV004" in proc.stdout, proc.stdout + proc.stderr
+        outputs.add(proc.stdout)
+    assert len(outputs) == 1
