@@ -33,6 +33,14 @@ _NON_TENSOR_CLASSES = frozenset({
 _NON_TENSOR_MODULES = frozenset({"builtins", "collections", "typing", "numbers", "numpy"})
 
 
+def plain_bases(bases, plain_class: Callable[[str], bool]) -> bool:
+    """Every base (``(as written, qualified, the project class it names or None)``) is a plain base
+    (:data:`PLAIN_BASES`) or a project class ``plain_class`` says is plain: the one rule of
+    :meth:`~.resolve.Resolver.plain_class` and :meth:`ClassFactsMixin.nested_class_plain`."""
+    return all(base in PLAIN_BASES or qualified in PLAIN_BASES or (found is not None and plain_class(found))
+               for base, qualified, found in bases)
+
+
 def isinstance_subject(test: ast.expr) -> Optional[Tuple[ast.expr, ast.expr, bool]]:
     """``isinstance(x, C)`` -> (x, C, True); ``not isinstance(x, C)`` -> (x, C, False); else None."""
     positive = True
@@ -162,41 +170,41 @@ class ClassFactsMixin:
         dotted = dotted_name(node)
         if dotted is None:
             return False
-        qual, imported = qualify_dotted(dotted, self.names, self.is_local_name)
+        qual, imported, here = self._qualified(dotted)
         if self.ctx is not None:
-            found = self.ctx.resolve(qual if imported and qual else f"{self.ctx.module}.{dotted}")
+            found = self.ctx.resolve(here)
             if found is not None:
                 return found[0] == "class" and not self.ctx.tensor_class(found[1])
         return class_is_not_tensor(qual, imported)
+
+    def _qualified(self, dotted: str) -> Tuple[Optional[str], bool, str]:
+        """``dotted`` (a name as this module writes it): :func:`~.names.qualify_dotted`'s (qualified name,
+        imported), and the name to resolve in the project (through the imports, else in this module)."""
+        qual, imported = qualify_dotted(dotted, self.names, self.is_local_name)
+        module = self.ctx.module if self.ctx is not None else ""
+        return qual, imported, qual if imported and qual else f"{module}.{dotted}"
 
     def nested_class_builders(self, node: ast.ClassDef) -> Optional[Dict[str, str]]:
         """For a class inside a function or class: what its ``__init__`` built each ``self.<attr>`` from,
         qualified as :meth:`~.resolve.Resolver.attribute_builder` does for a top-level class; None otherwise."""
         if self.ctx is None or self.qual == self.ctx.module:
             return None
-        out = {}
-        for attr, dotted in init_attributes(node).items():
-            qual, imported = qualify_dotted(dotted, self.names, self.is_local_name)
-            out[attr] = qual if imported and qual else f"{self.ctx.module}.{dotted}"
-        return out
+        return {attr: self._qualified(dotted)[2] for attr, dotted in init_attributes(node).items()}
 
     def nested_class_plain(self, node: ast.ClassDef) -> Optional[bool]:
         """For a class inside a function or class (the project indexes top-level classes only): whether each
         base is plain (:data:`PLAIN_BASES`, or a plain project class); None for a top-level class."""
         if self.ctx is None or self.qual == self.ctx.module:
             return None
+        bases = []
         for base in node.bases:
             dotted = dotted_name(base)
             if dotted is None:
                 return False  # `Base[T]`, `make_base()`: unknown
-            if dotted in PLAIN_BASES:
-                continue
-            qual, imported = qualify_dotted(dotted, self.names, self.is_local_name)
-            found = self.ctx.resolve(qual if imported and qual else f"{self.ctx.module}.{dotted}")
-            if qual in PLAIN_BASES or (found is not None and found[0] == "class" and self.ctx.plain_class(found[1])):
-                continue
-            return False
-        return True
+            qual, _, here = self._qualified(dotted)
+            found = self.ctx.resolve(here)
+            bases.append((dotted, qual, found[1] if found is not None and found[0] == "class" else None))
+        return plain_bases(bases, self.ctx.plain_class)
 
     def scripted_function(self, node) -> bool:
         """``node`` (a ``def``) is compiled by ``torch.jit.script``."""

@@ -19,7 +19,7 @@ from .. import textpos
 from .astutil import dotted_name
 from .names import import_bindings
 from .roots import ROOT_MARKERS, find_root, is_loose, module_name  # noqa: F401  (re-exported)
-from .narrowing import PLAIN_BASES, init_attributes, torch_class_is_tensor
+from .narrowing import PLAIN_BASES, init_attributes, plain_bases, torch_class_is_tensor
 from .summaries import ModuleIndex, parameter_names
 
 #: a dependency on a function the walk looked for in an in-project module and did not find
@@ -269,13 +269,7 @@ class Resolver:
         info = self._class(cls_qual)
         if info is None or depth > 10:
             return False
-        for base, qualified, found in self._base_classes(cls_qual, info):
-            if base in PLAIN_BASES or qualified in PLAIN_BASES:
-                continue
-            if found is not None and self.plain_class(found, depth + 1):
-                continue
-            return False
-        return True
+        return plain_bases(self._base_classes(cls_qual, info), lambda found: self.plain_class(found, depth + 1))
 
     def tensor_class(self, cls_qual: str, depth: int = 0) -> bool:
         """May be a subclass of ``torch.Tensor``: unless every base, followed through the project, is a plain base
