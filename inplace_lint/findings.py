@@ -88,8 +88,8 @@ class Origin:
         """A tuple of views (``x.chunk(2)``), a model's output object, or a tuple literal holding the tensor
         (:attr:`StepKind.TUPLE_ITEM`): not known to be one tensor."""
         if self.steps:
-            return self.steps[-1].kind in (StepKind.MULTI_VIEW, StepKind.SLICED_VIEWS, StepKind.TUPLE_ITEM) or any(
-                s.kind is StepKind.NOT_TENSOR for s in self.steps)
+            return self.steps[-1].kind in (StepKind.MULTI_VIEW, StepKind.SLICED_VIEWS, StepKind.TUPLE_ITEM) or \
+                self.has(StepKind.NOT_TENSOR)
         return self.root is RootKind.MODEL_OUTPUT_OBJECT
 
     @property

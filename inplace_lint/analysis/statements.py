@@ -204,18 +204,15 @@ class StatementsMixin:
             if cond:
                 conds_false.append(negate(cond))
             self.path_conds = saved_conds + tuple(conds_false)
-            orelse = current.orelse
-            if len(orelse) == 1 and isinstance(orelse[0], ast.If):
-                current = orelse[0]
-                for off, key in gates:
-                    self._gate(off, key)
-                for key in no_tensor_later:
-                    self.holds_no_tensor(key)
-                continue
+            # what every later arm (an `elif`, the `else`) holds
             for off, key in gates:
                 self._gate(off, key)
             for key in no_tensor_later:
                 self.holds_no_tensor(key)
+            orelse = current.orelse
+            if len(orelse) == 1 and isinstance(orelse[0], ast.If):
+                current = orelse[0]
+                continue
             self.run_body(orelse)
             arms.append(self.env)
             left.append(grad.leaves_function(orelse))
@@ -239,10 +236,11 @@ class StatementsMixin:
             self.env = merge_touched(live, {k for k, _ in self.bindings[mark:]} | self.big)
         else:
             self.env = merge(live, self.big)
-        if not node.orelse and grad.leaves_function(node.body) and conds_false and self.param_condition(node.test):
-            self.path_conds = saved_conds + (conds_false[0],)  # `if copy: return x.repeat(...)`: what follows
-        if not node.orelse and grad.leaves_function(node.body) and first_no_tensor_else:
-            self.holds_no_tensor(first_no_tensor_else)  # `if isinstance(x, Tensor): return ...`: x is none after
+        if not node.orelse and left[0]:  # `if ...: return/raise` with no else: what follows runs with the test false
+            if conds_false and self.param_condition(node.test):
+                self.path_conds = saved_conds + (conds_false[0],)  # `if copy: return x.repeat(...)`
+            if first_no_tensor_else:
+                self.holds_no_tensor(first_no_tensor_else)  # `if isinstance(x, Tensor): return ...`: x is none after
         if not node.orelse and grad.ends_flow(node.body) and (gates[0][0] or gates[0][1]):
             # `if torch.is_grad_enabled(): return ...` / `if x.requires_grad: raise ...`: what follows runs
             # with the test false
