@@ -20,12 +20,14 @@ def _load(relative):
 
 
 class _Model(torch.nn.Module):
-    def __init__(self):
+    """A model whose output object has `logits`: a Linear(4, 4) head, or the layer given (an embedding)."""
+
+    def __init__(self, head=None):
         super().__init__()
-        self.lin = torch.nn.Linear(4, 4)
+        self.head = head if head is not None else torch.nn.Linear(4, 4)
 
     def forward(self, x):
-        return type("Out", (), {"logits": self.lin(x)})()
+        return type("Out", (), {"logits": self.head(x)})()
 
 
 def test_loop_over_a_container_found_by_isinstance_backpropagates():
@@ -82,13 +84,8 @@ def test_varargs_are_a_tuple_and_keyword_only_parameters_get_no_positional_argum
     assert torch.equal(logits.detach(), before)
 
 
-class _LM(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.emb = torch.nn.Embedding(10, 6)
-
-    def forward(self, ids):
-        return type("Out", (), {"logits": self.emb(ids)})()
+def _lm():
+    return _Model(torch.nn.Embedding(10, 6))
 
 
 def test_a_softmax_read_only_by_sampling_may_be_written_and_a_returned_one_may_not():
@@ -97,9 +94,9 @@ def test_a_softmax_read_only_by_sampling_may_be_written_and_a_returned_one_may_n
     reported = _load("IPV006/sampled_probs_returned.py")
     ids = torch.tensor([1, 2, 3])
     for kwargs in ({}, {"temperature": 0.5, "top_k": 3}):
-        token = clean.sample(_LM(), ids, **kwargs)  # the logits require grad; nothing takes one through probs
+        token = clean.sample(_lm(), ids, **kwargs)  # the logits require grad; nothing takes one through probs
         assert isinstance(token, int) and 0 <= token < 6
-    token, probs = reported.sample(_LM(), ids)
+    token, probs = reported.sample(_lm(), ids)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         probs.sum().backward()
 
