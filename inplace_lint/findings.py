@@ -35,6 +35,10 @@ class StepKind(enum.Enum):
     #: there stands only for containers the caller passed (a ``chunk`` tuple, a model's output object); a single
     #: tensor passed for it never reaches that arm, and an origin with this step is no tensor
     NOT_TENSOR = "not a tensor here"
+    #: where an ``isinstance`` test found an instance of a class other than ``torch.Tensor`` itself (a project
+    #: tensor subclass, ``DTensor``): a parameter's placeholder there stands only for what the caller passed
+    #: that may be such an instance; a torch factory's plain tensor passed for it never reaches that arm
+    SUBCLASS_INSTANCE = "a tensor subclass instance here"
 
 
 #: steps that leave the tensor itself (not a view of it)

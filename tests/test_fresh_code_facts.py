@@ -162,3 +162,93 @@ def test_the_origin_a_finding_shows_does_not_depend_on_the_hash_seed(tmp_path):
         assert "IPV004" in proc.stdout, proc.stdout + proc.stderr
         outputs.add(proc.stdout)
     assert len(outputs) == 1
+
+
+def test_an_arm_whose_name_is_dereferenced_later_dies_before_the_write():
+    clean = _load("clean/none_arm_dereferenced.py")
+    reported = _load("IPV006/none_arm_survives.py")
+    torch.manual_seed(0)
+    hidden = torch.randn(2, 5, 3, requires_grad=True)
+    mask, length = torch.ones(2, 1, 5), torch.tensor([2.0, 3.0])
+    # with a mask the write is to the product, a fresh tensor: backward runs
+    alphas, _ = clean.Predictor(3)(hidden, mask, length)
+    alphas.sum().backward()
+    assert hidden.grad is not None
+    # without one, `mask.squeeze(-1)` raises before the sigmoid output is written
+    with pytest.raises(AttributeError, match="'NoneType' object has no attribute 'squeeze'"):
+        clean.Predictor(3)(hidden, None, length)
+    with pytest.raises(AttributeError, match="'NoneType' object has no attribute 'sum'"):
+        clean.Predictor(3).scale(hidden)
+    # the twin reads `mask` only under a test: without one the saved sigmoid output is written
+    for run in (lambda p: p(hidden, None, length)[0], lambda p: p.early(hidden, None, True),
+                lambda p: p.rebound(hidden)):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            run(reported.Predictor(3)).sum().backward()
+
+
+def test_an_input_saved_by_an_op_nothing_differentiable_reads_may_be_written():
+    clean = _load("clean/saved_input_saver_unread.py")
+    reported = _load("IPV006/saved_input_saver_read.py")
+    x, mask = torch.randn(2, 4), torch.ones(2, 4)
+    for run in (lambda m: clean.unread(m, x), lambda m: clean.indexed(m, x, mask), lambda m: clean.dropped(m, x)):
+        model = _Model()
+        run(model).sum().backward()  # legal: no backward reaches `torch.linalg.norm`
+        assert model.head.weight.grad is not None
+    for run in (lambda m: reported.scaled(m, x), lambda m: reported.indexed_and_read(m, x, mask)):
+        profile, norm = run(_Model())
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            (profile.sum() + norm.sum()).backward()
+
+
+def test_a_factory_tensor_never_reaches_an_arm_for_a_tensor_subclass():
+    clean = _load("clean/subclass_instance_arm.py")
+    reported = _load("IPV004/subclass_instance_arm.py")
+    storage = clean.fill(3)  # `from_tensor` copied the expanded zeros: row 0 alone is written
+    assert type(storage).__name__ == "Buffer" and storage.stride() == (4, 1)
+    assert torch.equal(storage.as_subclass(torch.Tensor), torch.tensor([[1.0] * 4, [0.0] * 4, [0.0] * 4]))
+    assert torch.equal(clean.local(3), torch.zeros(3, 4))  # the arm does not run
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        reported.fill(3)
+
+
+def test_in_place_activations_that_read_their_output_make_a_later_write_raise():
+    clean = _load("clean/inplace_activation_modules.py")
+    reported = _load("IPV006/inplace_activation_modules.py")
+    x = torch.randn(2, 4, requires_grad=True)
+    clean.Block(4)(x).sum().backward()
+    assert x.grad is not None
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        reported.Block(4)(x).sum().backward()
+    for act in (torch.nn.LeakyReLU(inplace=True), torch.nn.ELU(inplace=True), torch.nn.SELU(inplace=True),
+                torch.nn.CELU(inplace=True), torch.nn.RReLU(inplace=True)):
+        out = act(torch.nn.Linear(4, 4)(x))
+        out += 1
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()
+
+
+def test_an_init_function_returns_the_parameter_it_filled():
+    reported = _load("IPV006/init_returns_parameter.py")
+    model = reported.Model(4)
+    assert isinstance(model.attention.Wa, torch.nn.Parameter)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        model(torch.tensor([[0, 1], [2, 3]]), torch.tensor([True, False])).sum().backward()
+
+
+def test_what_a_framework_runs_without_grad_may_write_and_raises_with_grad(monkeypatch):
+    import sys
+    import types
+
+    mmengine, model = types.ModuleType("mmengine"), types.ModuleType("mmengine.model")
+    model.BaseModel = torch.nn.Module  # mmengine's loops call `test_step` -> `predict` under `torch.no_grad()`
+    monkeypatch.setitem(sys.modules, "mmengine", mmengine)
+    monkeypatch.setitem(sys.modules, "mmengine.model", model)
+    clean = _load("clean/framework_predict.py")
+    reported = _load("IPV006/framework_predict.py")
+    x = torch.randn(2, 4)
+    with torch.no_grad():  # as mmengine's `TestLoop.run_iter` runs it
+        feats = clean.Estimator()(x, mode="predict")
+    assert torch.allclose(feats.norm(dim=-1), torch.ones(2))
+    for estimator in (clean.Estimator(), reported.Estimator()):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            estimator(x, mode="predict").sum().backward()  # with grad on, the write raises

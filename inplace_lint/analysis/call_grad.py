@@ -13,6 +13,7 @@ from typing import Dict, List, Optional
 from ..findings import Step, StepKind
 from ..torch_facts import ops
 from .astutil import dotted_name
+from .consumers import flows_into, only_gradless_readers
 from .env import cap
 from .summaries import no_grad_value, param_index
 
@@ -107,14 +108,32 @@ class CallGradMixin:
                 return isinstance(parent, ast.Compare)
         return False
 
-    def mark_saved_input(self, arg: ast.expr, op: str, line: int) -> None:
+    def _output_read_without_grad(self, node: ast.expr) -> bool:
+        """Followed past the statement (:mod:`.consumers`): every read of what ``node`` computes, through the
+        names it is bound to, ends without a gradient, or nothing reads it (``n = torch.linalg.norm(x)``
+        with ``n`` read only by ``torch.nonzero(n * m)``, or never): the backward never reaches the op."""
+        if self.func is None or isinstance(self.func, ast.Module):
+            return False
+        facts = self.facts()
+        if not any(n is node for n in ast.walk(self.stmt_stack[-1])):
+            return False  # a call evaluated apart from its statement (a summary's replay)
+        names = flows_into(node, facts.parents)
+        if names is None:
+            return False
+        if not names:
+            return True
+        return only_gradless_readers(names, lambda name: facts.by_name.get(name, ((), ()))[1], facts.parents, node,
+                                     set(), facts.captured_loads, self.params, facts.declared, unread=True)
+
+    def mark_saved_input(self, arg: ast.expr, op: str, line: int, call: ast.Call) -> None:
         """``arg`` was read by the backward of ``op``, which ran with grad on: a later in-place write to the
         tensor the name holds fails at backward when it requires grad (docs/pytorch-facts.md#saved-input).
         Only names (and dotted names) whose value is tracked and may require grad by evidence are marked
-        (:attr:`Origin.grad_evidence`); a parameter's placeholder is marked too, for its callers to decide."""
+        (:attr:`Origin.grad_evidence`); a parameter's placeholder is marked too, for its callers to decide.
+        Nothing is marked when no backward can reach ``call`` (:meth:`_output_read_without_grad`)."""
         key = dotted_name(arg)
         origins = self.env.get(key) if key is not None else None
-        if not origins:
+        if not origins or self._output_read_without_grad(call):
             return
         step = Step(StepKind.SAVED_INPUT, op, line)
         marked = [o.extend(step) if o.is_tensor and (param_index(o) is not None or o.grad_evidence) else o

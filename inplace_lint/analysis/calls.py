@@ -211,7 +211,7 @@ class CallsMixin:
                 given = [kw(node, "input")]
             for position in entry[2]:
                 if position < len(given):
-                    self.mark_saved_input(given[position], f"{ast.unparse(node.func)}", node.lineno)
+                    self.mark_saved_input(given[position], f"{ast.unparse(node.func)}", node.lineno, node)
         return result
 
     def _function_call(self, node: ast.Call, name: str, functional: bool, args: List[frozenset],
@@ -302,7 +302,7 @@ class CallsMixin:
                 given = [recv_node] + list(node.args)
                 for position in entry[2]:
                     if position < len(given):
-                        self.mark_saved_input(given[position], f"{short(recv_node)}.{name}", node.lineno)
+                        self.mark_saved_input(given[position], f"{short(recv_node)}.{name}", node.lineno, node)
         return result
 
     def _method_call(self, node: ast.Call, name: str, recv_node: ast.expr, recv: frozenset,

@@ -79,6 +79,8 @@ def flows_into(load: ast.AST, parents: Dict[int, ast.AST]) -> Optional[Set[str]]
         if isinstance(parent, (ast.BinOp, ast.UnaryOp)):
             node = parent
             continue
+        if isinstance(parent, ast.Expr):
+            return set()  # a value dropped where it is made: nothing can take a gradient through it
         if isinstance(parent, ast.Assign) and parent.value is node:
             if all(isinstance(t, ast.Name) for t in parent.targets):
                 return {t.id for t in parent.targets}
@@ -123,11 +125,12 @@ def _arm(node: ast.If, child: ast.AST) -> str:
 
 def only_gradless_readers(names: Iterable[str], loads_of, parents: Dict[int, ast.AST], write: ast.AST,
                           skip: Set[int], captured: Set[int], params: Iterable[str],
-                          declared: Iterable[str] = ()) -> bool:
+                          declared: Iterable[str] = (), unread: bool = False) -> bool:
     """Every read of ``names`` (``loads_of(name)``: its loads), followed through the names it is bound to,
-    ends without a gradient; and there is one. ``skip``: ids of the write's own loads; ``captured``: loads
-    inside nested functions and lambdas (run at another time: a reader with a gradient); ``declared``: names
-    declared ``global``/``nonlocal`` (bound there, the value outlives the function)."""
+    ends without a gradient; and there is one (``unread``: or there is none). ``skip``: ids of the write's own
+    loads; ``captured``: loads inside nested functions and lambdas (run at another time: a reader with a
+    gradient); ``declared``: names declared ``global``/``nonlocal`` (bound there, the value outlives the
+    function)."""
     params = set(params) | set(declared)
     todo = list(names)
     seen = set(todo)
@@ -148,4 +151,4 @@ def only_gradless_readers(names: Iterable[str], loads_of, parents: Dict[int, ast
             for target in targets - seen:
                 seen.add(target)
                 todo.append(target)
-    return read
+    return read or unread

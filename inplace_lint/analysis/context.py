@@ -72,6 +72,9 @@ class AnalysisContext(Protocol):
     def tensor_class(self, cls_qual: str) -> bool:
         """The class is a subclass of ``torch.Tensor`` (a base, followed through the project, is)."""
 
+    def framework_runs_without_grad(self, cls_qual: str, method: str) -> bool:
+        """A framework base of the class runs ``method`` with grad off (mmengine's ``BaseModel.predict``)."""
+
     def params_of(self, qual: str) -> Optional[Tuple[Tuple[str, ...], bool]]:
         """A function's (parameter names, static)."""
 

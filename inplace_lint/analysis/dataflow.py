@@ -77,6 +77,8 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     inplace_modules: Dict[str, str] = field(default_factory=dict)
     stmt_stack: List[ast.stmt] = field(default_factory=list)
     loop_stack: List[ast.AST] = field(default_factory=list)
+    #: the statement lists being walked, innermost last, each with the index of the statement being walked
+    blocks: List[list] = field(default_factory=list)
     #: the class body of a ``torch.autograd.Function`` subclass / of a class whose methods run grad-off
     autograd_function: bool = False
     class_no_grad: bool = False

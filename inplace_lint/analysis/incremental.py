@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 from .. import textpos
 
 #: the scope fields a function's walk does not start from (shared containers, the node, the project)
-_NOT_STATE = frozenset({"sink", "func", "facts_cache", "ctx", "stmt_stack", "loop_stack"})
+_NOT_STATE = frozenset({"sink", "func", "facts_cache", "ctx", "stmt_stack", "loop_stack", "blocks"})
 
 
 def _frozen(value: Any) -> Any:
@@ -172,6 +172,9 @@ class _Recorder:
 
     def tensor_class(self, cls_qual):
         return self._ask("tensor_class", cls_qual)
+
+    def framework_runs_without_grad(self, cls_qual, method):
+        return self._ask("framework_runs_without_grad", cls_qual, method)
 
     # commands, not questions: passed on, nothing to record (a function walked from its cache defers nothing)
     def defer(self, qual, walk_body):

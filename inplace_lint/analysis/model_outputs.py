@@ -71,9 +71,10 @@ def inplace_module(call: ast.AST) -> Optional[str]:
 
 
 def saves_output_inplace(name: str) -> bool:
-    """``relu_``, ``sigmoid_``, ``nn.ReLU(inplace=True)``: the op's backward reads the output it wrote."""
-    base = name.rsplit(".", 1)[-1].rstrip("_").lower()
-    return base in ops.SAVES_OUTPUT
+    """``relu_``, ``sigmoid_``, ``nn.ReLU(inplace=True)``, ``F.leaky_relu(x, inplace=True)``: the op's backward
+    reads the output it wrote (:data:`~inplace_lint.torch_facts.ops.SAVES_OUTPUT_WHEN_INPLACE`)."""
+    base = name.rsplit(".", 1)[-1].rstrip("_")
+    return ops.ACTIVATION_FUNCTIONS.get(base, base.lower()) in ops.SAVES_OUTPUT_WHEN_INPLACE
 
 
 def class_members(cls: ast.ClassDef) -> Dict[str, object]:

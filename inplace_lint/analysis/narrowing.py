@@ -8,12 +8,13 @@ followed into it. A class is a tensor class when it is ``torch.Tensor`` or a sub
 from __future__ import annotations
 
 import ast
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 from ..findings import Step, StepKind
+from ..torch_facts import ops
 from .astutil import dotted_name
 from .names import qualify_dotted
-from .summaries import param_index
+from .summaries import param_index, plain_tensor
 
 #: bases that make a class no ``nn.Module`` (qualified, or as builtins are written)
 PLAIN_BASES = frozenset({
@@ -70,6 +71,32 @@ def no_tensor_arms(test: ast.expr, not_tensor: Callable[[ast.expr], bool]) -> Tu
         return found
     if isinstance(test, ast.BoolOp):
         parts = [_one(v, not_tensor) for v in test.values]
+        if isinstance(test.op, ast.And):
+            return next((p[0] for p in parts if p is not None and p[0]), None), None
+        return None, next((p[1] for p in parts if p is not None and p[1]), None)
+    return None, None
+
+
+def instance_arms(test: ast.expr, is_class: Callable[[ast.expr], bool]) -> Tuple[Optional[str], Optional[str]]:
+    """(the name ``isinstance`` says is an instance of a class ``is_class`` accepts in the ``if``'s body, the one
+    in its ``else``), each or None: ``isinstance(x, C)``, ``not isinstance(x, C)``, and either in an ``and``
+    (the body) or an ``or`` (the else)."""
+    def one(part: ast.expr) -> Optional[Tuple[Optional[str], Optional[str]]]:
+        found = isinstance_subject(part)
+        if found is None:
+            return None
+        subject, classes, positive = found
+        key = dotted_name(subject)
+        members = classes.elts if isinstance(classes, ast.Tuple) else [classes]
+        if key is None or not members or not all(is_class(c) for c in members):
+            return None
+        return (key, None) if positive else (None, key)
+
+    found = one(test)
+    if found is not None:
+        return found
+    if isinstance(test, ast.BoolOp):
+        parts = [one(v) for v in test.values]
         if isinstance(test.op, ast.And):
             return next((p[0] for p in parts if p is not None and p[0]), None), None
         return None, next((p[1] for p in parts if p is not None and p[1]), None)
@@ -135,6 +162,9 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
                     name = annotated[value.id]  # self.kernel = kernel, with `kernel: Kernel`
                     value = ast.Name(id=name) if "." not in name else ast.parse(name, mode="eval").body
                 else:
+                    while isinstance(value, ast.Call) and value.args and \
+                            (dotted_name(value.func) or "").rpartition(".")[2] in ops.INIT_FUNCTIONS:
+                        value = value.args[0]  # `init.xavier_uniform_(nn.Parameter(...))` returns its argument
                     called, value = isinstance(value, ast.Call), (value.func if isinstance(value, ast.Call) else None)
             elif isinstance(node, ast.AnnAssign):
                 target, value = node.target, node.annotation
@@ -163,6 +193,55 @@ class ClassFactsMixin:
                 if not kept:
                     del self.env[key]
                 self.bindings.append((key, kept))  # an `if` merges the keys its arms changed
+
+    def type_arms(self, test: ast.expr):
+        """What ``test`` says of names in each arm of an ``if``: ([(how, name)] for the body, [...] for the else),
+        ``how`` one of :meth:`holds_no_tensor`, :meth:`holds_subclass_instance`."""
+        body, orelse = [], []
+        for how, (in_body, in_else) in ((self.holds_no_tensor, no_tensor_arms(test, self.not_tensor_class)),
+                                        (self.holds_subclass_instance, instance_arms(test, self.subclass_of_tensor))):
+            if in_body:
+                body.append((how, in_body))
+            if in_else:
+                orelse.append((how, in_else))
+        return body, orelse
+
+    def narrow(self, facts) -> None:
+        """Apply what :meth:`type_arms` found for an arm."""
+        for how, key in facts:
+            how(key)
+
+    def holds_subclass_instance(self, key: str) -> None:
+        """Where an ``isinstance`` test says ``key`` is an instance of a class other than ``torch.Tensor`` itself
+        (a project class, ``DTensor``, ``nn.Parameter``): a tensor a torch factory made (:func:`plain_tensor`)
+        is not what it holds there; a parameter's placeholder stands only for what is no such tensor
+        (:attr:`StepKind.SUBCLASS_INSTANCE`). tensordict's ``MemoryMappedTensor.from_tensor`` returns its input
+        only when it is a ``MemoryMappedTensor``; ``empty`` passes it a ``torch.zeros(()).expand(shape)``."""
+        held = self.env.get(key)
+        if held:
+            kept = frozenset(o.extend(Step(StepKind.SUBCLASS_INSTANCE, "isinstance", o.root_line))
+                             if param_index(o) is not None else o for o in held if not plain_tensor(o))
+            if kept != held:
+                self.env[key] = kept
+                if not kept:
+                    del self.env[key]
+                self.bindings.append((key, kept))  # an `if` merges the keys its arms changed
+
+    def subclass_of_tensor(self, node: ast.expr) -> bool:
+        """The class expression ``node`` names a class no exact ``torch.Tensor`` is an instance of, that may be a
+        tensor class: a project class (one with no tensor base is :meth:`not_tensor_class`'s), or a torch tensor
+        class other than ``torch.Tensor`` (``DTensor``, ``nn.Parameter``)."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return False
+        qual, imported, here = self._qualified(dotted)
+        if self.ctx is not None:
+            found = self.ctx.resolve(here)
+            if found is not None:
+                return found[0] == "class" and self.ctx.tensor_class(found[1])
+        if qual is not None and qual.split(".")[0] == "torch":
+            return torch_class_is_tensor(qual) and qual.rpartition(".")[2] not in ("Tensor", "Variable")
+        return False
 
     def not_tensor_class(self, node: ast.expr) -> bool:
         """The class expression ``node`` (in ``isinstance(x, node)``) names no tensor class: a project class
@@ -210,3 +289,117 @@ class ClassFactsMixin:
         """``node`` (a ``def``) is compiled by ``torch.jit.script``."""
         return any(qualify_dotted(dotted_name(d.func if isinstance(d, ast.Call) else d), self.names,
                                   self.is_local_name)[0] in SCRIPT_DECORATORS for d in node.decorator_list)
+
+
+# --- `if x is not None:` whose other arm dies -------------------------------------------------------------
+
+#: expressions whose parts are evaluated only sometimes: a dereference inside them proves nothing
+_LAZY = (ast.IfExp, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+#: statements that may leave the block, so a dereference after them need not run
+_EXITS = (ast.Return, ast.Break, ast.Continue)
+
+
+def none_test(test: ast.expr) -> Optional[Tuple[str, bool]]:
+    """``x is not None`` -> ("x", True); ``x is None`` -> ("x", False); else None."""
+    if isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and len(test.ops) == 1 \
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+        return test.left.id, isinstance(test.ops[0], ast.IsNot)
+    return None
+
+
+def _binds(nodes, name: str) -> bool:
+    for node in nodes:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and sub.id == name and not isinstance(sub.ctx, ast.Load):
+                return True
+            if isinstance(sub, (ast.Global, ast.Nonlocal)) and name in sub.names:
+                return True
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub.name == name:
+                return True
+    return False
+
+
+def _may_leave(stmt: ast.stmt) -> bool:
+    """``stmt`` holds a ``return``/``break``/``continue`` (outside nested functions), or an exception handler."""
+    stack = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _EXITS) or isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            return True
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                stack.append(child)
+    return False
+
+
+def _dereferences(node: ast.AST, name: str) -> bool:
+    """Evaluating ``node`` surely reads an attribute or item of ``name``, or calls it (each raises on None):
+    parts evaluated only sometimes (the arms of ``a if c else b``, the operands of ``and``/``or`` after the
+    first, lambdas, comprehensions) are not looked at."""
+    if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.value, ast.Name) \
+            and node.value.id == name:
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
+        return True
+    if isinstance(node, ast.IfExp):
+        return _dereferences(node.test, name)
+    if isinstance(node, ast.BoolOp):
+        return _dereferences(node.values[0], name)
+    if isinstance(node, _LAZY):
+        return False
+    return any(_dereferences(child, name) for child in ast.iter_child_nodes(node))
+
+
+def _block_dereferences(block, name: str) -> Optional[bool]:
+    """True: running ``block`` from its start surely dereferences ``name`` before anything rebinds it or
+    leaves; None: undecided (a rebinding, an exit or an exception handler came first, or the end)."""
+    for stmt in block:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if stmt.name == name or any(_dereferences(d, name) for d in stmt.decorator_list):
+                return None
+            continue
+        if isinstance(stmt, (ast.If, ast.While)):
+            head = [stmt.test]
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            head = [stmt.iter]
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            if any(_dereferences(item.context_expr, name) for item in stmt.items):
+                return True
+            if _binds([item.optional_vars for item in stmt.items if item.optional_vars is not None], name):
+                return None
+            if _block_dereferences(stmt.body, name):
+                return True
+            head = []  # the body ran whole without one: go on after the `with` unless it rebinds or leaves
+        elif isinstance(stmt, (ast.Assert, ast.Delete, ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom)):
+            if _binds([stmt], name) or (isinstance(stmt, ast.Delete) and any(
+                    isinstance(t, ast.Name) and t.id == name for t in stmt.targets)):
+                return None
+            continue  # an `assert` may be compiled out
+        elif isinstance(stmt, ast.Match) or type(stmt).__name__ == "TryStar" or isinstance(stmt, ast.Try):
+            return None
+        else:
+            head = [stmt]  # a simple statement: evaluated whole (the value of an assignment before its targets)
+        if any(_dereferences(h, name) for h in head):
+            return True
+        if _binds([stmt], name) or _may_leave(stmt):
+            return None
+    return None
+
+
+def none_arm_dies(node: ast.If, rest: Optional[Sequence[ast.stmt]]) -> Optional[bool]:
+    """For ``if x is not None: <body>`` (or ``if x is None: <body>``) with at most an ``else``, and ``rest``, the
+    statements after it in its block (None: unknown, or an enclosing ``try`` may catch an error): whether the
+    arm in which ``x`` is None (the else arm: True; the body: False) cannot reach ``rest``'s end, because
+    ``rest`` surely dereferences ``x`` (``x.squeeze(-1)``: ``AttributeError`` on None) before anything rebinds
+    it or leaves the block; None otherwise (also when that arm binds ``x``).
+
+    funasr's CIF predictor: ``if mask is not None: alphas = alphas * mask`` then ``mask = mask.squeeze(-1)``:
+    with ``mask`` None the call raises before ``alphas`` (a saved ``relu`` output there) is written."""
+    found = none_test(node.test)
+    if found is None or rest is None:
+        return None
+    name, positive = found
+    if _binds(node.orelse if positive else node.body, name) or _block_dereferences(rest, name) is not True:
+        return None
+    return positive

@@ -365,6 +365,9 @@ class ModuleContext:
     def tensor_class(self, cls_qual: str) -> bool:
         return self.project.tensor_class(cls_qual)
 
+    def framework_runs_without_grad(self, cls_qual: str, method: str) -> bool:
+        return self.project.framework_runs_without_grad(cls_qual, method)
+
     def params_of(self, qual: str):
         return self.params.get(qual) or self.project.params_of(qual)
 

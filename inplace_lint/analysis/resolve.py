@@ -16,6 +16,7 @@ import re
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .. import textpos
+from ..torch_facts import ops
 from .astutil import dotted_name
 from .names import import_bindings
 from .roots import ROOT_MARKERS, find_root, is_loose, module_name  # noqa: F401  (re-exported)
@@ -262,6 +263,21 @@ class Resolver:
             if self._class(prefix) is not None:
                 return not self.plain_class(prefix)
         return True
+
+    def framework_runs_without_grad(self, cls_qual: str, method: str, depth: int = 0) -> bool:
+        """``method`` of ``cls_qual`` is one a framework runs with grad off, by a base it inherits from another
+        library (:data:`~inplace_lint.torch_facts.ops.FRAMEWORK_NO_GRAD_METHODS`: mmengine's loops run a
+        ``BaseModel``'s ``val_step``/``test_step``, and so ``predict``, under ``torch.no_grad()``)."""
+        info = self._class(cls_qual)
+        if info is None or depth > 10:
+            return False
+        for _, qualified, found in self._base_classes(cls_qual, info):
+            if found is not None:
+                if self.framework_runs_without_grad(found, method, depth + 1):
+                    return True
+            elif method in ops.FRAMEWORK_NO_GRAD_METHODS.get(qualified, ()):
+                return True
+        return False
 
     def plain_class(self, cls_qual: str, depth: int = 0) -> bool:
         """Surely not an ``nn.Module``: every base is ``object``, an ``abc``/``typing``/``enum`` base, a builtin

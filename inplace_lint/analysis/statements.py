@@ -32,8 +32,22 @@ class StatementsMixin:
     """``stmt_<Node>`` handlers and binding of targets."""
 
     def run_body(self, body: Sequence[ast.stmt]) -> None:
-        for stmt in body:
-            self.stmt(stmt)
+        frame = [body, 0]
+        self.blocks.append(frame)
+        try:
+            for index, stmt in enumerate(body):
+                frame[1] = index
+                self.stmt(stmt)
+        finally:
+            self.blocks.pop()
+
+    def rest_of_block(self, node: ast.stmt) -> Optional[Sequence[ast.stmt]]:
+        """The statements after ``node`` in the block being walked, when no enclosing ``try`` may catch what
+        they raise; None otherwise."""
+        if not self.blocks or any(isinstance(s, ast.Try) or type(s).__name__ == "TryStar" for s in self.stmt_stack):
+            return None
+        body, index = self.blocks[-1]
+        return body[index + 1:] if index < len(body) and body[index] is node else None
 
     def stmt(self, node: ast.stmt) -> None:
         self.stmt_stack.append(node)
@@ -172,7 +186,7 @@ class StatementsMixin:
         saved_conds = self.path_conds
         conds_false: list = []  # parameter tests found false by the earlier arms
         gates = []  # what holds in every later arm: (grad-enabled test, requires_grad test) found false
-        no_tensor_later = []  # names an `isinstance` test found false says hold no tensor in every later arm
+        narrow_later = []  # what `isinstance` tests found false say of a name in every later arm
         mark = len(self.bindings)
         left: List[bool] = []  # each arm ends in `return`/`raise`: what it bound never reaches the join
         while True:
@@ -183,12 +197,11 @@ class StatementsMixin:
             body_mode, else_mode = grad.training_arms(current.test)
             enabled = grad.grad_enabled_test(current.test)
             body_requires, else_requires = grad.requires_grad_arms(current.test)
-            no_tensor_body, no_tensor_else = narrowing.no_tensor_arms(current.test, self.not_tensor_class)
+            narrow_body, narrow_else = self.type_arms(current.test)
             before = dict(self.env)
             self.eval_branch = chain or body_mode is False
             self._gate(enabled is False, body_requires)
-            if no_tensor_body:
-                self.holds_no_tensor(no_tensor_body)
+            self.narrow(narrow_body)
             self.run_body(current.body)
             self.nograd_keys = set(saved_grad[0])
             arms.append(self.env)
@@ -197,18 +210,16 @@ class StatementsMixin:
             # what follows runs only in eval mode, or (after `if torch.is_grad_enabled():`) with grad off
             chain = self.eval_branch = chain or else_mode is False or enabled is True
             gates.append((enabled is True, else_requires))
-            if no_tensor_else:
-                no_tensor_later.append(no_tensor_else)
+            narrow_later.extend(narrow_else)
             if current is node:
-                first_no_tensor_else = no_tensor_else
+                first_narrow_else = narrow_else
             if cond:
                 conds_false.append(negate(cond))
             self.path_conds = saved_conds + tuple(conds_false)
             # what every later arm (an `elif`, the `else`) holds
             for off, key in gates:
                 self._gate(off, key)
-            for key in no_tensor_later:
-                self.holds_no_tensor(key)
+            self.narrow(narrow_later)
             orelse = current.orelse
             if len(orelse) == 1 and isinstance(orelse[0], ast.If):
                 current = orelse[0]
@@ -220,6 +231,11 @@ class StatementsMixin:
         self.eval_branch = saved
         self.nograd_keys = saved_grad[0]
         self.path_conds = saved_conds
+        if len(arms) == 2 and arms[0] != arms[1] and narrowing.none_test(node.test) is not None:
+            # `if mask is not None: ...` and `mask.squeeze(-1)` after: the arm where it is None dies there
+            dies = narrowing.none_arm_dies(node, self.rest_of_block(node))
+            if dies is not None:
+                left[1 if dies else 0] = True
         training = grad.training_test(node.test)
         if training is not None and len(arms) == 2:
             # `if self.training: std = noise.mul_(std)` with no else: the old `std` reaches the join only on the
@@ -239,8 +255,7 @@ class StatementsMixin:
         if not node.orelse and left[0]:  # `if ...: return/raise` with no else: what follows runs with the test false
             if conds_false and self.param_condition(node.test):
                 self.path_conds = saved_conds + (conds_false[0],)  # `if copy: return x.repeat(...)`
-            if first_no_tensor_else:
-                self.holds_no_tensor(first_no_tensor_else)  # `if isinstance(x, Tensor): return ...`: x is none after
+            self.narrow(first_narrow_else)  # `if isinstance(x, Tensor): return ...`: x holds no tensor after
         if not node.orelse and grad.ends_flow(node.body) and (gates[0][0] or gates[0][1]):
             # `if torch.is_grad_enabled(): return ...` / `if x.requires_grad: raise ...`: what follows runs
             # with the test false
@@ -341,6 +356,9 @@ class StatementsMixin:
         if self.class_no_grad and not self.settings.report_in_no_grad and (
                 not self.autograd_function or node.name in grad.AUTOGRAD_FUNCTION_METHODS):
             no_grad = declared = True  # autograd runs a custom Function's forward and backward with grad off
+        if self.in_class and self.ctx is not None and not self.settings.report_in_no_grad \
+                and self.ctx.framework_runs_without_grad(self.qual, node.name):
+            no_grad = declared = True  # mmengine's loops run a BaseModel's `predict` under `torch.no_grad()`
         for dec in node.decorator_list:
             mode = self.grad_mode_of(dec)
             if mode is not None:

@@ -110,6 +110,12 @@ def ran_without_grad(steps: Tuple[Step, ...]) -> Tuple[Step, ...]:
     return tuple(s if s.no_grad else replace(s, no_grad=True) for s in steps if s.kind is not StepKind.SAVED_INPUT)
 
 
+def plain_tensor(origin: Origin) -> bool:
+    """``origin`` is surely an exact ``torch.Tensor``, no subclass: what a torch factory made (``torch.zeros``),
+    or a view of it (a torch op on a subclass instance returns the subclass, a factory cannot)."""
+    return origin.root is RootKind.FRESH and origin.root_text.startswith("torch.") and param_index(origin) is None
+
+
 def with_steps(origin: Origin, steps: Tuple[Step, ...]) -> Origin:
     """``origin`` followed by ``steps`` (what a callee did to its parameter). A tuple literal the caller passed
     (``[mel, post, gate]``), unpacked or indexed by the callee, gives back the element at that position; at
@@ -117,6 +123,10 @@ def with_steps(origin: Origin, steps: Tuple[Step, ...]) -> Origin:
     for step in steps:
         if step.kind is StepKind.NOT_TENSOR and origin.is_container and not origin.has(StepKind.NOT_TENSOR):
             continue  # the container the caller passed is what reached the callee's non-tensor arm
+        if step.kind is StepKind.SUBCLASS_INSTANCE:
+            if plain_tensor(origin):  # a factory's plain tensor never reaches the callee's subclass arm
+                origin = origin.extend(Step(StepKind.NOT_TENSOR, step.text, step.line, path=step.path))
+            continue
         if is_tuple_item(origin) and step.kind in (StepKind.ELEMENT, StepKind.VIEW):
             taken = step.text[1:-1] if step.text.startswith("[") and step.text.endswith("]") else None
             if step.text != "iteration" and (taken is None or not taken.isdigit()):

@@ -107,6 +107,30 @@ def saves_output(namespace: str, name: str) -> bool:
 #: Bare names of the ops whose backward reads their own output, in any namespace (``exp``, ``cdist``,
 #: ``softmax``, ``relu``, ...): in-place activations (``relu_``, ``nn.ReLU(inplace=True)``) and fix planning.
 SAVES_OUTPUT = frozenset(k.rsplit(".", 1)[1] for k, v in SAVED_FOR_BACKWARD.items() if v[1])
+#: In-place activations whose backward reads the output they wrote, though their out-of-place twin reads its
+#: input (derivatives.yaml: ``leaky_relu_``, ``elu_``, ``rrelu_with_noise_`` use ``result``; ``selu``/``celu``
+#: are ``elu``). Executed on torch 2.13: ``nn.LeakyReLU(inplace=True)``, ``ELU``, ``SELU``, ``CELU``, ``RReLU``
+#: then ``out += 1`` raise at backward; ``Hardtanh``, ``ReLU6``, ``Threshold``, ``SiLU``, ``Mish``,
+#: ``Hardswish``, ``Hardsigmoid`` and ``Dropout`` with ``inplace=True`` do not (docs/pytorch-facts.md#saved-output).
+SAVES_OUTPUT_WHEN_INPLACE = SAVES_OUTPUT | frozenset({"leaky_relu", "elu", "selu", "celu", "rrelu"})
+#: Methods a training framework runs with grad off, by the framework's base class (qualified as imported).
+#: mmengine: ``ValLoop.run_iter`` and ``TestLoop.run_iter`` are ``@torch.no_grad()`` and call the model's
+#: ``val_step``/``test_step``, which run ``forward(mode='predict')``, i.e. ``predict``
+#: (https://mmengine.readthedocs.io/en/latest/tutorials/model.html; mmengine/runner/loops.py)
+_MMENGINE_NO_GRAD = frozenset({"predict", "val_step", "test_step"})
+FRAMEWORK_NO_GRAD_METHODS = {
+    "mmengine.model.BaseModel": _MMENGINE_NO_GRAD,
+    "mmengine.model.base_model.BaseModel": _MMENGINE_NO_GRAD,
+    "mmengine.model.base_model.base_model.BaseModel": _MMENGINE_NO_GRAD,
+}
+#: ``torch.nn.init`` functions: each fills its argument in place and returns it
+#: (https://pytorch.org/docs/stable/nn.init.html)
+INIT_FUNCTIONS = frozenset({"uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
+                            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+                            "orthogonal_", "sparse_"})
+#: ``nn`` activation classes by the function they run in place
+ACTIVATION_FUNCTIONS = {"ReLU": "relu", "LeakyReLU": "leaky_relu", "ELU": "elu", "SELU": "selu", "CELU": "celu",
+                        "RReLU": "rrelu", "Sigmoid": "sigmoid", "Tanh": "tanh"}
 #: Of those, the method names that are taken as a tensor's even when nothing proves the receiver a tensor
 #: (``logits.softmax(-1)``); the others (``norm``, ``std``, ``det``, ``solve``, ...) need a receiver known
 #: to be a tensor or a parameter: ``self.norm(h)`` is a LayerNorm submodule, not ``Tensor.norm``.
