@@ -19,8 +19,14 @@ def message(write: Write, origin: Origin) -> str:
     target = target_phrase(write, origin, root_phrase(origin))
     if write.point_index or write.op_name in SILENT_BASE_WRITES:
         op = "item assignment to" if write.kind is WriteKind.SUBSCRIPT else f"{write.op} on"
-        return (f"{op} {target}, silently writes its base `{origin.root_text}`: "
+        text = (f"{op} {target}, silently writes its base `{origin.root_text}`: "
                 f"every element that shares the memory changes")
+        if write.kind is WriteKind.SUBSCRIPT:
+            # `x[0] = v` picks a view and copies into it: the copy raises when a broadcast dimension is left in
+            # that view (`zeros(3, 1).expand(3, 4)[0] = 1`); a mask or tensor index goes through `index_put_`,
+            # which never raises (docs/pytorch-facts.md#expanded-overlap)
+            text += "; with an integer index it raises instead when the part written keeps a broadcast dimension"
+        return text
     expand = next(s for s in origin.steps if s.kind is StepKind.EXPAND)
     # `x.expand(1, 4)` of a (1, 4) tensor repeats nothing: the write is legal (a batch of 1 trains fine)
     return (f"{write.op} writes in place to {target}; raises when `{expand.text}` makes a size-1 dimension "
@@ -52,7 +58,9 @@ RULE = Rule(
         "than 1\". Item assignment without a slice "
         "(`rs = r.expand(4); rs[0] = 1.0`, `rs[mask] = v`), `masked_fill_`, `index_fill_` and "
         "`index_put_` do not raise: they silently write `r`, so every element of `rs` and the "
-        "caller's `r` change (docs/pytorch-facts.md#expanded-overlap)."
+        "caller's `r` change; an integer index raises instead when the part it writes keeps a broadcast "
+        "dimension (`zeros(3, 1).expand(3, 4)[0] = 1`), and the message says so "
+        "(docs/pytorch-facts.md#expanded-overlap)."
     ),
     fix_safety="Safe when the expanded tensor's base is not read afterwards; otherwise unsafe.",
     references="pytorch #4664; PyTorch docs: torch.Tensor.expand; docs/pytorch-facts.md#expanded-overlap",
@@ -80,7 +88,9 @@ RULE = Rule(
                 rs[0] = 1.0
                 return rs
             """,
-            message="item assignment to `rs`, an expanded view of `r`, silently writes its base `r`",
+            message="item assignment to `rs`, an expanded view of `r`, silently writes its base `r`: every element "
+                    "that shares the memory changes; with an integer index it raises instead when the part "
+                    "written keeps a broadcast dimension",
             fix="""
                 def mark_first(r, t):
                     rs = r.expand_as(t)
