@@ -252,3 +252,11 @@ def test_what_a_framework_runs_without_grad_may_write_and_raises_with_grad(monke
     for estimator in (clean.Estimator(), reported.Estimator()):
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             estimator(x, mode="predict").sum().backward()  # with grad on, the write raises
+
+
+def test_a_cast_of_a_submodule_output_still_requires_grad():
+    reported = _load("IPV006/submodule_output_cast.py")
+    for dtype in (torch.float32, torch.bfloat16):  # the cast returns the same tensor, or a copy with grad
+        router = reported.Router(4, 3).to(dtype)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            router(torch.randn(2, 4), torch.zeros(3)).sum().backward()

@@ -197,7 +197,13 @@ class BindingMixin:
         return found[1] if found and found[0] == "class" else None
 
     def is_submodule_call(self, node: Optional[ast.expr]) -> bool:
-        """``self.backbone(x)`` in a ``forward`` method, the callee not a configured model-call name."""
+        """``self.backbone(x)`` in a ``forward`` method, the callee not a configured model-call name, or a view or
+        a dtype/layout change of it (``self.gate(h).to(torch.float32)``: a copy or the same tensor, either way
+        computed from the submodule's output with grad on)."""
+        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Call) \
+                and (node.func.attr in ops.MAY_ALIAS_METHODS or node.func.attr in ops.VIEW_METHODS):
+            node = node.func.value
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and isinstance(node.func.value, ast.Name) and self.self_name is not None
                 and node.func.value.id == self.self_name and self.qual.rsplit(".", 1)[-1] == "forward"):
