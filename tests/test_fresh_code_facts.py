@@ -260,3 +260,14 @@ def test_a_cast_of_a_submodule_output_still_requires_grad():
         router = reported.Router(4, 3).to(dtype)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             router(torch.randn(2, 4), torch.zeros(3)).sum().backward()
+
+
+def test_an_in_place_method_that_saves_its_output_makes_a_later_write_raise():
+    clean = _load("clean/inplace_method_saved.py")
+    reported = _load("IPV006/inplace_method_saved.py")
+    x = torch.randn(2, 4, requires_grad=True)
+    clean.Head()(x).sum().backward()
+    assert x.grad is not None
+    for run in (lambda: reported.sigmoid_(torch.nn.Linear(4, 4)(x)), lambda: reported.Head()(x)):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            run().sum().backward()

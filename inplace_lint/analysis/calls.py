@@ -196,7 +196,15 @@ class CallsMixin:
         """What an in-place activation returns: its input, and for ``relu_``/``sigmoid_``/... an output
         its backward reads (a later in-place write to it fails at backward)."""
         if model_outputs.saves_output_inplace(name) and not self.no_grad:
-            return cap(first | {Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno)})
+            saved = Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno)
+            target = node.args[0] if node.args else kw(node, "input")
+            key = self.key_of(target) if target is not None else None
+            if key is not None and self.recording and (
+                    any(o.is_tensor for o in first) or self.grad_source(target) or self._guess_of(target, first) >= 0):
+                # `F.relu_(h)` alone, `h` known to be a tensor that may need grad: `h` now holds that output
+                self.env[key] = cap(self.env.get(key, EMPTY) | {saved})
+                self.bindings.append((key, self.env[key]))
+            return cap(first | {saved})
         return first
 
     def function_call(self, node: ast.Call, name: str, functional: bool, args: List[frozenset],
@@ -325,7 +333,20 @@ class CallsMixin:
                 recv = cap(o.extend(Step(StepKind.VIEW, index_text(recv_node.slice), line, self.no_grad))
                            for o in base if o.is_tensor and not model_outputs.is_guessed_object(o))
             self.report(node, WriteKind.METHOD, f"`{name}`", recv_node, recv, name)
-            return cap(o.extend(Step(StepKind.ALIAS, f".{name}()", line)) for o in recv if o.is_tensor)
+            result = cap(o.extend(Step(StepKind.ALIAS, f".{name}()", line)) for o in recv if o.is_tensor)
+            if model_outputs.saves_output_inplace(name) and not self.no_grad:
+                # `h.sigmoid_()`: what it returns is also an output its backward reads, as for `torch.sigmoid_(h)`
+                # (whose receiver needs grad by the same evidence an out-of-place `h.sigmoid()` needs)
+                known = known_origins(recv)
+                if not (no_grad_value(known) and known == recv) and (
+                        recv or self.grad_source(recv_node) or self._guess_of(recv_node, recv) >= 0):
+                    saved = Origin(RootKind.SAVED_OUTPUT, short(node), line, guess_param=self._guess_of(recv_node, recv))
+                    result = cap(result | {saved})
+                    key = self.key_of(recv_node)
+                    if key is not None and self.recording:  # `h.exp_()` alone: `h` now holds that output
+                        self.env[key] = cap(self.env.get(key, EMPTY) | {saved})
+                        self.bindings.append((key, self.env[key]))
+            return result
         if name == "detach":
             return cut_tracking(recv, ".detach()", line)
         recv = frozenset(o for o in recv if not model_outputs.is_guessed_object(o)) if recv else recv
