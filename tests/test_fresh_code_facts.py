@@ -271,3 +271,52 @@ def test_an_in_place_method_that_saves_its_output_makes_a_later_write_raise():
     for run in (lambda: reported.sigmoid_(torch.nn.Linear(4, 4)(x)), lambda: reported.Head()(x)):
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             run().sum().backward()
+
+
+def test_a_none_arm_that_writes_or_is_caught_before_the_dereference_stays_alive():
+    reported = _load("IPV006/none_arm_survives.py")
+    for run in (reported.written_before_the_dereference, reported.dereference_suppressed, reported.dunder_of_none,
+                reported.rebound_by_a_walrus, reported.rebound_by_a_closure, reported.annotation_not_run,
+                reported.rebound_by_an_import):
+        w = torch.randn(3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out = run(w)
+            (out[0] if isinstance(out, tuple) else out).sum().backward()
+
+
+def test_review_cases_of_the_new_facts_run_as_their_fixtures_say(monkeypatch):
+    import sys
+    import types
+
+    saver = _load("IPV006/saved_input_saver_read.py")
+    x = torch.randn(2, 4)
+    profile, buf = saver.scattered_norms(_Model(), x, torch.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        buf.sum().backward()  # the norm written into `buf` reaches the backward
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        saver.read_through_locals(_Model(), x)["profile_norm"].sum().backward()
+
+    subclass = _load("IPV004/subclass_instance_arm.py")
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        subclass.legacy_type_class(3)
+    buf = torch.zeros(2, 4).as_subclass(subclass.Buffer)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        subclass.like_a_subclass(buf, 3)
+
+    clean = _load("clean/inplace_activation_modules.py")
+    w = torch.randn(2, 4, requires_grad=True)
+    clean.jitter(w).sum().backward()
+    router = clean.DetachedRouter(4, 3)
+    scores = router(w, torch.ones(3))  # nothing requires grad past `.detach()`: the write saves nothing
+    assert not scores.requires_grad
+    assert torch.allclose(scores, torch.sigmoid(router.gate(w)).detach() + 1)
+
+    mmengine, model = types.ModuleType("mmengine"), types.ModuleType("mmengine.model")
+    model.BaseModel = torch.nn.Module
+    monkeypatch.setitem(sys.modules, "mmengine", mmengine)
+    monkeypatch.setitem(sys.modules, "mmengine.model", model)
+    adapted = _load("IPV006/framework_predict_enable_grad.py")
+    with torch.no_grad(), pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        adapted.Adapted().predict(torch.randn(2, 4))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        adapted.PredictsInTraining().loss(torch.randn(2, 4)).backward()

@@ -202,6 +202,7 @@ class BindingMixin:
         computed from the submodule's output with grad on)."""
         while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and isinstance(node.func.value, ast.Call) \
+                and node.func.attr != "detach" \
                 and (node.func.attr in ops.MAY_ALIAS_METHODS or node.func.attr in ops.VIEW_METHODS):
             node = node.func.value
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)

@@ -199,7 +199,8 @@ class CallsMixin:
             saved = Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno)
             target = node.args[0] if node.args else kw(node, "input")
             key = self.key_of(target) if target is not None else None
-            if key is not None and self.recording and (
+            known = known_origins(first)
+            if key is not None and self.recording and not (no_grad_value(known) and known == first) and (
                     any(o.is_tensor for o in first) or self.grad_source(target) or self._guess_of(target, first) >= 0):
                 # `F.relu_(h)` alone, `h` known to be a tensor that may need grad: `h` now holds that output
                 self.env[key] = cap(self.env.get(key, EMPTY) | {saved})

@@ -37,6 +37,8 @@ _METADATA = frozenset({"device", "dtype", "shape", "ndim", "is_cuda", "requires_
 _SIZE_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size", "stride", "is_contiguous",
                            "get_device"})
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.comprehension)
+#: builtins that read every local name
+_READ_EVERY_NAME = ("locals", "vars", "eval", "exec")
 _MAX_DEPTH = 16
 
 
@@ -64,7 +66,9 @@ def flows_into(load: ast.AST, parents: Dict[int, ast.AST]) -> Optional[Set[str]]
                                              or any(k.value is node for k in parent.keywords)):
             name = dotted_name(parent.func) or ""
             head, _, last = name.rpartition(".")
-            if (last in GRADLESS_CONSUMERS and head) or (not head and last in _GRADLESS_BUILTINS) \
+            if head in _OP_NAMESPACES and (last.endswith("_") or any(k.arg == "out" for k in parent.keywords)):
+                return None  # `torch.index_put_(buf, i, x)`, `torch.add(a, x, out=b)`: written into another tensor
+            if (last in GRADLESS_CONSUMERS and head in _OP_NAMESPACES) or (not head and last in _GRADLESS_BUILTINS) \
                     or head.split(".")[0] in ("np", "numpy"):
                 return set()
             if head not in _OP_NAMESPACES:
@@ -131,6 +135,8 @@ def only_gradless_readers(names: Iterable[str], loads_of, parents: Dict[int, ast
     loads; ``captured``: loads inside nested functions and lambdas (run at another time: a reader with a
     gradient); ``declared``: names declared ``global``/``nonlocal`` (bound there, the value outlives the
     function)."""
+    if any(loads_of(reader) for reader in _READ_EVERY_NAME):
+        return False  # `locals()`, `vars()`, `eval(...)`: any name may be read, by anything
     params = set(params) | set(declared)
     todo = list(names)
     seen = set(todo)

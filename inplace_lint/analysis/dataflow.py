@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 import functools
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import FrozenSet, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..config import Settings
 from ..findings import Origin, RootKind, Step, StepKind
@@ -83,6 +83,8 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     autograd_function: bool = False
     class_no_grad: bool = False
     in_class: bool = False
+    #: in a class body: the methods its own code calls as ``self.<name>(...)`` outside ``forward``
+    self_called: FrozenSet[str] = frozenset()
     #: per-function facts for fix safety, built on a function's first finding (shared by nested scopes)
     facts_cache: Dict[int, object] = field(default_factory=dict)
     #: imported names -> what they name (:mod:`.names`)

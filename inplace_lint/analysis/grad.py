@@ -101,6 +101,34 @@ def leaves_function(body) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
 
 
+def framework_no_grad(ctx, cls_qual: str, func: ast.AST, self_called) -> bool:
+    """Method ``func`` of class ``cls_qual`` runs with grad off by its framework's contract
+    (:meth:`~.resolve.Resolver.framework_runs_without_grad`), and nothing here says otherwise: it does not turn
+    grad on itself, and the class's own code (``self_called``: outside ``forward``) does not call it too."""
+    return func.name not in self_called and ctx.framework_runs_without_grad(cls_qual, func.name) \
+        and not turns_grad_on(func)
+
+
+def methods_called_on_self(cls: ast.ClassDef) -> frozenset:
+    """The names of the methods the class's own methods other than ``forward`` call as ``self.<name>(...)``
+    (``loss()`` calling ``self.predict(...)`` runs ``predict`` in training, with grad on)."""
+    out = set()
+    for item in cls.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name != "forward" and item.args.args:
+            me = item.args.args[0].arg
+            out.update(n.func.attr for n in ast.walk(item) if isinstance(n, ast.Call)
+                       and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+                       and n.func.value.id == me and n.func.attr != item.name)
+    return frozenset(out)
+
+
+def turns_grad_on(func: ast.AST) -> bool:
+    """The function's body may turn grad on itself (``with torch.enable_grad():``, ``torch.set_grad_enabled(True)``,
+    test-time adaptation inside ``predict``): a grad-off mode it is run in does not hold throughout."""
+    return any(isinstance(n, ast.Call) and last_name(n.func) in ("enable_grad", "set_grad_enabled")
+               for n in ast.walk(func))
+
+
 def grad_mode_of(node: ast.expr) -> Optional[bool]:
     """False for ``torch.no_grad()``-like contexts/decorators, True for ``enable_grad()``, None otherwise."""
     call = node if isinstance(node, ast.Call) else None

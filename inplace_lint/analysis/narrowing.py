@@ -30,6 +30,8 @@ _NON_TENSOR_CLASSES = frozenset({
     "range", "slice", "type", "Sequence", "Mapping", "MutableMapping", "MutableSequence", "Iterator", "Generator",
     "Callable", "Number", "Integral", "Real", "List", "Tuple", "Dict", "Set", "FrozenSet",
 })
+#: torch's subclasses of ``torch.Tensor`` that a factory's tensor is never an instance of
+_TORCH_SUBCLASSES = frozenset({"DTensor", "Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"})
 #: modules whose classes are never tensors
 _NON_TENSOR_MODULES = frozenset({"builtins", "collections", "typing", "numbers", "numpy"})
 
@@ -165,6 +167,10 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
                     while isinstance(value, ast.Call) and value.args and \
                             (dotted_name(value.func) or "").rpartition(".")[2] in ops.INIT_FUNCTIONS:
                         value = value.args[0]  # `init.xavier_uniform_(nn.Parameter(...))` returns its argument
+                    if isinstance(value, ast.Call) and any(
+                            k.arg == "requires_grad" and isinstance(k.value, ast.Constant) and k.value.value is False
+                            for k in value.keywords):
+                        continue  # `nn.Parameter(w, requires_grad=False)`: built, but frozen: no evidence of grad
                     called, value = isinstance(value, ast.Call), (value.func if isinstance(value, ast.Call) else None)
             elif isinstance(node, ast.AnnAssign):
                 target, value = node.target, node.annotation
@@ -240,7 +246,8 @@ class ClassFactsMixin:
             if found is not None:
                 return found[0] == "class" and self.ctx.tensor_class(found[1])
         if qual is not None and qual.split(".")[0] == "torch":
-            return torch_class_is_tensor(qual) and qual.rpartition(".")[2] not in ("Tensor", "Variable")
+            # (not the legacy type classes: a float CPU tensor is an instance of `torch.FloatTensor`)
+            return qual.rpartition(".")[2] in _TORCH_SUBCLASSES
         return False
 
     def not_tensor_class(self, node: ast.expr) -> bool:
@@ -317,6 +324,9 @@ def _binds(nodes, name: str) -> bool:
                 return True
             if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub.name == name:
                 return True
+            if isinstance(sub, (ast.Import, ast.ImportFrom)) and any(
+                    (a.asname or a.name.split(".")[0]) == name for a in sub.names):
+                return True
     return False
 
 
@@ -333,12 +343,53 @@ def _may_leave(stmt: ast.stmt) -> bool:
     return False
 
 
+def _may_write(stmt: ast.stmt) -> bool:
+    """``stmt`` may write a tensor in place or hand one out before a later statement runs: an augmented or
+    item assignment, a ``*_`` call, ``inplace=``/``out=``, a ``yield``, or a call of anything but a method of a
+    value or a builtin (a helper or submodule may write its argument)."""
+    for node in ast.walk(stmt):
+        if isinstance(node, (ast.AugAssign, ast.Yield, ast.YieldFrom, ast.Await)):
+            return True
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else (func.id if isinstance(func, ast.Name) else "")
+            if name.endswith("_") and not name.endswith("__"):
+                return True
+            if any(k.arg in ("inplace", "out") or k.arg is None for k in node.keywords):
+                return True
+            if isinstance(func, ast.Name) and name not in _SAFE_BUILTINS:
+                return True
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+                return True
+    return False
+
+
+#: builtins that write no tensor
+_SAFE_BUILTINS = frozenset({"len", "int", "float", "bool", "str", "repr", "print", "isinstance", "getattr", "hasattr",
+                            "min", "max", "abs", "range", "tuple", "list", "dict", "set", "sum", "any", "all",
+                            "zip", "enumerate", "sorted", "round", "type", "id", "format"})
+#: context managers that never suppress an exception (their ``__exit__`` returns a false value)
+_NON_SUPPRESSING = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "autocast",
+                              "nullcontext", "record_function", "device", "stream", "sdpa_kernel", "open"})
+
+
+def non_suppressing(item: ast.withitem) -> bool:
+    """``with torch.no_grad():``, ``with autocast(False):``: a context manager known not to swallow an error."""
+    expr = item.context_expr
+    func = expr.func if isinstance(expr, ast.Call) else expr
+    name = func.attr if isinstance(func, ast.Attribute) else (func.id if isinstance(func, ast.Name) else "")
+    return name in _NON_SUPPRESSING
+
+
 def _dereferences(node: ast.AST, name: str) -> bool:
-    """Evaluating ``node`` surely reads an attribute or item of ``name``, or calls it (each raises on None):
-    parts evaluated only sometimes (the arms of ``a if c else b``, the operands of ``and``/``or`` after the
-    first, lambdas, comprehensions) are not looked at."""
-    if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.value, ast.Name) \
-            and node.value.id == name:
+    """Evaluating ``node`` surely reads an attribute (not a dunder, which None has too) or an item of ``name``, or
+    calls it (each raises on None): parts evaluated only sometimes (the arms of ``a if c else b``, the operands of
+    ``and``/``or`` after the first, lambdas, comprehensions) are not looked at."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name:
+        return not (node.attr.startswith("__") and node.attr.endswith("__"))
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == name:
         return True
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
         return True
@@ -351,29 +402,39 @@ def _dereferences(node: ast.AST, name: str) -> bool:
     return any(_dereferences(child, name) for child in ast.iter_child_nodes(node))
 
 
-def _block_dereferences(block, name: str) -> Optional[bool]:
-    """True: running ``block`` from its start surely dereferences ``name`` before anything rebinds it or
-    leaves; None: undecided (a rebinding, an exit or an exception handler came first, or the end)."""
+_GO_ON = object()
+
+
+def _block_dereferences(block, name: str):
+    """True: running ``block`` from its start surely dereferences ``name`` before anything may write a tensor
+    (:func:`_may_write`), rebinds ``name``, leaves or could catch the error; None: undecided; ``_GO_ON``: the
+    block ran to its end with none of these."""
     for stmt in block:
+        if any(isinstance(n, ast.NamedExpr) and n.target.id == name for n in ast.walk(stmt)):
+            return None  # `(m := ..., m.sum())`: which comes first is not read here
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if stmt.name == name or any(_dereferences(d, name) for d in stmt.decorator_list):
-                return None
+            if _binds([stmt], name) or any(_dereferences(d, name) for d in stmt.decorator_list):
+                return None  # (a `nonlocal` rebinding inside it, too)
             continue
         if isinstance(stmt, (ast.If, ast.While)):
             head = [stmt.test]
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             head = [stmt.iter]
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            if not all(non_suppressing(item) for item in stmt.items):
+                return None  # `with contextlib.suppress(AttributeError):` may swallow the error
             if any(_dereferences(item.context_expr, name) for item in stmt.items):
                 return True
             if _binds([item.optional_vars for item in stmt.items if item.optional_vars is not None], name):
                 return None
-            if _block_dereferences(stmt.body, name):
-                return True
-            head = []  # the body ran whole without one: go on after the `with` unless it rebinds or leaves
-        elif isinstance(stmt, (ast.Assert, ast.Delete, ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom)):
-            if _binds([stmt], name) or (isinstance(stmt, ast.Delete) and any(
-                    isinstance(t, ast.Name) and t.id == name for t in stmt.targets)):
+            found = _block_dereferences(stmt.body, name)
+            if found is not _GO_ON:
+                return found
+            continue
+        elif isinstance(stmt, ast.AnnAssign):
+            head = [part for part in (stmt.value, stmt.target) if part is not None]  # a local's annotation is not run
+        elif isinstance(stmt, (ast.Assert, ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom, ast.Delete)):
+            if _binds([stmt], name):
                 return None
             continue  # an `assert` may be compiled out
         elif isinstance(stmt, ast.Match) or type(stmt).__name__ == "TryStar" or isinstance(stmt, ast.Try):
@@ -382,9 +443,9 @@ def _block_dereferences(block, name: str) -> Optional[bool]:
             head = [stmt]  # a simple statement: evaluated whole (the value of an assignment before its targets)
         if any(_dereferences(h, name) for h in head):
             return True
-        if _binds([stmt], name) or _may_leave(stmt):
+        if _binds([stmt], name) or _may_leave(stmt) or _may_write(stmt):
             return None
-    return None
+    return _GO_ON
 
 
 def none_arm_dies(node: ast.If, rest: Optional[Sequence[ast.stmt]]) -> Optional[bool]:
@@ -392,7 +453,7 @@ def none_arm_dies(node: ast.If, rest: Optional[Sequence[ast.stmt]]) -> Optional[
     statements after it in its block (None: unknown, or an enclosing ``try`` may catch an error): whether the
     arm in which ``x`` is None (the else arm: True; the body: False) cannot reach ``rest``'s end, because
     ``rest`` surely dereferences ``x`` (``x.squeeze(-1)``: ``AttributeError`` on None) before anything rebinds
-    it or leaves the block; None otherwise (also when that arm binds ``x``).
+    it, leaves the block or may write a tensor; None otherwise (also when that arm binds ``x``).
 
     funasr's CIF predictor: ``if mask is not None: alphas = alphas * mask`` then ``mask = mask.squeeze(-1)``:
     with ``mask`` None the call raises before ``alphas`` (a saved ``relu`` output there) is written."""
@@ -403,3 +464,4 @@ def none_arm_dies(node: ast.If, rest: Optional[Sequence[ast.stmt]]) -> Optional[
     if _binds(node.orelse if positive else node.body, name) or _block_dereferences(rest, name) is not True:
         return None
     return positive
+

@@ -44,7 +44,9 @@ class StatementsMixin:
     def rest_of_block(self, node: ast.stmt) -> Optional[Sequence[ast.stmt]]:
         """The statements after ``node`` in the block being walked, when no enclosing ``try`` may catch what
         they raise; None otherwise."""
-        if not self.blocks or any(isinstance(s, ast.Try) or type(s).__name__ == "TryStar" for s in self.stmt_stack):
+        if not self.blocks or any(isinstance(s, ast.Try) or type(s).__name__ == "TryStar" or (
+                isinstance(s, (ast.With, ast.AsyncWith)) and not all(narrowing.non_suppressing(i) for i in s.items))
+                for s in self.stmt_stack):
             return None
         body, index = self.blocks[-1]
         return body[index + 1:] if index < len(body) and body[index] is node else None
@@ -357,7 +359,7 @@ class StatementsMixin:
                 not self.autograd_function or node.name in grad.AUTOGRAD_FUNCTION_METHODS):
             no_grad = declared = True  # autograd runs a custom Function's forward and backward with grad off
         if self.in_class and self.ctx is not None and not self.settings.report_in_no_grad \
-                and self.ctx.framework_runs_without_grad(self.qual, node.name):
+                and grad.framework_no_grad(self.ctx, self.qual, node, self.self_called):
             no_grad = declared = True  # mmengine's loops run a BaseModel's `predict` under `torch.no_grad()`
         for dec in node.decorator_list:
             mode = self.grad_mode_of(dec)
@@ -421,6 +423,7 @@ class StatementsMixin:
         scope.class_builders = self.nested_class_builders(node)
         scope.autograd_function = grad.is_autograd_function(node)
         scope.class_no_grad = grad.class_runs_without_grad(node)
+        scope.self_called = grad.methods_called_on_self(node)
         scope.run_body(node.body)
         self.bind_name(node.name, EMPTY)
 

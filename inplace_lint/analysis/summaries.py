@@ -113,7 +113,15 @@ def ran_without_grad(steps: Tuple[Step, ...]) -> Tuple[Step, ...]:
 def plain_tensor(origin: Origin) -> bool:
     """``origin`` is surely an exact ``torch.Tensor``, no subclass: what a torch factory made (``torch.zeros``),
     or a view of it (a torch op on a subclass instance returns the subclass, a factory cannot)."""
-    return origin.root is RootKind.FRESH and origin.root_text.startswith("torch.") and param_index(origin) is None
+    if origin.root is not RootKind.FRESH or param_index(origin) is not None or not origin.root_text.startswith("torch."):
+        return False
+    # (`torch.zeros_like(sub)`, `torch.as_tensor(sub)` of a subclass instance return the subclass)
+    return origin.root_text[len("torch."):].split("(", 1)[0] in _PLAIN_FACTORIES
+
+
+#: torch factories that take no tensor argument: what they return is an exact ``torch.Tensor``
+_PLAIN_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange",
+                              "linspace", "logspace", "eye", "empty_strided", "tril_indices", "triu_indices"})
 
 
 def with_steps(origin: Origin, steps: Tuple[Step, ...]) -> Origin:

@@ -29,8 +29,12 @@ def message(write: Write, origin: Origin) -> str:
         return text
     expand = next(s for s in origin.steps if s.kind is StepKind.EXPAND)
     # `x.expand(1, 4)` of a (1, 4) tensor repeats nothing: the write is legal (a batch of 1 trains fine)
-    return (f"{write.op} writes in place to {target}; raises when `{expand.text}` makes a size-1 dimension "
+    text = (f"{write.op} writes in place to {target}; raises when `{expand.text}` makes a size-1 dimension "
             f"larger than 1 (its elements then share memory)")
+    if write.kind is WriteKind.SUBSCRIPT:
+        # `zeros(3, 1).expand(3, 4)[:, 0] = 1` writes one element per row, each its own location: no error
+        text += "; where the part written holds each shared element once, it silently writes the base instead"
+    return text
 
 
 RULE = Rule(

@@ -8,7 +8,9 @@ import bisect
 import dataclasses
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
-from ...findings import Applicability, Finding, Fix, FixKind, Origin, Recipe, RewriteForm, Scaling, WriteKind
+from ...findings import (Applicability, Finding, Fix, FixKind, Origin, Recipe, RewriteForm, Scaling, StepKind,
+                         WriteKind)
+from ...rules.ipv004_expanded import SILENT_BASE_WRITES
 from ...torch_facts import ops
 from ..astutil import last_name
 from .facts import (HOIST_STATEMENTS, NO_HOIST_PARENTS, SIDE_EFFECTS, FunctionFacts, alias_closure, count_name,
@@ -124,6 +126,12 @@ def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast
     held = kept_reason(origins, kept or {})
     if held:
         applicable, reason = Applicability.UNSAFE, f"`{name}` holds {held}"
+    if (kind is WriteKind.SUBSCRIPT or op_name in SILENT_BASE_WRITES) and any(
+            o.is_tensor and o.has(StepKind.EXPAND) for o in origins):
+        # `flags = zeros(1).expand(n); flags[0] = 1` writes every element (they are one): the copy writes one
+        applicable, reason = Applicability.UNSAFE, (
+            f"`{name}` is an expanded view: where the written part holds each shared element once the write "
+            "silently changes every element that shares its memory, and the copy changes only those indexed")
     if fkind is FixKind.HOIST and _reads_watched_outside(facts, stmt, node, name, origins, aliases):
         return None  # another alias or the base is read in the same statement: moving the write reorders it
     scale = scaling(facts, kind, node, stmt, name) if fkind is FixKind.STATEMENT else None
