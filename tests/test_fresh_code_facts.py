@@ -268,7 +268,8 @@ def test_an_in_place_method_that_saves_its_output_makes_a_later_write_raise():
     x = torch.randn(2, 4, requires_grad=True)
     clean.Head()(x).sum().backward()
     assert x.grad is not None
-    for run in (lambda: reported.sigmoid_(torch.nn.Linear(4, 4)(x)), lambda: reported.Head()(x)):
+    for run in (lambda: reported.sigmoid_(torch.nn.Linear(4, 4)(x)), lambda: reported.Head()(x),
+                lambda: reported.PartlyActivated()(x)):
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             run().sum().backward()
 
@@ -320,3 +321,19 @@ def test_review_cases_of_the_new_facts_run_as_their_fixtures_say(monkeypatch):
         adapted.Adapted().predict(torch.randn(2, 4))
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         adapted.PredictsInTraining().loss(torch.randn(2, 4)).backward()
+
+
+def test_functions_handed_out_as_values_run_on_what_their_users_pass():
+    clean = _load("clean/handed_out_callables.py")
+    reported = _load("IPV006/handed_out_callables.py")
+    p = torch.nn.Parameter(torch.randn(3))
+    p.grad = torch.randn(3)
+    sqr_avg = torch.zeros_like(p.grad.data).addcmul_(p.grad.data, p.grad.data)  # the optimizer's own state
+    for step in clean.build().steps:
+        step(p.data, 0.1, sqr_avg, 1e-8)  # nothing requires grad: legal
+    assert clean.REGISTRY["fp8"] is clean.quantize and clean.TABLE["exp1"] is clean.table_entry
+    for run in (lambda x: reported.entropy_from_logits(x), lambda x: reported.caller(lambda ids: type(
+            "Out", (), {"logits": x * 1})(), None)):
+        x = torch.randn(2, 4, requires_grad=True)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            run(x).sum().backward()

@@ -30,6 +30,8 @@ class BindingMixin:
             refs = self.callable_refs(node.value)
             if refs:
                 value = frozenset(function_ref(q, bound, node.lineno) for q, bound in refs)
+                if any(not isinstance(t, ast.Name) for t in node.targets):
+                    self.record_handed_out(node.value)  # `REGISTRY[key] = f`, `self.cb = f`: called from there
         module = model_outputs.inplace_module(node.value)
         is_bool = None
         context = node.value if self.grad_mode_of(node.value) is not None or (

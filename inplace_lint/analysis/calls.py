@@ -16,7 +16,7 @@ from . import model_outputs
 from ..torch_facts import ops
 from .astutil import call_text, dotted_name, is_false, is_str_constant, is_true, kw, last_name, short
 from .call_grad import is_detached, is_literal, known_origins, needs_no_grad_arg
-from .expressions import cut_tracking, index_text, is_basic_index
+from .expressions import cut_tracking, holder_of, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, qualify, qualify_dotted
 from .env import EMPTY, cap
 from .summaries import function_of, no_grad_value, param_index
@@ -112,6 +112,8 @@ class CallsMixin:
         # evaluate arguments first (their own writes come first, as at run time)
         args = [self.eval(a) for a in node.args]
         kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
+        if self.ctx is not None and (node.args or node.keywords):
+            self.hand_out_callables(node, qualify_dotted(dotted_name(func), self.names, self.is_local_name)[0])
 
         if isinstance(func, ast.Attribute):
             func_dotted = dotted_name(func)  # the receiver's is its head (None when not a dotted name)
@@ -198,7 +200,7 @@ class CallsMixin:
         if model_outputs.saves_output_inplace(name) and not self.no_grad:
             saved = Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno)
             target = node.args[0] if node.args else kw(node, "input")
-            key = self.key_of(target) if target is not None else None
+            key = (self.key_of(target) or holder_of(target)) if target is not None else None
             known = known_origins(first)
             if key is not None and self.recording and not (no_grad_value(known) and known == first) and (
                     any(o.is_tensor for o in first) or self.grad_source(target) or self._guess_of(target, first) >= 0):
@@ -343,7 +345,7 @@ class CallsMixin:
                         recv or self.grad_source(recv_node) or self._guess_of(recv_node, recv) >= 0):
                     saved = Origin(RootKind.SAVED_OUTPUT, short(node), line, guess_param=self._guess_of(recv_node, recv))
                     result = cap(result | {saved})
-                    key = self.key_of(recv_node)
+                    key = self.key_of(recv_node) or holder_of(recv_node)
                     if key is not None and self.recording:  # `h.exp_()` alone: `h` now holds that output
                         self.env[key] = cap(self.env.get(key, EMPTY) | {saved})
                         self.bindings.append((key, self.env[key]))

@@ -45,6 +45,23 @@ def key_of(node: ast.AST) -> Optional[str]:
     return dotted_name(node)
 
 
+def holder_of(node: ast.expr) -> Optional[str]:
+    """The name that holds what an in-place op on ``node`` wrote: ``h`` for ``h``, ``h[:, :2]`` or
+    ``h.view(-1)`` (a view's base shares its storage and version counter: writing ``h`` after
+    ``h[:, :2].sigmoid_()`` changes the output the backward reads)."""
+    while True:
+        key = dotted_name(node)
+        if key is not None:
+            return key
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ops.VIEW_METHODS \
+                and node.func.attr != "detach":
+            node = node.func.value
+        else:
+            return None
+
+
 def cut_tracking(origins: frozenset, text: str, line: int) -> frozenset:
     """``.detach()`` / ``.data``: the result shares storage but autograd no longer tracks it as a view.
 

@@ -19,7 +19,7 @@ from . import conditions, model_outputs
 from .astutil import dotted_name, short
 from .call_grad import guessed_param, needs_no_grad_arg
 from .env import EMPTY, cap, contradicted, origin_key
-from .names import is_torch, qualify
+from .names import is_torch, qualify, qualify_dotted
 from .reporting import HelperWrite
 from .summaries import CallSite, param_index, ran_without_grad, with_steps
 
@@ -41,6 +41,12 @@ def _guess_of_known_param(o: Origin, returns: frozenset, params, binding) -> boo
 #: torch.nn modules that run other modules (which may be anything): not a layer whose implementation we know
 _TORCH_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "DataParallel", "DistributedDataParallel",
                                "Module"})
+
+#: decorators (their module, or their last name) that keep a function called as itself, by its callers
+_KEEP_DECORATORS = frozenset({"torch", "functools", "typing", "abc", "staticmethod", "classmethod", "property",
+                              "setter", "getter", "deleter", "abstractmethod", "cached_property", "wraps",
+                              "lru_cache", "cache", "overload", "override", "contextmanager", "dataclass"})
+
 
 class ProjectCallsMixin:
     """In-project callees resolved and their summaries applied (a part of :class:`~.dataflow.Scope`)."""
@@ -176,6 +182,45 @@ class ProjectCallsMixin:
         if isinstance(node, (ast.Name, ast.Attribute)):
             return self.resolve_callees(node)
         return []
+
+    def hand_out_callables(self, node: ast.Call, qual: Optional[str]) -> None:
+        """``cbs.append(step_fn)``, ``executor.make_callable(f)``: a project function handed to other code as a
+        value is called by that code, with arguments nothing here shows. Recorded as a call site that passes
+        nothing (``bound`` empty), so a guess about the function's parameters is not kept on the strength of
+        callers we cannot see (a guess is no evidence). Not for torch's own higher-order functions
+        (``torch.compile(f)``, ``checkpoint(f, x)``, ``torch.func.vmap(f)``), hooks (``register_forward_hook``),
+        ``functools.partial`` or a model call (:meth:`hand_callables_to_model`): those pass activations."""
+        if self.ctx is None or not self.recording or (qual or "").split(".")[0] in ("torch", "functools", "partial"):
+            return
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if name.startswith("register_"):
+            return
+        for value in list(node.args) + [k.value for k in node.keywords]:
+            items = value.elts if isinstance(value, (ast.List, ast.Tuple, ast.Set)) else (
+                value.values if isinstance(value, ast.Dict) else [value])  # `Optimizer([step_fn])`
+            for item in items:
+                if isinstance(item, (ast.Name, ast.Attribute)):
+                    self.record_handed_out(item)
+
+    def hand_out_decorated(self, node: ast.AST, qual: str) -> None:
+        """A ``def`` under a decorator that is neither torch's, functools', nor a builtin one (``@register("fp8")``,
+        ``@pytest.mark.parametrize``): the decorator receives the function and whoever it serves calls it (a
+        registry's dispatch, a test runner): a call site that passes nothing (:meth:`hand_out_callables`)."""
+        if self.ctx is None or not self.recording:
+            return
+        for dec in node.decorator_list:
+            name = dotted_name(dec.func if isinstance(dec, ast.Call) else dec) or ""
+            full = qualify_dotted(name, self.names, self.is_local_name)[0] or name
+            if full.split(".")[0] not in _KEEP_DECORATORS and name.rpartition(".")[2] not in _KEEP_DECORATORS:
+                self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, node.lineno, node.col_offset, (),
+                                               False, bound=frozenset()))
+                return
+
+    def record_handed_out(self, value: ast.expr) -> None:
+        """A call site of each project function ``value`` may be, passing nothing (:meth:`hand_out_callables`)."""
+        for qual, _ in self.callable_refs(value):
+            self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, value.lineno, value.col_offset, (),
+                                           False, bound=frozenset()))
 
     def hand_callables_to_model(self, node: ast.Call, result: frozenset) -> None:
         """``model(ids, logits_processor=f)``: ``f`` receives the model's output as its first argument."""

@@ -364,9 +364,9 @@ class StatementsMixin:
         for dec in node.decorator_list:
             mode = self.grad_mode_of(dec)
             if mode is not None:
-                no_grad = not mode
-                declared = not mode
+                no_grad = declared = not mode
         qual = f"{self.qual}.{node.name}"
+        self.hand_out_decorated(node, qual)  # `@register("fp8")`: called by whoever the registry serves
         static = any(dotted_name(d) in ("staticmethod",) for d in node.decorator_list)
         child = self.child_scope(node.args, no_grad, node, qual, bound_first=self.in_class and not static)
         child.scripted = self.scripted or self.scripted_function(node)
