@@ -112,8 +112,8 @@ class CallsMixin:
         # evaluate arguments first (their own writes come first, as at run time)
         args = [self.eval(a) for a in node.args]
         kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
-        if self.ctx is not None and (node.args or node.keywords):
-            self.hand_out_callables(node, qualify_dotted(dotted_name(func), self.names, self.is_local_name)[0])
+        if self.ctx is not None and self.recording and (node.args or node.keywords):
+            self.hand_out_callables(node)
 
         if isinstance(func, ast.Attribute):
             func_dotted = dotted_name(func)  # the receiver's is its head (None when not a dotted name)

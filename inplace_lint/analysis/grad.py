@@ -101,6 +101,10 @@ def leaves_function(body) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
 
 
+#: every method some framework runs with grad off (``ops.FRAMEWORK_NO_GRAD_METHODS``' values)
+_FRAMEWORK_METHODS = frozenset().union(*ops.FRAMEWORK_NO_GRAD_METHODS.values())
+
+
 def framework_no_grad(ctx, cls_qual: str, func: ast.AST, self_called) -> bool:
     """Method ``func`` of class ``cls_qual`` runs with grad off by its framework's contract
     (:meth:`~.resolve.Resolver.framework_runs_without_grad`), and nothing here says otherwise: it does not turn
@@ -109,9 +113,12 @@ def framework_no_grad(ctx, cls_qual: str, func: ast.AST, self_called) -> bool:
         and not turns_grad_on(func)
 
 
-def methods_called_on_self(cls: ast.ClassDef) -> frozenset:
+def methods_called_on_self(cls: ast.ClassDef, ctx, cls_qual: str) -> frozenset:
     """The names of the methods the class's own methods other than ``forward`` call as ``self.<name>(...)``
-    (``loss()`` calling ``self.predict(...)`` runs ``predict`` in training, with grad on)."""
+    (``loss()`` calling ``self.predict(...)`` runs ``predict`` in training, with grad on); asked only of a class
+    a framework runs (:func:`framework_no_grad`), empty for any other."""
+    if ctx is None or not any(ctx.framework_runs_without_grad(cls_qual, m) for m in _FRAMEWORK_METHODS):
+        return frozenset()
     out = set()
     for item in cls.body:
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name != "forward" and item.args.args:

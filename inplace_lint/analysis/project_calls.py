@@ -183,24 +183,35 @@ class ProjectCallsMixin:
             return self.resolve_callees(node)
         return []
 
-    def hand_out_callables(self, node: ast.Call, qual: Optional[str]) -> None:
+    def hand_out_callables(self, node: ast.Call) -> None:
         """``cbs.append(step_fn)``, ``executor.make_callable(f)``: a project function handed to other code as a
         value is called by that code, with arguments nothing here shows. Recorded as a call site that passes
         nothing (``bound`` empty), so a guess about the function's parameters is not kept on the strength of
         callers we cannot see (a guess is no evidence). Not for torch's own higher-order functions
         (``torch.compile(f)``, ``checkpoint(f, x)``, ``torch.func.vmap(f)``), hooks (``register_forward_hook``),
         ``functools.partial`` or a model call (:meth:`hand_callables_to_model`): those pass activations."""
-        if self.ctx is None or not self.recording or (qual or "").split(".")[0] in ("torch", "functools", "partial"):
-            return
-        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-        if name.startswith("register_"):
-            return
+        values = []
         for value in list(node.args) + [k.value for k in node.keywords]:
             items = value.elts if isinstance(value, (ast.List, ast.Tuple, ast.Set)) else (
                 value.values if isinstance(value, ast.Dict) else [value])  # `Optimizer([step_fn])`
-            for item in items:
-                if isinstance(item, (ast.Name, ast.Attribute)):
-                    self.record_handed_out(item)
+            values.extend(item for item in items if self._may_name_function(item))
+        if not values:
+            return
+        qual = qualify_dotted(dotted_name(node.func), self.names, self.is_local_name)[0]
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if (qual or "").split(".")[0] in ("torch", "functools", "partial") or name.startswith("register_"):
+            return
+        for value in values:
+            self.record_handed_out(value)
+
+    def _may_name_function(self, node: ast.expr) -> bool:
+        """``f`` (not a variable or parameter here) or ``self.m`` (not an attribute bound here): cheap to ask
+        before resolving."""
+        if isinstance(node, ast.Name):
+            return node.id in self.local_funcs or not (node.id in self.env or node.id in self.assigned
+                                                       or self.is_param(node.id))
+        return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+            and node.value.id == self.self_name and f"{node.value.id}.{node.attr}" not in self.env
 
     def hand_out_decorated(self, node: ast.AST, qual: str) -> None:
         """A ``def`` under a decorator that is neither torch's, functools', nor a builtin one (``@register("fp8")``,

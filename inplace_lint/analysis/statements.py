@@ -423,7 +423,7 @@ class StatementsMixin:
         scope.class_builders = self.nested_class_builders(node)
         scope.autograd_function = grad.is_autograd_function(node)
         scope.class_no_grad = grad.class_runs_without_grad(node)
-        scope.self_called = grad.methods_called_on_self(node)
+        scope.self_called = grad.methods_called_on_self(node, self.ctx, scope.qual)
         scope.run_body(node.body)
         self.bind_name(node.name, EMPTY)
 
