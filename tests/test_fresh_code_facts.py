@@ -337,3 +337,5 @@ def test_functions_handed_out_as_values_run_on_what_their_users_pass():
         x = torch.randn(2, 4, requires_grad=True)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             run(x).sum().backward()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        reported.Head()(torch.randn(2, 4, requires_grad=True)).sum().backward()

@@ -217,8 +217,8 @@ class ProjectCallsMixin:
         """A ``def`` under a decorator that is neither torch's, functools', nor a builtin one (``@register("fp8")``,
         ``@pytest.mark.parametrize``): the decorator receives the function and whoever it serves calls it (a
         registry's dispatch, a test runner): a call site that passes nothing (:meth:`hand_out_callables`)."""
-        if self.ctx is None or not self.recording:
-            return
+        if self.ctx is None or not self.recording or (self.in_class and node.name == "forward"):
+            return  # (a decorated `forward` is still what the module's call runs on its inputs: `@auto_fp16()`)
         for dec in node.decorator_list:
             name = dotted_name(dec.func if isinstance(dec, ast.Call) else dec) or ""
             full = qualify_dotted(name, self.names, self.is_local_name)[0] or name
