@@ -339,3 +339,12 @@ def test_functions_handed_out_as_values_run_on_what_their_users_pass():
             run(x).sum().backward()
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         reported.Head()(torch.randn(2, 4, requires_grad=True)).sum().backward()
+
+
+def test_a_helpers_guess_about_its_parameter_is_decided_by_what_its_caller_passes():
+    clean = _load("clean/helper_guess_stays_a_guess.py")
+    reported = _load("IPV006/helper_guess_stays_a_guess.py")
+    weights = torch.randn(2, 32)  # what the registry's users quantize: weights without grad
+    assert torch.isfinite(clean.QUANTIZERS["int8"](weights, 2.0)).all()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        reported.fake_quantize_logits(_Model(), torch.randn(2, 4)).sum().backward()

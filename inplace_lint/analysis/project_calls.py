@@ -413,8 +413,13 @@ class ProjectCallsMixin:
                 text = f"{self.self_name}.{submodule}(...)"
                 condition = condition or (f"raises when `{submodule}` is `{qual.rsplit('.', 2)[-2]}`, whose "
                                           f"forward returns `{o.root_text}`")
+            if o.guessed and o.root is RootKind.TENSOR and o.root_text in params and guess < 0:
+                # the callee's guess about its own annotated parameter: what this call passes for it decides, and
+                # this function's own parameter passed there hands the guess on to this function's callers
+                given = binding.get(list(params).index(o.root_text), (EMPTY, None))[0]
+                guess = guessed_param(given) if given else -1
             out.append(Origin(o.root, text, node.lineno, steps, o.root_no_grad or self.no_grad,
-                              o.certain_tensor, condition=condition, guess_param=guess))
+                              o.certain_tensor, condition=condition, guess_param=guess, guessed=o.guessed))
             if summary.kept:
                 # the object is also held where the callee put it: a fix that rebinds its name is unsafe
                 reason = f"what `{short_name}()` returns, which is also reachable elsewhere: {summary.kept}"
