@@ -348,3 +348,18 @@ def test_a_helpers_guess_about_its_parameter_is_decided_by_what_its_caller_passe
     assert torch.isfinite(clean.QUANTIZERS["int8"](weights, 2.0)).all()
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         reported.fake_quantize_logits(_Model(), torch.randn(2, 4)).sum().backward()
+
+
+def test_dtensor_state_of_a_plain_class_may_be_written_and_an_activations_local_tensor_may_not(mesh):
+    from torch.distributed.tensor import DTensor, Replicate, distribute_tensor
+
+    clean = _load("clean/plain_class_dtensor_state.py")
+    reported = _load("IPV002/module_dtensor_output.py")
+    store = clean.ShardedMoments()
+    store.moments["exp_avg"] = distribute_tensor(torch.ones(4), mesh, [Replicate()])
+    store.reset("exp_avg")  # optimizer state: nothing requires grad, the write is legal
+    assert torch.equal(store.moments["exp_avg"].to_local(), torch.zeros(4))
+    linear = torch.nn.Linear(4, 4)
+    head = reported.Head(lambda x: DTensor.from_local(linear(x), mesh, [Replicate()]))
+    with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+        head(torch.randn(2, 4), 2.0)

@@ -190,6 +190,14 @@ class CallGradMixin:
             return owner is not None and owner.rsplit(".", 1)[-1] == "Parameter"
         return False
 
+    def plain_self_call(self, node: ast.expr) -> bool:
+        """``self.<m>(...)`` in a class that is surely no ``nn.Module`` (an optimizer, a state store) whose
+        callable is no module either (:meth:`submodule_call`): what it returns is no activation."""
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == self.self_name \
+            and self.cls_qual is not None and self.ctx is not None and self.ctx.plain_class(self.cls_qual) \
+            and not self.submodule_call(node.func.attr)
+
     def submodule_call(self, attr: str) -> bool:
         """``self.<attr>(...)`` returns an activation that requires grad: in a class that may be an ``nn.Module``
         (one whose bases we cannot all see counts); in a plain class (a policy, a replay buffer) only when its

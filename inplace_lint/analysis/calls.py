@@ -390,6 +390,8 @@ class CallsMixin:
                                      guess_param=self._guess_of(recv_node, recv))})
         if name in ops.DTENSOR_LOCAL_METHODS:
             detached = (known and all(o.root_no_grad for o in known)) or is_detached(recv_node)
+            if not recv and self.plain_self_call(recv_node):
+                return EMPTY  # `self._state(k).to_local()` in an optimizer or a cache: state, not an activation
             return frozenset({Origin(RootKind.CUSTOM_FUNCTION, short(node), line,
                                      root_no_grad=self.no_grad or bool(detached))})
         if name == "apply" and (last_name(recv_node) or "a").lstrip("_")[:1].isupper():
