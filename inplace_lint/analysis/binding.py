@@ -84,6 +84,15 @@ class BindingMixin:
 
     # ---- binding
 
+    def hold(self, key: str, origins: frozenset) -> None:
+        """``key`` now holds ``origins`` without being bound again (a test narrowed it, an op marked it saved):
+        recorded for an ``if`` to merge the keys its arms changed."""
+        if origins:
+            self.env[key] = origins
+        else:
+            self.env.pop(key, None)
+        self.bindings.append((key, origins))
+
     def bind_name(self, key: str, origins: frozenset) -> None:
         if origins:
             self.env[key] = origins

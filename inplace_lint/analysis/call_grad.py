@@ -138,8 +138,7 @@ class CallGradMixin:
         step = Step(StepKind.SAVED_INPUT, op, line)
         marked = [o.extend(step) if o.is_tensor and (param_index(o) is not None or o.grad_evidence) else o
                   for o in origins]
-        self.env[key] = cap(marked)
-        self.bindings.append((key, self.env[key]))  # an `if` merges the keys its arms changed
+        self.hold(key, cap(marked))
 
     def _inputs_need_no_grad(self, node: ast.Call, args: List[frozenset], kwargs: Dict[str, frozenset],
                              receiver: Optional[frozenset] = None) -> bool:

@@ -205,8 +205,7 @@ class CallsMixin:
             if key is not None and self.recording and not (no_grad_value(known) and known == first) and (
                     any(o.is_tensor for o in first) or self.grad_source(target) or self._guess_of(target, first) >= 0):
                 # `F.relu_(h)` alone, `h` known to be a tensor that may need grad: `h` now holds that output
-                self.env[key] = cap(self.env.get(key, EMPTY) | {saved})
-                self.bindings.append((key, self.env[key]))
+                self.hold(key, cap(self.env.get(key, EMPTY) | {saved}))
             return cap(first | {saved})
         return first
 
@@ -347,8 +346,7 @@ class CallsMixin:
                     result = cap(result | {saved})
                     key = self.key_of(recv_node) or holder_of(recv_node)
                     if key is not None and self.recording:  # `h.exp_()` alone: `h` now holds that output
-                        self.env[key] = cap(self.env.get(key, EMPTY) | {saved})
-                        self.bindings.append((key, self.env[key]))
+                        self.hold(key, cap(self.env.get(key, EMPTY) | {saved}))
             return result
         if name == "detach":
             return cut_tracking(recv, ".detach()", line)

@@ -195,10 +195,7 @@ class ClassFactsMixin:
             kept = frozenset(o if o.is_container else o.extend(Step(StepKind.NOT_TENSOR, "isinstance", o.root_line))
                              for o in held if o.is_container or param_index(o) is not None)
             if kept != held:
-                self.env[key] = kept
-                if not kept:
-                    del self.env[key]
-                self.bindings.append((key, kept))  # an `if` merges the keys its arms changed
+                self.hold(key, kept)
 
     def type_arms(self, test: ast.expr):
         """What ``test`` says of names in each arm of an ``if``: ([(how, name)] for the body, [...] for the else),
@@ -228,10 +225,7 @@ class ClassFactsMixin:
             kept = frozenset(o.extend(Step(StepKind.SUBCLASS_INSTANCE, "isinstance", o.root_line))
                              if param_index(o) is not None else o for o in held if not plain_tensor(o))
             if kept != held:
-                self.env[key] = kept
-                if not kept:
-                    del self.env[key]
-                self.bindings.append((key, kept))  # an `if` merges the keys its arms changed
+                self.hold(key, kept)
 
     def subclass_of_tensor(self, node: ast.expr) -> bool:
         """The class expression ``node`` names a class no exact ``torch.Tensor`` is an instance of, that may be a

@@ -223,15 +223,18 @@ class ProjectCallsMixin:
             name = dotted_name(dec.func if isinstance(dec, ast.Call) else dec) or ""
             full = qualify_dotted(name, self.names, self.is_local_name)[0] or name
             if full.split(".")[0] not in _KEEP_DECORATORS and name.rpartition(".")[2] not in _KEEP_DECORATORS:
-                self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, node.lineno, node.col_offset, (),
-                                               False, bound=frozenset()))
+                self._handed_out(qual, node)
                 return
 
     def record_handed_out(self, value: ast.expr) -> None:
         """A call site of each project function ``value`` may be, passing nothing (:meth:`hand_out_callables`)."""
         for qual, _ in self.callable_refs(value):
-            self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, value.lineno, value.col_offset, (),
-                                           False, bound=frozenset()))
+            self._handed_out(qual, value)
+
+    def _handed_out(self, qual: str, where: ast.AST) -> None:
+        """The call site, at ``where``, of ``qual`` handed to code we cannot see: no argument bound, grad on."""
+        self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, where.lineno, where.col_offset, (), False,
+                                       bound=frozenset()))
 
     def hand_callables_to_model(self, node: ast.Call, result: frozenset) -> None:
         """``model(ids, logits_processor=f)``: ``f`` receives the model's output as its first argument."""

@@ -274,9 +274,8 @@ class StatementsMixin:
             self.nograd_keys.add(key)
             origins = self.env.get(key)
             if origins:
-                self.env[key] = frozenset(replace(o, root_no_grad=True) if param_index(o) is None else o
-                                          for o in origins)
-                self.bindings.append((key, self.env[key]))  # an `if` merges the keys its arms changed
+                self.hold(key, frozenset(replace(o, root_no_grad=True) if param_index(o) is None else o
+                                         for o in origins))
 
     def stmt_Try(self, node) -> None:
         before = dict(self.env)
