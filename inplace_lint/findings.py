@@ -28,6 +28,10 @@ class StepKind(enum.Enum):
     ALIAS = "alias"  # the result of an in-place op is its receiver
     #: the same tensor, read by the backward of an op it was passed to with grad on (``torch.linalg.norm(x)``)
     SAVED_INPUT = "saved for backward by"
+    #: the same tensor (or the base of the view passed), read by the backward of an op, run with grad on, for
+    #: the gradient of *another* input that requires grad by evidence (``x`` in ``x * self.w``, ``self.fc(x)``):
+    #: a later write fails at backward whether or not this tensor requires grad
+    SAVED_FOR_OTHER = "saved for another input's gradient by"
     #: held at one position of a tuple or list literal (``return z, torch.logsumexp(x, 1)``): the text is
     #: ``(i)``; unpacking or indexing the tuple at ``i`` gives the tensor back, other positions do not
     TUPLE_ITEM = "tuple item"
@@ -42,7 +46,9 @@ class StepKind(enum.Enum):
 
 
 #: steps that leave the tensor itself (not a view of it)
-SAME_TENSOR_STEPS = frozenset({StepKind.ALIAS, StepKind.SAVED_INPUT})
+SAME_TENSOR_STEPS = frozenset({StepKind.ALIAS, StepKind.SAVED_INPUT, StepKind.SAVED_FOR_OTHER})
+#: steps recording that an op ran with grad on and its backward reads the tensor
+SAVED_STEPS = frozenset({StepKind.SAVED_INPUT, StepKind.SAVED_FOR_OTHER})
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,8 @@ def _probe(facts, namespace, name, pattern, only=None):
 
 
 def table():
-    """``"torch.cdist"`` / ``"Tensor.exp"`` -> (nodes, backward reads the output, input positions it reads)."""
+    """``"torch.cdist"`` / ``"Tensor.exp"`` -> (nodes, backward reads the output, input positions it reads for
+    their own gradient, input positions it reads for the other input's gradient)."""
     import torch
 
     warnings.filterwarnings("ignore")
@@ -174,11 +175,21 @@ def table():
                 if "y" not in pattern:
                     saved.discard(1)
             saved = sorted(saved)
+            # an input the backward reads when only the *other* input requires grad (``x`` in ``x * w``,
+            # ``x @ w``, ``F.linear(x, w)``): writing it is a hazard whatever it is, once the other needs grad
+            two = [pattern for pattern, _ in runs if "y" in pattern]
+            other = set(range(2)) if two else set()
+            for pattern in two:
+                for position in range(2):
+                    alone = _probe(facts, namespace, name, pattern, only=1 - position)
+                    if alone is None or position not in alone[2]:
+                        other.discard(position)
+            other = sorted(other)
             runs = [r for _, r in runs]
-            if out_saved or saved:
+            if out_saved or saved or other:
                 nodes = sorted(set().union(*(r[0] for r in runs)))
                 key = f"{namespace}.{name}" if namespace != "Tensor" else f"Tensor.{name}"
-                out[key] = (tuple(nodes), out_saved, tuple(saved))
+                out[key] = (tuple(nodes), out_saved, tuple(saved), tuple(other))
     return out
 
 
@@ -192,7 +203,8 @@ def generate() -> str:
         "# Op (``Tensor.<method>``, ``torch.<fn>``, ``torch.nn.functional.<fn>``, ``torch.linalg.<fn>``,\n"
         "# ``torch.special.<fn>``) -> (autograd nodes, its backward reads the op's output, positions of the\n"
         "# tensor inputs its backward reads when that input requires grad: 0 is the receiver or first\n"
-        "# argument). From derivatives.yaml;\n"
+        "# argument), positions of the tensor inputs it reads when only the other input requires grad\n"
+        "# (``x`` in ``x * w``). From derivatives.yaml;\n"
         "# only what holds for every argument pattern tried (see scripts/generate_saved.py).\n"
         "SAVED_FOR_BACKWARD = {\n" + rows + "}\n"
     )

@@ -363,3 +363,33 @@ def test_dtensor_state_of_a_plain_class_may_be_written_and_an_activations_local_
     head = reported.Head(lambda x: DTensor.from_local(linear(x), mesh, [Replicate()]))
     with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
         head(torch.randn(2, 4), 2.0)
+
+
+def test_an_input_saved_for_the_other_inputs_gradient_raises_when_written_and_its_twins_run():
+    reported = _load("IPV006/saved_for_other_input.py")
+    clean = _load("clean/saved_for_other_input.py")
+    torch.manual_seed(0)
+    enc = reported.Encoder(4)
+    runs = [  # every input needs no grad: the layer's weights (a parameter) do
+        lambda: enc(torch.randn(3, 4), torch.rand(3, 4) > 0.5),
+        lambda: enc.partial_conv(torch.randn(1, 3, 5, 5)),
+        lambda: enc.scaled(torch.randn(3, 4)),
+        lambda: enc.residual(torch.randn(3, 4)),
+        lambda: reported.Gate(4)(torch.randn(3, 4), torch.randn(3, 4)),
+    ]
+    for run in runs:
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            run().sum().backward()
+    plain = clean.PlainEncoder(4)
+    optim = torch.optim.SGD(plain.parameters(), lr=0.1)
+    for out in (plain(torch.randn(3, 4), torch.rand(3, 4) > 0.5), plain.rms(torch.randn(3, 4))):
+        out.sum().backward()
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        expected = plain.proj(x) + 2 * x
+    assert torch.allclose(plain.frozen(x.clone()), expected)  # the layer ran without grad: it saved nothing
+    assert torch.equal(plain.plain(x.clone()), x)  # nothing requires grad: the write is legal
+    assert torch.equal(plain.unread(x.clone()), x * 4)
+    assert torch.allclose(plain.steps(x.clone(), optim), x * 0.125)
+    hidden = plain.listed([torch.randn(3, 4), torch.randn(3, 4)])
+    hidden[-1].sum().backward()

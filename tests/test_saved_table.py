@@ -38,7 +38,7 @@ def _backward(out, leaves):
 
 @pytest.mark.parametrize("key", sorted(ops.SAVED_FOR_BACKWARD))
 def test_each_fact_raises_at_backward(key):
-    _, saves_output, positions = ops.SAVED_FOR_BACKWARD[key]
+    _, saves_output, positions, other = ops.SAVED_FOR_BACKWARD[key]
     runs = list(_runs(key))
     assert runs, key
     for namespace, name, pattern in runs:
@@ -58,11 +58,72 @@ def test_each_fact_raises_at_backward(key):
             given[position].add_(1)
             with pytest.raises(RuntimeError, match=MODIFIED):
                 _backward(out, leaves)
+        for position in other:
+            if "y" not in pattern:
+                continue
+            # only the other input requires grad; the one written needs none, and the backward still raises
+            leaves = list(generate_saved.inputs(only=1 - position))
+            given = [t * 1 if t.requires_grad else t for t in leaves]
+            out = generate_saved.call(namespace, name, pattern, *given)
+            given[position].add_(1)
+            with pytest.raises(RuntimeError, match=MODIFIED):
+                _backward(out, leaves)
 
 
 def test_table_covers_what_the_issue_names():
     assert ops.saves_output("torch", "cdist") and ops.saves_output("Tensor", "exp")
     assert ops.saved_for_backward("torch.linalg", "norm")[2] == (0,)
     # x @ w reads x only for w's gradient: writing x is legal when only x requires grad
-    assert ops.saved_for_backward("torch", "matmul") is None
+    assert ops.saved_for_backward("torch", "matmul")[2] == ()
+    # ... and reads it for w's gradient: writing x is a hazard once w requires grad
+    assert ops.saved_for_other("torch", "matmul") == (0, 1) and ops.saved_for_other("Tensor", "mul") == (0, 1)
+    assert ops.saved_for_other("torch.nn.functional", "linear") == (0,)
+    assert ops.saved_for_other("Tensor", "add") == () and ops.saved_for_other("Tensor", "sub") == ()
+
+
+def _layer_call(name):
+    """An instance of ``nn.<name>`` with its input ``x`` (needing no grad) and its output."""
+    nn = torch.nn
+    makers = {
+        "Linear": (lambda: nn.Linear(4, 3), (2, 4)), "Bilinear": (lambda: nn.Bilinear(4, 4, 2), (2, 4)),
+        "Conv1d": (lambda: nn.Conv1d(4, 2, 3), (1, 4, 6)), "Conv2d": (lambda: nn.Conv2d(4, 2, 3), (1, 4, 6, 6)),
+        "Conv3d": (lambda: nn.Conv3d(4, 2, 3), (1, 4, 5, 5, 5)),
+        "ConvTranspose1d": (lambda: nn.ConvTranspose1d(4, 2, 3), (1, 4, 6)),
+        "ConvTranspose2d": (lambda: nn.ConvTranspose2d(4, 2, 3), (1, 4, 6, 6)),
+        "ConvTranspose3d": (lambda: nn.ConvTranspose3d(4, 2, 3), (1, 4, 5, 5, 5)),
+        "LayerNorm": (lambda: nn.LayerNorm(4), (2, 4)), "GroupNorm": (lambda: nn.GroupNorm(2, 4), (3, 4)),
+        "BatchNorm1d": (lambda: nn.BatchNorm1d(4), (3, 4)), "BatchNorm2d": (lambda: nn.BatchNorm2d(4), (3, 4, 2, 2)),
+        "BatchNorm3d": (lambda: nn.BatchNorm3d(4), (3, 4, 2, 2, 2)), "PReLU": (lambda: nn.PReLU(), (3, 4)),
+        "LSTM": (lambda: nn.LSTM(4, 4), (2, 3, 4)), "GRU": (lambda: nn.GRU(4, 4), (2, 3, 4)),
+        "RNN": (lambda: nn.RNN(4, 4), (2, 3, 4)), "MultiheadAttention": (lambda: nn.MultiheadAttention(4, 2), (3, 1, 4)),
+    }
+    make, shape = makers[name]
+    layer = make()
+    x = torch.randn(*shape)
+    if name == "Bilinear":
+        out = layer(x, torch.randn(*shape))
+    elif name == "MultiheadAttention":
+        out = layer(x, x, x)
+    else:
+        out = layer(x)
+    return x, out[0] if isinstance(out, tuple) else out
+
+
+@pytest.mark.parametrize("name", sorted(ops.LAYERS_SAVING_INPUT))
+def test_each_layer_saves_its_input_for_its_weights(name):
+    x, out = _layer_call(name)
+    assert not x.requires_grad
+    x.add_(1)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        out.sum().backward()
+
+
+@pytest.mark.parametrize("name", ["RMSNorm", "Dropout", "ReLU"])
+def test_layers_left_out_do_not_save_an_input_that_needs_no_grad(name):
+    layer = getattr(torch.nn, name)(4) if name == "RMSNorm" else getattr(torch.nn, name)()
+    w = torch.randn(4, requires_grad=True)
+    x = torch.randn(3, 4)
+    out = layer(x) * w
+    x.add_(1)
+    (out.sum() if out.requires_grad else (out * w).sum()).backward()
     assert not ops.saves_output("torch.nn.functional", "gelu") and not ops.saves_output("Tensor", "pow")

@@ -8,13 +8,15 @@ speaks for; an untracked expression requires grad only by evidence (a submodule'
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import Dict, List, Optional
 
-from ..findings import Step, StepKind
+from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind
 from ..torch_facts import ops
-from .astutil import dotted_name
+from .astutil import dotted_name, is_false, short
 from .consumers import flows_into, only_gradless_readers
 from .env import cap
+from .expressions import holder_of
 from .summaries import no_grad_value, param_index
 
 #: methods and builtins whose result takes no gradient from their receiver or argument (a Python number, an
@@ -139,6 +141,98 @@ class CallGradMixin:
         marked = [o.extend(step) if o.is_tensor and (param_index(o) is not None or o.grad_evidence) else o
                   for o in origins]
         self.hold(key, cap(marked))
+
+    def note_saved_inputs(self, node: ast.expr, namespace: str, name: str, given: List[ast.expr],
+                          origins: List[Optional[frozenset]], text: str) -> None:
+        """``namespace.name`` ran on ``given`` (their ``origins``; position 0 is the receiver or first argument)
+        with grad on: mark what its backward reads (:data:`ops.SAVED_FOR_BACKWARD`), each input read for its
+        own gradient (:meth:`mark_saved_input`) and each read for another input's gradient when that other input
+        requires grad by evidence (:meth:`mark_saved_for_other`); an input's origins may be None (looked up by
+        name when needed). ``text`` names the op in messages; ``namespace``
+        ``"operator"`` is ``a * b`` (either side may be a number)."""
+        entry = None if self.no_grad else \
+            ops.saved_for_backward(ops.TENSOR_METHOD if namespace == "operator" else namespace, name)
+        if not entry:
+            return
+        own = [p for p in entry[2] if p < len(given) and self.env.get(dotted_name(given[p]) or "")]
+        other = [p for p in entry[3] if p < len(given) and holder_of(given[p]) is not None
+                 and any(self.needs_grad(given[i], origins[i]) for i in range(len(given)) if i != p)]
+        if not (own or other) or self.read_without_grad(node):
+            return
+        for position in own:
+            self.mark_saved_input(given[position], text, node.lineno, node)
+        for position in other:
+            self.mark_saved_for_other(given[position], text, node.lineno, node,
+                                      surely_tensor=position == 0 and namespace != "operator")
+
+    def note_layer_input(self, node: ast.Call) -> None:
+        """``self.<attr>(x, ...)`` with ``self.<attr>`` a ``torch.nn`` layer that saves its input for its
+        weights' gradient (:meth:`input_saving_layer`; its parameters require grad, as a layer's do unless frozen):
+        ``x`` is marked saved for another input's gradient."""
+        layer = self.input_saving_layer(node.func) if node.args and not self.no_grad else None
+        if layer and holder_of(node.args[0]) is not None and not self.read_without_grad(node):
+            self.mark_saved_for_other(node.args[0], f"{short(node.func)}(...) [nn.{layer}]", node.lineno, node,
+                                      surely_tensor=True)
+
+    def needs_grad(self, node: ast.expr, origins: Optional[frozenset]) -> bool:
+        """``node`` requires grad by evidence: a tracked tensor with :attr:`Origin.grad_evidence`, or, untracked,
+        a submodule's result or an ``nn.Parameter`` attribute (:meth:`grad_source`). ``origins`` None: what the
+        name ``node`` holds."""
+        if origins is None:
+            key = dotted_name(node)
+            origins = self.env.get(key) if key is not None else None
+        if origins:
+            return any(o.is_tensor and o.grad_evidence and param_index(o) is None for o in origins)
+        return self.grad_source(node)
+
+    def mark_saved_for_other(self, arg: ast.expr, op: str, line: int, call: ast.expr, surely_tensor: bool) -> None:
+        """``arg`` (or the base of the view passed: ``x`` for ``conv(x[:, :k])``) was read by the backward of
+        ``op``, run with grad on, for the gradient of another input that requires grad by evidence (``x`` in
+        ``x * self.w``, ``self.fc(x)``): a later in-place write to that storage makes the backward raise whether
+        or not ``arg`` itself requires grad (docs/pytorch-facts.md#saved-for-other). Nothing is marked when no
+        backward can reach ``call``. An untracked local name is held as a tensor of unknown grad only when the
+        op takes nothing but a tensor there (``surely_tensor``: a layer's input, a receiver)."""
+        key = holder_of(arg)
+        if key is None or self._output_read_without_grad(call):
+            return
+        origins = self.env.get(key)
+        step = Step(StepKind.SAVED_FOR_OTHER, op, line)
+        if origins:
+            # (a parameter's placeholder stands for whatever the callers pass: a number too, unless the op takes
+            # only a tensor there)
+            marked = [(replace(o, certain_tensor=True) if surely_tensor else o).extend(step)
+                      if o.is_tensor and (surely_tensor or param_index(o) is None) else o for o in origins]
+        elif surely_tensor and isinstance(arg, ast.Name) and arg.id != self.self_name:
+            # (not the base of `z[-1]`: an untracked `z` may be a list)
+            marked = [Origin(RootKind.TENSOR, key, line, guessed=True).extend(step)]
+        else:
+            return
+        self.hold(key, cap(marked))
+
+    def backward_ran(self, node: ast.Call) -> None:
+        """``loss.backward()``: the backward ran and freed what the ops before it saved, so a write after it (the
+        next step of a training loop) is legal; with ``retain_graph`` or ``create_graph`` the graph is kept for
+        another backward, and so are the marks."""
+        if any(k.arg in ("retain_graph", "create_graph") and not is_false(k.value) for k in node.keywords) or \
+                len(node.args) > 1:
+            return
+        for key, origins in list(self.env.items()):
+            if any(s.kind in SAVED_STEPS for o in origins for s in o.steps):
+                self.hold(key, frozenset(replace(o, steps=tuple(s for s in o.steps if s.kind not in SAVED_STEPS))
+                                         for o in origins))
+
+    def input_saving_layer(self, func: ast.expr) -> Optional[str]:
+        """``self.<attr>`` in ``self.<attr>(x)``, built in ``__init__`` from a ``torch.nn`` layer whose forward
+        saves its input for its weights' gradient (:data:`ops.LAYERS_SAVING_INPUT`): the layer's class name."""
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and func.value.id == self.self_name and self.cls_qual and self.ctx is not None):
+            return None
+        builder = self.class_builders.get(func.attr) if self.class_builders is not None else \
+            self.ctx.attribute_builder(self.cls_qual, func.attr)
+        if builder is None or not builder.startswith("torch.nn."):
+            return None
+        layer = builder.rsplit(".", 1)[-1]
+        return layer if layer in ops.LAYERS_SAVING_INPUT else None
 
     def _inputs_need_no_grad(self, node: ast.Call, args: List[frozenset], kwargs: Dict[str, frozenset],
                              receiver: Optional[frozenset] = None) -> bool:

@@ -144,6 +144,7 @@ class CallsMixin:
                 self.report(node, WriteKind.INPLACE_KWARG, f"`{inplace_module}(inplace=True)`", node.args[0], args[0],
                             condition=_module_condition(inplace_module, func_dotted))
                 return self._inplace_result(node, inplace_module, args[0])
+            self.note_layer_input(node)
             result = self.method_call(node, func.attr, func.value, recv)
             self.hand_callables_to_model(node, result)
             return result
@@ -214,14 +215,10 @@ class CallsMixin:
         """``torch.<name>(...)`` / ``F.<name>(...)`` / ``torch.linalg.<name>(...)`` (any alias; ``namespace``
         is the resolved module)."""
         result = self._function_call(node, name, functional, args, kwargs, namespace)
-        entry = ops.saved_for_backward(namespace, name)
-        if entry and entry[2] and not self.no_grad and not self.read_without_grad(node):
-            given = list(node.args)
-            if not given and kw(node, "input") is not None:
-                given = [kw(node, "input")]
-            for position in entry[2]:
-                if position < len(given):
-                    self.mark_saved_input(given[position], f"{ast.unparse(node.func)}", node.lineno, node)
+        given, origins = list(node.args), list(args)
+        if not given and kw(node, "input") is not None:
+            given, origins = [kw(node, "input")], [kwargs.get("input", EMPTY)]
+        self.note_saved_inputs(node, namespace, name, given, origins, ast.unparse(node.func))
         return result
 
     def _function_call(self, node: ast.Call, name: str, functional: bool, args: List[frozenset],
@@ -305,14 +302,11 @@ class CallsMixin:
                     functional: bool = False) -> frozenset:
         """``recv.<name>(...)``; ``functional`` for ``torch.<name>(recv, ...)`` (the receiver is surely a tensor)."""
         result = self._method_call(node, name, recv_node, recv, functional)
-        if not functional and not self.no_grad:
-            entry = ops.saved_for_backward(ops.TENSOR_METHOD, name)
-            if entry and entry[2] and any(o.is_tensor for o in recv) and not self._is_self(recv_node) \
-                    and not self.read_without_grad(node):
-                given = [recv_node] + list(node.args)
-                for position in entry[2]:
-                    if position < len(given):
-                        self.mark_saved_input(given[position], f"{short(recv_node)}.{name}", node.lineno, node)
+        if name == "backward" and not functional:
+            self.backward_ran(node)
+        elif not functional and any(o.is_tensor for o in recv) and not self._is_self(recv_node):
+            self.note_saved_inputs(node, ops.TENSOR_METHOD, name, [recv_node] + list(node.args),
+                                   [recv] + [None] * len(node.args), f"{short(recv_node)}.{name}")
         return result
 
     def _method_call(self, node: ast.Call, name: str, recv_node: ast.expr, recv: frozenset,

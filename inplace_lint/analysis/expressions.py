@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Sequence, Set
 
-from ..findings import Origin, RootKind, Step, StepKind
+from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind
 from . import grad, model_outputs
 from ..torch_facts import ops
 from .astutil import dotted_name, last_name, short
@@ -74,11 +74,16 @@ def cut_tracking(origins: frozenset, text: str, line: int) -> frozenset:
     step = Step(StepKind.VIEW, text, line)
     out = [o.extend(step) for o in origins
            if o.is_tensor and (o.has(StepKind.EXPAND) or o.root is RootKind.SAVED_OUTPUT
-                               or o.has(StepKind.SAVED_INPUT))]
+                               or any(s.kind in SAVED_STEPS for s in o.steps))]
     if any(o.is_tensor or param_index(o) is not None for o in origins):
         out.append(Origin(RootKind.FRESH, text.lstrip("."), line, root_no_grad=True))
     return cap(out)
 
+
+#: ``ast`` operator class name -> the ``Tensor`` method it calls, for the operators whose backward reads an
+#: input (``Mult`` -> ``mul``; :data:`ops.SAVED_FOR_BACKWARD` says which)
+_OPERATOR_METHODS = {name: (method or stem + "_").rstrip("_").replace("true", "")
+                     for _, method, name, stem in ops.OPERATORS if name in ("Mult", "Div", "Pow", "MatMult")}
 
 #: node type -> ``eval_<Node>`` (dispatch is the hot path: one dict lookup)
 _EVAL: dict = {}
@@ -146,13 +151,20 @@ class ExpressionsMixin:
 
     def eval_BinOp(self, node: ast.BinOp) -> frozenset:
         # a + b + c + ... nests to the left: walk it as a loop, in evaluation order
-        rights = []
+        rights, levels = [], []
         top = node
         while isinstance(node, ast.BinOp):
             rights.append(node.right)
+            levels.append(node)
             node = node.left
         nodes = [node] + list(reversed(rights))
         operands = [self.eval(n) for n in nodes]
+        for i, level in enumerate(reversed(levels)):
+            # `x * self.w`, `x ** 2`, `y / x`: what the operator's backward reads (Tensor.mul, .div, .pow, .matmul)
+            name = _OPERATOR_METHODS.get(type(level.op).__name__)
+            if name is not None:
+                self.note_saved_inputs(level, "operator", name, [level.left, level.right],
+                                       [operands[0] if i == 0 else None, operands[i + 1]], short(level))
         return self.arithmetic_result(top, nodes, operands)
 
     def arithmetic_result(self, top: ast.expr, nodes: Sequence[Optional[ast.expr]],

@@ -24,6 +24,17 @@ from .reporting import HelperWrite
 from .summaries import CallSite, param_index, ran_without_grad, with_steps
 
 
+def _path_condition(w, values: Dict[int, tuple], params, callee: str, starred: bool) -> Optional[str]:
+    """The helper's write's own condition, and the conditions on the helper's parameters that lead to it which
+    this call's arguments leave open (``save_peak_memory_factor is not None`` in ``chunked_evaluate()``): what
+    the message says the write needs."""
+    open_ = [] if starred else [c for c in w.when if conditions.holds(c, conditions.value_at(c, values)) is None]
+    path = " and ".join(f"`{conditions.describe(c, params)}`" for c in open_)
+    if path:
+        path = f"{path} in `{callee}()`"
+    return " and ".join(p for p in (w.condition, path) if p) or None
+
+
 def _guess_of_known_param(o: Origin, returns: frozenset, params, binding) -> bool:
     """``o`` is the root made from a parameter's ``torch.Tensor`` annotation (named after it, on its
     line, returned with the parameter's placeholder and the same steps) and this call passes something
@@ -345,7 +356,7 @@ class ProjectCallsMixin:
                     twin = self.out_of_place_twin(qual, params, w.index) if not w.via else None
                     self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
                                 write_no_grad=w.no_grad, helper=HelperWrite(helper[0], *helper[1:4], twin, w.kept),
-                                condition=w.condition)
+                                condition=_path_condition(w, values, params, short_name, starred))
                 # the helper's conditions to its write, seen from here: those on a parameter this function
                 # passes its own parameter for become conditions on that one
                 when = conditions.translate(w.when, values, handed_on, own_defaults) if w.when and not starred else ()

@@ -6,7 +6,7 @@ import ast
 from dataclasses import replace
 from typing import List, NamedTuple, Optional, Sequence, Set, Tuple
 
-from ..findings import HELPER_WRITE, Finding, Origin, Related, RootKind, WriteKind
+from ..findings import HELPER_WRITE, Finding, Origin, Related, RootKind, StepKind, WriteKind
 from ..rules import PRIORITY, Write
 from . import fixplan, model_outputs
 from .astutil import dotted_name, short
@@ -98,7 +98,8 @@ class ReportingMixin:
         placeholders = []
         for o in origins:
             index = param_index(o)
-            if index is None:
+            if index is None or o.has(StepKind.SAVED_FOR_OTHER):
+                # (saved for another input's gradient here: a hazard whatever the caller passes)
                 real.append(o)
             elif self.ctx is not None and self.recording:
                 placeholders.append((index, o))
@@ -144,6 +145,8 @@ class ReportingMixin:
         here = self.ctx.path if self.ctx is not None else None
         related = tuple(r if r.path is None or r.path != here else replace(r, path=None) for r in origin.related())
         message = with_condition(rule.message(write, origin), origin)
+        if condition and condition not in message:  # a rule whose message does not say it (IPV003, IPV004)
+            message = f"{message}, when {condition}"
         if helper is not None:
             related = (Related(f"the write in `{helper.name}()`", helper.line, helper.col,
                                None if helper.path == here else helper.path, role=HELPER_WRITE),) + related

@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
-from ..findings import Finding, Fix, Origin, RootKind, Step, StepKind, WriteKind
+from ..findings import SAVED_STEPS, Finding, Fix, Origin, RootKind, Step, StepKind, WriteKind
 
 OriginSet = FrozenSet[Origin]
 PARAM_PREFIX = "\x00param:"
@@ -107,7 +107,7 @@ def ran_without_grad(steps: Tuple[Step, ...]) -> Tuple[Step, ...]:
     """A callee's steps on its parameter when the call itself runs with grad off (``with torch.no_grad():
     _normalize(x)``): every view made without grad, and no op saved anything (a saved-input step is only
     recorded for an op that ran with grad on)."""
-    return tuple(s if s.no_grad else replace(s, no_grad=True) for s in steps if s.kind is not StepKind.SAVED_INPUT)
+    return tuple(s if s.no_grad else replace(s, no_grad=True) for s in steps if s.kind not in SAVED_STEPS)
 
 
 def plain_tensor(origin: Origin) -> bool:

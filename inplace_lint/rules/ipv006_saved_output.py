@@ -3,7 +3,7 @@
 What each op's backward reads comes from torch's derivative formulas (``ops.SAVED_FOR_BACKWARD``,
 generated from derivatives.yaml; docs/pytorch-facts.md#saved-output and #saved-input).
 """
-from ..findings import Origin, RootKind, StepKind
+from ..findings import SAVED_STEPS, Origin, RootKind, StepKind
 from .base import Example, Rule, Write, root_phrase, target_phrase
 
 
@@ -11,10 +11,20 @@ def _saved_input_step(origin: Origin):
     return next((s for s in reversed(origin.steps) if s.kind is StepKind.SAVED_INPUT), None)
 
 
+def _saved_for_other_step(origin: Origin):
+    return next((s for s in reversed(origin.steps) if s.kind is StepKind.SAVED_FOR_OTHER), None)
+
+
 def applies(origin: Origin, write: Write) -> bool:
     # the grad mode that matters is the one the tensor was saved in (``grad_at_origin``): a root made with
     # grad off saved nothing, and a saved-input step is only recorded when the op ran with grad on
-    if not origin.is_tensor or origin.root_no_grad:
+    if not origin.is_tensor:
+        return False
+    if _saved_for_other_step(origin) is not None:
+        # read for another input's gradient, and that input requires grad by evidence (checked where the op ran):
+        # whether this tensor requires grad does not matter
+        return True
+    if origin.root_no_grad:
         return False
     if origin.root is RootKind.SAVED_OUTPUT:
         return True
@@ -24,7 +34,7 @@ def applies(origin: Origin, write: Write) -> bool:
 
 def through_data(origin: Origin) -> bool:
     """The write goes through ``.data`` after the tensor was saved: autograd's version check does not see it."""
-    saved = next((i for i, s in enumerate(origin.steps) if s.kind is StepKind.SAVED_INPUT), -1)
+    saved = next((i for i, s in enumerate(origin.steps) if s.kind in SAVED_STEPS), -1)
     return any(s.text == ".data" for s in origin.steps[saved + 1:])
 
 
@@ -36,6 +46,13 @@ def message(write: Write, origin: Origin) -> str:
 
 
 def _message(write: Write, origin: Origin) -> str:
+    other = _saved_for_other_step(origin)
+    if other is not None:
+        op, _, layer = other.text.partition(" [")
+        what = f"`{op}`" + (f" (`{layer.rstrip(']')}`, line {other.line})" if layer else f" (line {other.line})")
+        return (f"{write.op} writes in place to `{write.target}`, which {what} saved for backward to compute the "
+                f"gradient of an input that requires grad: the backward raises, whether or not "
+                f"`{write.target}` itself requires grad")
     step = _saved_input_step(origin)
     if origin.root is not RootKind.SAVED_OUTPUT and step is not None:
         what = f"`{write.target}`" if write.target == origin.root_text else \
@@ -65,7 +82,10 @@ RULE = Rule(
         "`sqrt`, `rsqrt`, `logsumexp`, `torch.cdist`, `Tensor.norm`, `std`, `prod`, `reciprocal`, the "
         "`torch.linalg` decompositions and norms, ...), and to views of it; and a tensor that may require grad "
         "(a model output, a tensor computed from one, a parameter annotated `torch.Tensor` whose callers pass "
-        "one) after it was passed to an op whose backward reads that input (`x /= torch.linalg.norm(x)`). "
+        "one) after it was passed to an op whose backward reads that input (`x /= torch.linalg.norm(x)`); and "
+        "any tensor an op or a `torch.nn` layer read to compute the gradient of its *other* input, once that "
+        "input requires grad (`h = self.proj(x); x.masked_fill_(m, 0)`, `y = x * self.scale; x += 1`: the "
+        "layer's weights, the parameter). "
         "Which op saves what is generated from torch's own derivative formulas (derivatives.yaml), not a "
         "hand-made list. The op must have run with grad on; the write may be inside `torch.no_grad()`: that "
         "does not help (then no fix is offered)."

@@ -7,6 +7,8 @@ The in-place tables are generated from torch (``python scripts/generate_ops.py``
 """
 from __future__ import annotations
 
+from typing import Tuple
+
 from ._ops_generated import (  # noqa: F401  (re-exported)
     FUNCTION_TWINS,
     FUNCTIONAL_INPLACE_FUNCTIONS,
@@ -97,6 +99,25 @@ def saved_for_backward(namespace: str, name: str):
     """(autograd nodes, output read, input positions read) for ``namespace.name`` (``"Tensor"`` for a method,
     ``"torch.linalg"``, ``"torch.nn.functional"``, ...), or None when its backward reads none of them."""
     return SAVED_FOR_BACKWARD.get(f"{namespace}.{name}")
+
+
+def saved_for_other(namespace: str, name: str) -> Tuple[int, ...]:
+    """Positions of the inputs ``namespace.name``'s backward reads when only another input requires grad
+    (``x`` in ``x * w``, ``torch.matmul(x, w)``, ``F.linear(x, w)``); empty when none."""
+    entry = SAVED_FOR_BACKWARD.get(f"{namespace}.{name}")
+    return entry[3] if entry else ()
+
+
+#: ``torch.nn`` layers whose forward saves its input for the gradient of its weights, so that writing the
+#: input in place after the layer ran with grad on makes the backward raise even when the input needs no grad
+#: (each executed on torch 2.13 in tests/test_saved_table.py; ``nn.RMSNorm`` and ``nn.Dropout`` do not).
+#: ``nn.Embedding`` saves its index tensor too, but is left out: the index buffer a decoding loop rewrites
+#: token by token (``vy[0] = token; e = self.embed(vy)``) runs under a ``no_grad`` its callers set.
+LAYERS_SAVING_INPUT = frozenset({
+    "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+    "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "PReLU", "LSTM", "GRU", "RNN",
+    "MultiheadAttention",
+})
 
 
 def saves_output(namespace: str, name: str) -> bool:
