@@ -376,6 +376,7 @@ def test_an_input_saved_for_the_other_inputs_gradient_raises_when_written_and_it
         lambda: enc.scaled(torch.randn(3, 4)),
         lambda: enc.residual(torch.randn(3, 4)),
         lambda: reported.Gate(4)(torch.randn(3, 4), torch.randn(3, 4)),
+        lambda: reported.Positions(4)(torch.randn(3, 4), torch.rand(3, 4) > 0.5),
     ]
     for run in runs:
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
@@ -391,5 +392,18 @@ def test_an_input_saved_for_the_other_inputs_gradient_raises_when_written_and_it
     assert torch.equal(plain.plain(x.clone()), x)  # nothing requires grad: the write is legal
     assert torch.equal(plain.unread(x.clone()), x * 4)
     assert torch.allclose(plain.steps(x.clone(), optim), x * 0.125)
+    clean.PlainPositions(4)(torch.randn(3, 4), torch.rand(3, 4) > 0.5).sum().backward()
+    nothing = clean.NoWeights(4)
+    x = torch.randn(3, 4)
+    before = x.clone()
+    h = nothing(x)  # nothing requires grad: the write after it is legal, and `h` is what `x` gave before
+    assert not h.requires_grad and torch.equal(x, before * 2)
+    assert torch.allclose(h, nothing.norm(before) + nothing.group(before) + nothing.head(before) + before)
+    nothing.padded(torch.randn(2, 4, 5)).sum().backward()
+    assert torch.allclose(clean.fit(torch.ones(2, 3), 2), torch.full((3,), 1 - 0.1 * 2 - 0.1 * 1))
+    router = clean.Router(4)
+    top, feats = router(torch.randn(3, 4), [torch.randn(3, 4), torch.randn(3, 4)])
+    feats[-1].sum().backward()
+    assert top.dtype == torch.int64
     hidden = plain.listed([torch.randn(3, 4), torch.randn(3, 4)])
     hidden[-1].sum().backward()

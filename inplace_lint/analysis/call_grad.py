@@ -170,9 +170,13 @@ class CallGradMixin:
         weights' gradient (:meth:`input_saving_layer`; its parameters require grad, as a layer's do unless frozen):
         ``x`` is marked saved for another input's gradient."""
         layer = self.input_saving_layer(node.func) if node.args and not self.no_grad else None
-        if layer and holder_of(node.args[0]) is not None and not self.read_without_grad(node):
-            self.mark_saved_for_other(node.args[0], f"{short(node.func)}(...) [nn.{layer}]", node.lineno, node,
-                                      surely_tensor=True)
+        if not layer:
+            return
+        given = [a for a in node.args[:ops.LAYER_INPUTS.get(layer, 1)] if holder_of(a) is not None]
+        if given and not self.read_without_grad(node):
+            for arg in given:  # (`nn.Bilinear(x1, x2)`, `nn.MultiheadAttention(q, k, v)` save each input)
+                self.mark_saved_for_other(arg, f"{short(node.func)}(...) [nn.{layer}]", node.lineno, node,
+                                          surely_tensor=True)
 
     def needs_grad(self, node: ast.expr, origins: Optional[frozenset]) -> bool:
         """``node`` requires grad by evidence: a tracked tensor with :attr:`Origin.grad_evidence`, or, untracked,
@@ -191,17 +195,32 @@ class CallGradMixin:
         ``x * self.w``, ``self.fc(x)``): a later in-place write to that storage makes the backward raise whether
         or not ``arg`` itself requires grad (docs/pytorch-facts.md#saved-for-other). Nothing is marked when no
         backward can reach ``call``. An untracked local name is held as a tensor of unknown grad only when the
-        op takes nothing but a tensor there (``surely_tensor``: a layer's input, a receiver)."""
+        op takes nothing but a tensor there (``surely_tensor``: a layer's input, a receiver).
+
+        A parameter's placeholder stands for whatever the callers pass (a number too, unless the op takes only a
+        tensor there): it is left as it is, and the name also holds a tensor of unknown grad marked saved (the
+        write is a hazard whatever the caller passed); the parameter itself goes into the summary
+        (:attr:`~.summaries.FunctionSummary.saves`), so the caller's argument is marked too. Through an item
+        (``feats[-1]``, not ``x[:, :k]``) the base may be a list: only a base known to be a tensor is marked."""
         key = holder_of(arg)
         if key is None or self._output_read_without_grad(call):
             return
+        through_item = isinstance(arg, ast.Subscript) and not isinstance(arg.slice, (ast.Tuple, ast.Slice))
         origins = self.env.get(key)
         step = Step(StepKind.SAVED_FOR_OTHER, op, line)
         if origins:
-            # (a parameter's placeholder stands for whatever the callers pass: a number too, unless the op takes
-            # only a tensor there)
-            marked = [(replace(o, certain_tensor=True) if surely_tensor else o).extend(step)
-                      if o.is_tensor and (surely_tensor or param_index(o) is None) else o for o in origins]
+            marked = []
+            for o in origins:
+                if not o.is_tensor or (through_item and not (o.certain_tensor and param_index(o) is None)):
+                    marked.append(o)
+                elif param_index(o) is not None:
+                    marked.append(o)
+                    if surely_tensor:
+                        marked.append(Origin(RootKind.TENSOR, key, line, guessed=True).extend(step))
+                        if self.recording and not o.steps:
+                            self.saved_params.setdefault(param_index(o), (op, line))
+                else:
+                    marked.append((replace(o, certain_tensor=True) if surely_tensor else o).extend(step))
         elif surely_tensor and isinstance(arg, ast.Name) and arg.id != self.self_name:
             # (not the base of `z[-1]`: an untracked `z` may be a list)
             marked = [Origin(RootKind.TENSOR, key, line, guessed=True).extend(step)]
@@ -209,12 +228,13 @@ class CallGradMixin:
             return
         self.hold(key, cap(marked))
 
-    def backward_ran(self, node: ast.Call) -> None:
-        """``loss.backward()``: the backward ran and freed what the ops before it saved, so a write after it (the
-        next step of a training loop) is legal; with ``retain_graph`` or ``create_graph`` the graph is kept for
-        another backward, and so are the marks."""
+    def backward_ran(self, node: ast.Call, positional: int = 1) -> None:
+        """``loss.backward()``, ``torch.autograd.grad(loss, params)``: the backward ran and freed what the ops
+        before it saved, so a write after it (the next step of a training loop) is legal; with ``retain_graph``
+        or ``create_graph`` (a keyword, or a positional argument past the first ``positional``) the graph is
+        kept for another backward, and so are the marks."""
         if any(k.arg in ("retain_graph", "create_graph") and not is_false(k.value) for k in node.keywords) or \
-                len(node.args) > 1:
+                len(node.args) > positional:
             return
         for key, origins in list(self.env.items()):
             if any(s.kind in SAVED_STEPS for o in origins for s in o.steps):
@@ -225,7 +245,8 @@ class CallGradMixin:
         """``self.<attr>`` in ``self.<attr>(x)``, built in ``__init__`` from a ``torch.nn`` layer whose forward
         saves its input for its weights' gradient (:data:`ops.LAYERS_SAVING_INPUT`): the layer's class name."""
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                and func.value.id == self.self_name and self.cls_qual and self.ctx is not None):
+                and func.value.id == self.self_name and self.cls_qual and self.ctx is not None) \
+                or func.attr in self.unsaved_layers:
             return None
         builder = self.class_builders.get(func.attr) if self.class_builders is not None else \
             self.ctx.attribute_builder(self.cls_qual, func.attr)
@@ -278,9 +299,12 @@ class CallGradMixin:
             return False  # `self.w.data`, `p.grad`: autograd does not track them
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self.self_name \
                 and self.cls_qual and self.ctx is not None:
-            # `self.raw`, set to `nn.Parameter(...)` in `__init__`: a parameter requires grad
+            # `self.raw`, set to `nn.Parameter(...)` in `__init__`: a parameter requires grad (unless the class
+            # freezes it: `self.raw.requires_grad = False`)
             owner = self.ctx.attribute_builder(self.cls_qual, node.attr)
-            return owner is not None and owner.rsplit(".", 1)[-1] == "Parameter"
+            return owner is not None and owner.rsplit(".", 1)[-1] == "Parameter" and node.attr not in self.unsaved_layers
+        if isinstance(node, ast.Attribute) and node.attr in ("weight", "bias") and self.input_saving_layer(node.value):
+            return True  # `F.linear(x, self.proj.weight)`: a torch layer's weight requires grad, unless frozen
         return False
 
     def plain_self_call(self, node: ast.expr) -> bool:

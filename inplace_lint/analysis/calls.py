@@ -119,6 +119,8 @@ class CallsMixin:
             func_dotted = dotted_name(func)  # the receiver's is its head (None when not a dotted name)
             ns, imported = qualify_dotted(func_dotted.rpartition(".")[0] if func_dotted else None, self.names,
                                           self.is_local_name)
+            if ns == "torch.autograd" and func.attr in ("grad", "backward"):
+                self.backward_ran(node, positional=3 if func.attr == "grad" else 2)
             if ns == "torch.Tensor" and node.args:
                 # torch.Tensor.div_(x, t) is x.div_(t)
                 return self.method_call(node, func.attr, node.args[0], args[0])

@@ -42,7 +42,7 @@ _SHAPES = {
     CallSite: ("caller", "callee", "path", "line", "col", "args", "no_grad", "callback", "unread", "bound",
                "constants", "passed"),
     FunctionSummary: ("qual", "params", "returns", "writes", "declared_no_grad", "observed", "static", "kept",
-                      "decorated", "returns_when"),
+                      "decorated", "returns_when", "saves"),
     LocalFinding: ("finding", "func", "grad_rule", "observed", "fix_if_callers", "grad_cond", "guess_param",
                    "param_rooted"),
     ModuleIndex: ("module", "path", "is_package", "imports", "functions", "classes", "attributes", "value_refs",
@@ -119,7 +119,8 @@ class _Encoder:
     def summary(self, s: FunctionSummary) -> list:
         return [s.qual, list(s.params), [self.o(o) for o in s.returns], [self.write(w) for w in s.writes],
                 s.declared_no_grad, sorted(s.observed), s.static, s.digest(), s.kept, s.decorated,
-                [[self.o(o), [[conditions.encode(c) for c in conds] for conds in paths]] for o, paths in s.returns_when]]
+                [[self.o(o), [[conditions.encode(c) for c in conds] for conds in paths]] for o, paths in s.returns_when],
+                [list(e) for e in s.saves]]
 
     def call(self, c: CallSite) -> list:
         return [c.caller, c.callee, self.p(c.path), c.line, c.col,
@@ -303,7 +304,7 @@ class _Decoder:
                      condition=_ostr(condition), when=tuple(self.cond(c) for c in _list(when)))
 
     def summary(self, x) -> FunctionSummary:
-        qual, params, returns, writes, declared, observed, static, digest, kept, decorated, when = _list(x, 11)
+        qual, params, returns, writes, declared, observed, static, digest, kept, decorated, when, saves = _list(x, 12)
         return _make(FunctionSummary, qual=_str(qual), params=_strs(params),
                      returns=frozenset(self.o(i) for i in _list(returns)),
                      writes=tuple(self.write(w) for w in _list(writes)), declared_no_grad=_bool(declared),
@@ -312,6 +313,7 @@ class _Decoder:
                      returns_when=tuple((self.o(_list(w, 2)[0]),
                                          tuple(tuple(self.cond(c) for c in _list(conds)) for conds in _list(w[1])))
                                         for w in _list(when)),
+                     saves=tuple((int(e[0]), _str(e[1]), int(e[2])) for e in (_list(e, 3) for e in _list(saves))),
                      _digest=_str(digest))
 
     def call(self, x) -> CallSite:

@@ -51,7 +51,7 @@ def flows_into(load: ast.AST, parents: Dict[int, ast.AST]) -> Optional[Set[str]]
         if isinstance(parent, ast.Compare):
             return set()
         if isinstance(parent, ast.Attribute) and parent.value is node:
-            if parent.attr in _METADATA:
+            if parent.attr in _METADATA or parent.attr == "indices":  # `torch.topk(h, k).indices`: integers
                 return set()
             call = parents.get(id(parent))
             if not (isinstance(call, ast.Call) and call.func is parent):

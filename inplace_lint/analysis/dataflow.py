@@ -85,6 +85,8 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     in_class: bool = False
     #: in a class body: the methods its own code calls as ``self.<name>(...)`` outside ``forward``
     self_called: FrozenSet[str] = frozenset()
+    #: in a class body and its methods: attributes whose call may save no input (``model_outputs.layers_not_saving``)
+    unsaved_layers: FrozenSet[str] = frozenset()
     #: per-function facts for fix safety, built on a function's first finding (shared by nested scopes)
     facts_cache: Dict[int, object] = field(default_factory=dict)
     #: imported names -> what they name (:mod:`.names`)
@@ -108,6 +110,8 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     returns: frozenset = EMPTY
     param_writes: List[ParamWrite] = field(default_factory=list)
     observed: Set[int] = field(default_factory=set)
+    #: parameter index -> (what read it, line): :attr:`~.summaries.FunctionSummary.saves`
+    saved_params: Dict[int, Tuple[str, int]] = field(default_factory=dict)
     #: False while re-evaluating an expression (no findings, no summary records)
     recording: bool = True
     #: parameters annotated with a type that is not a model output (``output: QAct``)
@@ -193,7 +197,8 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
                      facts_cache=self.facts_cache, inplace_modules=inplace_modules, names=dict(self.names),
                      ctx=self.ctx, qual=qual, package=self.package, local_funcs=dict(self.local_funcs),
                      cls_qual=self.cls_qual, class_plain=self.class_plain, class_builders=self.class_builders,
-                     scripted=self.scripted, self_name=self.self_name, assigned=set(self.assigned))
+                     scripted=self.scripted, self_name=self.self_name, assigned=set(self.assigned),
+                     unsaved_layers=self.unsaved_layers)
 
     def child_scope(self, args: ast.arguments, no_grad: bool, func: Optional[ast.AST], qual: str,
                     bound_first: bool = False) -> "Scope":

@@ -17,11 +17,11 @@ runtime sanitizer likewise counts only top-level module calls.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional
+from typing import Dict, FrozenSet, Optional, Set
 
 from ..torch_facts import ops
 from ..findings import Origin, RootKind, Step, StepKind
-from .astutil import dotted_name, expr_base, is_str_constant, is_true, kw, last_name
+from .astutil import dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name
 
 
 def is_guessed_object(origin: Origin) -> bool:
@@ -131,3 +131,48 @@ def _statements(node: ast.AST):
 def _is_expand_chain(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
         and node.func.attr in ops.EXPAND_METHODS and not isinstance(expr_base(node), ast.Constant)
+
+
+def layers_not_saving(cls: ast.ClassDef) -> FrozenSet[str]:
+    """The attributes a class's ``self.<attr>(x)`` or ``self.<attr>`` weight may not make a saved input of ``x``
+    (docs/pytorch-facts.md#saved-for-other): built without weights (``affine=False``,
+    ``elementwise_affine=False``) or padding first (``padding_mode="reflect"``: the padded copy is saved), built
+    by more than one call, or frozen anywhere in the class (``self.proj.requires_grad_(False)``,
+    ``self.scale.requires_grad = False``, ``for p in self.proj.parameters(): p.requires_grad = False``)."""
+    builders: Dict[str, Set[str]] = {}
+    out: Set[str] = set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]):
+            attr = node.targets[0].attr
+            if isinstance(node.value, ast.Call):
+                builders.setdefault(attr, set()).add(dotted_name(node.value.func) or "")
+                for k in node.value.keywords:
+                    if (k.arg in ("affine", "elementwise_affine") and is_false(k.value)) or (
+                            k.arg == "padding_mode" and not (is_str_constant(k.value) and k.value.value == "zeros")):
+                        out.add(attr)
+            else:
+                builders.setdefault(attr, set()).add("")
+        frozen = None
+        if _freezes(node):  # self.proj.requires_grad_(False), self.scale.requires_grad = False
+            frozen = node.func.value if isinstance(node, ast.Call) else node.targets[0].value
+        elif isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Attribute) \
+                and node.iter.func.attr in ("parameters", "named_parameters") and any(map(_freezes, ast.walk(node))):
+            frozen = node.iter.func.value  # for p in self.proj.parameters(): p.requires_grad = False
+        while isinstance(frozen, ast.Attribute) and not _self_attr(frozen):
+            frozen = frozen.value  # self.proj.weight.requires_grad = False
+        if frozen is not None and _self_attr(frozen):
+            out.add(frozen.attr)
+    out.update(a for a, names in builders.items() if len(names) > 1)
+    return frozenset(out)
+
+
+def _freezes(node: ast.AST) -> bool:
+    """``x.requires_grad_(False)`` or ``x.requires_grad = False`` (any value but a literal true)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "requires_grad_":
+        return bool(node.args) and not is_true(node.args[0])
+    return isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Attribute) \
+        and node.targets[0].attr == "requires_grad" and not is_true(node.value)
+
+
+def _self_attr(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"

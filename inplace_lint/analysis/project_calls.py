@@ -24,6 +24,12 @@ from .reporting import HelperWrite
 from .summaries import CallSite, param_index, ran_without_grad, with_steps
 
 
+def _saved_text(call: ast.Call, inner: str) -> str:
+    """``self.mlp(...) [nn.Linear]``: the call, and what in the callee read its argument (a layer, or an op)."""
+    _, _, layer = inner.partition(" [")
+    return f"{short(call.func)}(...) [{layer.rstrip(']') or inner}]"
+
+
 def _path_condition(w, values: Dict[int, tuple], params, callee: str, starred: bool) -> Optional[str]:
     """The helper's write's own condition, and the conditions on the helper's parameters that lead to it which
     this call's arguments leave open (``save_peak_memory_factor is not None`` in ``chunked_evaluate()``): what
@@ -61,6 +67,16 @@ _KEEP_DECORATORS = frozenset({"torch", "functools", "typing", "abc", "staticmeth
 
 class ProjectCallsMixin:
     """In-project callees resolved and their summaries applied (a part of :class:`~.dataflow.Scope`)."""
+
+    def _note_saved_arguments(self, node: ast.Call, summary, binding, starred: bool) -> None:
+        """The callee read parameter ``i`` for another input's gradient (``FunctionSummary.saves``: a project
+        module whose ``forward`` calls ``self.fc(x)``): what this call passes for it is saved too."""
+        if not summary.saves or starred or self.no_grad or self.read_without_grad(node):
+            return
+        for i, inner, _ in summary.saves:
+            if i in binding and binding[i][1] is not None:
+                self.mark_saved_for_other(binding[i][1], _saved_text(node, inner), node.lineno, node,
+                                          surely_tensor=True)
 
     def own_params_passed(self, binding) -> Dict[int, int]:
         """Callee parameter index -> index of this function's own parameter passed for it as is."""
@@ -368,6 +384,7 @@ class ProjectCallsMixin:
             for i in summary.observed:
                 if i in binding and self.is_unread_after(binding[i][1], node):
                     unread.add(i)
+            self._note_saved_arguments(node, summary, binding, starred)
         if self.recording:  # not again from eval_quiet: it may see names bound since (`a, b = z, f(a)`), and
             # ModuleContext.call_sites keeps the later of two records of one call
             passed = ((i, o or self._display_value(n)) for i, (o, n) in sorted(binding.items()))

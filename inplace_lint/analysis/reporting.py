@@ -98,8 +98,7 @@ class ReportingMixin:
         placeholders = []
         for o in origins:
             index = param_index(o)
-            if index is None or o.has(StepKind.SAVED_FOR_OTHER):
-                # (saved for another input's gradient here: a hazard whatever the caller passes)
+            if index is None:
                 real.append(o)
             elif self.ctx is not None and self.recording:
                 placeholders.append((index, o))
@@ -177,9 +176,14 @@ class ReportingMixin:
         matching = [o for o in _written_tensors(origins, write.kind) if rule.applies(o, write)]
         found = set()
         for o in matching:
-            if rule.applies(replace(o, root_no_grad=True), write):
+            # (an input saved for another's gradient: what matters is where the op that saved it ran)
+            saved = next((s for s in o.steps if s.kind is StepKind.SAVED_FOR_OTHER), None)
+            off = replace(o, root_no_grad=True, steps=tuple(replace(s, no_grad=True) if s is saved else s
+                                                            for s in o.steps))
+            if rule.applies(off, write):
                 return None  # the rule holds for a tensor made with grad off too
-            span = next((c for first, last, c in self.grad_cond_spans if first <= o.root_line <= last), None)
+            line = saved.line if saved is not None else o.root_line
+            span = next((c for first, last, c in self.grad_cond_spans if first <= line <= last), None)
             if span is None or o.path is not None:
                 return None
             found.add(span)

@@ -422,7 +422,8 @@ class StatementsMixin:
         scope.class_builders = self.nested_class_builders(node)
         scope.autograd_function = grad.is_autograd_function(node)
         scope.class_no_grad = grad.class_runs_without_grad(node)
-        scope.self_called = grad.methods_called_on_self(node, self.ctx, scope.qual)
+        scope.self_called, scope.unsaved_layers = grad.methods_called_on_self(node, self.ctx, scope.qual), \
+            model_outputs.layers_not_saving(node)
         scope.run_body(node.body)
         self.bind_name(node.name, EMPTY)
 
@@ -496,4 +497,4 @@ class StatementsMixin:
         params = parameter_names(args) if isinstance(args, ast.arguments) else tuple(self.params)
         return FunctionSummary(self.qual, params, capped, writes,
                                declared_no_grad, frozenset(self.observed), static, kept=kept, decorated=decorated,
-                               returns_when=when)
+                               returns_when=when, saves=tuple(sorted((i, *v) for i, v in self.saved_params.items())))

@@ -237,6 +237,9 @@ class FunctionSummary:
     #: condition (parameter index, truth needed, truth of its literal default or None). A call whose constant
     #: arguments (or the defaults it leaves) contradict every path does not get that origin
     returns_when: Tuple[Tuple[Origin, Tuple[tuple, ...]], ...] = ()
+    #: parameters an op or a layer in the function read for the gradient of its other input that requires grad
+    #: (``self.fc(x)``): (parameter index, what read it, its line); the caller's argument is then saved too
+    saves: Tuple[Tuple[int, str, int], ...] = ()
 
     def digest(self) -> str:
         """Stable across processes (for the cache): what callers read from this summary."""
@@ -248,7 +251,8 @@ class FunctionSummary:
             return value
 
     def _compute_digest(self) -> str:
-        if not self.returns and not self.writes and not self.observed and not self.kept and not self.decorated:
+        if not self.returns and not self.writes and not self.observed and not self.kept and not self.decorated \
+                and not self.saves:
             return ""
         parts = sorted(repr(o) for o in self.returns)
         parts += [repr(w) for w in self.returns_when]
@@ -256,6 +260,8 @@ class FunctionSummary:
                         for w in self.writes)
         parts.append(repr(sorted(self.observed)))
         parts.append(repr((self.kept, self.decorated)))
+        if self.saves:
+            parts.append(repr(self.saves))
         return hashlib.sha1("\n".join(parts).encode()).hexdigest()
 
 

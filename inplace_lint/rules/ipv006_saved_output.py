@@ -20,10 +20,11 @@ def applies(origin: Origin, write: Write) -> bool:
     # grad off saved nothing, and a saved-input step is only recorded when the op ran with grad on
     if not origin.is_tensor:
         return False
-    if _saved_for_other_step(origin) is not None:
-        # read for another input's gradient, and that input requires grad by evidence (checked where the op ran):
-        # whether this tensor requires grad does not matter
-        return True
+    other = _saved_for_other_step(origin)
+    if other is not None:
+        # read for another input's gradient, and that input requires grad by evidence (checked where the op ran,
+        # with grad on): whether this tensor requires grad does not matter
+        return not other.no_grad
     if origin.root_no_grad:
         return False
     if origin.root is RootKind.SAVED_OUTPUT:

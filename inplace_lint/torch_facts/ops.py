@@ -120,6 +120,10 @@ LAYERS_SAVING_INPUT = frozenset({
 })
 
 
+#: how many positional inputs a layer of :data:`LAYERS_SAVING_INPUT` saves (1 when not listed)
+LAYER_INPUTS = {"Bilinear": 2, "MultiheadAttention": 3}
+
+
 def saves_output(namespace: str, name: str) -> bool:
     entry = SAVED_FOR_BACKWARD.get(f"{namespace}.{name}")
     return bool(entry and entry[1])
