@@ -101,8 +101,9 @@ def call(namespace: str, name: str, pattern, x, y):
 
 
 def _probe(facts, namespace, name, pattern, only=None):
-    """(nodes, output saved, input positions saved) for one call, or None when it does not run or builds no
-    graph; ``only``: the position of the one input that requires grad (None: all do)."""
+    """(nodes, output saved, input positions saved, output positions saved) for one call, or None when it does
+    not run or builds no graph; ``only``: the position of the one input that requires grad (None: all do). The
+    output positions are those of an op that returns a tuple of tensors (``torch.linalg.qr``: Q and R)."""
     import torch
 
     x, y = inputs(only)
@@ -112,9 +113,12 @@ def _probe(facts, namespace, name, pattern, only=None):
             out = call(namespace, name, pattern, x, y)
     except Exception:
         return None
-    if not isinstance(out, torch.Tensor) or out.grad_fn is None:
+    outs = [out] if isinstance(out, torch.Tensor) else (
+        [t for t in out] if isinstance(out, tuple) and out and all(isinstance(t, torch.Tensor) for t in out) else [])
+    grads = [t.grad_fn for t in outs if t.grad_fn is not None]
+    if not grads:
         return None
-    seen, stack, nodes, out_saved, saved = set(), [out.grad_fn], set(), False, set()
+    seen, stack, nodes, out_saved, saved, saved_outs = set(), grads, set(), False, set(), set()
     while stack:
         node = stack.pop()
         if node is None or id(node) in seen:
@@ -125,9 +129,13 @@ def _probe(facts, namespace, name, pattern, only=None):
             read_inputs, read_outputs = facts[kind]
             for attr in read_outputs:
                 value = getattr(node, f"_saved_{attr}", None)
-                if isinstance(value, torch.Tensor) and _same(value, out):
-                    out_saved = True
-                    nodes.add(kind)
+                for position, tensor in enumerate(outs):
+                    if isinstance(value, torch.Tensor) and _same(value, tensor):
+                        if len(outs) == 1 and tensor is out:
+                            out_saved = True
+                        else:
+                            saved_outs.add(position)
+                        nodes.add(kind)
             for attr in read_inputs:
                 try:
                     value = getattr(node, f"_saved_{attr}")
@@ -139,7 +147,7 @@ def _probe(facts, namespace, name, pattern, only=None):
                             saved.add(position)
                             nodes.add(kind)
         stack.extend(f for f, _ in node.next_functions)
-    return tuple(sorted(nodes)), out_saved, tuple(sorted(saved))
+    return tuple(sorted(nodes)), out_saved, tuple(sorted(saved)), tuple(sorted(saved_outs)), len(outs) > 1
 
 
 def table():
@@ -160,13 +168,17 @@ def table():
             obj = getattr(module, name, None)
             if not callable(obj) or inspect.isclass(obj):
                 continue
-            runs = [(p, r) for p, r in ((p, _probe(facts, namespace, name, p)) for p in PATTERNS) if r is not None]
-            if not runs:
+            probed = [(p, r) for p, r in ((p, _probe(facts, namespace, name, p)) for p in PATTERNS) if r is not None]
+            # the patterns that return one tensor decide the first three facts; those that return a tuple of
+            # tensors (``x.max(-1)``: values and indices) only which outputs are saved
+            runs = [(p, r) for p, r in probed if not r[4]]
+            tuples = [r for _, r in probed if r[4]]
+            if not probed:
                 continue
-            out_saved = all(r[1] for _, r in runs)
+            out_saved = bool(runs) and all(r[1] for _, r in runs)
             # an input is a hazard to write when it alone requiring grad makes the backward read it
             # (``x @ w`` saves ``x`` only for ``w``'s gradient: writing ``x`` is legal when ``w`` needs none)
-            saved = set(range(2))
+            saved = set(range(2)) if runs else set()
             for pattern, _ in runs:
                 for position in range(1 + ("y" in pattern)):
                     alone = _probe(facts, namespace, name, pattern, only=position)
@@ -185,11 +197,12 @@ def table():
                     if alone is None or position not in alone[2]:
                         other.discard(position)
             other = sorted(other)
-            runs = [r for _, r in runs]
-            if out_saved or saved or other:
-                nodes = sorted(set().union(*(r[0] for r in runs)))
+            # the outputs of a tuple-returning op its backward reads, in every such pattern that ran
+            outputs = sorted(set.intersection(*(set(r[3]) for r in tuples))) if tuples else []
+            if out_saved or saved or other or outputs:
+                nodes = sorted(set().union(*(r[0] for r in (runs and [r for _, r in runs] or tuples))))
                 key = f"{namespace}.{name}" if namespace != "Tensor" else f"Tensor.{name}"
-                out[key] = (tuple(nodes), out_saved, tuple(saved), tuple(other))
+                out[key] = (tuple(nodes), out_saved, tuple(saved), tuple(other), tuple(outputs))
     return out
 
 
@@ -204,7 +217,8 @@ def generate() -> str:
         "# ``torch.special.<fn>``) -> (autograd nodes, its backward reads the op's output, positions of the\n"
         "# tensor inputs its backward reads when that input requires grad: 0 is the receiver or first\n"
         "# argument), positions of the tensor inputs it reads when only the other input requires grad\n"
-        "# (``x`` in ``x * w``). From derivatives.yaml;\n"
+        "# (``x`` in ``x * w``), positions of the outputs of a tuple-returning op its backward reads\n"
+        "# (``torch.linalg.qr``: Q and R). From derivatives.yaml;\n"
         "# only what holds for every argument pattern tried (see scripts/generate_saved.py).\n"
         "SAVED_FOR_BACKWARD = {\n" + rows + "}\n"
     )

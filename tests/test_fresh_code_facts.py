@@ -377,6 +377,9 @@ def test_an_input_saved_for_the_other_inputs_gradient_raises_when_written_and_it
         lambda: enc.residual(torch.randn(3, 4)),
         lambda: reported.Gate(4)(torch.randn(3, 4), torch.randn(3, 4)),
         lambda: reported.Positions(4)(torch.randn(3, 4), torch.rand(3, 4) > 0.5),
+        lambda: reported.Mixer(4)(torch.randn(1, 3, 5)),
+        lambda: reported.Mixer(4).pair(torch.randn(3, 4), torch.randn(3, 4)),
+        lambda: reported.Mixer(4).gated(torch.randn(3, 4), torch.randn(3, 4)),
     ]
     for run in runs:
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
@@ -401,9 +404,34 @@ def test_an_input_saved_for_the_other_inputs_gradient_raises_when_written_and_it
     assert torch.allclose(h, nothing.norm(before) + nothing.group(before) + nothing.head(before) + before)
     nothing.padded(torch.randn(2, 4, 5)).sum().backward()
     assert torch.allclose(clean.fit(torch.ones(2, 3), 2), torch.full((3,), 1 - 0.1 * 2 - 0.1 * 1))
+    mixer = clean.PlainMixer(4)
+    mixer(torch.randn(3, 4), torch.tensor([0, 2])).sum().backward()
+    x = torch.randn(3, 4)
+    assert not mixer.gated(x, torch.randn(3, 4)).requires_grad  # the gate needs no grad: nothing was saved
     router = clean.Router(4)
     top, feats = router(torch.randn(3, 4), [torch.randn(3, 4), torch.randn(3, 4)])
     feats[-1].sum().backward()
     assert top.dtype == torch.int64
     hidden = plain.listed([torch.randn(3, 4), torch.randn(3, 4)])
     hidden[-1].sum().backward()
+
+
+def test_a_saved_output_of_a_tuple_returning_op_raises_when_written_and_its_twins_run():
+    reported = _load("IPV006/saved_tuple_outputs.py")
+    clean = _load("clean/saved_tuple_outputs.py")
+    torch.manual_seed(0)
+    layer = reported.Orthogonal(4)
+    for run in (lambda: layer(torch.zeros(4, 4)), lambda: layer.spectrum(torch.randn(4, 2))):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            run().sum().backward()
+    # the rewrite the tool offers as safe (`q = q * ...`) gives the same values, and a gradient
+    q, r = torch.linalg.qr(layer.weight)
+    fixed = q * torch.sign(torch.diagonal(r)).unsqueeze(0)
+    with torch.no_grad():
+        expected = torch.linalg.qr(layer.weight)[0] * torch.sign(torch.diagonal(torch.linalg.qr(layer.weight)[1]))
+    assert torch.allclose(fixed, expected)
+    fixed.sum().backward()
+    assert layer.weight.grad is not None
+    out, order = clean.Orthogonal(4)(torch.randn(3, 4))
+    out.sum().backward()
+    assert order.dtype == torch.int64

@@ -30,18 +30,35 @@ def _runs(key):
             continue
         if isinstance(out, torch.Tensor) and out.grad_fn is not None:
             yield namespace, name, pattern
+        elif isinstance(out, tuple) and out and all(isinstance(t, torch.Tensor) for t in out) \
+                and any(t.grad_fn is not None for t in out):
+            yield namespace, name, pattern  # a tuple of tensors (torch.linalg.qr)
 
 
 def _backward(out, leaves):
+    if not isinstance(out, torch.Tensor):  # a tuple of tensors: the sum of those that require grad
+        out = sum(t.sum() for t in out if t.requires_grad)
     torch.autograd.grad(out, [t for t in leaves if t.requires_grad], torch.ones_like(out), allow_unused=True)
 
 
 @pytest.mark.parametrize("key", sorted(ops.SAVED_FOR_BACKWARD))
 def test_each_fact_raises_at_backward(key):
-    _, saves_output, positions, other = ops.SAVED_FOR_BACKWARD[key]
+    _, saves_output, positions, other, outputs = ops.SAVED_FOR_BACKWARD[key]
     runs = list(_runs(key))
     assert runs, key
     for namespace, name, pattern in runs:
+        x, y = generate_saved.inputs()
+        if not isinstance(generate_saved.call(namespace, name, pattern, x, y), torch.Tensor):
+            for position in outputs:
+                # a tuple-returning op (`x.max(-1)`, `torch.linalg.qr`): the output at `position` written (with
+                # grad off), the backward raises
+                x, y = generate_saved.inputs()
+                out = generate_saved.call(namespace, name, pattern, x, y)
+                with torch.no_grad():
+                    out[position].add_(1)
+                with pytest.raises(RuntimeError, match=MODIFIED):
+                    _backward(out, [x, y])
+            continue
         if saves_output:
             x, y = generate_saved.inputs()
             out = generate_saved.call(namespace, name, pattern, x, y)
@@ -79,6 +96,9 @@ def test_table_covers_what_the_issue_names():
     assert ops.saved_for_other("torch", "matmul") == (0, 1) and ops.saved_for_other("Tensor", "mul") == (0, 1)
     assert ops.saved_for_other("torch.nn.functional", "linear") == (0,)
     assert ops.saved_for_other("Tensor", "add") == () and ops.saved_for_other("Tensor", "sub") == ()
+    # tuple-returning ops: which outputs the backward reads
+    assert ops.saved_outputs("torch.linalg", "qr") == (0, 1) and ops.saved_outputs("torch", "sort") == (1,)
+    assert ops.saved_outputs("torch.linalg", "eigh") == (0, 1) and ops.saved_outputs("Tensor", "exp") == ()
 
 
 def _layer_call(name):

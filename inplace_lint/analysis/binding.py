@@ -182,11 +182,16 @@ class BindingMixin:
                     self.local_instances[key] = cls
                 else:
                     self.local_instances.pop(key, None)
-                if self.is_submodule_call(value_node):
+                if self.is_submodule_call(value_node) and not self.no_grad:  # (made with grad off: needs none)
                     self.submodule_results.add(key)
                 else:
                     self.submodule_results.discard(key)
+                if isinstance(value_node, ast.Call) and not self.no_grad and self.input_saving_layer(value_node.func):
+                    self.layer_results.add(key)  # `gate = self.proj(h)` in any method
+                else:
+                    self.layer_results.discard(key)
                 self.submodule_names.discard(key)
+                self.note_view(key, value_node)
         else:
             self.eval(target)
 
@@ -218,7 +223,9 @@ class BindingMixin:
             node = node.func.value
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and isinstance(node.func.value, ast.Name) and self.self_name is not None
-                and node.func.value.id == self.self_name and self.qual.rsplit(".", 1)[-1] == "forward"):
+                and node.func.value.id == self.self_name):
+            return False
+        if self.qual.rsplit(".", 1)[-1] != "forward":
             return False
         return not self.settings.is_model_call_name(node.func.attr)
 

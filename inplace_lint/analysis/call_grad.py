@@ -13,9 +13,9 @@ from typing import Dict, List, Optional
 
 from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind
 from ..torch_facts import ops
-from .astutil import dotted_name, is_false, short
+from .astutil import dotted_name, is_false, kw, short
 from .consumers import flows_into, only_gradless_readers
-from .env import cap
+from .env import EMPTY, cap
 from .expressions import holder_of
 from .summaries import no_grad_value, param_index
 
@@ -68,6 +68,22 @@ def needs_no_grad_arg(node: ast.AST, origins: frozenset) -> bool:
             node = node.func.value
         else:
             return False
+
+
+def _int_literal(node: ast.expr) -> bool:
+    """``1``, ``-1``."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool)
+
+
+def _basic_index(index: ast.expr) -> bool:
+    """``[:, :k]``, ``[0]``, ``[..., 1:]``: basic indexing, which returns a view (not ``[mask]`` or ``[idx]``, which
+    copy)."""
+    items = index.elts if isinstance(index, ast.Tuple) else [index]
+    return all(isinstance(i, ast.Slice) or (isinstance(i, ast.Constant) and (i.value is None or i.value is Ellipsis
+                                                                              or isinstance(i.value, int)))
+               for i in items)
 
 
 def is_detached(node: ast.AST) -> bool:
@@ -165,6 +181,30 @@ class CallGradMixin:
             self.mark_saved_for_other(given[position], text, node.lineno, node,
                                       surely_tensor=position == 0 and namespace != "operator")
 
+    def saved_tuple_outputs(self, node: ast.Call, namespace: str, name: str, first: Optional[ast.expr],
+                            first_origins: frozenset) -> Optional[frozenset]:
+        """``q, r = torch.linalg.qr(a)``: an op that returns a tuple of tensors some of which its backward reads
+        (:func:`ops.saved_outputs`): each of those is an output saved for backward, held at its position of the
+        tuple (unpacking gives it back); None for any other op, EMPTY when nothing says the input requires grad
+        (as for an op that returns one saved output)."""
+        positions = ops.saved_outputs(namespace, name)
+        if not positions:
+            return None
+        entry = ops.saved_for_backward(namespace, name)
+        if entry[1] or entry[2] or entry[3]:
+            # an op that returns one tensor without a dimension (`x.max()`, `torch.max(a, b)`) and a tuple with
+            # one (`x.max(-1)`, `torch.max(x, dim=1)`)
+            extra = node.args[0 if namespace == ops.TENSOR_METHOD else 1:]
+            if kw(node, "dim") is None and not (extra and _int_literal(extra[0])):
+                return None
+        if first is None or no_grad_value(first_origins) or (
+                not first_origins and not self.grad_source(first) and self._guess_of(first, first_origins) < 0):
+            return EMPTY
+        guess = self._guess_of(first, first_origins)
+        return frozenset(Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad,
+                                guess_param=guess).extend(Step(StepKind.TUPLE_ITEM, f"({i})", node.lineno, self.no_grad))
+                         for i in positions)
+
     def note_layer_input(self, node: ast.Call) -> None:
         """``self.<attr>(x, ...)`` with ``self.<attr>`` a ``torch.nn`` layer that saves its input for its
         weights' gradient (:meth:`input_saving_layer`; its parameters require grad, as a layer's do unless frozen):
@@ -187,7 +227,7 @@ class CallGradMixin:
             origins = self.env.get(key) if key is not None else None
         if origins:
             return any(o.is_tensor and o.grad_evidence and param_index(o) is None for o in origins)
-        return self.grad_source(node)
+        return self.grad_source(node) or (isinstance(node, ast.Name) and node.id in self.layer_results)
 
     def mark_saved_for_other(self, arg: ast.expr, op: str, line: int, call: ast.expr, surely_tensor: bool) -> None:
         """``arg`` (or the base of the view passed: ``x`` for ``conv(x[:, :k])``) was read by the backward of
@@ -201,32 +241,55 @@ class CallGradMixin:
         tensor there): it is left as it is, and the name also holds a tensor of unknown grad marked saved (the
         write is a hazard whatever the caller passed); the parameter itself goes into the summary
         (:attr:`~.summaries.FunctionSummary.saves`), so the caller's argument is marked too. Through an item
-        (``feats[-1]``, not ``x[:, :k]``) the base may be a list: only a base known to be a tensor is marked."""
+        (``feats[-1]``, not ``x[:, :k]``) the base may be a list: only a base known to be a tensor is marked.
+        Names bound to a view of the name marked, or that it views (``v = x[:, :2]``), share its storage and
+        version counter: they are marked too."""
         key = holder_of(arg)
         if key is None or self._output_read_without_grad(call):
             return
         through_item = isinstance(arg, ast.Subscript) and not isinstance(arg.slice, (ast.Tuple, ast.Slice))
-        origins = self.env.get(key)
         step = Step(StepKind.SAVED_FOR_OTHER, op, line)
-        if origins:
-            marked = []
-            for o in origins:
-                if not o.is_tensor or (through_item and not (o.certain_tensor and param_index(o) is None)):
-                    marked.append(o)
-                elif param_index(o) is not None:
-                    marked.append(o)
-                    if surely_tensor:
-                        marked.append(Origin(RootKind.TENSOR, key, line, guessed=True).extend(step))
-                        if self.recording and not o.steps:
-                            self.saved_params.setdefault(param_index(o), (op, line))
-                else:
-                    marked.append((replace(o, certain_tensor=True) if surely_tensor else o).extend(step))
-        elif surely_tensor and isinstance(arg, ast.Name) and arg.id != self.self_name:
-            # (not the base of `z[-1]`: an untracked `z` may be a list)
-            marked = [Origin(RootKind.TENSOR, key, line, guessed=True).extend(step)]
-        else:
-            return
-        self.hold(key, cap(marked))
+        for name in self._sharing_storage(key):
+            origins = self.env.get(name)
+            if origins:
+                marked = []
+                for o in origins:
+                    if not o.is_tensor or (through_item and not (o.certain_tensor and param_index(o) is None)):
+                        marked.append(o)
+                    elif param_index(o) is not None:
+                        marked.append(o)
+                        if surely_tensor:
+                            marked.append(Origin(RootKind.TENSOR, name, line, guessed=True).extend(step))
+                            if self.recording and not o.steps and name == key:
+                                self.saved_params.setdefault(param_index(o), (op, line))
+                    else:
+                        marked.append((replace(o, certain_tensor=True) if surely_tensor else o).extend(step))
+            elif surely_tensor and name == key and isinstance(arg, ast.Name) and arg.id != self.self_name:
+                # (not the base of `z[-1]`: an untracked `z` may be a list)
+                marked = [Origin(RootKind.TENSOR, key, line, guessed=True).extend(step)]
+            else:
+                continue
+            self.hold(name, cap(marked))
+
+    def note_view(self, key: str, value: Optional[ast.expr]) -> None:
+        """``key`` was just bound to ``value``: a view of another plain name (basic slicing with slices and
+        constants, or a view method), or not (then what ``key`` viewed, and what viewed ``key``, is forgotten)."""
+        for name in [n for n, base in self.view_bases.items() if base == key or n == key]:
+            del self.view_bases[name]
+        node = value
+        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ops.VIEW_METHODS \
+                and node.func.attr != "detach" or isinstance(node, ast.Subscript) and _basic_index(node.slice):
+            node = node.func.value if isinstance(node, ast.Call) else node.value
+        if node is not value and isinstance(node, ast.Name) and node.id != key:
+            self.view_bases[key] = node.id
+
+    def _sharing_storage(self, key: str) -> List[str]:
+        """``key``, the name it views, and the names that view it (one level each way)."""
+        out = [key]
+        if key in self.view_bases:
+            out.append(self.view_bases[key])
+        out.extend(n for n, base in self.view_bases.items() if base == key)
+        return out
 
     def backward_ran(self, node: ast.Call, positional: int = 1) -> None:
         """``loss.backward()``, ``torch.autograd.grad(loss, params)``: the backward ran and freed what the ops

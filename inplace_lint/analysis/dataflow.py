@@ -110,6 +110,9 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     returns: frozenset = EMPTY
     param_writes: List[ParamWrite] = field(default_factory=list)
     observed: Set[int] = field(default_factory=set)
+    #: a plain name bound to a view of another plain name (``v = x[:, :2]``, ``v = x.view(-1)``) -> that name:
+    #: an op that saves one saves the storage both share (:meth:`~.call_grad.CallGradMixin.note_view`)
+    view_bases: Dict[str, str] = field(default_factory=dict)
     #: parameter index -> (what read it, line): :attr:`~.summaries.FunctionSummary.saves`
     saved_params: Dict[int, Tuple[str, int]] = field(default_factory=dict)
     #: False while re-evaluating an expression (no findings, no summary records)
@@ -122,6 +125,11 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     #: the callee not matching the model-call patterns): intermediate activations, not model outputs,
     #: whatever their name (see :mod:`.model_outputs`)
     submodule_results: Set[str] = field(default_factory=set)
+    #: names bound, in any method, to what one of torch's layers with weights returned (``gate = self.proj(h)``):
+    #: evidence that the other input of an op requires grad (:meth:`~.call_grad.CallGradMixin.needs_grad`)
+    #: only; in a method other than ``forward`` (an inference helper its callers may run under ``no_grad``)
+    #: it is not taken as evidence for a saved output
+    layer_results: Set[str] = field(default_factory=set)
     #: loop variables, in a module's ``forward``, over one of its own attributes (``for module in self.enc:``,
     #: ``zip(self.blocks, states)``): its submodules, whose calls return activations whatever the name
     submodule_names: Set[str] = field(default_factory=set)

@@ -124,6 +124,13 @@ LAYERS_SAVING_INPUT = frozenset({
 LAYER_INPUTS = {"Bilinear": 2, "MultiheadAttention": 3}
 
 
+def saved_outputs(namespace: str, name: str) -> Tuple[int, ...]:
+    """Positions of the outputs of a tuple-returning op (``torch.linalg.qr``: Q and R, ``torch.sort``: the
+    indices) its backward reads; empty when none, or when the op returns one tensor."""
+    entry = SAVED_FOR_BACKWARD.get(f"{namespace}.{name}")
+    return entry[4] if entry else ()
+
+
 def saves_output(namespace: str, name: str) -> bool:
     entry = SAVED_FOR_BACKWARD.get(f"{namespace}.{name}")
     return bool(entry and entry[1])
