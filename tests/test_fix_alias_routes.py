@@ -324,6 +324,59 @@ ROUTES = [
          return x * x.scale
      """, 9, "`x.scale` is set on the tensor object (line 8): the rebound `x` would be a new tensor without it "
               "(AttributeError)"),
+    # a tensor an op saved for the other input's gradient (`torch.mul(x, w)`, `w` requiring grad) may be any
+    # tensor: the function did not make its storage
+    ("saved for the other input: detach of another tensor", """
+     def scaled(base):
+         w = torch.ones(3, requires_grad=True)
+         x = base.detach()
+         y = torch.mul(x, w)
+         x.add_(1)
+         return y
+
+
+     def observe():
+         base = torch.arange(3.0)
+         scaled(base)
+         return base
+     """, 10, "`x` may share its storage with another tensor or array (`.detach()` shares the storage of what it was called on), which would no longer see the change"),
+    ("saved for the other input: from_numpy of an array", """
+     import numpy as np
+
+
+     def observe():
+         arr = np.zeros(3, dtype=np.float32)
+         x = torch.from_numpy(arr)
+         w = torch.ones(3, requires_grad=True)
+         y = torch.mul(x, w)
+         x.add_(1)
+         return torch.cat([torch.tensor(arr), y])
+     """, 14, "`x` may share its storage with another tensor or array (`torch.from_numpy(arr)` shares the storage of what it is given), which would no longer see the change"),
+    ("saved for the other input: module-level buffer", """
+     BUFFER = torch.zeros(3)
+
+
+     def observe():
+         x = BUFFER
+         w = torch.ones(3, requires_grad=True)
+         y = torch.mul(x, w)
+         x.add_(1)
+         return torch.cat([BUFFER.clone(), y])
+     """, 13, "`BUFFER` comes from outside the function: other code would no longer see the change"),
+    ("saved for the other input: contiguous of the caller's tensor", """
+     def scaled(inp):
+         w = torch.ones(3, requires_grad=True)
+         x = inp.contiguous()
+         y = torch.mul(x, w)
+         x.add_(1)
+         return y
+
+
+     def observe():
+         inp = torch.arange(3.0)
+         scaled(inp)
+         return inp
+     """, 10, "`x` may share its storage with another tensor or array (where `x` comes from is not known here), which would no longer see the change"),
 ]
 
 

@@ -435,3 +435,13 @@ def test_a_saved_output_of_a_tuple_returning_op_raises_when_written_and_its_twin
     out, order = clean.Orthogonal(4)(torch.randn(3, 4))
     out.sum().backward()
     assert order.dtype == torch.int64
+
+
+def test_a_submodule_flag_copied_in_init_is_decided_by_the_constructor_arguments():
+    reported = _load("IPV006/submodule_flag_from_init.py")
+    clean = _load("clean/submodule_flag_from_init.py")
+    x = torch.randn(2, 3, 5, requires_grad=True)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        reported.Block(3)(x * 1).sum().backward()
+    clean.PlainBlock(3)(x * 1).sum().backward()  # built with relu=False: the conv output is not saved
+    assert x.grad is not None

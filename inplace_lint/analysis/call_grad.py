@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 
 from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind
 from ..torch_facts import ops
-from .astutil import dotted_name, is_false, kw, short
+from .astutil import dotted_name, is_false, is_str_constant, kw, short
 from .consumers import flows_into, only_gradless_readers
 from .env import EMPTY, cap
 from .expressions import holder_of
@@ -81,9 +81,9 @@ def _basic_index(index: ast.expr) -> bool:
     """``[:, :k]``, ``[0]``, ``[..., 1:]``: basic indexing, which returns a view (not ``[mask]`` or ``[idx]``, which
     copy)."""
     items = index.elts if isinstance(index, ast.Tuple) else [index]
-    return all(isinstance(i, ast.Slice) or (isinstance(i, ast.Constant) and (i.value is None or i.value is Ellipsis
-                                                                              or isinstance(i.value, int)))
-               for i in items)
+    return all(isinstance(i, ast.Slice) or (isinstance(i, ast.Constant) and (
+        i.value is None or i.value is Ellipsis or (isinstance(i.value, int) and not isinstance(i.value, bool))))
+               for i in items)  # (`x[True]` copies)
 
 
 def is_detached(node: ast.AST) -> bool:
@@ -178,8 +178,10 @@ class CallGradMixin:
         for position in own:
             self.mark_saved_input(given[position], text, node.lineno, node)
         for position in other:
-            self.mark_saved_for_other(given[position], text, node.lineno, node,
-                                      surely_tensor=position == 0 and namespace != "operator")
+            arg = given[position]
+            activation = isinstance(arg, ast.Name) and (arg.id in self.submodule_results or arg.id in self.layer_results)
+            self.mark_saved_for_other(arg, text, node.lineno, node,
+                                      surely_tensor=(position == 0 and namespace != "operator") or activation)
 
     def saved_tuple_outputs(self, node: ast.Call, namespace: str, name: str, first: Optional[ast.expr],
                             first_origins: frozenset) -> Optional[frozenset]:
@@ -188,8 +190,8 @@ class CallGradMixin:
         tuple (unpacking gives it back); None for any other op, EMPTY when nothing says the input requires grad
         (as for an op that returns one saved output)."""
         positions = ops.saved_outputs(namespace, name)
-        if not positions:
-            return None
+        if not positions or is_str_constant(kw(node, "mode")) and kw(node, "mode").value == "r":
+            return None  # (`torch.linalg.qr(a, mode="r")` has no backward at all)
         entry = ops.saved_for_backward(namespace, name)
         if entry[1] or entry[2] or entry[3]:
             # an op that returns one tensor without a dimension (`x.max()`, `torch.max(a, b)`) and a tuple with
@@ -278,8 +280,9 @@ class CallGradMixin:
             del self.view_bases[name]
         node = value
         while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ops.VIEW_METHODS \
-                and node.func.attr != "detach" or isinstance(node, ast.Subscript) and _basic_index(node.slice):
-            node = node.func.value if isinstance(node, ast.Call) else node.value
+                and node.func.attr != "detach" or isinstance(node, ast.Subscript) and _basic_index(node.slice) \
+                or isinstance(node, ast.Attribute) and node.attr in ops.VIEW_ATTRIBUTES and node.attr != "data":
+            node = node.func.value if isinstance(node, ast.Call) else node.value  # (`.data`: its own version counter)
         if node is not value and isinstance(node, ast.Name) and node.id != key:
             self.view_bases[key] = node.id
 

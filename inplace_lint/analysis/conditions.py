@@ -22,6 +22,9 @@ import operator
 from typing import Dict, Iterable, Optional, Sequence, Tuple
 
 Cond = Tuple[int, bool, tuple, str, object]
+#: the index of a condition on a flag the class's ``__init__`` copied from its parameter
+#: (``init:<attr>:<param>:<position>``): a call of a submodule built with constant arguments decides it
+INIT = "init:"
 
 _COMPARE = {ast.Eq: ("==", True), ast.NotEq: ("==", False), ast.In: ("in", True), ast.NotIn: ("in", False),
             ast.Is: ("is", True), ast.IsNot: ("is", False), ast.Lt: ("<", True), ast.LtE: ("<=", True),
@@ -101,6 +104,11 @@ def value_at(cond: Cond, values: Dict[int, tuple]) -> tuple:
     """What a call gives the condition's parameter: its literal argument, else the literal default of a
     parameter it leaves out; ``()`` for a non-literal argument."""
     index, _, default, _, _ = cond
+    if isinstance(index, str):  # a flag set in `__init__`: what the submodule was built with, when known
+        _, _, param, position = index.split(":")
+        if "built" not in values:
+            return ()
+        return values.get(f"={param}", values.get(f"#{position}", default) if position != "-1" else default)
     return values[index] if index in values else default
 
 
@@ -113,7 +121,10 @@ def contradicted(conds: Iterable[Cond], values: Dict[int, tuple]) -> bool:
 def describe(cond: Cond, params: Sequence[str]) -> str:
     """``copy=False``, ``strategy='rms'``, ``channels>1``: the condition as the message shows it."""
     index, truth, _, op, constant = cond
-    name = params[index] if index < len(params) else f"#{index}"
+    if isinstance(index, str):
+        name = f"self.{index.split(':')[1]}"
+    else:
+        name = params[index] if index < len(params) else f"#{index}"
     if op == "":
         return f"{name}={truth}"
     words = {"==": ("==", "!="), "in": (" in ", " not in "), "is": (" is ", " is not ")}
@@ -133,7 +144,7 @@ def translate(conds: Iterable[Cond], values: Dict[int, tuple], passed_params: Di
         index, truth, _, op, constant = c
         if holds(c, value_at(c, values)) is not None:
             continue
-        j = passed_params.get(index)
+        j = passed_params.get(index) if isinstance(index, int) else None
         if j is not None:
             out.append((j, truth, own_defaults.get(j, ()), op, constant))
     return tuple(out)
@@ -153,7 +164,8 @@ def decode(x: object) -> Cond:
     if not isinstance(x, list) or len(x) != 5:
         raise ValueError("condition")
     index, truth, default, op, constant = x
-    if type(index) is not int or type(truth) is not bool or not isinstance(default, list) or len(default) > 1 \
+    if not (type(index) is int or (type(index) is str and index.startswith(INIT) and index.count(":") == 3)) \
+            or type(truth) is not bool or not isinstance(default, list) or len(default) > 1 \
             or op not in ("", "==", "in", "is", "<", "<=", ">", ">="):
         raise ValueError("condition")
     return index, truth, tuple(_unjson(v) for v in default), op, _unjson(constant)

@@ -37,6 +37,7 @@ from .binding import BindingMixin
 from .calls import CallsMixin
 from .context import AnalysisContext
 from .expressions import ExpressionsMixin
+from .branches import ConditionsMixin
 from .narrowing import ClassFactsMixin
 from .project_calls import ProjectCallsMixin
 from .reporting import ReportingMixin
@@ -62,7 +63,7 @@ def _arg_line(args: ast.arguments, name: str) -> int:
 
 @dataclass
 class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, CallGradMixin, ReportingMixin,
-            ClassFactsMixin):
+            ClassFactsMixin, ConditionsMixin):
     """Walks one function (or module, or class) body; nested functions get a scope of their own."""
 
     settings: Settings
@@ -87,6 +88,12 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     self_called: FrozenSet[str] = frozenset()
     #: in a class body and its methods: attributes whose call may save no input (``model_outputs.layers_not_saving``)
     unsaved_layers: FrozenSet[str] = frozenset()
+    #: in a class body and its methods: ``self.<attr> = <param>`` in ``__init__`` -> (param, its position
+    #: after ``self`` or -1, its literal default) (``model_outputs.init_flags``)
+    init_flags: Dict[str, Tuple[str, int, tuple]] = field(default_factory=dict)
+    #: in a class body and its methods: ``self.<attr> = Cls(...)`` in ``__init__`` -> the call's constant
+    #: arguments (``model_outputs.builder_arguments``)
+    builder_args: Dict[str, Dict[str, tuple]] = field(default_factory=dict)
     #: per-function facts for fix safety, built on a function's first finding (shared by nested scopes)
     facts_cache: Dict[int, object] = field(default_factory=dict)
     #: imported names -> what they name (:mod:`.names`)
@@ -206,7 +213,8 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
                      ctx=self.ctx, qual=qual, package=self.package, local_funcs=dict(self.local_funcs),
                      cls_qual=self.cls_qual, class_plain=self.class_plain, class_builders=self.class_builders,
                      scripted=self.scripted, self_name=self.self_name, assigned=set(self.assigned),
-                     unsaved_layers=self.unsaved_layers)
+                     unsaved_layers=self.unsaved_layers, init_flags=self.init_flags,
+                     builder_args=self.builder_args)
 
     def child_scope(self, args: ast.arguments, no_grad: bool, func: Optional[ast.AST], qual: str,
                     bound_first: bool = False) -> "Scope":

@@ -17,11 +17,12 @@ runtime sanitizer likewise counts only top-level module calls.
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, Optional, Set
+from typing import Dict, FrozenSet, Optional, Set, Tuple
 
 from ..torch_facts import ops
 from ..findings import Origin, RootKind, Step, StepKind
 from .astutil import dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name
+from .conditions import literal
 
 
 def is_guessed_object(origin: Origin) -> bool:
@@ -176,3 +177,69 @@ def _freezes(node: ast.AST) -> bool:
 
 def _self_attr(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _init(cls: ast.ClassDef):
+    return next((item for item in cls.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"
+                 and item.args.args), None)
+
+
+def _assigned_once(cls: ast.ClassDef) -> Dict[str, int]:
+    """How many assignments to each ``self.<attr>`` the class's code makes."""
+    counts: Dict[str, int] = {}
+    for node in ast.walk(cls):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            if _self_attr(t):
+                counts[t.attr] = counts.get(t.attr, 0) + 1
+    return counts
+
+
+def init_flags(cls: ast.ClassDef) -> Dict[str, Tuple[str, int, tuple]]:
+    """``self.relu = relu`` at the top level of ``__init__``, the only assignment to ``self.relu`` in the class:
+    ``{"relu": ("relu", position, default)}`` (the position after ``self``, -1 for a keyword-only parameter; the
+    parameter's literal default, ``()`` when none): a branch on ``self.relu`` is decided by what built the
+    instance (:mod:`.conditions`)."""
+    init = _init(cls)
+    if init is None:
+        return {}
+    args = init.args
+    positional = (args.posonlyargs + args.args)[1:]
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+    names = [a.arg for a in positional]
+    kwonly = {a.arg for a in args.kwonlyargs}
+    counts = _assigned_once(cls)
+    out = {}
+    for node in init.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
+                and isinstance(node.value, ast.Name) and (node.value.id in names or node.value.id in kwonly) \
+                and counts.get(node.targets[0].attr) == 1:
+            param = node.value.id
+            out[node.targets[0].attr] = (param, names.index(param) if param in names else -1,
+                                         literal(defaults.get(param)))
+    return out
+
+
+def builder_arguments(cls: ast.ClassDef) -> Dict[str, Dict[str, tuple]]:
+    """``self.conv = BasicConv(8, 8, relu=False)`` in ``__init__``, the only assignment to ``self.conv``:
+    ``{"conv": {"=relu": (False,), "#0": (8,), "#1": (8,)}}``, each argument's literal (``()`` when not one);
+    a call with ``*args`` or ``**kwargs`` says nothing. Read with :func:`.conditions.value_at`."""
+    init = _init(cls)
+    if init is None:
+        return {}
+    counts = _assigned_once(cls)
+    out: Dict[str, Dict[str, tuple]] = {}
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
+                and isinstance(node.value, ast.Call) and counts.get(node.targets[0].attr) == 1:
+            call = node.value
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                continue
+            given = {f"#{i}": literal(a) for i, a in enumerate(call.args)}
+            given.update((f"={k.arg}", literal(k.value)) for k in call.keywords)
+            out[node.targets[0].attr] = given
+    return out
+
+

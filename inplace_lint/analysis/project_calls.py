@@ -345,6 +345,9 @@ class ProjectCallsMixin:
         # what this call gives each parameter (a literal, or unknown, or this function's own parameter with its
         # default), for the callee's paths it rules out or hands on to this function's callers
         values = {i: conditions.literal(arg_node) for i, (_, arg_node) in binding.items()}
+        built = self.builder_args.get(submodule) if submodule is not None else None
+        if built is not None:  # `self.conv(x)` with `self.conv = BasicConv(..., relu=False)`: its flags
+            values.update(built, built=())
         handed_on = self.own_params_passed(binding)
         own_defaults = {j: self.param_default(self.params[j]) for j in set(handed_on.values())}
         if summary is not None:
@@ -392,7 +395,8 @@ class ProjectCallsMixin:
                                       tuple((i, o) for i, o in passed if o),
                                       self.no_grad, unread=frozenset(unread),
                                       bound=None if starred else frozenset(binding),
-                                      constants=tuple((i, v[0]) for i, v in sorted(values.items()) if v),
+                                      constants=tuple(sorted((i, v[0]) for i, v in values.items()
+                                                             if v and isinstance(i, int))),
                                       passed=tuple((i, j, own_defaults[j]) for i, j in sorted(handed_on.items()))))
         if summary is None or not summary.returns:
             return EMPTY

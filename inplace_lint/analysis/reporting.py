@@ -6,8 +6,9 @@ import ast
 from dataclasses import replace
 from typing import List, NamedTuple, Optional, Sequence, Set, Tuple
 
-from ..findings import HELPER_WRITE, Finding, Origin, Related, RootKind, StepKind, WriteKind
+from ..findings import HELPER_WRITE, SAVED_STEPS, Applicability, Finding, Origin, Related, RootKind, StepKind, WriteKind
 from ..rules import PRIORITY, Write
+from ..torch_facts import ops
 from . import fixplan, model_outputs
 from .astutil import dotted_name, short
 from .consumers import flows_into, only_gradless_readers
@@ -48,6 +49,27 @@ def point_index(node: ast.AST, kind: WriteKind) -> bool:
         return False
     parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
     return not any(isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and e.value is Ellipsis) for e in parts)
+
+
+def _storage_unknown(origin: Origin) -> bool:
+    """A tensor written after an op saved it (for its own or another input's gradient) whose storage this
+    function may not have made: a name we know nothing about (its root is a guess), what ``.detach()``/``.data``
+    returned (the same storage), or something reached through a may-alias step (``.contiguous()``, ``.float()``)."""
+    if not any(s.kind in SAVED_STEPS for s in origin.steps):
+        return False
+    called = origin.root_text.split("(", 1)[0].rsplit(".", 1)[-1]
+    return origin.guessed or origin.root_text in ("detach()", "data") or origin.has(StepKind.MAY_ALIAS) or (
+        origin.root is RootKind.FRESH and called in ops.SHARING_FACTORIES)
+
+
+def _storage_phrase(origin: Origin) -> str:
+    if origin.root_text in ("detach()", "data"):
+        return f"`.{origin.root_text}` shares the storage of what it was called on"
+    if origin.has(StepKind.MAY_ALIAS):
+        return "a call that may return its input itself"
+    if origin.root is RootKind.FRESH:
+        return f"`{origin.root_text}` shares the storage of what it is given"
+    return f"where `{origin.root_text}` comes from is not known here"
 
 
 def _written_tensors(origins: Sequence[Origin], kind: WriteKind) -> List[Origin]:
@@ -331,9 +353,16 @@ class ReportingMixin:
         if self.func is None or (self.ctx is not None and not self.ctx.plan_fixes):
             return None  # class bodies; a surface that shows findings only
         stmt = self.stmt_stack[-1] if self.stmt_stack else None
-        return fixplan.plan(self.facts(), self.params, kind, node, target, op_name, origins, self.env, stmt,
-                            self.loop_stack, callers_checked, self.kept_roots,
-                            holders=self.holders(origins))
+        fix = fixplan.plan(self.facts(), self.params, kind, node, target, op_name, origins, self.env, stmt,
+                           self.loop_stack, callers_checked, self.kept_roots, holders=self.holders(origins))
+        shared = next((o for o in origins if _storage_unknown(o)), None)
+        if fix is not None and fix.applicability is Applicability.SAFE and shared is not None:
+            # the rebinding stops writing a storage this function did not make (`x = inp.detach()`,
+            # `x = self.buf`, `torch.from_numpy(a)`): whoever else holds it would no longer see the change
+            fix = replace(fix, applicability=Applicability.UNSAFE, reason=(
+                f"`{short(target)}` may share its storage with another tensor or array "
+                f"({_storage_phrase(shared)}), which would no longer see the change"))
+        return fix
 
     def plan_call_remedy(self, call: ast.AST, arg: ast.expr, origins: Sequence[Origin], twin: Optional[str],
                          kept: bool) -> str:

@@ -110,38 +110,6 @@ class StatementsMixin:
             else:
                 self.return_conds.setdefault(o, set()).add(tuple(sorted(when, key=conditions.sort_key)))
 
-    def param_condition(self, test: ast.expr) -> Optional[conditions.Cond]:
-        """What ``test`` asks of one parameter of this function, not bound again here
-        (:mod:`.conditions`): ``flag``, ``not flag``, ``strategy == 'rms'``, ``channels > 1``, ``mode in
-        ('a', 'b')``, ``t is None``; None for anything else."""
-        truth = True
-        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            truth, test = not truth, test.operand
-        compared = conditions.comparison(test)
-        if compared is not None:
-            name, sense, op, constant = compared
-            truth = truth == sense
-        elif isinstance(test, ast.Name):
-            name, op, constant = test.id, "", None
-        else:
-            return None
-        if name not in self.params or name in self.rebound_params or name in self.assigned:
-            return None
-        return list(self.params).index(name), truth, self.param_default(name), op, constant
-
-    def param_default(self, name: str) -> tuple:
-        """``(value,)`` for a parameter's literal default, else ``()``."""
-        args = getattr(self.func, "args", None)
-        if args is None:
-            return ()
-        positional = args.posonlyargs + args.args
-        pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-        for a, d in pairs:
-            if a.arg == name:
-                return conditions.literal(d)
-        return ()
-
     def stmt_Pass(self, node) -> None:
         pass
 
@@ -422,8 +390,8 @@ class StatementsMixin:
         scope.class_builders = self.nested_class_builders(node)
         scope.autograd_function = grad.is_autograd_function(node)
         scope.class_no_grad = grad.class_runs_without_grad(node)
-        scope.self_called, scope.unsaved_layers = grad.methods_called_on_self(node, self.ctx, scope.qual), \
-            model_outputs.layers_not_saving(node)
+        scope.self_called = grad.methods_called_on_self(node, self.ctx, scope.qual)
+        scope.set_class_facts(node)
         scope.run_body(node.body)
         self.bind_name(node.name, EMPTY)
 

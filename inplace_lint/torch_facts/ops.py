@@ -177,6 +177,11 @@ FACTORY_FUNCTIONS = frozenset(
         "from_numpy", "frombuffer",
     }
 )
+#: factories that return a tensor sharing the storage of what they are given when they can (a numpy array, a
+#: buffer, a tensor of the right dtype and device): no grad, but not a storage of their own
+#: (PyTorch docs: ``torch.from_numpy``, ``torch.as_tensor``, ``torch.asarray``, ``torch.frombuffer``)
+SHARING_FACTORIES = frozenset({"as_tensor", "asarray", "from_numpy", "frombuffer", "from_dlpack", "atleast_1d",
+                               "atleast_2d", "atleast_3d"})
 #: Context managers and decorators that turn grad mode off (``torch.no_grad()``, ...).
 NO_GRAD_CONTEXTS = frozenset({"no_grad", "inference_mode"})
 #: ``set_grad_enabled(False)`` turns grad off; ``enable_grad()`` turns it back on.

@@ -1,0 +1,61 @@
+"""What a branch test states about the function's parameters, or about the flags its class's ``__init__``
+copied from its own (``if self.relu:``), as a condition (:mod:`.conditions`); and the class facts a method's
+walk reads (a part of :class:`~.dataflow.Scope`)."""
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from . import conditions, model_outputs
+from .astutil import dotted_name
+
+
+class ConditionsMixin:
+    """The conditions a branch test states (a part of :class:`~.dataflow.Scope`; :mod:`.conditions`)."""
+
+    def param_condition(self, test: ast.expr) -> Optional[conditions.Cond]:
+        """What ``test`` asks of one parameter of this function, not bound again here
+        (:mod:`.conditions`): ``flag``, ``not flag``, ``strategy == 'rms'``, ``channels > 1``, ``mode in
+        ('a', 'b')``, ``t is None``; None for anything else."""
+        truth = True
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            truth, test = not truth, test.operand
+        compared = conditions.comparison(test)
+        if compared is not None:
+            name, sense, op, constant = compared
+            truth = truth == sense
+        elif isinstance(test, (ast.Name, ast.Attribute)):
+            name, op, constant = dotted_name(test), "", None
+        else:
+            return None
+        if name is not None and name.startswith(f"{self.self_name}.") and name.count(".") == 1 \
+                and name[len(self.self_name) + 1:] in self.init_flags:
+            # `if self.relu:` with `self.relu = relu` in `__init__`: decided by what built the instance
+            attr = name[len(self.self_name) + 1:]
+            param, position, default = self.init_flags[attr]
+            return f"{conditions.INIT}{attr}:{param}:{position}", truth, default, op, constant
+        if name not in self.params or name in self.rebound_params or name in self.assigned:
+            return None
+        return list(self.params).index(name), truth, self.param_default(name), op, constant
+
+    def param_default(self, name: str) -> tuple:
+        """``(value,)`` for a parameter's literal default, else ``()``."""
+        args = getattr(self.func, "args", None)
+        if args is None:
+            return ()
+        positional = args.posonlyargs + args.args
+        pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+        for a, d in pairs:
+            if a.arg == name:
+                return conditions.literal(d)
+        return ()
+
+    def set_class_facts(self, cls: ast.ClassDef) -> None:
+        """What a class's own code says, for its methods' walk: the attributes whose call may save no input
+        (:func:`~.model_outputs.layers_not_saving`), the flags ``__init__`` copies from its parameters
+        (:func:`~.model_outputs.init_flags`) and the constant arguments each submodule was built with
+        (:func:`~.model_outputs.builder_arguments`)."""
+        self.unsaved_layers = model_outputs.layers_not_saving(cls)
+        self.init_flags = model_outputs.init_flags(cls)
+        self.builder_args = model_outputs.builder_arguments(cls)
