@@ -435,6 +435,14 @@ def test_a_saved_output_of_a_tuple_returning_op_raises_when_written_and_its_twin
     out, order = clean.Orthogonal(4)(torch.randn(3, 4))
     out.sum().backward()
     assert order.dtype == torch.int64
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        reported.rotations(2)[0].sum().backward()
+    rotated, m = clean.rotations(2)  # the copy taken with grad on: the backward runs
+    rotated.sum().backward()
+    with torch.no_grad():  # and with grad off the SVD saved nothing: the write in place gives the same values
+        flip = torch.ones(2, dtype=torch.bool)
+        same = clean.procrustes(m.detach() * 2, flip) + clean.procrustes_expression(m.detach() * 2, flip)
+    assert torch.allclose(same, rotated.detach())
 
 
 def test_a_submodule_flag_copied_in_init_is_decided_by_the_constructor_arguments():

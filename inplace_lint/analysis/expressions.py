@@ -7,6 +7,7 @@ why ``x = x / t`` or ``x.clone()`` ends the chain. Calls are in :mod:`.calls` an
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import Optional, Sequence, Set
 
 from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind
@@ -343,6 +344,13 @@ class ExpressionsMixin:
         training = grad.training_test(node.test)
         body = self.in_eval_branch(node.body) if training is False else self.eval(node.body)
         orelse = self.in_eval_branch(node.orelse) if training is True else self.eval(node.orelse)
+        enabled = grad.grad_enabled_test(node.test)
+        if enabled is not None:
+            # `Vt.clone() if torch.is_grad_enabled() else Vt`: on the arm where grad is off the whole call runs
+            # with grad off, so what that arm gives was made without grad (and saved nothing)
+            off = orelse if enabled else body
+            off = frozenset(o if param_index(o) is not None else replace(o, root_no_grad=True) for o in off)
+            body, orelse = (body, off) if enabled else (off, orelse)
         return cap(body | orelse)
 
     def in_eval_branch(self, node: ast.expr) -> frozenset:

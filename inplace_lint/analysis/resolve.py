@@ -401,9 +401,26 @@ class Resolver:
         index = self.indexes.get(module)
         dotted = index.attributes.get(name, {}).get(attr) if index is not None else None
         if dotted is None:
-            return None
+            return self._base_attribute_builder(cls_qual, attr, index, module) if index is not None else None
         head, _, rest = dotted.partition(".")
         return index.imports[head] + (f".{rest}" if rest else "") if head in index.imports else f"{module}.{dotted}"
+
+    def _base_attribute_builder(self, cls_qual: str, attr: str, index, module: str, depth: int = 0) -> Optional[str]:
+        """What a base class's ``__init__`` built ``self.<attr>`` from (``self.proj = nn.Linear(...)`` in the
+        base, ``self.proj(x)`` in a subclass), when the class itself does not build it; None unknown."""
+        info = self._class(cls_qual)
+        if depth > 8 or not info:
+            return None
+        for base in info[0]:
+            head, _, rest = base.partition(".")
+            target = index.imports[head] + (f".{rest}" if rest else "") if head in index.imports \
+                else f"{module}.{base}"
+            found = self.resolve(target)
+            if found and found[0] == "class" and found[1] != cls_qual:
+                hit = self.attribute_builder(found[1], attr) if depth < 8 else None
+                if hit:
+                    return hit
+        return None
 
     def attribute_class(self, cls_qual: str, attr: str) -> Optional[str]:
         """The in-project class ``self.<attr>`` was built from in ``__init__`` (this class or a base)."""

@@ -207,6 +207,15 @@ class StatementsMixin:
             if dies is not None:
                 left[1 if dies else 0] = True
         training = grad.training_test(node.test)
+        enabled = grad.grad_enabled_test(node.test)
+        if enabled is not None and len(arms) == 2:
+            # `if torch.is_grad_enabled(): v = vt.clone() else: v = vt`: on the arm where grad is off the whole
+            # call runs with grad off, so everything it holds there was made without grad (saved nothing)
+            on, off = (arms[0], arms[1]) if enabled else (arms[1], arms[0])
+            for key, origins in off.items():
+                if origins != on.get(key, EMPTY):
+                    off[key] = frozenset(o if param_index(o) is not None else replace(o, root_no_grad=True)
+                                         for o in origins)
         if training is not None and len(arms) == 2:
             # `if self.training: std = noise.mul_(std)` with no else: the old `std` reaches the join only on the
             # eval path, so (by the eval-only guess) only the rules that hold without grad apply to it there
