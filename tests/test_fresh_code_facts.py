@@ -453,3 +453,13 @@ def test_a_submodule_flag_copied_in_init_is_decided_by_the_constructor_arguments
         reported.Block(3)(x * 1).sum().backward()
     clean.PlainBlock(3)(x * 1).sum().backward()  # built with relu=False: the conv output is not saved
     assert x.grad is not None
+
+
+def test_a_closure_store_into_the_enclosing_dict_is_not_a_write_to_the_nested_functions_argument():
+    clean = _load("clean/closure_over_parameter.py")
+    reported = _load("IPV003/closure_over_parameter.py")
+    packed = torch.arange(6.0, requires_grad=True) * 1
+    stored = clean.Attention().load({}, "", packed)
+    assert torch.equal(torch.cat([stored["q"], stored["k"], stored["v"]]), packed)
+    with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+        reported.load_projection(torch.arange(6.0, requires_grad=True))

@@ -43,7 +43,7 @@ from .project_calls import ProjectCallsMixin
 from .reporting import ReportingMixin
 from .env import _MAX_ORIGINS, EMPTY
 from .statements import StatementsMixin
-from .summaries import LocalFinding, ParamWrite, param_origin, parameters
+from .summaries import LocalFinding, ParamWrite, param_index, param_origin, parameters
 
 RECURSION_LIMIT = 20000
 
@@ -222,7 +222,13 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
         ``bound_first``: a method's ``self``/``cls`` (no placeholder: it is never a tensor)."""
         every = parameters(args)
         names = [a.arg for a in every]
-        env = dict(self.env)
+        # the enclosing function's parameter placeholders stand for *its* callers' arguments, numbered by *its*
+        # parameter list: read in the nested function (a closure over `state_dict`), one would be taken for the
+        # nested function's own parameter at that position; they are dropped (unknown here)
+        env = {k: v for k, v in self.env.items()} if not any(
+            param_index(o) is not None for v in self.env.values() for o in v) else {
+            k: kept for k, kept in ((k, frozenset(o for o in v if param_index(o) is None)) for k, v in self.env.items())
+            if kept}
         typed = set()
         for index, a in enumerate(every):
             name = a.arg
