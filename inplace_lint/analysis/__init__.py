@@ -15,8 +15,9 @@ The interpreter (one function at a time)
   :class:`.context.AnalysisContext` (:mod:`.context`).
 - its jobs: :mod:`.statements` (control flow, scopes), :mod:`.binding` (assignments, targets),
   :mod:`.expressions`, :mod:`.calls` (torch ops, tensor methods), :mod:`.project_calls` (in-project
-  callees and their summaries), :mod:`.call_grad` (grad at a call), :mod:`.reporting` (rule matching,
-  findings); :mod:`.env`: origin sets and merges; :mod:`.names` resolves names through imports;
+  callees and their summaries), :mod:`.call_grad` (grad at a call, what a call saves for backward),
+  :mod:`.branches` (what a branch test states: conditions on parameters and on ``__init__`` flags),
+  :mod:`.reporting` (rule matching, findings); :mod:`.env`: origin sets and merges; :mod:`.names` resolves names through imports;
   :mod:`.astutil`: small ``ast`` helpers.
 - facts: :mod:`.grad` (grad contexts), :mod:`.model_outputs` (model-output heuristics), :mod:`.narrowing`
   (classes and types: ``isinstance`` arms, plain classes, TorchScript functions),
