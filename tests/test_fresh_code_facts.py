@@ -463,3 +463,15 @@ def test_a_closure_store_into_the_enclosing_dict_is_not_a_write_to_the_nested_fu
     assert torch.equal(torch.cat([stored["q"], stored["k"], stored["v"]]), packed)
     with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
         reported.load_projection(torch.arange(6.0, requires_grad=True))
+
+
+def test_a_solver_dispatched_inside_a_function_subclass_forward_runs_with_grad_off():
+    clean = _load("clean/function_subclass_dispatch.py")
+    reported = _load("IPV006/function_subclass_dispatch.py")
+    a = torch.eye(3) * 0.5
+    b = torch.randn(3, 2, requires_grad=True)
+    out = clean.solve(a, b)  # the forward ran with grad off: the write saved nothing it breaks
+    out.sum().backward()
+    assert torch.equal(b.grad, torch.ones(3, 2))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        reported.residual(a, b).sum().backward()

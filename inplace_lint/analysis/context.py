@@ -66,6 +66,9 @@ class AnalysisContext(Protocol):
     def module_class(self, cls_qual: str) -> bool:
         """The class is surely an ``nn.Module`` (a base is torch's, or an in-project module class)."""
 
+    def function_class(self, cls_qual: str) -> bool:
+        """The class is a custom autograd ``Function`` through an in-project base."""
+
     def plain_class(self, cls_qual: str) -> bool:
         """The class is surely no ``nn.Module``: its bases, followed through the project, are ``object`` or builtins."""
 

@@ -231,6 +231,12 @@ class ExpressionsMixin:
         for part in node.keys + node.values:
             if part is not None:
                 self.eval(part)
+        if self.no_grad and self.ctx is not None and self.recording:
+            # `methods = {"gmres": gmres, "cg": cg}` where grad is off (an autograd Function's `forward`, under
+            # `no_grad`): the functions are looked up and called here, with grad off
+            for value in node.values:
+                if self._may_name_function(value):
+                    self.record_handed_out(value, no_grad=True)
         return EMPTY
 
     def eval_Name(self, node: ast.Name) -> frozenset:

@@ -167,6 +167,9 @@ class _Recorder:
     def module_class(self, cls_qual):
         return self._ask("module_class", cls_qual)
 
+    def function_class(self, cls_qual):
+        return self._ask("function_class", cls_qual)
+
     def plain_class(self, cls_qual):
         return self._ask("plain_class", cls_qual)
 

@@ -359,6 +359,9 @@ class ModuleContext:
     def module_class(self, cls_qual: str) -> bool:
         return self.project.module_class(cls_qual)
 
+    def function_class(self, cls_qual: str) -> bool:
+        return self.project.function_class(cls_qual)
+
     def plain_class(self, cls_qual: str) -> bool:
         return self.project.plain_class(cls_qual)
 

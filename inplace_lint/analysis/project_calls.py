@@ -253,14 +253,16 @@ class ProjectCallsMixin:
                 self._handed_out(qual, node)
                 return
 
-    def record_handed_out(self, value: ast.expr) -> None:
-        """A call site of each project function ``value`` may be, passing nothing (:meth:`hand_out_callables`)."""
+    def record_handed_out(self, value: ast.expr, no_grad: bool = False) -> None:
+        """A call site of each project function ``value`` may be, passing nothing (:meth:`hand_out_callables`);
+        ``no_grad``: it is called where grad is off (a dict of solvers inside a Function's ``forward``)."""
         for qual, _ in self.callable_refs(value):
-            self._handed_out(qual, value)
+            self._handed_out(qual, value, no_grad)
 
-    def _handed_out(self, qual: str, where: ast.AST) -> None:
-        """The call site, at ``where``, of ``qual`` handed to code we cannot see: no argument bound, grad on."""
-        self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, where.lineno, where.col_offset, (), False,
+    def _handed_out(self, qual: str, where: ast.AST, no_grad: bool = False) -> None:
+        """The call site, at ``where``, of ``qual`` handed to code we cannot see: no argument bound, grad on
+        (or off, ``no_grad``)."""
+        self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, where.lineno, where.col_offset, (), no_grad,
                                        bound=frozenset()))
 
     def hand_callables_to_model(self, node: ast.Call, result: frozenset) -> None:

@@ -313,6 +313,17 @@ class Resolver:
         return any(qualified.startswith("torch.nn.") or (found is not None and self.module_class(found, depth + 1))
                    for _, qualified, found in self._base_classes(cls_qual, info))
 
+    def function_class(self, cls_qual: str, depth: int = 0) -> bool:
+        """A custom autograd ``Function`` through an in-project base (``class Solver(SolverBase)`` with
+        ``class SolverBase(torch.autograd.Function)``): autograd runs its ``forward`` and ``backward`` with grad
+        off, as for a direct subclass (:func:`.grad.class_runs_without_grad`)."""
+        info = self._class(cls_qual)
+        if info is None or depth > 10:
+            return False
+        return any(qualified.rpartition(".")[2] == "Function" and qualified.startswith("torch.")
+                   or (found is not None and self.function_class(found, depth + 1))
+                   for _, qualified, found in self._base_classes(cls_qual, info))
+
     def _base_classes(self, cls_qual: str, info) -> List[Tuple[str, str, Optional[str]]]:
         """Each base as written, with imports resolved, and the in-project class it names (not itself) or None."""
         module = cls_qual.rpartition(".")[0]

@@ -397,8 +397,9 @@ class StatementsMixin:
         scope.in_class = True
         scope.class_plain = self.nested_class_plain(node)
         scope.class_builders = self.nested_class_builders(node)
-        scope.autograd_function = grad.is_autograd_function(node)
-        scope.class_no_grad = grad.class_runs_without_grad(node)
+        scope.autograd_function = grad.is_autograd_function(node) or (
+            self.ctx is not None and self.ctx.function_class(scope.qual))
+        scope.class_no_grad = grad.class_runs_without_grad(node) or scope.autograd_function
         scope.self_called = grad.methods_called_on_self(node, self.ctx, scope.qual)
         scope.set_class_facts(node)
         scope.run_body(node.body)
