@@ -376,10 +376,9 @@ class CallsMixin:
             kind = StepKind.MULTI_VIEW if name in ops.MULTI_VIEW_METHODS else StepKind.SLICED_VIEWS
             return self.view_of(recv_node, recv, kind, call_text(node, name), line, any_base=True,
                                 certain=functional)
-        tuple_saved = self.saved_tuple_outputs(node, ops.TENSOR_METHOD, name, recv_node, recv) \
-            if ops.saved_outputs(ops.TENSOR_METHOD, name) and any(o.is_tensor for o in known) else None
-        if tuple_saved is not None:
-            return tuple_saved
+        if ops.saved_outputs(ops.TENSOR_METHOD, name) and (any(o.is_tensor for o in known) or self.grad_source(
+                recv_node)) and (saved := self.saved_tuple_outputs(node, ops.TENSOR_METHOD, name, recv_node, recv)):
+            return saved  # `v, i = x.max(-1)` of a tensor: the outputs its backward reads (EMPTY: unknown, go on)
         if ops.saves_output(ops.TENSOR_METHOD, name) and (name in ops.SAVES_OUTPUT_ANY_RECEIVER or any(
                 o.is_tensor for o in known) or (recv and not self._is_self(recv_node) and _literal_args(node))):
             if no_grad_value(known) and known == recv or (name in _STATE_ROOTS and recv and not known
