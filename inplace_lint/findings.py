@@ -51,6 +51,18 @@ SAME_TENSOR_STEPS = frozenset({StepKind.ALIAS, StepKind.SAVED_INPUT, StepKind.SA
 SAVED_STEPS = frozenset({StepKind.SAVED_INPUT, StepKind.SAVED_FOR_OTHER})
 
 
+def saver_text(op: str, layer: str = "") -> str:
+    """A saved-input step's text: what read the tensor (``self.proj(...)``), and the torch layer that did when
+    there is one (``self.proj(...) [nn.Linear]``); :func:`saver_parts` reads it back."""
+    return f"{op} [{layer}]" if layer else op
+
+
+def saver_parts(text: str) -> Tuple[str, str]:
+    """``("self.proj(...)", "nn.Linear")`` for ``self.proj(...) [nn.Linear]``; the layer is "" when none."""
+    op, _, layer = text.partition(" [")
+    return op, layer[:-1] if layer.endswith("]") else layer
+
+
 @dataclass(frozen=True)
 class Step:
     """One link of an origin chain: ``.squeeze(0)`` on line 1111."""

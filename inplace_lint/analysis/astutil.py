@@ -65,6 +65,13 @@ def is_false(node: Optional[ast.AST]) -> bool:
     return isinstance(node, ast.Constant) and node.value is False
 
 
+def is_int_literal(node: ast.AST) -> bool:
+    """``1``, ``-1`` (not ``True``)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
 def expr_base(node: ast.AST) -> ast.AST:
     """The innermost receiver of a chain: ``(a != b)`` for ``(a != b).view(...).expand(...)``."""
     while True:

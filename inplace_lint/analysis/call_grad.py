@@ -11,9 +11,9 @@ import ast
 from dataclasses import replace
 from typing import Dict, List, Optional
 
-from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind
+from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind, saver_text
 from ..torch_facts import ops
-from .astutil import dotted_name, is_false, is_str_constant, kw, short
+from .astutil import dotted_name, is_false, is_int_literal, is_str_constant, kw, short
 from .consumers import flows_into, only_gradless_readers
 from .env import EMPTY, cap
 from .expressions import holder_of
@@ -68,13 +68,6 @@ def needs_no_grad_arg(node: ast.AST, origins: frozenset) -> bool:
             node = node.func.value
         else:
             return False
-
-
-def _int_literal(node: ast.expr) -> bool:
-    """``1``, ``-1``."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    return isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool)
 
 
 def _basic_index(index: ast.expr) -> bool:
@@ -197,7 +190,7 @@ class CallGradMixin:
             # an op that returns one tensor without a dimension (`x.max()`, `torch.max(a, b)`) and a tuple with
             # one (`x.max(-1)`, `torch.max(x, dim=1)`)
             extra = node.args[0 if namespace == ops.TENSOR_METHOD else 1:]
-            if kw(node, "dim") is None and not (extra and _int_literal(extra[0])):
+            if kw(node, "dim") is None and not (extra and is_int_literal(extra[0])):
                 return None
         if first is None or no_grad_value(first_origins) or (
                 not first_origins and not self.grad_source(first) and self._guess_of(first, first_origins) < 0):
@@ -217,7 +210,7 @@ class CallGradMixin:
         given = [a for a in node.args[:ops.LAYER_INPUTS.get(layer, 1)] if holder_of(a) is not None]
         if given and not self.read_without_grad(node):
             for arg in given:  # (`nn.Bilinear(x1, x2)`, `nn.MultiheadAttention(q, k, v)` save each input)
-                self.mark_saved_for_other(arg, f"{short(node.func)}(...) [nn.{layer}]", node.lineno, node,
+                self.mark_saved_for_other(arg, saver_text(f"{short(node.func)}(...)", f"nn.{layer}"), node.lineno, node,
                                           surely_tensor=True)
 
     def needs_grad(self, node: ast.expr, origins: Optional[frozenset]) -> bool:

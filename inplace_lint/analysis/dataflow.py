@@ -225,10 +225,10 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
         # the enclosing function's parameter placeholders stand for *its* callers' arguments, numbered by *its*
         # parameter list: read in the nested function (a closure over `state_dict`), one would be taken for the
         # nested function's own parameter at that position; they are dropped (unknown here)
-        env = {k: v for k, v in self.env.items()} if not any(
-            param_index(o) is not None for v in self.env.values() for o in v) else {
-            k: kept for k, kept in ((k, frozenset(o for o in v if param_index(o) is None)) for k, v in self.env.items())
-            if kept}
+        env = dict(self.env)
+        if any(param_index(o) is not None for held in env.values() for o in held):
+            env = {k: kept for k, held in env.items()
+                   if (kept := frozenset(o for o in held if param_index(o) is None))}
         typed = set()
         for index, a in enumerate(every):
             name = a.arg

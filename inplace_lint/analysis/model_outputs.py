@@ -184,7 +184,7 @@ def _init(cls: ast.ClassDef):
                  and item.args.args), None)
 
 
-def _assigned_once(cls: ast.ClassDef) -> Dict[str, int]:
+def assignment_counts(cls: ast.ClassDef) -> Dict[str, int]:
     """How many assignments to each ``self.<attr>`` the class's code makes."""
     counts: Dict[str, int] = {}
     for node in ast.walk(cls):
@@ -196,7 +196,7 @@ def _assigned_once(cls: ast.ClassDef) -> Dict[str, int]:
     return counts
 
 
-def init_flags(cls: ast.ClassDef) -> Dict[str, Tuple[str, int, tuple]]:
+def init_flags(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None) -> Dict[str, Tuple[str, int, tuple]]:
     """``self.relu = relu`` at the top level of ``__init__``, the only assignment to ``self.relu`` in the class:
     ``{"relu": ("relu", position, default)}`` (the position after ``self``, -1 for a keyword-only parameter; the
     parameter's literal default, ``()`` when none): a branch on ``self.relu`` is decided by what built the
@@ -210,7 +210,7 @@ def init_flags(cls: ast.ClassDef) -> Dict[str, Tuple[str, int, tuple]]:
     defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
     names = [a.arg for a in positional]
     kwonly = {a.arg for a in args.kwonlyargs}
-    counts = _assigned_once(cls)
+    counts = assignment_counts(cls) if counts is None else counts
     out = {}
     for node in init.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
@@ -222,14 +222,14 @@ def init_flags(cls: ast.ClassDef) -> Dict[str, Tuple[str, int, tuple]]:
     return out
 
 
-def builder_arguments(cls: ast.ClassDef) -> Dict[str, Dict[str, tuple]]:
+def builder_arguments(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None) -> Dict[str, Dict[str, tuple]]:
     """``self.conv = BasicConv(8, 8, relu=False)`` in ``__init__``, the only assignment to ``self.conv``:
     ``{"conv": {"=relu": (False,), "#0": (8,), "#1": (8,)}}``, each argument's literal (``()`` when not one);
     a call with ``*args`` or ``**kwargs`` says nothing. Read with :func:`.conditions.value_at`."""
     init = _init(cls)
     if init is None:
         return {}
-    counts = _assigned_once(cls)
+    counts = assignment_counts(cls) if counts is None else counts
     out: Dict[str, Dict[str, tuple]] = {}
     for node in ast.walk(init):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \

@@ -14,7 +14,7 @@ import ast
 import os
 from typing import Dict, List, Optional, Tuple
 
-from ..findings import Origin, RootKind, Step
+from ..findings import Origin, RootKind, Step, saver_parts, saver_text
 from . import conditions, model_outputs
 from .astutil import dotted_name, short
 from .call_grad import guessed_param, needs_no_grad_arg
@@ -26,8 +26,8 @@ from .summaries import CallSite, param_index, ran_without_grad, with_steps
 
 def _saved_text(call: ast.Call, inner: str) -> str:
     """``self.mlp(...) [nn.Linear]``: the call, and what in the callee read its argument (a layer, or an op)."""
-    _, _, layer = inner.partition(" [")
-    return f"{short(call.func)}(...) [{layer.rstrip(']') or inner}]"
+    op, layer = saver_parts(inner)
+    return saver_text(f"{short(call.func)}(...)", layer or op)
 
 
 def _path_condition(w, values: Dict[int, tuple], params, callee: str, starred: bool) -> Optional[str]:

@@ -3,7 +3,7 @@
 What each op's backward reads comes from torch's derivative formulas (``ops.SAVED_FOR_BACKWARD``,
 generated from derivatives.yaml; docs/pytorch-facts.md#saved-output and #saved-input).
 """
-from ..findings import SAVED_STEPS, Origin, RootKind, StepKind
+from ..findings import SAVED_STEPS, Origin, RootKind, StepKind, saver_parts
 from .base import Example, Rule, Write, root_phrase, target_phrase
 
 
@@ -49,8 +49,8 @@ def message(write: Write, origin: Origin) -> str:
 def _message(write: Write, origin: Origin) -> str:
     other = _saved_for_other_step(origin)
     if other is not None:
-        op, _, layer = other.text.partition(" [")
-        what = f"`{op}`" + (f" (`{layer.rstrip(']')}`, line {other.line})" if layer else f" (line {other.line})")
+        op, layer = saver_parts(other.text)
+        what = f"`{op}`" + (f" (`{layer}`, line {other.line})" if layer else f" (line {other.line})")
         return (f"{write.op} writes in place to `{write.target}`, which {what} saved for backward to compute the "
                 f"gradient of an input that requires grad: the backward raises, whether or not "
                 f"`{write.target}` itself requires grad")

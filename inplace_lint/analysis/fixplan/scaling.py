@@ -6,6 +6,7 @@ import ast
 from typing import List, Optional, Tuple, Union
 
 from ...findings import Scaling, WriteKind
+from ..astutil import is_int_literal
 from .facts import FunctionFacts, count_name
 
 
@@ -70,7 +71,7 @@ def scaling(facts: FunctionFacts, kind: WriteKind, node: ast.AST, stmt: Optional
     for call in chain:
         if call in clamps:
             continue
-        if call.keywords or not all(_int_literal(a) for a in call.args):
+        if call.keywords or not all(is_int_literal(a) for a in call.args):
             return None
         receiver = call.func.value  # `.unsqueeze(-1)`: from the end of the receiver to the end of the call
         spans.append((receiver.end_lineno, receiver.end_col_offset, call.end_lineno, call.end_col_offset))
@@ -81,11 +82,6 @@ def _span(node: ast.AST) -> Tuple[int, int, int, int]:
 
 def _method_call(node: ast.AST, method: str) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method
-
-def _int_literal(node: ast.AST) -> bool:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    return isinstance(node, ast.Constant) and type(node.value) is int
 
 def _number_literal(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) in (int, float)
