@@ -475,3 +475,17 @@ def test_a_solver_dispatched_inside_a_function_subclass_forward_runs_with_grad_o
     assert torch.equal(b.grad, torch.ones(3, 2))
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         reported.residual(a, b).sum().backward()
+
+
+def test_a_torch_layer_subclass_saves_its_input_for_the_inherited_weight():
+    reported = _load("IPV006/torch_layer_subclass.py")
+    clean = _load("clean/torch_layer_subclass.py")
+    torch.manual_seed(0)
+    made = reported.Made(3)
+    for run in (lambda: made.inverse(torch.randn(2, 3)), lambda: made.project(torch.randn(2, 3))):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            run().sum().backward()
+    plain = clean.PlainMade(3)
+    u = torch.randn(2, 3, requires_grad=True)
+    plain.inverse(u).sum().backward()  # the weight is frozen, the mask a buffer: nothing saved `x`
+    assert u.grad is not None and plain.frozen.weight.grad is None

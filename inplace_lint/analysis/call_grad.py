@@ -309,9 +309,15 @@ class CallGradMixin:
             return None
         builder = self.class_builders.get(func.attr) if self.class_builders is not None else \
             self.ctx.attribute_builder(self.cls_qual, func.attr)
-        if builder is None or not builder.startswith("torch.nn."):
+        if builder is None:
             return None
-        layer = builder.rsplit(".", 1)[-1]
+        if builder.startswith("torch.nn."):
+            layer = builder.rsplit(".", 1)[-1]
+        else:  # `class MyLinear(nn.Linear)` with no `forward` of its own: torch's layer runs
+            found = self.ctx.resolve(builder)
+            if not found or found[0] != "class" or self.ctx.method(found[1], "forward"):
+                return None
+            layer = self.ctx.torch_layer_base(found[1])
         return layer if layer in ops.LAYERS_SAVING_INPUT else None
 
     def _inputs_need_no_grad(self, node: ast.Call, args: List[frozenset], kwargs: Dict[str, frozenset],
@@ -361,6 +367,9 @@ class CallGradMixin:
             # `self.raw`, set to `nn.Parameter(...)` in `__init__`: a parameter requires grad (unless the class
             # freezes it: `self.raw.requires_grad = False`)
             owner = self.ctx.attribute_builder(self.cls_qual, node.attr)
+            if owner is None and node.attr in ("weight", "bias") and node.attr not in self.unsaved_layers:
+                # `class MaskedLinear(nn.Linear)`: torch's `__init__` made `self.weight` a parameter
+                return self.ctx.torch_layer_base(self.cls_qual) in ops.LAYERS_SAVING_INPUT
             return owner is not None and owner.rsplit(".", 1)[-1] == "Parameter" and node.attr not in self.unsaved_layers
         if isinstance(node, ast.Attribute) and node.attr in ("weight", "bias") and self.input_saving_layer(node.value):
             return True  # `F.linear(x, self.proj.weight)`: a torch layer's weight requires grad, unless frozen

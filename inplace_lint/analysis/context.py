@@ -69,6 +69,9 @@ class AnalysisContext(Protocol):
     def function_class(self, cls_qual: str) -> bool:
         """The class is a custom autograd ``Function`` through an in-project base."""
 
+    def torch_layer_base(self, cls_qual: str) -> Optional[str]:
+        """The ``torch.nn`` layer the class derives from through in-project bases (``"Linear"``), or None."""
+
     def plain_class(self, cls_qual: str) -> bool:
         """The class is surely no ``nn.Module``: its bases, followed through the project, are ``object`` or builtins."""
 

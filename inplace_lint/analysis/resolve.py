@@ -313,6 +313,25 @@ class Resolver:
         return any(qualified.startswith("torch.nn.") or (found is not None and self.module_class(found, depth + 1))
                    for _, qualified, found in self._base_classes(cls_qual, info))
 
+    def torch_layer_base(self, cls_qual: str, depth: int = 0) -> Optional[str]:
+        """The ``torch.nn`` class a class derives from, directly or through in-project bases
+        (``class MaskedLinear(nn.Linear)``: ``"Linear"``); its ``__init__`` built ``self.weight`` and
+        ``self.bias``. None when no base is a ``torch.nn`` class other than ``Module``, or when a base we
+        cannot see (another library's class) comes first."""
+        info = self._class(cls_qual)
+        if info is None or depth > 10:
+            return None
+        for _, qualified, found in self._base_classes(cls_qual, info):
+            if found is not None:
+                layer = self.torch_layer_base(found, depth + 1)
+                if layer:
+                    return layer
+            elif qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1] != "Module":
+                return qualified.rsplit(".", 1)[-1]
+            elif qualified not in PLAIN_BASES and qualified.rsplit(".", 1)[-1] not in PLAIN_BASES:
+                return None
+        return None
+
     def function_class(self, cls_qual: str, depth: int = 0) -> bool:
         """A custom autograd ``Function`` through an in-project base (``class Solver(SolverBase)`` with
         ``class SolverBase(torch.autograd.Function)``): autograd runs its ``forward`` and ``backward`` with grad
