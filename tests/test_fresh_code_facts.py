@@ -489,3 +489,17 @@ def test_a_torch_layer_subclass_saves_its_input_for_the_inherited_weight():
     u = torch.randn(2, 3, requires_grad=True)
     plain.inverse(u).sum().backward()  # the weight is frozen, the mask a buffer: nothing saved `x`
     assert u.grad is not None and plain.frozen.weight.grad is None
+
+
+def test_a_pass_through_decorator_leaves_the_callers_to_decide():
+    clean = _load("clean/pass_through_decorator.py")
+    reported = _load("IPV003/pass_through_decorator.py")
+    params = [torch.nn.Parameter(torch.randn(3)) for _ in range(2)]
+    sum((p * p).sum() for p in params).backward()
+    grads = [p.grad.clone() for p in params]
+    old = [torch.zeros(3) for _ in params]
+    clean.correction(params, old, 0.5)  # lists of gradients: each item written in place, legally
+    for p, g, o in zip(params, grads, old):
+        assert torch.allclose(p.grad, g * 1.5) and torch.equal(o, g)
+    with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+        reported.caller(torch.nn.Linear(3, 3), torch.randn(2, 3))

@@ -276,7 +276,11 @@ class CallsMixin:
         """What a list, tuple, dict or set display passes (``[mel, mel + post(mel)]``): its elements' origins
         (the callee reaches them as items, ``mel, post = outputs``), or, when none is tracked, a plain
         container known to be nothing risky; so the callee's parameter is decided by what the callers
-        pass, not by its name. EMPTY for anything else."""
+        pass, not by its name. A comprehension (``[p.grad for p in params]``) passes a container of what its
+        element gives, each item an element of it. EMPTY for anything else."""
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)}) \
+                if not self.eval_quiet(node) else EMPTY
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             parts = node.elts
         elif isinstance(node, ast.Dict):

@@ -170,6 +170,9 @@ class _Recorder:
     def function_class(self, cls_qual):
         return self._ask("function_class", cls_qual)
 
+    def wrapper_function(self, qual):
+        return self._ask("wrapper_function", qual)
+
     def torch_layer_base(self, cls_qual):
         return self._ask("torch_layer_base", cls_qual)
 

@@ -362,6 +362,9 @@ class ModuleContext:
     def function_class(self, cls_qual: str) -> bool:
         return self.project.function_class(cls_qual)
 
+    def wrapper_function(self, qual: str) -> bool:
+        return self.project.wrapper_function(qual)
+
     def torch_layer_base(self, cls_qual: str) -> Optional[str]:
         return self.project.torch_layer_base(cls_qual)
 

@@ -249,9 +249,20 @@ class ProjectCallsMixin:
         for dec in node.decorator_list:
             name = dotted_name(dec.func if isinstance(dec, ast.Call) else dec) or ""
             full = qualify_dotted(name, self.names, self.is_local_name)[0] or name
-            if full.split(".")[0] not in _KEEP_DECORATORS and name.rpartition(".")[2] not in _KEEP_DECORATORS:
+            if full.split(".")[0] not in _KEEP_DECORATORS and name.rpartition(".")[2] not in _KEEP_DECORATORS \
+                    and not self.project_wrapper(dec):
                 self._handed_out(qual, node)
                 return
+
+    def project_wrapper(self, dec: ast.expr) -> bool:
+        """``@knowngood`` (not a call) naming an in-project decorator that calls the function it decorates with
+        the arguments it was given (:func:`.resolve.passes_through`): the function is still called by its
+        callers, as itself."""
+        name = dotted_name(dec) if self.ctx is not None and not isinstance(dec, ast.Call) else None
+        if not name:
+            return False
+        full = qualify_dotted(name, self.names, self.is_local_name)[0] or name
+        return self.ctx.wrapper_function(full if full != name or "." in name else f"{self.ctx.module}.{name}")
 
     def record_handed_out(self, value: ast.expr, no_grad: bool = False) -> None:
         """A call site of each project function ``value`` may be, passing nothing (:meth:`hand_out_callables`);

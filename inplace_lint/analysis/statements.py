@@ -447,7 +447,7 @@ class StatementsMixin:
                 self.sink[key] = replace(found, param_rooted=None)
         writes = tuple(replace(w, kept=w.kept or w.index in returned) if w.via is None else w
                        for w in self.param_writes)
-        kept, decorated = fixplan.decorator_effects(self.func)
+        kept, decorated = fixplan.decorator_effects(self.func, self.project_wrapper)
         risky = [o for o in returns if param_index(o) is None and function_of(o) is None]
         if not risky:
             kept = ""

@@ -310,6 +310,9 @@ class ModuleIndex:
     value_refs: Optional[str] = None
     #: class name -> names of its ``@property`` / ``@cached_property`` getters (``self.name`` calls them)
     properties: Dict[str, FrozenSet[str]] = field(default_factory=dict)
+    #: top-level functions that are pass-through decorators (:func:`.resolve.passes_through`): a function
+    #: they decorate is still called, with the same arguments, by its callers
+    wrappers: FrozenSet[str] = frozenset()
 
 
 @dataclass

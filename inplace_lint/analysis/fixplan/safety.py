@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ast
 import bisect
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ...findings import Applicability, Origin, RootKind
 from ..astutil import dotted_name as dotted
@@ -244,17 +244,19 @@ _TRANSPARENT_DECORATORS = frozenset({
 _CACHING_DECORATORS = frozenset({"lru_cache", "cache", "cached", "memoize", "memoized", "cached_method",
                                  "lru_cache_with_ttl", "cached_property"})
 
-def decorator_effects(func: ast.AST) -> Tuple[str, str]:
+def decorator_effects(func: ast.AST, passes_through: Callable[[ast.expr], bool] = lambda dec: False
+                      ) -> Tuple[str, str]:
     """(why the result is kept, which decorator may call the function from elsewhere) for ``func``'s
     decorators: ``@functools.lru_cache`` keeps each result and returns the same tensor to the next call
     with equal arguments (functools docs); a decorator not known to pass calls through replaces the
-    function (a wrapper that may store results, a registry that calls it by name)."""
+    function (a wrapper that may store results, a registry that calls it by name). ``passes_through``:
+    the project's own pass-through decorators (:meth:`~..project_calls.ProjectCallsMixin.project_wrapper`)."""
     kept = decorated = ""
     for dec in getattr(func, "decorator_list", ()):
         head = dec.func if isinstance(dec, ast.Call) else dec
         name = last_name(head) or ""
         text = dotted(head) or ast.unparse(head)
-        if name in _TRANSPARENT_DECORATORS:
+        if name in _TRANSPARENT_DECORATORS or passes_through(dec):
             continue
         if name in _CACHING_DECORATORS:
             kept = kept or f"`@{text}` keeps each result and returns the same tensor to later calls"
