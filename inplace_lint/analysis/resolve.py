@@ -18,6 +18,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 from .. import textpos
 from ..torch_facts import ops
 from .astutil import dotted_name
+from .decorators import module_wrappers
 from .names import import_bindings
 from .roots import ROOT_MARKERS, find_root, is_loose, module_name  # noqa: F401  (re-exported)
 from .narrowing import PLAIN_BASES, init_attributes, plain_bases, torch_class_is_tensor
@@ -69,54 +70,8 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
                 if isinstance(sub, (ast.Import, ast.ImportFrom)):
                     index.imports.update(import_bindings(sub, package))
     index.value_refs = value_refs_in_text(source, tree) if source is not None else None
-    wrappers: Set[str] = set()
-    for node in tree.body:  # (in order: `def no_fullgraph(f): return knowngood(f)` after `knowngood`)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and passes_through(node, wrappers):
-            wrappers.add(node.name)
-    index.wrappers = frozenset(wrappers)
+    index.wrappers = module_wrappers(tree)
     return index
-
-
-def passes_through(node: ast.FunctionDef, wrappers: Iterable[str] = ()) -> bool:
-    """A decorator whose result calls the function it decorates with the arguments it was given: it returns a
-    nested function marked ``@functools.wraps(f)`` (``f`` its first parameter) that passes ``*args, **kwargs``
-    on, or it returns another such decorator applied to ``f`` (``return knowngood(f, fullgraph=False)``,
-    ``wrappers`` those of the module seen so far). The decorated function's callers still decide what its
-    parameters hold."""
-    params = node.args.posonlyargs + node.args.args
-    if not params:
-        return False
-    first = params[0].arg
-    nested = {}
-    for item in node.body:
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                isinstance(d, ast.Call) and (dotted_name(d.func) or "").rpartition(".")[2] == "wraps"
-                and d.args and isinstance(d.args[0], ast.Name) and d.args[0].id == first for d in item.decorator_list) \
-                and item.args.vararg is not None and _forwards(item, first):
-            nested[item.name] = item
-    for item in node.body:
-        if isinstance(item, ast.Return) and item.value is not None:
-            value = item.value
-            if isinstance(value, ast.Name) and value.id in nested:
-                return True
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in wrappers \
-                    and value.args and isinstance(value.args[0], ast.Name) and value.args[0].id == first:
-                return True
-    return False
-
-
-def _forwards(inner: ast.FunctionDef, first: str) -> bool:
-    """Every call in ``inner`` that passes its ``*args`` on passes them whole, first (``f(*args, **kwargs)``,
-    ``compiled(*args, **kwargs)``), and ``f`` is called so at least once."""
-    star = inner.args.vararg.arg
-    calls_f = False
-    for n in ast.walk(inner):
-        if isinstance(n, ast.Call) and any(isinstance(a, ast.Starred) for a in n.args):
-            if not (isinstance(n.args[0], ast.Starred) and isinstance(n.args[0].value, ast.Name)
-                    and n.args[0].value.id == star and len(n.args) == 1):
-                return False
-            calls_f = calls_f or (isinstance(n.func, ast.Name) and n.func.id == first)
-    return calls_f
 
 
 def refs_text(names: Iterable[str]) -> str:
