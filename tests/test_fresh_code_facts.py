@@ -503,3 +503,17 @@ def test_a_pass_through_decorator_leaves_the_callers_to_decide():
         assert torch.allclose(p.grad, g * 1.5) and torch.equal(o, g)
     with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
         reported.caller(torch.nn.Linear(3, 3), torch.randn(2, 3))
+
+
+def test_a_negated_guess_keeps_its_parameter():
+    reported = _load("IPV006/negated_guess.py")
+    clean = _load("clean/negated_guess.py")
+    sigmas = torch.rand(2, 4, requires_grad=True)
+    reported.transmittance(sigmas, torch.full((2, 4), 0.5)).sum().backward()  # no prefix: nothing written
+    for run in (lambda: reported.transmittance(sigmas, torch.full((2, 4), 0.5), torch.rand(2, 4)),
+                lambda: reported.survival(sigmas * 2)):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            run().sum().backward()
+    out = clean.occupancy(4)  # made without grad: the write is legal and gives the product
+    assert not out.requires_grad
+    assert torch.allclose(out, torch.exp(-torch.cumsum(torch.full((4,), 0.5), -1)))

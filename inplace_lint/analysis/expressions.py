@@ -198,7 +198,10 @@ class ExpressionsMixin:
         return EMPTY
 
     def eval_UnaryOp(self, node: ast.UnaryOp) -> frozenset:
-        self.eval(node.operand)
+        """``-x``, ``+x``: arithmetic (``Tensor.neg``, a new tensor); ``~mask``, ``not x``: nothing followed."""
+        operand = self.eval(node.operand)
+        if isinstance(node.op, (ast.USub, ast.UAdd)) and operand:
+            return self.arithmetic_result(node, [node.operand], [operand])
         return EMPTY
 
     def eval_Compare(self, node: ast.Compare) -> frozenset:
