@@ -6,7 +6,7 @@ Entry points
   a ``ModuleContext``);
   :mod:`.across_calls`: the pass across calls (grad-off functions, parameter origins, fix safety
   from callers); :mod:`.resolve`: indexes, imports, class hierarchy, dispatch (:mod:`.decorators`:
-  pass-through decorators); :mod:`.roots`: a file's project root and module name.
+  pass-through decorators; :mod:`.refs`: names used other than as a resolved callee); :mod:`.roots`: a file's project root and module name.
 - :mod:`.parallel_build`: the walks of a large project in worker processes; :mod:`.cache`: the on-disk
   cache (``docs/analysis.md``); :mod:`.incremental`: an open buffer walked again function by function.
 

@@ -11,7 +11,7 @@ import ast
 import os
 import pathlib
 from dataclasses import replace
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from .. import progress
 from ..config import Settings
@@ -20,7 +20,7 @@ from ..rules import PRIORITY, Write
 from . import conditions, model_outputs
 from .env import origin_key
 from .reporting import match
-from .resolve import refers, value_refs
+from .refs import refers, value_refs
 from .summaries import (CallSite, FileResult, FunctionSummary, ModuleIndex, located, located_steps, param_index,
                         ran_without_grad, with_steps)
 
@@ -241,18 +241,42 @@ class AcrossCalls:
                     out[(w.line, w.col)] = found
         return sorted(out.values(), key=lambda f: (f.line, f.col, f.code))
 
+    def _exported(self) -> FrozenSet[str]:
+        """The functions a top-level package's ``__init__`` imports under a public name (``from .volrend import
+        render_transmittance_from_density`` in ``nerfacc/__init__.py``): the package's API, called by its users
+        where no call site shows. A subpackage's ``__init__`` (``pkg.optimizer.utils``) gathers names for the
+        package's own modules, and is not taken for its API."""
+        final = self.finalize()
+        if getattr(self, "_exported_for", None) is not final:
+            out = set()
+            for index in self.indexes.values():
+                if index.is_package and "." not in index.module:
+                    for name, target in index.imports.items():
+                        found = self.resolve(target) if not name.startswith("_") else None
+                        if found and found[0] == "function":
+                            out.add(found[1])
+            self._exported_set, self._exported_for = frozenset(out), final
+        return self._exported_set
+
+    def _all_grad_off(self, sites: List[CallSite]) -> bool:
+        """Every one of ``sites`` runs with grad off (under ``no_grad``, or in a function that does: an
+        optimizer's ``step``): what the package does with its own API is done without grad."""
+        grad_off = self.finalize()[1]
+        return all(s.no_grad or self._grad_off(grad_off, s.caller) for s in sites)
+
     def _no_call_passes_grad(self, calls_to, qual: str, index: int, seen=None) -> bool:
         """No in-project call of ``qual`` passes, for parameter ``index``, something that requires grad by
         evidence (``Origin.grad_evidence``): a guess of that parameter's grad is decided by them. A call that
         passes on its own parameter (or a guess made from one) asks that caller's calls in turn. With no
-        in-project call (an entry point), what kind of function it is decides (:meth:`runs_on_activations`):
-        a module's ``forward`` keeps the guess; a plain class's method has unknown grad."""
+        in-project call (an entry point), or for a function of the package's API (:meth:`_exported`, which its
+        users call too) unless the package itself calls it only with grad off, what kind of function it is decides (:meth:`runs_on_activations`): a module's
+        ``forward`` or a free function keeps the guess; a plain class's method has unknown grad."""
         seen = set() if seen is None else seen
         if (qual, index) in seen or len(seen) > 8:
             return False
         seen.add((qual, index))
         sites = calls_to.get(qual, [])
-        if not sites:
+        if not sites or (qual in self._exported() and not self._all_grad_off(sites)):
             return not self.runs_on_activations(qual)
         for site in sites:
             if site.bound is None or site.callback:

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import re
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from .. import textpos
 from ..torch_facts import ops
 from .astutil import dotted_name
 from .decorators import module_wrappers
+from .refs import refers, refs_text, value_refs, value_refs_in_text  # noqa: F401  (re-exported)
 from .names import import_bindings
 from .roots import ROOT_MARKERS, find_root, is_loose, module_name  # noqa: F401  (re-exported)
 from .narrowing import PLAIN_BASES, init_attributes, plain_bases, torch_class_is_tensor
@@ -72,57 +71,6 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
     index.value_refs = value_refs_in_text(source, tree) if source is not None else None
     index.wrappers = module_wrappers(tree)
     return index
-
-
-def refs_text(names: Iterable[str]) -> str:
-    """A set of identifiers as one string (``"\\na\\nb\\n"``): the cache loads one string per file
-    instead of a set of thousands of strings (most of the cost of reading a warm cache)."""
-    return "\n" + "\n".join(sorted(names)) + "\n"
-
-
-def refers(refs: str, name: str) -> bool:
-    return f"\n{name}\n" in refs
-
-
-#: an identifier not followed by a call's ``(``: in code, comments and strings alike (a superset of the
-#: uses as a value, which only ever makes a fix "unsafe"); a regex over the text costs far less than a
-#: second walk of the tree
-_NOT_CALLED = re.compile(r"\b([A-Za-z_]\w*)\b(?!\s*\()")
-
-
-def value_refs_in_text(source: str, tree: ast.Module) -> str:
-    """:func:`value_refs` from the source text: every identifier not directly followed by ``(``, outside
-    the module's top-level imports (an import names a function without using it)."""
-    lines = [text.rstrip("\r\n") for text in textpos.split_lines(source)]
-    top = list(tree.body)
-    for node in tree.body:
-        if isinstance(node, ast.If):
-            top += node.body + node.orelse
-        elif isinstance(node, ast.Try):
-            top += node.body
-    for node in top:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for i in range(node.lineno - 1, min(node.end_lineno or node.lineno, len(lines))):
-                lines[i] = ""
-    return refs_text(set(_NOT_CALLED.findall("\n".join(lines))))
-
-
-def value_refs(tree: ast.Module) -> str:
-    """Names used as a value rather than called: loads of a name or attribute that are not a call's
-    callee, and identifier strings (``getattr(obj, "name")``). Imports and definitions are not uses."""
-    nodes = list(ast.walk(tree))
-    callees = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
-    out = set()
-    for n in nodes:
-        if id(n) in callees:
-            continue
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-            out.add(n.id)
-        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
-            out.add(n.attr)
-        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier():
-            out.add(n.value)
-    return refs_text(out)
 
 
 def _params(node) -> Tuple[str, ...]:

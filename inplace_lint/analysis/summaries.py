@@ -306,7 +306,7 @@ class ModuleIndex:
     #: ``self.fn = self._scale``, ``partial(scale, ...)``, ``getattr(m, "scale")``): a function named so
     #: may be called where no call site shows it, so its callers are never "all checked"
     #: (None until needed when the text was not at hand: computed from the tree then); one string,
-    #: ``"\\nname\\nother\\n"`` (:func:`.resolve.refs_text`), not a set: it is cheap to read from the cache
+    #: ``"\\nname\\nother\\n"`` (:func:`.refs.refs_text`), not a set: it is cheap to read from the cache
     value_refs: Optional[str] = None
     #: class name -> names of its ``@property`` / ``@cached_property`` getters (``self.name`` calls them)
     properties: Dict[str, FrozenSet[str]] = field(default_factory=dict)

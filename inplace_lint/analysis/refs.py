@@ -1,0 +1,77 @@
+"""Names a module uses other than as the callee of a resolved call: a function or method named so may be
+called where no call site shows it (handed around as a value, ``getattr(obj, "name")``, or called on an object
+whose class is not known: ``scaler.scale(out)``), so its callers are never "all checked"
+(:class:`~.across_calls.AcrossCalls`). Kept as one string per module (:attr:`.summaries.ModuleIndex.value_refs`).
+"""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterable, Set
+
+from .. import textpos
+
+
+def refs_text(names: Iterable[str]) -> str:
+    """A set of identifiers as one string (``"\\na\\nb\\n"``): the cache loads one string per file
+    instead of a set of thousands of strings (most of the cost of reading a warm cache)."""
+    return "\n" + "\n".join(sorted(names)) + "\n"
+
+
+def refers(refs: str, name: str) -> bool:
+    return f"\n{name}\n" in refs
+
+
+#: an identifier not followed by a call's ``(``: in code, comments and strings alike (a superset of the
+#: uses as a value, which only ever makes a fix "unsafe"); a regex over the text costs far less than a
+#: second walk of the tree
+_NOT_CALLED = re.compile(r"\b([A-Za-z_]\w*)\b(?!\s*\()")
+#: a method called on a receiver other than ``self``/``cls``/``super()`` (``scaler.scale(out)``): the
+#: object's class is not known, so the call may run any project method of that name where no call site shows
+_METHOD_CALL = re.compile(r"\.\s*([A-Za-z_]\w*)\s*\(")
+_OWN_RECEIVER = re.compile(r"(?:(?<![\w.])(?:self|cls)|\bsuper\(\))\s*$")
+
+
+def _other_receiver_calls(text: str) -> Set[str]:
+    """Names of methods called on a receiver other than ``self``, ``cls`` or ``super()``."""
+    return {m.group(1) for m in _METHOD_CALL.finditer(text) if not _OWN_RECEIVER.search(text, max(0, m.start() - 16), m.start())}
+
+
+def value_refs_in_text(source: str, tree: ast.Module) -> str:
+    """:func:`value_refs` from the source text: every identifier not directly followed by ``(``, outside
+    the module's top-level imports (an import names a function without using it)."""
+    lines = [text.rstrip("\r\n") for text in textpos.split_lines(source)]
+    top = list(tree.body)
+    for node in tree.body:
+        if isinstance(node, ast.If):
+            top += node.body + node.orelse
+        elif isinstance(node, ast.Try):
+            top += node.body
+    for node in top:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for i in range(node.lineno - 1, min(node.end_lineno or node.lineno, len(lines))):
+                lines[i] = ""
+    text = "\n".join(lines)
+    return refs_text(set(_NOT_CALLED.findall(text)) | _other_receiver_calls(text))
+
+
+def value_refs(tree: ast.Module) -> str:
+    """Names used as a value rather than called: loads of a name or attribute that are not a call's
+    callee, and identifier strings (``getattr(obj, "name")``). Imports and definitions are not uses."""
+    nodes = list(ast.walk(tree))
+    callees = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+    out = set()
+    for n in nodes:
+        if id(n) in callees:
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and not (
+                isinstance(n.func.value, ast.Name) and n.func.value.id in ("self", "cls")) and not (
+                isinstance(n.func.value, ast.Call) and getattr(n.func.value.func, "id", "") == "super"):
+            out.add(n.func.attr)  # `scaler.scale(out)`: the receiver's class is not known
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
+            out.add(n.attr)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier():
+            out.add(n.value)
+    return refs_text(out)
