@@ -89,7 +89,7 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
             continue
         result.findings.append(finding)
     # whether the rewriter can write each planned fix is decided here, once, for every surface
-    result.findings = fixplan.withdraw_unwritable(tree, result.findings)
+    result.findings = fixplan.withdraw_unwritable(tree, result.findings, lines)
     if fix_style is not None and any(f.fix is not None for f in result.findings):
         from . import floor
         from .fix.attach import attach_edits

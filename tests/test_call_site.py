@@ -196,7 +196,7 @@ def test_related_locations_name_their_file_in_full(cross_module, capsys):
     _, out = _check(capsys, "--no-cache", "--format", "full", "gen/dia.py")
     assert out.splitlines() == [
         "gen/dia.py:9:9: IPV001 `div_` writes in place to `x`, a view of model output `out.logits`, passed by "
-        "the call at line 6 [fix: safe]",
+        "the call at line 6 [fix: unsafe]",  # `logits.squeeze(0)` views `_prepare`'s parameter: its callers see it
         "  gen/dia.py:6:16: note: call site passing model output `out.logits`",
         "  gen/utils.py:4:1: note: model output `out.logits`",  # not dia.py:4, a line of another file
         "  gen/dia.py:6:1: note: view `.squeeze(0)`",

@@ -44,7 +44,7 @@ FORMS = {
     "inplace_kwarg": "F.relu(x, inplace=True)",
     "inplace_kwarg_assign": "x = F.relu(x, inplace=True)",
     "hoist": "p = torch.softmax(x.div_(t), -1)",
-    "out_kwarg": "torch.div(a, b, out=x)",
+    "out_kwarg": "torch.div(x, b, out=x)",  # (`out=x` alone, `x` requiring grad, raises at the write: no fix)
     "unbound": "torch.Tensor.div_(x, t)",
     "semicolon": "q = 1; x.div_(t)",
 }

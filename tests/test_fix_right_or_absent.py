@@ -54,7 +54,7 @@ RAISING = [
     ("def f(model, h):\n    ids = model(h).logits.squeeze(0)\n    ids /= 2\n    return ids\n", "int"),
     ("def f(model, h):\n    ids = model(h).logits.squeeze(0)\n    ids.mul_(0.5)\n    return ids\n", "int"),
     ("def f(model, h, b):\n    x = model(h).logits.squeeze(0)\n    x.add_(b)\n    return x\n", "grow"),
-    ("import torch\n\ndef f(model, h, a, b):\n    x = model(h).logits.squeeze(0)\n    torch.div(a, b, out=x)\n"
+    ("import torch\n\ndef f(model, h, a, b):\n    x = model(h).logits.squeeze(0)\n    torch.div(x, b, out=x)\n"
      "    return x\n", "out"),
 ]
 
@@ -86,7 +86,10 @@ def test_rewrite_raises_where_the_original_raises(src, kind, style, memory_aware
 
 def test_out_kwarg_rewrite_text():
     src = RAISING[3][0]
-    assert "    x = torch.div(a, b, out=torch.empty_like(x))\n" in fix_code(src).new_source
+    assert "    x = torch.div(x, b, out=torch.empty_like(x))\n" in fix_code(src).new_source
+    # `out=x` where `x` requires grad and is no input raises at the write ("functions with out=... arguments
+    # don't support automatic differentiation"), and a fresh `out` would not: no fix
+    assert fix_code(src.replace("torch.div(x, b", "torch.div(a, b"), unsafe_fixes=True).new_source is None
 
 
 # ------------------------------------------------------------------ 5. inplace=True rebinding, one-line suites

@@ -57,6 +57,7 @@ class ConditionsMixin:
         (:func:`~.model_outputs.init_flags`) and the constant arguments each submodule was built with
         (:func:`~.model_outputs.builder_arguments`)."""
         self.unsaved_layers = model_outputs.layers_not_saving(cls)
+        self.identity_layers = model_outputs.identity_layers(cls)
         counts = model_outputs.assignment_counts(cls)  # (one walk of the class for both)
         self.init_flags = model_outputs.init_flags(cls, counts)
         self.builder_args = model_outputs.builder_arguments(cls, counts)

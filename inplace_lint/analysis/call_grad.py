@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 
 from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind, saver_text
 from ..torch_facts import ops
-from .astutil import dotted_name, is_false, is_int_literal, is_str_constant, kw, short
+from .astutil import dotted_name, is_false, is_int_literal, is_str_constant, is_true, kw, short
 from .consumers import flows_into, only_gradless_readers
 from .env import EMPTY, cap
 from .expressions import holder_of
@@ -77,6 +77,44 @@ def _basic_index(index: ast.expr) -> bool:
     return all(isinstance(i, ast.Slice) or (isinstance(i, ast.Constant) and (
         i.value is None or i.value is Ellipsis or (isinstance(i.value, int) and not isinstance(i.value, bool))))
                for i in items)  # (`x[True]` copies)
+
+
+def _argument(node: ast.Call, namespace: str, position: int, keyword: str) -> Optional[ast.expr]:
+    """The argument at ``position`` after the input (the receiver of a method form), or the keyword."""
+    given = kw(node, keyword)
+    if given is not None:
+        return given
+    args = node.args[position - 1:] if namespace == ops.TENSOR_METHOD else node.args[position:]
+    return args[0] if args else None
+
+
+def output_saved_here(node: ast.Call, namespace: str, name: str) -> bool:
+    """The saved table's answer for an op whose output is saved only for some arguments, executed under torch
+    2.13: ``matrix_power(x, n)`` saves its output only for ``n < 0`` (an inverse; ``n >= 0`` is matmuls, which
+    save their inputs); ``gumbel_softmax(hard=True)`` returns ``y_hard - y_soft.detach() + y_soft`` (an add);
+    ``matrix_norm``/``linalg.norm`` with ``ord="nuc"`` is a sum of singular values."""
+    if name == "matrix_power":
+        power = _argument(node, namespace, 1, "n")
+        return not (power is not None and is_int_literal(power) and not isinstance(power, ast.UnaryOp))
+    if name == "gumbel_softmax":
+        return not is_true(kw(node, "hard"))
+    if name in ("matrix_norm", "norm") and namespace == "torch.linalg":
+        order = _argument(node, namespace, 1, "ord")
+        return not (is_str_constant(order) and order.value == "nuc")
+    return True
+
+
+def returns_tuple(node: ast.Call, namespace: str, name: str) -> bool:
+    """A tuple-returning op (:func:`ops.saved_outputs`) called in its tuple form: an op that also returns one
+    tensor without a dimension (`x.max()`, `torch.max(a, b)`, `x.median()`) returns a tuple with one
+    (`x.max(-1)`, `torch.max(x, dim=1)`, `x.median(dim=0)`)."""
+    if not ops.saved_outputs(namespace, name):
+        return False
+    entry = ops.saved_for_backward(namespace, name)
+    if entry[1] or entry[2] or entry[3]:
+        extra = node.args[0 if namespace == ops.TENSOR_METHOD else 1:]
+        return kw(node, "dim") is not None or bool(extra and is_int_literal(extra[0]))
+    return True
 
 
 def is_detached(node: ast.AST) -> bool:
@@ -185,13 +223,8 @@ class CallGradMixin:
         positions = ops.saved_outputs(namespace, name)
         if not positions or is_str_constant(kw(node, "mode")) and kw(node, "mode").value == "r":
             return None  # (`torch.linalg.qr(a, mode="r")` has no backward at all)
-        entry = ops.saved_for_backward(namespace, name)
-        if entry[1] or entry[2] or entry[3]:
-            # an op that returns one tensor without a dimension (`x.max()`, `torch.max(a, b)`) and a tuple with
-            # one (`x.max(-1)`, `torch.max(x, dim=1)`)
-            extra = node.args[0 if namespace == ops.TENSOR_METHOD else 1:]
-            if kw(node, "dim") is None and not (extra and is_int_literal(extra[0])):
-                return None
+        if not returns_tuple(node, namespace, name):
+            return None
         if first is None or no_grad_value(first_origins) or (
                 not first_origins and not self.grad_source(first) and self._guess_of(first, first_origins) < 0):
             return EMPTY

@@ -9,78 +9,19 @@ as Fn``; ``from torch.nn.functional import relu_``); ``math``/``numpy``/``random
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import model_outputs
 from ..torch_facts import ops
-from .astutil import call_text, dotted_name, is_false, is_str_constant, is_true, kw, last_name, short
-from .call_grad import is_detached, is_literal, known_origins, needs_no_grad_arg
+from .astutil import call_text, dotted_name, is_str_constant, is_true, kw, last_name, short
+from .call_args import (DROPOUTS, dropout_condition, expands_to_itself, inplace_flag, is_dtype_conversion,
+                        literal_args, module_condition, tensor_split_args, to_integer_dtype)
+from .call_grad import is_detached, known_origins, needs_no_grad_arg, output_saved_here, returns_tuple
 from .expressions import cut_tracking, holder_of, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, qualify, qualify_dotted
 from .env import EMPTY, cap
 from .summaries import function_of, no_grad_value, param_index
-
-_DTYPE_CASTS = frozenset({"float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char"})
-
-
-_DROPOUTS = ("dropout", "alpha_dropout", "feature_alpha_dropout")
-
-
-def _dropout_condition(node: ast.Call, name: str) -> Tuple[bool, Optional[str]]:
-    """Whether ``F.<name>(x, p, training, inplace=True)`` may write at all, and the run-time condition
-    under which it does, when the call leaves one: dropout writes only in training mode with ``p``
-    above 0 (``p=0`` or ``training=False`` return the input untouched; docs/pytorch-facts.md#dropout).
-    ``training`` defaults to True for ``dropout``/``dropout1d``/..., to False for the alpha dropouts."""
-    position = ops.INPLACE_POSITION.get(name, -1)
-    training = kw(node, "training")
-    if training is None and len(node.args) > position - 1 >= 1:
-        training = node.args[position - 1]
-    p = kw(node, "p")
-    if p is None and len(node.args) > position - 2 >= 1:
-        p = node.args[position - 2]
-    parts = []
-    if training is None:
-        if name.startswith(("alpha_dropout", "feature_alpha_dropout")):
-            return False, None
-    elif is_false(training):
-        return False, None
-    elif not is_true(training):
-        parts.append(f"`{short(training)}` is true")
-    if p is not None:
-        value = p.value if isinstance(p, ast.Constant) else None
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if value == 0:
-                return False, None
-        else:
-            parts.append(f"the dropout probability `{short(p)}` is above 0")
-    return True, " and ".join(parts) or None
-
-
-def _module_condition(module: str, name: Optional[str]) -> Optional[str]:
-    """A dropout module built with ``inplace=True`` and applied through a name (``self.drop(x)``)
-    writes only while that module is in training mode (``model.eval()`` turns it off)."""
-    if name and "Dropout" in module.rpartition(".")[2]:
-        return f"`{name}` is in training mode"
-    return None
-
-
-def inplace_flag(node: ast.Call, name: str) -> bool:
-    """``F.relu(x, inplace=True)`` or ``F.relu(x, True)`` (by the parameter's position)."""
-    where = ops.inplace_argument(name, len(node.args), [k.arg for k in node.keywords])
-    return is_true(kw(node, "inplace") if where == "inplace" else None if where is None else node.args[where])
-
-
-def tensor_split_args(node: ast.Call) -> bool:
-    """``x.split(3)``, ``x.split([2, 1], dim=-1)``: tensor-style arguments, not ``str.split(sep)``."""
-    if kw(node, "dim") is not None or kw(node, "split_size") is not None or kw(node, "split_size_or_sections") is not None:
-        return True
-    if not node.args:
-        return False
-    first = node.args[0]
-    if isinstance(first, ast.Constant):
-        return isinstance(first.value, int) and not isinstance(first.value, bool)
-    return isinstance(first, (ast.List, ast.Tuple, ast.BinOp))
 
 
 def _is_bool_expr(node: ast.AST) -> bool:
@@ -91,17 +32,6 @@ def _is_bool_expr(node: ast.AST) -> bool:
 #: functions and methods whose result is a bool tensor
 _BOOL_RESULTS = frozenset({"logical_and", "logical_or", "logical_not", "logical_xor", "isnan", "isinf", "isfinite",
                            "isin", "eq", "ne", "gt", "lt", "ge", "le", "bool", "isclose"})
-
-
-def _is_dtype_conversion(node: ast.Call, name: str) -> bool:
-    if name in _DTYPE_CASTS:
-        return True
-    if name == "to":
-        if kw(node, "dtype") is not None:
-            return True
-        return any((dotted_name(a) or "").startswith("torch.") for a in node.args)
-    return False
-
 
 
 class CallsMixin:
@@ -144,7 +74,7 @@ class CallsMixin:
             inplace_module = self.inplace_modules.get(func_dotted or "")
             if inplace_module and node.args:
                 self.report(node, WriteKind.INPLACE_KWARG, f"`{inplace_module}(inplace=True)`", node.args[0], args[0],
-                            condition=_module_condition(inplace_module, func_dotted))
+                            condition=module_condition(inplace_module, func_dotted))
                 return self._inplace_result(node, inplace_module, args[0])
             self.note_layer_input(node)
             result = self.method_call(node, func.attr, func.value, recv)
@@ -169,7 +99,7 @@ class CallsMixin:
             module = self.inplace_modules.get(func.id)
             if module and node.args:
                 self.report(node, WriteKind.INPLACE_KWARG, f"`{module}(inplace=True)`", node.args[0], args[0],
-                            condition=_module_condition(module, func.id))
+                            condition=module_condition(module, func.id))
                 return self._inplace_result(node, module, args[0])
             qual, imported = qualify(func, self.names, self.is_local_name)
             if imported and qual is not None:
@@ -209,6 +139,9 @@ class CallsMixin:
                     any(o.is_tensor for o in first) or self.grad_source(target) or self._guess_of(target, first) >= 0):
                 # `F.relu_(h)` alone, `h` known to be a tensor that may need grad: `h` now holds that output
                 self.hold(key, cap(self.env.get(key, EMPTY) | {saved}))
+            if key is not None and "." not in key and "[" not in key:
+                # `y = F.relu(h, inplace=True)`: `y` is `h`, whatever `h` is known to be (:meth:`plan_fix`)
+                self.inplace_inputs[(saved.root_text, saved.root_line)] = key
             return cap(first | {saved})
         return first
 
@@ -242,8 +175,8 @@ class CallsMixin:
             return self._inplace_result(node, name, first_origins)
         if name in ops.INPLACE_KWARG_FUNCTIONS and inplace_flag(node, name):
             condition = None
-            if name.startswith(_DROPOUTS):
-                written, condition = _dropout_condition(node, name)
+            if name.startswith(DROPOUTS):
+                written, condition = dropout_condition(node, name)
                 if not written:
                     return first_origins  # F.dropout(training=False, inplace=True) or p=0 writes nothing
             self.report(node, WriteKind.INPLACE_KWARG, f"`{qual}(..., inplace=True)`", first, first_origins,
@@ -252,7 +185,7 @@ class CallsMixin:
         tuple_saved = self.saved_tuple_outputs(node, namespace, name, first, first_origins)
         if tuple_saved is not None:
             return tuple_saved
-        if ops.saves_output(namespace, name) and not inplace_flag(node, name):
+        if ops.saves_output(namespace, name) and not inplace_flag(node, name) and output_saved_here(node, namespace, name):
             if no_grad_value(first_origins):
                 return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
             if not first_origins and not self.grad_source(first) and self._guess_of(first, first_origins) < 0:
@@ -360,14 +293,16 @@ class CallsMixin:
         if name in ops.MAY_ALIAS_METHODS:
             if name == "contiguous":  # an expanded (stride-0) tensor is never contiguous: this copies it
                 recv = cap(o for o in recv if not o.has(StepKind.EXPAND))
-            if _is_dtype_conversion(node, name) and self.is_bool_value(recv_node):
+            if is_dtype_conversion(node, name) and self.is_bool_value(recv_node):
                 return EMPTY  # (ids != pad).view(...).expand(...).float(): a bool mask converted is a copy
-            if _to_integer_dtype(node, name) and not any(o.has(StepKind.EXPAND) for o in recv):
+            if to_integer_dtype(node, name) and not any(o.has(StepKind.EXPAND) for o in recv):
                 # x.to(torch.long): integer and bool tensors never require grad (docs/pytorch-facts.md#grad-off);
                 # from a float tensor it is a copy (an expanded one may be returned as is when already integer)
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             return self.view_of(recv_node, recv, StepKind.MAY_ALIAS, call_text(node, name), line)
         if name in ops.EXPAND_METHODS:
+            if expands_to_itself(node, recv_node):  # `x.expand_as(x)`, `t.expand(t.shape)`: nothing is broadcast
+                return self.view_of(recv_node, recv, StepKind.VIEW, call_text(node, name), line)
             return self.view_of(recv_node, recv, StepKind.EXPAND, call_text(node, name), line, any_base=True)
         if name in ops.MULTI_VIEW_METHODS or name in ops.SLICED_VIEW_METHODS:
             # str.split(",") and str.split() are not tensor splits
@@ -383,8 +318,10 @@ class CallsMixin:
         if ops.saved_outputs(ops.TENSOR_METHOD, name) and (any(o.is_tensor for o in known) or self.grad_source(
                 recv_node)) and (saved := self.saved_tuple_outputs(node, ops.TENSOR_METHOD, name, recv_node, recv)):
             return saved  # `v, i = x.max(-1)` of a tensor: the outputs its backward reads (EMPTY: unknown, go on)
-        if ops.saves_output(ops.TENSOR_METHOD, name) and (name in ops.SAVES_OUTPUT_ANY_RECEIVER or any(
-                o.is_tensor for o in known) or (recv and not self._is_self(recv_node) and _literal_args(node))):
+        if ops.saves_output(ops.TENSOR_METHOD, name) and not returns_tuple(node, ops.TENSOR_METHOD, name) \
+                and output_saved_here(node, ops.TENSOR_METHOD, name) and (
+                name in ops.SAVES_OUTPUT_ANY_RECEIVER or any(
+                o.is_tensor for o in known) or (recv and not self._is_self(recv_node) and literal_args(node))):
             if no_grad_value(known) and known == recv or (name in _STATE_ROOTS and recv and not known
                                                           and self._accumulated_params(recv)):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
@@ -433,7 +370,7 @@ class CallsMixin:
             name = last_name(node.func)
             if name in _BOOL_RESULTS:
                 return True
-            if not isinstance(node.func, ast.Attribute) or _is_dtype_conversion(node, name) or not (
+            if not isinstance(node.func, ast.Attribute) or is_dtype_conversion(node, name) or not (
                     name in ops.VIEW_METHODS or name in ops.EXPAND_METHODS or name in ops.MAY_ALIAS_METHODS):
                 return False
             node = node.func.value
@@ -471,18 +408,6 @@ class CallsMixin:
 #: is not state (it needs grad, and the output saved for backward is still written)
 _STATE_ROOTS = frozenset({"sqrt", "rsqrt"})
 
-_INTEGER_DTYPES = frozenset({"long", "int", "int64", "int32", "int16", "int8", "uint8", "short", "bool", "uint16",
-                             "uint32", "uint64"})
-
-
-def _to_integer_dtype(node: ast.Call, name: str) -> bool:
-    """``x.to(torch.long)``, ``x.to(dtype=torch.bool)``, ``x.type(torch.int64)``: an integer or bool result."""
-    if name not in ("to", "type"):
-        return False
-    given = [kw(node, "dtype")] + list(node.args[:2])
-    return any(a is not None and (dotted_name(a) or "").startswith("torch.")
-               and (dotted_name(a) or "").rsplit(".", 1)[1] in _INTEGER_DTYPES for a in given)
-
 
 #: the tensor methods whose meaning the analysis follows: called on an imported name of another library
 #: (``ImageOps.expand``, ``shlex.split``) they are that library's functions
@@ -497,7 +422,3 @@ def _evidence(origins: frozenset) -> frozenset:
     return frozenset(o for o in origins if not o.guessed and o.guess_param < 0)
 
 
-def _literal_args(node: ast.Call) -> bool:
-    """Every positional argument is a literal (``x.norm(2, -1)``, ``x.std()``): a module called on its input
-    (``self.norm(h)``, ``ln.norm(h)``) passes a tensor."""
-    return all(is_literal(a) for a in node.args)

@@ -88,6 +88,8 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     self_called: FrozenSet[str] = frozenset()
     #: in a class body and its methods: attributes whose call may save no input (``model_outputs.layers_not_saving``)
     unsaved_layers: FrozenSet[str] = frozenset()
+    #: in a class body and its methods: attributes that may be a module returning its input (``nn.Identity``)
+    identity_layers: FrozenSet[str] = frozenset()
     #: in a class body and its methods: ``self.<attr> = <param>`` in ``__init__`` -> (param, its position
     #: after ``self`` or -1, its literal default) (``model_outputs.init_flags``)
     init_flags: Dict[str, Tuple[str, int, tuple]] = field(default_factory=dict)
@@ -152,6 +154,9 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     #: names (and dotted names) known, in the branch being walked, not to require grad (the ``else`` of
     #: ``if x.requires_grad:``): writes to them, or to views of them, need no autograd rule
     nograd_keys: Set[str] = field(default_factory=set)
+    #: an in-place call's saved output (root text, line) -> the name it wrote and returned (``h`` in ``y =
+    #: F.relu(h, inplace=True)``): a rebinding fix of a write to ``y`` would hide it from ``h``
+    inplace_inputs: Dict[Tuple[str, int], str] = field(default_factory=dict)
     #: the conditions on parameters under which the statement being walked runs: (parameter index, the
     #: truth value the test needs, the truth of the parameter's literal default or None) for ``if flag:``,
     #: ``if not flag:``, ``a if flag else b``; a return records them (callee summaries are specialised for
@@ -213,7 +218,8 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
                      ctx=self.ctx, qual=qual, package=self.package, local_funcs=dict(self.local_funcs),
                      cls_qual=self.cls_qual, class_plain=self.class_plain, class_builders=self.class_builders,
                      scripted=self.scripted, self_name=self.self_name, assigned=set(self.assigned),
-                     unsaved_layers=self.unsaved_layers, init_flags=self.init_flags,
+                     unsaved_layers=self.unsaved_layers, identity_layers=self.identity_layers,
+                     init_flags=self.init_flags,
                      builder_args=self.builder_args)
 
     def child_scope(self, args: ast.arguments, no_grad: bool, func: Optional[ast.AST], qual: str,

@@ -196,6 +196,23 @@ def assignment_counts(cls: ast.ClassDef) -> Dict[str, int]:
     return counts
 
 
+#: torch modules whose call may return its input itself: ``nn.Identity``, dropout in eval mode
+_RETURN_INPUT_LAYERS = frozenset({"Identity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+                                  "FeatureAlphaDropout"})
+
+
+def identity_layers(cls: ast.ClassDef) -> FrozenSet[str]:
+    """The attributes a class may build as a module that returns its input (``self.head = nn.Linear(d, d) if
+    project else nn.Identity()``, ``self.drop = nn.Dropout(p)``): ``self.head(h)`` may be ``h`` itself."""
+    out: Set[str] = set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign) and any(_self_attr(t) for t in node.targets) and any(
+                isinstance(c, ast.Call) and (dotted_name(c.func) or "").rpartition(".")[2] in _RETURN_INPUT_LAYERS
+                for c in ast.walk(node.value)):
+            out.update(t.attr for t in node.targets if _self_attr(t))
+    return frozenset(out)
+
+
 def init_flags(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None) -> Dict[str, Tuple[str, int, tuple]]:
     """``self.relu = relu`` at the top level of ``__init__``, the only assignment to ``self.relu`` in the class:
     ``{"relu": ("relu", position, default)}`` (the position after ``self``, -1 for a keyword-only parameter; the

@@ -9,7 +9,7 @@ from typing import List, NamedTuple, Optional, Sequence, Set, Tuple
 from ..findings import HELPER_WRITE, SAVED_STEPS, Applicability, Finding, Origin, Related, RootKind, StepKind, WriteKind
 from ..rules import PRIORITY, Write
 from ..torch_facts import ops
-from . import fixplan, model_outputs
+from . import conditions, fixplan, model_outputs
 from .astutil import dotted_name, short
 from .consumers import flows_into, only_gradless_readers
 from .env import origin_key
@@ -132,6 +132,8 @@ class ReportingMixin:
             self.record_param_write(node, kind, op, target, o, index, None, op_name, write_no_grad, condition)
         if not real:
             return
+        if condition is None and self.path_conds:  # `if prefix_trans is not None: trans *= prefix_trans`
+            condition = " and ".join(f"`{conditions.describe(c, self.params)}`" for c in self.path_conds)
         write = Write(op, op_name, kind, short(target), point_index(node, kind), condition)
         rule, origin = match(real, write, self.no_grad or write_no_grad, self.settings.report_in_no_grad,
                              grad_context=not write_no_grad)
@@ -352,9 +354,25 @@ class ReportingMixin:
                  origins: Sequence[Origin], callers_checked: bool = False):
         if self.func is None or (self.ctx is not None and not self.ctx.plan_fixes):
             return None  # class bodies; a surface that shows findings only
+        if not self.no_grad and fixplan.raises_at_write(node, kind, target, origins):
+            return None  # the original raises at the write itself: a rewrite that runs on would hide that
         stmt = self.stmt_stack[-1] if self.stmt_stack else None
         fix = fixplan.plan(self.facts(), self.params, kind, node, target, op_name, origins, self.env, stmt,
                            self.loop_stack, callers_checked, self.kept_roots, holders=self.holders(origins))
+        written = fixplan.write_target_name(kind, target)
+        inplace = next((self.inplace_inputs[(o.root_text, o.root_line)] for o in origins
+                        if (o.root_text, o.root_line) in self.inplace_inputs
+                        and self.inplace_inputs[(o.root_text, o.root_line)] != written), None)
+        if fix is not None and fix.applicability is Applicability.SAFE and inplace is not None and (
+                self.loop_stack or self.facts().loaded_after(inplace, (node.lineno, node.col_offset))):
+            fix = replace(fix, applicability=Applicability.UNSAFE, reason=(
+                f"`{short(target)}` is `{inplace}` (the in-place call returned it), which would no longer see the "
+                "change"))
+        identity = self._identity_input(origins, node) if fix is not None and self.identity_layers else None
+        if identity is not None and fix.applicability is Applicability.SAFE:
+            fix = replace(fix, applicability=Applicability.UNSAFE, reason=(
+                f"`{identity[0]}` may be a module that returns its input itself (`nn.Identity`, dropout in eval "
+                f"mode): `{identity[1]}`, read after the write, would no longer see the change"))
         shared = next((o for o in origins if _storage_unknown(o)), None)
         if fix is not None and fix.applicability is Applicability.SAFE and shared is not None:
             # the rebinding stops writing a storage this function did not make (`x = inp.detach()`,
@@ -363,6 +381,23 @@ class ReportingMixin:
                 f"`{short(target)}` may share its storage with another tensor or array "
                 f"({_storage_phrase(shared)}), which would no longer see the change"))
         return fix
+
+    def _identity_input(self, origins: Sequence[Origin], write: ast.AST) -> Optional[Tuple[str, str]]:
+        """(``self.head``, ``h``) when a written origin is ``self.head(h)`` with ``self.head`` possibly a module
+        that returns its input (:func:`~.model_outputs.identity_layers`) and ``h`` is read after the write."""
+        facts = self.facts()
+        for o in origins:
+            for attr in self.identity_layers:
+                if not o.root_text.startswith(f"{self.self_name}.{attr}("):
+                    continue
+                for call in ast.walk(self.func):
+                    if isinstance(call, ast.Call) and call.lineno == o.root_line and call.args \
+                            and short(call.func) == f"{self.self_name}.{attr}":
+                        base = fixplan.shared_base(call.args[0])
+                        if isinstance(base, ast.Name) and (self.loop_stack or facts.loaded_after(
+                                base.id, (write.lineno, write.col_offset))):
+                            return f"{self.self_name}.{attr}", base.id
+        return None
 
     def plan_call_remedy(self, call: ast.AST, arg: ast.expr, origins: Sequence[Origin], twin: Optional[str],
                          kept: bool) -> str:
@@ -397,6 +432,13 @@ class ReportingMixin:
         """The argument is a temporary, or a local name the caller neither reads nor lets escape after the call."""
         if arg is None or self.func is None or isinstance(self.func, ast.Module):
             return False
+        base = fixplan.shared_base(arg)
+        while isinstance(base, (ast.Attribute, ast.Subscript)):
+            base = fixplan.shared_base(base.value)  # `out.logits.view(-1)`: a field of `out`
+        if base is not arg:  # `out.view(-1)`, `out[0]`, `out.float()`, `out.mul_(2)`: `out`'s storage
+            # (a view of a call's result, `model(ids).logits.squeeze(0)`, is a temporary's)
+            return self.is_unread_after(base, call) if isinstance(base, ast.Name) else isinstance(
+                base, (ast.Call, ast.BinOp))
         if isinstance(arg, (ast.Call, ast.BinOp)):
             return True
         if not isinstance(arg, ast.Name) or self.loop_stack:

@@ -219,9 +219,11 @@ class FunctionFacts:
         return self._siblings.get(id(stmt))
 
 
-def _call_role(call: ast.Call, current: ast.AST) -> str:
+def _call_role(call: ast.Call, current: ast.AST, facts: Optional["FunctionFacts"] = None) -> str:
     """What ``call`` does with ``current`` (its receiver, or an argument): "alias" (the result may share
-    its storage), "fresh" (a new tensor or a number) or "escape" (the callee may keep a reference)."""
+    its storage), "fresh" (a new tensor or a number) or "escape" (the callee may keep a reference). A method
+    named like tensor arithmetic on another receiver (``other.add(x)``) is arithmetic only where that receiver
+    is surely a tensor (:func:`_surely_tensor`): ``seen.add(x)`` on a set, ``buffer.add(x)`` keep ``x``."""
     if call.func is current:
         return "fresh" if isinstance(current, ast.Attribute) and current.attr in _FRESH_RESULTS else "alias"
     callee = dotted(call.func) or ""
@@ -231,10 +233,52 @@ def _call_role(call: ast.Call, current: ast.AST) -> str:
     if callee in _RETURNS_ARGUMENT:
         return "alias"
     if callee.startswith(_TORCH_PREFIXES):
+        if name.endswith("_") or any(k.arg == "inplace" and not (isinstance(k.value, ast.Constant)
+                                                                  and k.value.value is False) for k in call.keywords):
+            return "alias"  # torch.sigmoid_(h), F.relu(h, inplace=True): the result is `h`
         return "fresh" if name in _FRESH_RESULTS else "alias"  # torch.as_tensor(x), torch.atleast_2d(x), ...
-    if isinstance(call.func, ast.Attribute) and name in _FRESH_RESULTS:
-        return "fresh"  # other.add(x), other.mul(x): tensor arithmetic
+    if isinstance(call.func, ast.Attribute) and name in _FRESH_RESULTS \
+            and _surely_tensor(call.func.value, facts, 0):
+        return "fresh"  # other.add(x), other.mul(x) on a tensor: tensor arithmetic
     return "escape"
+
+
+def _surely_tensor(node: ast.AST, facts: Optional["FunctionFacts"], depth: int) -> bool:
+    """``node`` is a tensor by its syntax: a ``torch.*`` call's result, a tensor method's result on one
+    (``torch.ones(3).add(x)``), arithmetic with one, an item of one, or a name every binding of which in the
+    function is one of those. Parameters, attributes and other calls are not known."""
+    if depth > 4:
+        return False
+    if isinstance(node, ast.Call):
+        callee = dotted(node.func) or ""
+        if callee.startswith(_TORCH_PREFIXES):
+            return True
+        return isinstance(node.func, ast.Attribute) and node.func.attr in _FRESH_RESULTS \
+            and _surely_tensor(node.func.value, facts, depth + 1)
+    if isinstance(node, ast.BinOp):
+        return _surely_tensor(node.left, facts, depth + 1) or _surely_tensor(node.right, facts, depth + 1)
+    if isinstance(node, ast.Subscript):
+        return _surely_tensor(node.value, facts, depth + 1)
+    if isinstance(node, ast.Name) and facts is not None and node.id in facts.assigned \
+            and node.id not in facts.declared:
+        values = []
+        for stmt in facts.assigns:
+            if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in stmt.targets):
+                values.append(stmt.value)
+            elif isinstance(stmt, (ast.AnnAssign, ast.NamedExpr)) and isinstance(stmt.target, ast.Name) \
+                    and stmt.target.id == node.id:
+                values.append(stmt.value)
+            elif any(isinstance(t, ast.Name) and t.id == node.id for t in _bound_names(stmt)):
+                return False  # a loop variable, a tuple target: not known
+        return bool(values) and all(v is not None and _surely_tensor(v, facts, depth + 1) for v in values)
+    return False
+
+
+def _bound_names(stmt: ast.stmt) -> List[ast.Name]:
+    """The names a ``for`` or a tuple assignment binds."""
+    targets = [stmt.target] if isinstance(stmt, (ast.For, ast.AsyncFor)) else getattr(stmt, "targets", [])
+    return [n for t in targets if not isinstance(t, ast.Name) for n in ast.walk(t) if isinstance(n, ast.Name)] + \
+        [t for t in targets if isinstance(stmt, (ast.For, ast.AsyncFor)) and isinstance(t, ast.Name)]
 
 def climb(facts: FunctionFacts, node: ast.AST) -> Tuple[ast.AST, Optional[ast.Call]]:
     """Climb from a name through everything whose value may share its storage: attributes, items,
@@ -253,7 +297,7 @@ def climb(facts: FunctionFacts, node: ast.AST) -> Tuple[ast.AST, Optional[ast.Ca
             call = parent if isinstance(parent, ast.Call) else facts.parent(parent)
             if not isinstance(call, ast.Call):
                 return current, None
-            role = _call_role(call, current)
+            role = _call_role(call, current, facts)
             if role == "fresh":
                 return current, None
             if role == "escape":

@@ -67,9 +67,19 @@ def _hoistable(stmt: ast.stmt, node: ast.AST, target_name: str, facts: FunctionF
         if isinstance(parent, NO_HOIST_PARENTS):
             return False
         for earlier in _evaluated_before(parent, child):
-            if any(isinstance(n, SIDE_EFFECTS) for n in ast.walk(earlier)):
+            if any(isinstance(n, SIDE_EFFECTS) or not _inert(n) for n in ast.walk(earlier)):
                 return False
     return True
+
+
+#: what may be evaluated before a hoisted write: names, constants, dotted names (``torch.add``, ``self.scale``),
+#: tuples and lists of them. A subscript (``w[5]``, ``batch["mask"]``), an operator (``a * b``: a shape
+#: mismatch, a user ``__mul__``) may raise, and then the original never ran the write
+_INERT = (ast.Name, ast.Constant, ast.Attribute, ast.Tuple, ast.List, ast.Starred, ast.keyword, ast.expr_context)
+
+
+def _inert(node: ast.AST) -> bool:
+    return isinstance(node, _INERT)
 
 def _evaluated_before(parent: ast.AST, child: ast.AST) -> List[ast.AST]:
     """Children of ``parent`` that Python evaluates before ``child``."""
@@ -176,10 +186,12 @@ MAX_REWRITE_DEPTH = 64
 NO_TORCH = "the rewrite passes `out=torch.empty_like(...)`, and the module does not import `torch`"
 
 
-def withdraw_unwritable(tree: ast.Module, findings: Sequence[Finding]) -> List[Finding]:
+def withdraw_unwritable(tree: ast.Module, findings: Sequence[Finding],
+                        lines: Optional[Sequence[str]] = None) -> List[Finding]:
     """``findings`` with the fix withdrawn (``fix`` None, ``no_fix`` saying why) where the simple statement
-    holding the write is nested deeper than :data:`MAX_REWRITE_DEPTH`, or where the recipe needs a name the
-    module does not import (``out=torch.empty_like(x)`` without a top-level ``import torch``).
+    holding the write is nested deeper than :data:`MAX_REWRITE_DEPTH`, where it ends with a semicolon or a
+    line continuation (``y.div_(t);``: the rewrite replaces whole lines; ``lines``, the file's, tell), or where the recipe needs a
+    name the module does not import (``out=torch.empty_like(x)`` without a top-level ``import torch``).
 
     The one place that decides whether the rewriter can write a planned fix: the pipeline calls it on
     every file's findings before any surface sees them, so ``check``'s ``[fix: ...]`` note, JSON, SARIF,
@@ -193,6 +205,7 @@ def withdraw_unwritable(tree: ast.Module, findings: Sequence[Finding]) -> List[F
     if not planned:
         return list(findings)
     deep: Set[Tuple[int, int]] = set()
+    semicolon: Set[Tuple[int, int]] = set()
     stack: List[List[ast.stmt]] = [tree.body]
     while stack:
         for stmt in stack.pop():
@@ -209,10 +222,15 @@ def withdraw_unwritable(tree: ast.Module, findings: Sequence[Finding]) -> List[F
                 stack.extend(blocks)
             elif _deeper_than(stmt, MAX_REWRITE_DEPTH):
                 deep.update(planned[lo:hi])
-    if not deep:
+            elif lines is not None and stmt.end_lineno is not None and stmt.end_lineno <= len(lines) \
+                    and lines[stmt.end_lineno - 1][stmt.end_col_offset or 0:].lstrip().startswith((";", "\\")):
+                semicolon.update(planned[lo:hi])
+    if not deep and not semicolon:
         return list(findings)
     reason = f"the statement is nested more than {MAX_REWRITE_DEPTH} levels deep, too deep for the rewriter (libcst)"
-    return [dataclasses.replace(f, fix=None, no_fix=reason) if f.fix is not None and (f.line, f.col) in deep else f
+    ends = "the statement ends with `;` or `\\`, and the rewrite replaces whole lines"
+    return [dataclasses.replace(f, fix=None, no_fix=reason if (f.line, f.col) in deep else ends)
+            if f.fix is not None and ((f.line, f.col) in deep or (f.line, f.col) in semicolon) else f
             for f in findings]
 
 

@@ -28,7 +28,8 @@ import ast
 import bisect
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
-from ...findings import Applicability, Origin, RootKind
+from ...findings import SAME_TENSOR_STEPS, Applicability, Origin, RootKind, StepKind, WriteKind
+from ...torch_facts import ops
 from ..astutil import dotted_name as dotted
 from ..astutil import last_name
 from .facts import (NON_ALIAS_ATTRS, FunctionFacts, alias_chain_top, alias_closure, climb, escape, exclusive_spans,
@@ -275,7 +276,8 @@ def _describe_keeper(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
     parent = facts.parent(top)
     if isinstance(parent, (ast.Assign, ast.AnnAssign)) and getattr(parent, "value", None) is top:
         targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-        stored = [t for t in targets if not isinstance(t, ast.Name)]
+        # (a `global`/`nonlocal` name outlives the call as an attribute does)
+        stored = [t for t in targets if not isinstance(t, ast.Name) or t.id in facts.declared]
         if stored:
             return f"`{load.id}` is also stored in `{ast.unparse(stored[0])}` (line {load.lineno})"
         return None
@@ -318,3 +320,49 @@ def returned_elsewhere(facts: FunctionFacts, bases: Iterable[str] = ()) -> str:
         if keeper is not None:
             return keeper
     return ""
+
+
+def raises_at_write(node: ast.AST, kind: WriteKind, target: ast.expr, origins: Sequence[Origin]) -> bool:
+    """With grad on, the write raises where it stands, before any backward (torch 2.13, executed), so no
+    out-of-place form keeps the program's behaviour:
+    - ``out=`` a tensor that requires grad and is not also an input ("functions with out=... arguments
+      don't support automatic differentiation"; the rewrite's fresh ``out`` does not require grad);
+    - a leaf that requires grad, or a view of one (``w = torch.ones(3, requires_grad=True); w.add_(1)``:
+      "a leaf Variable that requires grad is being used in an in-place operation");
+    - an operand that is a view of the written tensor other than the tensor itself (``y.add_(y.t())``: "some
+      elements of the input tensor and the written-to tensor refer to a single memory location")."""
+    if kind is WriteKind.OUT_KWARG and isinstance(node, ast.Call) and any(
+            o.grad_evidence or o.guess_param >= 0 for o in origins) and not any(
+            isinstance(shared_base(a), ast.Name) and ast.dump(shared_base(a)) == ast.dump(shared_base(target))
+            for a in list(node.args) + [k.value for k in node.keywords if k.arg != "out"]):
+        return True  # (`add(x, t, out=x)`: `x` is an input too, and the rewrite raises the same)
+    if any(o.root is RootKind.TENSOR and "requires_grad=True" in o.root_text
+           and all(s.kind is StepKind.VIEW or s.kind in SAME_TENSOR_STEPS for s in o.steps) for o in origins):
+        return True
+    name = target.id if isinstance(target, ast.Name) else None
+    if name is None:
+        return False
+    if kind is WriteKind.METHOD and isinstance(node, ast.Call):
+        operands = list(node.args) + [k.value for k in node.keywords]
+    elif kind in (WriteKind.AUGMENTED, WriteKind.SUBSCRIPT):
+        operands = [getattr(node, "value", None)]
+    else:
+        return False
+    return any(operand is not None and not isinstance(operand, ast.Name) and isinstance(shared_base(operand), ast.Name)
+               and shared_base(operand).id == name and shared_base(operand) is not operand for operand in operands)
+
+
+def shared_base(node: ast.expr) -> ast.expr:
+    """The expression whose storage ``node`` may share: through basic views (``x[0]``, ``x.T``), view and
+    may-alias methods (``x.view(-1)``, ``x.float()``) and in-place methods (``x.mul_(2)`` returns ``x``)."""
+    while True:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Attribute) and node.attr in ops.VIEW_ATTRIBUTES:
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                node.func.attr in ops.VIEW_METHODS or node.func.attr in ops.MAY_ALIAS_METHODS
+                or node.func.attr in ops.EXPAND_METHODS or node.func.attr in ops.TENSOR_INPLACE_METHODS):
+            node = node.func.value
+        else:
+            return node

@@ -1,0 +1,126 @@
+"""What a call's arguments say, read from its text: whether an in-place flag or dropout writes, a dtype
+conversion or an integer dtype, a tensor split's sizes, an expand to the receiver's own shape, literal
+arguments only (a part of :mod:`.calls`).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Optional, Tuple
+
+from ..torch_facts import ops
+from .astutil import dotted_name, is_false, is_true, kw, short
+from .call_grad import is_literal
+
+
+_DTYPE_CASTS = frozenset({"float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char"})
+
+
+DROPOUTS = ("dropout", "alpha_dropout", "feature_alpha_dropout")
+
+
+
+def dropout_condition(node: ast.Call, name: str) -> Tuple[bool, Optional[str]]:
+    """Whether ``F.<name>(x, p, training, inplace=True)`` may write at all, and the run-time condition
+    under which it does, when the call leaves one: dropout writes only in training mode with ``p``
+    above 0 (``p=0`` or ``training=False`` return the input untouched; docs/pytorch-facts.md#dropout).
+    ``training`` defaults to True for ``dropout``/``dropout1d``/..., to False for the alpha dropouts."""
+    position = ops.INPLACE_POSITION.get(name, -1)
+    training = kw(node, "training")
+    if training is None and len(node.args) > position - 1 >= 1:
+        training = node.args[position - 1]
+    p = kw(node, "p")
+    if p is None and len(node.args) > position - 2 >= 1:
+        p = node.args[position - 2]
+    parts = []
+    if training is None:
+        if name.startswith(("alpha_dropout", "feature_alpha_dropout")):
+            return False, None
+    elif is_false(training):
+        return False, None
+    elif not is_true(training):
+        parts.append(f"`{short(training)}` is true")
+    if p is not None:
+        value = p.value if isinstance(p, ast.Constant) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if value == 0:
+                return False, None
+        else:
+            parts.append(f"the dropout probability `{short(p)}` is above 0")
+    return True, " and ".join(parts) or None
+
+
+
+def module_condition(module: str, name: Optional[str]) -> Optional[str]:
+    """A dropout module built with ``inplace=True`` and applied through a name (``self.drop(x)``)
+    writes only while that module is in training mode (``model.eval()`` turns it off)."""
+    if name and "Dropout" in module.rpartition(".")[2]:
+        return f"`{name}` is in training mode"
+    return None
+
+
+
+def inplace_flag(node: ast.Call, name: str) -> bool:
+    """``F.relu(x, inplace=True)`` or ``F.relu(x, True)`` (by the parameter's position)."""
+    where = ops.inplace_argument(name, len(node.args), [k.arg for k in node.keywords])
+    return is_true(kw(node, "inplace") if where == "inplace" else None if where is None else node.args[where])
+
+
+
+def tensor_split_args(node: ast.Call) -> bool:
+    """``x.split(3)``, ``x.split([2, 1], dim=-1)``: tensor-style arguments, not ``str.split(sep)``."""
+    if kw(node, "dim") is not None or kw(node, "split_size") is not None or kw(node, "split_size_or_sections") is not None:
+        return True
+    if not node.args:
+        return False
+    first = node.args[0]
+    if isinstance(first, ast.Constant):
+        return isinstance(first.value, int) and not isinstance(first.value, bool)
+    return isinstance(first, (ast.List, ast.Tuple, ast.BinOp))
+
+
+
+def is_dtype_conversion(node: ast.Call, name: str) -> bool:
+    if name in _DTYPE_CASTS:
+        return True
+    if name == "to":
+        if kw(node, "dtype") is not None:
+            return True
+        return any((dotted_name(a) or "").startswith("torch.") for a in node.args)
+    return False
+
+
+_INTEGER_DTYPES = frozenset({"long", "int", "int64", "int32", "int16", "int8", "uint8", "short", "bool", "uint16",
+                             "uint32", "uint64"})
+
+
+
+def to_integer_dtype(node: ast.Call, name: str) -> bool:
+    """``x.to(torch.long)``, ``x.to(dtype=torch.bool)``, ``x.type(torch.int64)``: an integer or bool result."""
+    if name not in ("to", "type"):
+        return False
+    given = [kw(node, "dtype")] + list(node.args[:2])
+    return any(a is not None and (dotted_name(a) or "").startswith("torch.")
+               and (dotted_name(a) or "").rsplit(".", 1)[1] in _INTEGER_DTYPES for a in given)
+
+
+
+def expands_to_itself(node: ast.Call, recv: ast.expr) -> bool:
+    """``x.expand_as(x)``, ``x.expand(x.shape)``, ``x.expand(*x.shape)``, ``x.expand(x.size())``: the target
+    shape is the receiver's own, so no dimension is broadcast (a plain view)."""
+    if len(node.args) != 1 or node.keywords:
+        return False
+    arg = node.args[0].value if isinstance(node.args[0], ast.Starred) else node.args[0]
+    if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "size" and not arg.args:
+        arg = arg.func.value
+    elif isinstance(arg, ast.Attribute) and arg.attr == "shape":
+        arg = arg.value
+    elif node.func.attr != "expand_as":  # (`x.expand_as(y)` takes a tensor)
+        return False
+    return ast.dump(arg) == ast.dump(recv)
+
+
+
+def literal_args(node: ast.Call) -> bool:
+    """Every positional argument is a literal (``x.norm(2, -1)``, ``x.std()``): a module called on its input
+    (``self.norm(h)``, ``ln.norm(h)``) passes a tensor."""
+    return all(is_literal(a) for a in node.args)
