@@ -46,3 +46,21 @@ def test_the_exported_write_raises_for_a_user_and_the_private_call_runs(tmp_path
         sys.path.remove(str(tmp_path))
         for name in [m for m in sys.modules if m == "exportpkg" or m.startswith("exportpkg.")]:
             del sys.modules[name]
+
+
+def test_a_tests_package_is_no_api(tmp_path):
+    """``tests/__init__.py`` re-exporting a helper does not make it a library's API: its one in-project call
+    (which passes a tensor that needs no grad) decides, as for any function (a review's case, executed)."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "__init__.py").write_text("from .helpers import ref_entropy\n")
+    (tmp_path / "tests" / "helpers.py").write_text(
+        "import torch\n\n\ndef ref_entropy(logits: torch.Tensor) -> torch.Tensor:\n    p = logits.softmax(-1)\n"
+        "    p.mul_(logits)\n    return -p.sum(-1)\n")
+    (tmp_path / "tests" / "test_entropy.py").write_text(
+        "import torch\n\nfrom .helpers import ref_entropy\n\n\ndef test_it():\n"
+        "    assert ref_entropy(torch.zeros(2, 4)).shape == (2,)\n")
+    project = Project(DEFAULT_SETTINGS, tmp_path)
+    for path in sorted((tmp_path / "tests").glob("*.py")):
+        project.add_file(str(path), source=path.read_text())
+    project.build()
+    assert project.findings(str(tmp_path / "tests" / "helpers.py")) == []

@@ -247,7 +247,11 @@ def hard_sample(x):
 def nuclear(x):
     y = torch.linalg.matrix_norm(x, ord="nuc")
     y.add_(1)
-    return y
+    z = torch.norm(x, p="nuc")
+    z.mul_(2)
+    w = x.norm(p="nuc")
+    w.mul_(2)
+    return y + z + w
 
 
 def medians(x):
@@ -262,7 +266,10 @@ def same_shape(x):
     t = x * 1
     u = t.expand(t.shape)
     u.mul_(2)
-    return y.sum() + t.sum()
+    s = x * 1
+    v = s.expand(-1, -1)
+    v.add_(1)
+    return y.sum() + t.sum() + s.sum()
 """
 
 

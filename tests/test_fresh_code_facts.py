@@ -517,3 +517,55 @@ def test_a_negated_guess_keeps_its_parameter():
     out = clean.occupancy(4)  # made without grad: the write is legal and gives the product
     assert not out.requires_grad
     assert torch.allclose(out, torch.exp(-torch.cumsum(torch.full((4,), 0.5), -1)))
+
+
+def test_a_torch_activation_or_stack_output_is_saved_and_other_stacks_are_torch_layers():
+    reported = _load("IPV006/torch_stack_outputs.py")
+    clean = _load("clean/torch_stack_outputs.py")
+    torch.manual_seed(0)
+    head = reported.Head(4)
+    x = torch.randn(3, 4)
+    for attr, write in (("act", lambda y: y.clamp_(1e-6, 1 - 1e-6)), ("gate", lambda y: y.clamp_(1e-6, 1 - 1e-6)),
+                        ("probs", lambda y: y.add_(1e-8))):
+        y = getattr(head, attr)(head.proj(x))
+        write(y)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    body = clean.Body(4)
+    body(x).sum().backward()  # the writes are legal: nothing saved those outputs
+    assert body.net[0].weight.grad is not None
+
+
+def test_frozen_or_replaced_inherited_weights_save_no_input():
+    clean = _load("clean/torch_layer_subclass_frozen.py")
+    torch.manual_seed(0)
+    net = clean.Net(3)
+    x = torch.randn(2, 3)
+    net(x).sum().backward()  # the writes after the layers are legal: nothing saved `x` for a gradient
+    assert net.stop.bias.grad is not None and net.stop.weight.grad is None
+
+
+def test_arithmetic_on_a_model_output_object_is_the_output_tensor():
+    reported = _load("IPV006/model_output_arithmetic.py")
+    clean = _load("clean/model_output_arithmetic.py")
+    torch.manual_seed(0)
+    model, x = torch.nn.Linear(4, 4), torch.randn(3, 4)
+    for run in (lambda: reported.reweighted(model, x, 0.5), lambda: reported.scaled(model, x)):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            run().sum().backward()
+    assert not clean.reweighted(model, x, 0.5).requires_grad
+    clean.scaled(model, x).sum().backward()
+    assert model.weight.grad is not None
+
+
+def test_indices_of_an_op_whose_values_reach_no_backward_are_free_to_write():
+    clean = _load("clean/tuple_values_gradless.py")
+    model = torch.nn.Linear(4, 3)
+    head = lambda priors: type("Out", (), {"logits": model(priors)})()  # noqa: E731
+    picked = clean.match(head, torch.randn(5, 4), -10.0)
+    assert picked.dtype == torch.int64 and picked.shape == (5,)
+    # the same write when the values reach the loss raises at backward
+    v, i = model(torch.randn(5, 4)).max(1, keepdim=True)
+    i.squeeze_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        v.sum().backward()

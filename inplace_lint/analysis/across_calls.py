@@ -27,6 +27,11 @@ from .summaries import (CallSite, FileResult, FunctionSummary, ModuleIndex, loca
 _MAX_INCOMING = 12
 
 
+#: top-level packages that are no library's API (their functions are called by the project itself)
+_NOT_AN_API = frozenset({"test", "tests", "testing", "examples", "example", "benchmarks", "benchmark", "docs",
+                         "scripts", "tools"})
+
+
 class AcrossCalls:
     """The project pass over the call sites and summaries the walks left (a part of
     :class:`~.project.Project`, which sets these attributes and provides ``_class``)."""
@@ -250,7 +255,7 @@ class AcrossCalls:
         if getattr(self, "_exported_for", None) is not final:
             out = set()
             for index in self.indexes.values():
-                if index.is_package and "." not in index.module:
+                if index.is_package and "." not in index.module and index.module not in _NOT_AN_API:
                     for name, target in index.imports.items():
                         found = self.resolve(target) if not name.startswith("_") else None
                         if found and found[0] == "function":

@@ -8,6 +8,7 @@ from typing import Optional
 
 from . import conditions, model_outputs
 from .astutil import dotted_name
+from .names import qualify_dotted
 
 
 class ConditionsMixin:
@@ -58,6 +59,9 @@ class ConditionsMixin:
         (:func:`~.model_outputs.builder_arguments`)."""
         self.unsaved_layers = model_outputs.layers_not_saving(cls)
         self.identity_layers = model_outputs.identity_layers(cls)
+        self.weights_unknown = model_outputs.inherited_weights_unknown(cls)
         counts = model_outputs.assignment_counts(cls)  # (one walk of the class for both)
         self.init_flags = model_outputs.init_flags(cls, counts)
+        self.torch_stacks = model_outputs.torch_stacks(
+            cls, lambda d: qualify_dotted(d, self.names, self.is_local_name)[0] or d, counts)
         self.builder_args = model_outputs.builder_arguments(cls, counts)

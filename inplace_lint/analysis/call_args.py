@@ -107,6 +107,10 @@ def to_integer_dtype(node: ast.Call, name: str) -> bool:
 def expands_to_itself(node: ast.Call, recv: ast.expr) -> bool:
     """``x.expand_as(x)``, ``x.expand(x.shape)``, ``x.expand(*x.shape)``, ``x.expand(x.size())``: the target
     shape is the receiver's own, so no dimension is broadcast (a plain view)."""
+    if node.func.attr == "expand" and node.args and not node.keywords and all(
+            isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.USub) and isinstance(a.operand, ast.Constant)
+            and a.operand.value == 1 for a in node.args):
+        return True  # `x.expand(-1, -1)`: every dimension kept (a new leading one would need a size)
     if len(node.args) != 1 or node.keywords:
         return False
     arg = node.args[0].value if isinstance(node.args[0], ast.Starred) else node.args[0]

@@ -92,7 +92,8 @@ def output_saved_here(node: ast.Call, namespace: str, name: str) -> bool:
     """The saved table's answer for an op whose output is saved only for some arguments, executed under torch
     2.13: ``matrix_power(x, n)`` saves its output only for ``n < 0`` (an inverse; ``n >= 0`` is matmuls, which
     save their inputs); ``gumbel_softmax(hard=True)`` returns ``y_hard - y_soft.detach() + y_soft`` (an add);
-    ``matrix_norm``/``linalg.norm`` with ``ord="nuc"`` is a sum of singular values."""
+    ``matrix_norm``/``linalg.norm`` with ``ord="nuc"`` (``torch.norm``/``Tensor.norm`` with ``p="nuc"``) is a sum
+    of singular values."""
     if name == "matrix_power":
         power = _argument(node, namespace, 1, "n")
         return not (power is not None and is_int_literal(power) and not isinstance(power, ast.UnaryOp))
@@ -100,6 +101,9 @@ def output_saved_here(node: ast.Call, namespace: str, name: str) -> bool:
         return not is_true(kw(node, "hard"))
     if name in ("matrix_norm", "norm") and namespace == "torch.linalg":
         order = _argument(node, namespace, 1, "ord")
+        return not (is_str_constant(order) and order.value == "nuc")
+    if name == "norm" and namespace in ("torch", ops.TENSOR_METHOD):  # `torch.norm(h, p="nuc")`, `h.norm(p="nuc")`
+        order = _argument(node, namespace, 1, "p")
         return not (is_str_constant(order) and order.value == "nuc")
     return True
 
@@ -174,6 +178,23 @@ class CallGradMixin:
         return only_gradless_readers(names, lambda name: facts.by_name.get(name, ((), ()))[1], facts.parents, node,
                                      set(), facts.captured_loads, self.params, facts.declared, unread=True)
 
+    def _values_read_without_grad(self, call: ast.Call) -> bool:
+        """``v, i = x.max(1)`` (a values-and-indices op unpacked into names): every read of ``v``, followed
+        through the names it is bound to, ends without a gradient (a comparison, an index fill), or nothing
+        reads it, so the op's backward never runs and the indices it saved are never read (iopaint's RetinaFace
+        matching, executed)."""
+        if self.func is None or isinstance(self.func, ast.Module):
+            return False
+        facts = self.facts()
+        parent = facts.parents.get(id(call))
+        if not (isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1
+                and isinstance(parent.targets[0], ast.Tuple) and len(parent.targets[0].elts) == 2
+                and all(isinstance(e, ast.Name) for e in parent.targets[0].elts)):
+            return False
+        values = parent.targets[0].elts[0].id
+        return only_gradless_readers({values}, lambda name: facts.by_name.get(name, ((), ()))[1], facts.parents, call,
+                                     set(), facts.captured_loads, self.params, facts.declared, unread=True)
+
     def mark_saved_input(self, arg: ast.expr, op: str, line: int, call: ast.Call) -> None:
         """``arg`` was read by the backward of ``op``, which ran with grad on: a later in-place write to the
         tensor the name holds fails at backward when it requires grad (docs/pytorch-facts.md#saved-input).
@@ -202,8 +223,9 @@ class CallGradMixin:
         if not entry:
             return
         own = [p for p in entry[2] if p < len(given) and self.env.get(dotted_name(given[p]) or "")]
-        other = [p for p in entry[3] if p < len(given) and holder_of(given[p]) is not None
-                 and any(self.needs_grad(given[i], origins[i]) for i in range(len(given)) if i != p)]
+        # (the table probes two inputs: `x` in `F.linear(x, w, b)` is read for `w`'s gradient, not `b`'s)
+        other = [p for p in entry[3] if p < len(given) and 1 - p < len(given) and holder_of(given[p]) is not None
+                 and self.needs_grad(given[1 - p], origins[1 - p])]
         if not (own or other) or self.read_without_grad(node):
             return
         for position in own:
@@ -228,6 +250,8 @@ class CallGradMixin:
         if first is None or no_grad_value(first_origins) or (
                 not first_origins and not self.grad_source(first) and self._guess_of(first, first_origins) < 0):
             return EMPTY
+        if positions == (1,) and self._values_read_without_grad(node):
+            return EMPTY  # `v, i = x.max(1)` with `v` only compared: no backward reaches the op to read `i`
         guess = self._guess_of(first, first_origins)
         return frozenset(Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad,
                                 guess_param=guess).extend(Step(StepKind.TUPLE_ITEM, f"({i})", node.lineno, self.no_grad))
@@ -400,7 +424,8 @@ class CallGradMixin:
             # `self.raw`, set to `nn.Parameter(...)` in `__init__`: a parameter requires grad (unless the class
             # freezes it: `self.raw.requires_grad = False`)
             owner = self.ctx.attribute_builder(self.cls_qual, node.attr)
-            if owner is None and node.attr in ("weight", "bias") and node.attr not in self.unsaved_layers:
+            if owner is None and node.attr in ("weight", "bias") and node.attr not in self.unsaved_layers \
+                    and not self.weights_unknown:
                 # `class MaskedLinear(nn.Linear)`: torch's `__init__` made `self.weight` a parameter
                 return self.ctx.torch_layer_base(self.cls_qual) in ops.LAYERS_SAVING_INPUT
             return owner is not None and owner.rsplit(".", 1)[-1] == "Parameter" and node.attr not in self.unsaved_layers

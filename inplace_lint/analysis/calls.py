@@ -77,6 +77,9 @@ class CallsMixin:
                             condition=module_condition(inplace_module, func_dotted))
                 return self._inplace_result(node, inplace_module, args[0])
             self.note_layer_input(node)
+            if node.args and func.attr in self.torch_stacks and isinstance(func.value, ast.Name) \
+                    and func.value.id == self.self_name and self.cls_qual:
+                return self.module_output(node, self.torch_stacks[func.attr], node.args[0], args[0])
             result = self.method_call(node, func.attr, func.value, recv)
             self.hand_callables_to_model(node, result)
             return result
@@ -144,6 +147,19 @@ class CallsMixin:
                 self.inplace_inputs[(saved.root_text, saved.root_line)] = key
             return cap(first | {saved})
         return first
+
+    def module_output(self, node: ast.Call, op: str, first: ast.expr, first_origins: frozenset) -> frozenset:
+        """``self.act(h)`` with ``self.act = nn.Sigmoid()``, or an ``nn.Sequential`` of torch layers ending in
+        one: the output of the functional ``op``, saved for backward when the saved table says so (as for
+        ``F.sigmoid(h)``); a stack ending in another torch layer gives a plain activation, not a model output."""
+        if not op or self.no_grad or not ops.saves_output(FUNCTIONAL_NAMESPACE, op):
+            return EMPTY
+        if no_grad_value(first_origins):
+            return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
+        if not first_origins and not self.grad_source(first) and self._guess_of(first, first_origins) < 0:
+            return EMPTY
+        return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno,
+                                 guess_param=self._guess_of(first, first_origins))})
 
     def function_call(self, node: ast.Call, name: str, functional: bool, args: List[frozenset],
                       kwargs: Dict[str, frozenset], namespace: str = "torch") -> frozenset:

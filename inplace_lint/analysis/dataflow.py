@@ -90,6 +90,13 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     unsaved_layers: FrozenSet[str] = frozenset()
     #: in a class body and its methods: attributes that may be a module returning its input (``nn.Identity``)
     identity_layers: FrozenSet[str] = frozenset()
+    #: in a class body and its methods: ``self.<attr>`` built as a torch activation or an ``nn.Sequential`` of
+    #: torch layers -> the functional op its output comes from, "" for another layer
+    #: (:func:`~.model_outputs.torch_stacks`)
+    torch_stacks: Dict[str, str] = field(default_factory=dict)
+    #: in a class body and its methods: the class may have made its inherited torch weights something other
+    #: than parameters that require grad (:func:`~.model_outputs.inherited_weights_unknown`)
+    weights_unknown: bool = False
     #: in a class body and its methods: ``self.<attr> = <param>`` in ``__init__`` -> (param, its position
     #: after ``self`` or -1, its literal default) (``model_outputs.init_flags``)
     init_flags: Dict[str, Tuple[str, int, tuple]] = field(default_factory=dict)
@@ -219,6 +226,7 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
                      cls_qual=self.cls_qual, class_plain=self.class_plain, class_builders=self.class_builders,
                      scripted=self.scripted, self_name=self.self_name, assigned=set(self.assigned),
                      unsaved_layers=self.unsaved_layers, identity_layers=self.identity_layers,
+                     torch_stacks=self.torch_stacks, weights_unknown=self.weights_unknown,
                      init_flags=self.init_flags,
                      builder_args=self.builder_args)
 

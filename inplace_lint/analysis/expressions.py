@@ -90,6 +90,15 @@ _OPERATOR_METHODS = {name: (method or stem + "_").rstrip("_").replace("true", ""
 _EVAL: dict = {}
 
 
+def _as_tensor(origin: Origin) -> Origin:
+    """An operand of tensor arithmetic: what a model call returned (``h = model(x)``; an object that may be a
+    tuple or a ``ModelOutput`` elsewhere) is, in ``beta * h`` or ``torch.exp(h * 2)``, the model's output
+    tensor itself (pygcl's ``(beta * h).exp()``)."""
+    if origin.root is RootKind.MODEL_OUTPUT_OBJECT and not origin.steps:
+        return replace(origin, root=RootKind.MODEL_OUTPUT)
+    return origin
+
+
 class ExpressionsMixin:
     """``eval_<Node>`` handlers for everything but calls."""
 
@@ -174,7 +183,8 @@ class ExpressionsMixin:
         ``operands``' origins makes: a new tensor that requires grad when an input does (by evidence: a model
         output, a submodule's result, a Parameter), none when every input is a factory's tensor or a number;
         unknown otherwise."""
-        operands = [frozenset(tuple_item_at(o, None) if is_tuple_item(o) else o for o in ops_) for ops_ in operands]
+        operands = [frozenset(tuple_item_at(o, None) if is_tuple_item(o) else _as_tensor(o) for o in ops_)
+                    for ops_ in operands]
         # arithmetic on a tensor that may need grad is a new tensor that needs grad (its rows are views)
         grads = [o for ops_ in operands for o in ops_ if o.is_tensor and not o.root_no_grad and param_index(o) is None
                  and o.root is not RootKind.FRESH and o.certain_tensor]

@@ -17,7 +17,7 @@ runtime sanitizer likewise counts only top-level module calls.
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Optional, Set, Tuple
 
 from ..torch_facts import ops
 from ..findings import Origin, RootKind, Step, StepKind
@@ -175,6 +175,32 @@ def _freezes(node: ast.AST) -> bool:
         and node.targets[0].attr == "requires_grad" and not is_true(node.value)
 
 
+def inherited_weights_unknown(cls: ast.ClassDef) -> bool:
+    """A torch layer's subclass whose inherited ``self.weight``/``self.bias`` the class's own code may have made
+    something other than parameters that require grad: it assigns, registers or deletes them
+    (``self.weight = nn.Parameter(w, requires_grad=False)``, ``del self.weight; self.register_buffer("weight",
+    w)``), or freezes itself (``self.requires_grad_(False)``, ``for p in self.parameters(): p.requires_grad =
+    False``)."""
+    for node in ast.walk(cls):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target] if isinstance(
+            node, (ast.AnnAssign, ast.AugAssign)) else []
+        if any(_self_attr(t) and t.attr in ("weight", "bias") for t in targets):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "register_buffer", "register_parameter") and node.args and is_str_constant(node.args[0]) \
+                and node.args[0].value in ("weight", "bias"):
+            return True
+        if _freezes(node) and isinstance(node, ast.Call) and isinstance(node.func.value, ast.Name) \
+                and node.func.value.id == "self":
+            return True  # self.requires_grad_(False)
+        if isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Attribute) \
+                and node.iter.func.attr in ("parameters", "named_parameters") \
+                and isinstance(node.iter.func.value, ast.Name) and node.iter.func.value.id == "self" \
+                and any(map(_freezes, ast.walk(node))):
+            return True
+    return False
+
+
 def _self_attr(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
@@ -196,6 +222,45 @@ def assignment_counts(cls: ast.ClassDef) -> Dict[str, int]:
     return counts
 
 
+def torch_stacks(cls: ast.ClassDef, qualify: Callable[[str], str],
+                 counts: Optional[Dict[str, int]] = None) -> Dict[str, str]:
+    """``self.<attr>`` built once, as a torch activation (``nn.Sigmoid()``) or an ``nn.Sequential(...)`` of
+    ``torch.nn`` layers written out (``qualify`` resolves a dotted name through the module's imports): the
+    ``torch.nn.functional`` op its output comes from (``"sigmoid"``, ``"softmax"``:
+    :data:`ops.MODULE_FUNCTIONALS`), or ``""`` for a stack whose last layer is another torch layer
+    (``nn.Linear``): torch's own code, no unknown head."""
+    counts = assignment_counts(cls) if counts is None else counts
+    out: Dict[str, str] = {}
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
+                and counts.get(node.targets[0].attr) == 1:
+            op = _stack_output(node.value, qualify, 0)
+            if op is not None and (op or (dotted_name(node.value.func) or "").endswith("Sequential")):
+                out[node.targets[0].attr] = op  # (a single layer other than an activation: torch's own rules)
+    return out
+
+
+def _stack_output(node: ast.expr, qualify: Callable[[str], str], depth: int) -> Optional[str]:
+    if depth > 4 or not isinstance(node, ast.Call):
+        return None
+    name = qualify(dotted_name(node.func) or "")
+    if not name.startswith("torch.nn.") or name.startswith(("torch.nn.parallel.", "torch.nn.utils.")):
+        return None
+    layer = name.rsplit(".", 1)[-1]
+    if layer == "Sequential":
+        items = node.args
+        if not items or node.keywords or any(isinstance(a, ast.Starred) for a in items):
+            return None
+        inner = [_stack_output(a, qualify, depth + 1) for a in items]
+        inner = [i for i in inner if i != "Identity"]  # (`nn.Identity()` passes the previous layer's output on)
+        return None if not inner or any(i is None for i in inner) else inner[-1]
+    if layer == "Identity":
+        return "Identity" if depth else None
+    if layer in ("ModuleList", "ModuleDict") or not layer[:1].isupper():
+        return None
+    return ops.MODULE_FUNCTIONALS.get(layer, "")
+
+
 #: torch modules whose call may return its input itself: ``nn.Identity``, dropout in eval mode
 _RETURN_INPUT_LAYERS = frozenset({"Identity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
                                   "FeatureAlphaDropout"})
@@ -206,11 +271,24 @@ def identity_layers(cls: ast.ClassDef) -> FrozenSet[str]:
     project else nn.Identity()``, ``self.drop = nn.Dropout(p)``): ``self.head(h)`` may be ``h`` itself."""
     out: Set[str] = set()
     for node in ast.walk(cls):
-        if isinstance(node, ast.Assign) and any(_self_attr(t) for t in node.targets) and any(
-                isinstance(c, ast.Call) and (dotted_name(c.func) or "").rpartition(".")[2] in _RETURN_INPUT_LAYERS
-                for c in ast.walk(node.value)):
+        if isinstance(node, ast.Assign) and any(_self_attr(t) for t in node.targets) and _may_return_input(node.value):
             out.update(t.attr for t in node.targets if _self_attr(t))
     return frozenset(out)
+
+
+def _may_return_input(node: ast.expr) -> bool:
+    """An arm of ``node`` (through ``a if c else b`` and ``a or b``) builds a module that returns its input: a
+    layer of :data:`_RETURN_INPUT_LAYERS`, or an ``nn.Sequential`` of nothing else."""
+    if isinstance(node, ast.IfExp):
+        return _may_return_input(node.body) or _may_return_input(node.orelse)
+    if isinstance(node, ast.BoolOp):
+        return any(_may_return_input(v) for v in node.values)
+    if not isinstance(node, ast.Call):
+        return False
+    layer = (dotted_name(node.func) or "").rpartition(".")[2]
+    if layer == "Sequential":
+        return all(_may_return_input(a) for a in node.args)
+    return layer in _RETURN_INPUT_LAYERS
 
 
 def init_flags(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None) -> Dict[str, Tuple[str, int, tuple]]:

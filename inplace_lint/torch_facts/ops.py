@@ -163,6 +163,12 @@ INIT_FUNCTIONS = frozenset({"uniform_", "normal_", "trunc_normal_", "constant_",
 #: ``nn`` activation classes by the function they run in place
 ACTIVATION_FUNCTIONS = {"ReLU": "relu", "LeakyReLU": "leaky_relu", "ELU": "elu", "SELU": "selu", "CELU": "celu",
                         "RReLU": "rrelu", "Sigmoid": "sigmoid", "Tanh": "tanh"}
+#: ``torch.nn`` modules that compute one ``torch.nn.functional`` op on their input: a module's output is that
+#: op's (whether its backward reads the output is the saved table's answer for the op)
+MODULE_FUNCTIONALS = {**ACTIVATION_FUNCTIONS, "Softmax": "softmax", "LogSoftmax": "log_softmax",
+                      "Softmin": "softmin", "GELU": "gelu", "SiLU": "silu", "Softplus": "softplus",
+                      "Hardtanh": "hardtanh", "ReLU6": "relu6", "Mish": "mish", "LogSigmoid": "logsigmoid",
+                      "Hardsigmoid": "hardsigmoid", "Hardswish": "hardswish"}
 #: Of those, the method names that are taken as a tensor's even when nothing proves the receiver a tensor
 #: (``logits.softmax(-1)``); the others (``norm``, ``std``, ``det``, ``solve``, ...) need a receiver known
 #: to be a tensor or a parameter: ``self.norm(h)`` is a LayerNorm submodule, not ``Tensor.norm``.
