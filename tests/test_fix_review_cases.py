@@ -289,6 +289,35 @@ def test_outputs_not_saved_for_these_arguments_get_no_finding_and_backpropagate(
         y.sum().backward()
 
 
+def test_a_full_reduction_saves_its_output():
+    """``h.max()`` / ``torch.min(h)`` (no ``dim``, one tensor) save their output, though their ``dim`` and
+    two-tensor forms do not (a review's miss, executed)."""
+    src = HEADER + textwrap.dedent("""
+        def peak(model, x):
+            h = model(x).logits
+            m = h.max()
+            m.mul_(2)  # <-
+            return m
+
+
+        def dims(model, x):
+            h = model(x).logits
+            v = torch.max(h, h * 2)
+            v.mul_(2)
+            return v
+        """)
+    assert [(f.line, f.code) for f in analyze_source(src)] == [(_marked(src), "IPV006")]
+    h = torch.randn(3, requires_grad=True)
+    for reduce in (lambda t: t.max(), lambda t: torch.min(t)):
+        m = reduce(h * 1)
+        m.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            m.backward()
+    v = torch.max(h * 1, h * 2)
+    v.mul_(2)
+    v.sum().backward()  # the two-tensor form saves its inputs, not its output
+
+
 @pytest.mark.parametrize("tail", [";", "  ;  # note", " \\\n    # a comment line"])
 def test_a_statement_ending_in_a_semicolon_or_continuation_advertises_no_fix(tail):
     from inplace_lint.config import DEFAULT_SETTINGS

@@ -201,7 +201,7 @@ class CallsMixin:
         tuple_saved = self.saved_tuple_outputs(node, namespace, name, first, first_origins)
         if tuple_saved is not None:
             return tuple_saved
-        if ops.saves_output(namespace, name) and not inplace_flag(node, name) and output_saved_here(node, namespace, name):
+        if output_saved_here(node, namespace, name) and not inplace_flag(node, name):
             if no_grad_value(first_origins):
                 return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
             if not first_origins and not self.grad_source(first) and self._guess_of(first, first_origins) < 0:
@@ -334,8 +334,7 @@ class CallsMixin:
         if ops.saved_outputs(ops.TENSOR_METHOD, name) and (any(o.is_tensor for o in known) or self.grad_source(
                 recv_node)) and (saved := self.saved_tuple_outputs(node, ops.TENSOR_METHOD, name, recv_node, recv)):
             return saved  # `v, i = x.max(-1)` of a tensor: the outputs its backward reads (EMPTY: unknown, go on)
-        if ops.saves_output(ops.TENSOR_METHOD, name) and not returns_tuple(node, ops.TENSOR_METHOD, name) \
-                and output_saved_here(node, ops.TENSOR_METHOD, name) and (
+        if not returns_tuple(node, ops.TENSOR_METHOD, name) and output_saved_here(node, ops.TENSOR_METHOD, name) and (
                 name in ops.SAVES_OUTPUT_ANY_RECEIVER or any(
                 o.is_tensor for o in known) or (recv and not self._is_self(recv_node) and literal_args(node))):
             if no_grad_value(known) and known == recv or (name in _STATE_ROOTS and recv and not known
