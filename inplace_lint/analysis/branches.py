@@ -57,11 +57,12 @@ class ConditionsMixin:
         (:func:`~.model_outputs.layers_not_saving`), the flags ``__init__`` copies from its parameters
         (:func:`~.model_outputs.init_flags`) and the constant arguments each submodule was built with
         (:func:`~.model_outputs.builder_arguments`)."""
-        self.unsaved_layers = model_outputs.layers_not_saving(cls)
-        self.identity_layers = model_outputs.identity_layers(cls)
-        self.weights_unknown = model_outputs.inherited_weights_unknown(cls)
-        counts = model_outputs.assignment_counts(cls)  # (one walk of the class for both)
+        nodes = model_outputs.class_nodes(cls)  # (one walk of the class for every fact)
+        self.unsaved_layers = model_outputs.layers_not_saving(cls, nodes)
+        self.identity_layers = model_outputs.identity_layers(cls, nodes)
+        self.weights_unknown = model_outputs.inherited_weights_unknown(cls, nodes)
+        counts = model_outputs.assignment_counts(cls, nodes)
         self.init_flags = model_outputs.init_flags(cls, counts)
         self.torch_stacks = model_outputs.torch_stacks(
-            cls, lambda d: qualify_dotted(d, self.names, self.is_local_name)[0] or d, counts)
+            cls, lambda d: qualify_dotted(d, self.names, self.is_local_name)[0] or d, counts, nodes)
         self.builder_args = model_outputs.builder_arguments(cls, counts)

@@ -17,7 +17,7 @@ runtime sanitizer likewise counts only top-level module calls.
 from __future__ import annotations
 
 import ast
-from typing import Callable, Dict, FrozenSet, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Optional, Sequence, Set, Tuple
 
 from ..torch_facts import ops
 from ..findings import Origin, RootKind, Step, StepKind
@@ -134,7 +134,16 @@ def _is_expand_chain(node: ast.AST) -> bool:
         and node.func.attr in ops.EXPAND_METHODS and not isinstance(expr_base(node), ast.Constant)
 
 
-def layers_not_saving(cls: ast.ClassDef) -> FrozenSet[str]:
+#: the statements and calls the class facts below read (one walk of a class gives them all: :func:`class_nodes`)
+_CLASS_FACT_NODES = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Delete, ast.Call, ast.For)
+
+
+def class_nodes(cls: ast.ClassDef) -> list:
+    """The nodes of ``cls`` the class facts read, from one walk (each fact takes them as ``nodes``)."""
+    return [n for n in ast.walk(cls) if isinstance(n, _CLASS_FACT_NODES)]
+
+
+def layers_not_saving(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = None) -> FrozenSet[str]:
     """The attributes a class's ``self.<attr>(x)`` or ``self.<attr>`` weight may not make a saved input of ``x``
     (docs/pytorch-facts.md#saved-for-other): built without weights (``affine=False``,
     ``elementwise_affine=False``) or padding first (``padding_mode="reflect"``: the padded copy is saved), built
@@ -142,7 +151,7 @@ def layers_not_saving(cls: ast.ClassDef) -> FrozenSet[str]:
     ``self.scale.requires_grad = False``, ``for p in self.proj.parameters(): p.requires_grad = False``)."""
     builders: Dict[str, Set[str]] = {}
     out: Set[str] = set()
-    for node in ast.walk(cls):
+    for node in (ast.walk(cls) if nodes is None else nodes):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]):
             attr = node.targets[0].attr
             if isinstance(node.value, ast.Call):
@@ -175,13 +184,13 @@ def _freezes(node: ast.AST) -> bool:
         and node.targets[0].attr == "requires_grad" and not is_true(node.value)
 
 
-def inherited_weights_unknown(cls: ast.ClassDef) -> bool:
+def inherited_weights_unknown(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = None) -> bool:
     """A torch layer's subclass whose inherited ``self.weight``/``self.bias`` the class's own code may have made
     something other than parameters that require grad: it assigns, registers or deletes them
     (``self.weight = nn.Parameter(w, requires_grad=False)``, ``del self.weight; self.register_buffer("weight",
     w)``), or freezes itself (``self.requires_grad_(False)``, ``for p in self.parameters(): p.requires_grad =
     False``)."""
-    for node in ast.walk(cls):
+    for node in (ast.walk(cls) if nodes is None else nodes):
         targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target] if isinstance(
             node, (ast.AnnAssign, ast.AugAssign)) else []
         if any(_self_attr(t) and t.attr in ("weight", "bias") for t in targets):
@@ -210,10 +219,10 @@ def _init(cls: ast.ClassDef):
                  and item.args.args), None)
 
 
-def assignment_counts(cls: ast.ClassDef) -> Dict[str, int]:
+def assignment_counts(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = None) -> Dict[str, int]:
     """How many assignments to each ``self.<attr>`` the class's code makes."""
     counts: Dict[str, int] = {}
-    for node in ast.walk(cls):
+    for node in (ast.walk(cls) if nodes is None else nodes):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AugAssign, ast.AnnAssign)) else []
         for t in targets:
@@ -222,8 +231,8 @@ def assignment_counts(cls: ast.ClassDef) -> Dict[str, int]:
     return counts
 
 
-def torch_stacks(cls: ast.ClassDef, qualify: Callable[[str], str],
-                 counts: Optional[Dict[str, int]] = None) -> Dict[str, str]:
+def torch_stacks(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Optional[Dict[str, int]] = None,
+                 nodes: Optional[Sequence[ast.AST]] = None) -> Dict[str, str]:
     """``self.<attr>`` built once, as a torch activation (``nn.Sigmoid()``) or an ``nn.Sequential(...)`` of
     ``torch.nn`` layers written out (``qualify`` resolves a dotted name through the module's imports): the
     ``torch.nn.functional`` op its output comes from (``"sigmoid"``, ``"softmax"``:
@@ -231,7 +240,7 @@ def torch_stacks(cls: ast.ClassDef, qualify: Callable[[str], str],
     (``nn.Linear``): torch's own code, no unknown head."""
     counts = assignment_counts(cls) if counts is None else counts
     out: Dict[str, str] = {}
-    for node in ast.walk(cls):
+    for node in (ast.walk(cls) if nodes is None else nodes):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
                 and counts.get(node.targets[0].attr) == 1:
             op = _stack_output(node.value, qualify, 0)
@@ -266,11 +275,11 @@ _RETURN_INPUT_LAYERS = frozenset({"Identity", "Dropout", "Dropout1d", "Dropout2d
                                   "FeatureAlphaDropout"})
 
 
-def identity_layers(cls: ast.ClassDef) -> FrozenSet[str]:
+def identity_layers(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = None) -> FrozenSet[str]:
     """The attributes a class may build as a module that returns its input (``self.head = nn.Linear(d, d) if
     project else nn.Identity()``, ``self.drop = nn.Dropout(p)``): ``self.head(h)`` may be ``h`` itself."""
     out: Set[str] = set()
-    for node in ast.walk(cls):
+    for node in (ast.walk(cls) if nodes is None else nodes):
         if isinstance(node, ast.Assign) and any(_self_attr(t) for t in node.targets) and _may_return_input(node.value):
             out.update(t.attr for t in node.targets if _self_attr(t))
     return frozenset(out)
