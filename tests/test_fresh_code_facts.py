@@ -569,3 +569,13 @@ def test_indices_of_an_op_whose_values_reach_no_backward_are_free_to_write():
     i.squeeze_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         v.sum().backward()
+
+
+def test_a_project_decorator_that_calls_with_grad_off_makes_its_function_grad_off():
+    clean = _load("clean/grad_off_decorator.py")
+    model = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 4)
+    out = clean.step(model, x)  # the body ran with grad off: nothing was saved, the write is legal
+    assert not out.requires_grad
+    with torch.no_grad():
+        assert torch.allclose(out, model(x).softmax(-1) ** 2)

@@ -46,7 +46,7 @@ _SHAPES = {
     LocalFinding: ("finding", "func", "grad_rule", "observed", "fix_if_callers", "grad_cond", "guess_param",
                    "param_rooted"),
     ModuleIndex: ("module", "path", "is_package", "imports", "functions", "classes", "attributes", "value_refs",
-                  "properties", "wrappers"),
+                  "properties", "wrappers", "grad_off_wrappers"),
     FileResult: ("path", "module", "digest", "index", "functions", "calls", "findings", "deps", "error"),
 }
 CODEC_MATCHES = all(tuple(f.name for f in dataclasses.fields(t)) == names for t, names in _SHAPES.items())
@@ -141,7 +141,8 @@ class _Encoder:
         return [x.module, self.p(x.path), x.is_package, x.imports, {k: list(v) for k, v in x.functions.items()},
                 {name: [list(bases), {m: [list(params), static] for m, (params, static) in methods.items()}]
                  for name, (bases, methods) in x.classes.items()},
-                x.attributes, x.value_refs, {k: sorted(v) for k, v in x.properties.items()}, sorted(x.wrappers)]
+                x.attributes, x.value_refs, {k: sorted(v) for k, v in x.properties.items()}, sorted(x.wrappers),
+                sorted(x.grad_off_wrappers)]
 
 
 def _text(part) -> str:
@@ -346,7 +347,7 @@ class _Decoder:
                             grad_cond=None if grad_cond is None else self.cond(grad_cond), guess_param=_oint(guess_param))
 
     def index(self, x) -> ModuleIndex:
-        module, path, is_package, imports, functions, classes, attributes, value_refs, properties, wrappers = _list(x, 10)
+        module, path, is_package, imports, functions, classes, attributes, value_refs, properties, wrappers, grad_off = _list(x, 11)
         classes_out = {}
         for name, info in _dict(classes).items():
             bases, methods = _list(info, 2)
@@ -361,7 +362,7 @@ class _Decoder:
         return ModuleIndex(_str(module), self.p(path), _bool(is_package), _str_map(imports),
                            {k: _strs(v) for k, v in _dict(functions).items()}, classes_out, attributes_out,
                            _ostr(value_refs), {k: frozenset(_strs(v)) for k, v in _dict(properties).items()},
-                           frozenset(_strs(wrappers)))
+                           frozenset(_strs(wrappers)), frozenset(_strs(grad_off)))
 
 
 def rebase(result: FileResult, path: str, root: Optional[str], old_root: Optional[str]) -> FileResult:

@@ -69,8 +69,9 @@ class AnalysisContext(Protocol):
     def function_class(self, cls_qual: str) -> bool:
         """The class is a custom autograd ``Function`` through an in-project base."""
 
-    def wrapper_function(self, qual: str) -> bool:
-        """``qual`` is an in-project decorator that calls what it decorates with the same arguments."""
+    def wrapper_function(self, qual: str) -> str:
+        """``qual`` is an in-project decorator that calls what it decorates with the same arguments: "grad-off"
+        when with grad off, "pass-through" otherwise, "" when it is not one."""
 
     def torch_layer_base(self, cls_qual: str) -> Optional[str]:
         """The ``torch.nn`` layer the class derives from through in-project bases (``"Linear"``), or None."""

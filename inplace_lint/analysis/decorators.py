@@ -8,19 +8,46 @@ parameters (:meth:`~.project_calls.ProjectCallsMixin.project_wrapper`), and noth
 from __future__ import annotations
 
 import ast
-from typing import FrozenSet, Iterable, Set
+from typing import FrozenSet, Iterable, Set, Tuple
 
 from .astutil import dotted_name
+from .grad import grad_mode_of
 
 
-def module_wrappers(tree: ast.Module) -> FrozenSet[str]:
+def module_wrappers(tree: ast.Module) -> Tuple[FrozenSet[str], FrozenSet[str]]:
     """The module's top-level pass-through decorators (:func:`passes_through`), in order: ``def
-    no_fullgraph(f): return knowngood(f)`` after ``knowngood``."""
+    no_fullgraph(f): return knowngood(f)`` after ``knowngood``; and those of them that call the function with
+    grad off (:func:`calls_without_grad`)."""
     wrappers: Set[str] = set()
+    grad_off: Set[str] = set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and passes_through(node, wrappers):
             wrappers.add(node.name)
-    return frozenset(wrappers)
+            if calls_without_grad(node):
+                grad_off.add(node.name)
+    return frozenset(wrappers), frozenset(grad_off)
+
+
+def calls_without_grad(node: ast.FunctionDef) -> bool:
+    """The decorator's nested function calls the decorated one inside ``with torch.no_grad():`` (or
+    ``inference_mode()``), or is itself decorated ``@torch.no_grad()``: a function under it runs with grad
+    off, whatever its callers' grad mode."""
+    params = node.args.posonlyargs + node.args.args
+    if not params:
+        return False
+    first = params[0].arg
+    for inner in node.body:
+        if not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if any(grad_mode_of(d) is False for d in inner.decorator_list):
+            return True
+        for block in ast.walk(inner):
+            if isinstance(block, (ast.With, ast.AsyncWith)) and any(
+                    grad_mode_of(item.context_expr) is False for item in block.items) and any(
+                    isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == first
+                    for n in ast.walk(block)):
+                return True
+    return False
 
 
 def passes_through(node: ast.FunctionDef, wrappers: Iterable[str] = ()) -> bool:

@@ -362,7 +362,7 @@ class ModuleContext:
     def function_class(self, cls_qual: str) -> bool:
         return self.project.function_class(cls_qual)
 
-    def wrapper_function(self, qual: str) -> bool:
+    def wrapper_function(self, qual: str) -> str:
         return self.project.wrapper_function(qual)
 
     def torch_layer_base(self, cls_qual: str) -> Optional[str]:

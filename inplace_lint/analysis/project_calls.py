@@ -254,13 +254,13 @@ class ProjectCallsMixin:
                 self._handed_out(qual, node)
                 return
 
-    def project_wrapper(self, dec: ast.expr) -> bool:
+    def project_wrapper(self, dec: ast.expr) -> str:
         """``@knowngood`` (not a call) naming an in-project decorator that calls the function it decorates with
         the arguments it was given (:func:`.resolve.passes_through`): the function is still called by its
         callers, as itself."""
         name = dotted_name(dec) if self.ctx is not None and not isinstance(dec, ast.Call) else None
         if not name:
-            return False
+            return ""
         full = qualify_dotted(name, self.names, self.is_local_name)[0] or name
         return self.ctx.wrapper_function(full if full != name or "." in name else f"{self.ctx.module}.{name}")
 

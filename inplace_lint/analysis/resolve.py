@@ -69,7 +69,7 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
                 if isinstance(sub, (ast.Import, ast.ImportFrom)):
                     index.imports.update(import_bindings(sub, package))
     index.value_refs = value_refs_in_text(source, tree) if source is not None else None
-    index.wrappers = module_wrappers(tree)
+    index.wrappers, index.grad_off_wrappers = module_wrappers(tree)
     return index
 
 
@@ -263,14 +263,17 @@ class Resolver:
         return any(qualified.startswith("torch.nn.") or (found is not None and self.module_class(found, depth + 1))
                    for _, qualified, found in self._base_classes(cls_qual, info))
 
-    def wrapper_function(self, qual: str) -> bool:
-        """``qual`` names an in-project pass-through decorator (:func:`passes_through`)."""
+    def wrapper_function(self, qual: str) -> str:
+        """``qual`` names an in-project pass-through decorator (:func:`passes_through`): "grad-off" when it
+        calls the function with grad off, "pass-through" otherwise; "" for anything else."""
         found = self.resolve(qual)
         if not found or found[0] != "function":
-            return False
+            return ""
         module, _, name = found[1].rpartition(".")
         index = self.indexes.get(module)
-        return index is not None and name in index.wrappers
+        if index is None or name not in index.wrappers:
+            return ""
+        return "grad-off" if name in index.grad_off_wrappers else "pass-through"
 
     def torch_layer_base(self, cls_qual: str, depth: int = 0) -> Optional[str]:
         """The ``torch.nn`` class a class derives from, directly or through in-project bases

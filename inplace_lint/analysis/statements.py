@@ -341,6 +341,8 @@ class StatementsMixin:
             mode = self.grad_mode_of(dec)
             if mode is not None:
                 no_grad = declared = not mode
+            elif not self.settings.report_in_no_grad and self.project_wrapper(dec) == "grad-off":
+                no_grad = declared = True  # `@no_grad_call` of the project: `with torch.no_grad(): return f(...)`
         qual = f"{self.qual}.{node.name}"
         self.hand_out_decorated(node, qual)  # `@register("fp8")`: called by whoever the registry serves
         static = any(dotted_name(d) in ("staticmethod",) for d in node.decorator_list)

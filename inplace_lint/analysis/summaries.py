@@ -313,6 +313,9 @@ class ModuleIndex:
     #: top-level functions that are pass-through decorators (:func:`.resolve.passes_through`): a function
     #: they decorate is still called, with the same arguments, by its callers
     wrappers: FrozenSet[str] = frozenset()
+    #: of those, the ones that call it with grad off (``with torch.no_grad(): return f(*args, **kwargs)``): a
+    #: function they decorate runs with grad off, as under ``@torch.no_grad()``
+    grad_off_wrappers: FrozenSet[str] = frozenset()
 
 
 @dataclass
