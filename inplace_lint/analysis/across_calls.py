@@ -274,8 +274,9 @@ class AcrossCalls:
         evidence (``Origin.grad_evidence``): a guess of that parameter's grad is decided by them. A call that
         passes on its own parameter (or a guess made from one) asks that caller's calls in turn. With no
         in-project call (an entry point), or for a function of the package's API (:meth:`_exported`, which its
-        users call too) unless the package itself calls it only with grad off, what kind of function it is decides (:meth:`runs_on_activations`): a module's
-        ``forward`` or a free function keeps the guess; a plain class's method has unknown grad."""
+        users call too) unless the package itself calls it only with grad off, what kind of function it is
+        decides (:meth:`runs_on_activations`): a module's ``forward`` or a free function keeps the guess; a plain
+        class's method has unknown grad."""
         seen = set() if seen is None else seen
         if (qual, index) in seen or len(seen) > 8:
             return False

@@ -93,9 +93,9 @@ def output_saved_here(node: ast.Call, namespace: str, name: str) -> bool:
     (:func:`ops.saves_output`, true only when every argument pattern saves it), corrected for the ops whose
     output is saved only for some arguments, executed under torch 2.13: a full reduction ``h.max()`` /
     ``torch.min(h)`` saves it (the ``dim`` and two-tensor forms do not); ``matrix_power(x, n)`` saves it only
-    for ``n < 0`` (an inverse; ``n >= 0`` is matmuls, which save their inputs); ``gumbel_softmax(hard=True)`` returns ``y_hard - y_soft.detach() + y_soft`` (an add);
-    ``matrix_norm``/``linalg.norm`` with ``ord="nuc"`` (``torch.norm``/``Tensor.norm`` with ``p="nuc"``) is a sum
-    of singular values."""
+    for ``n < 0`` (an inverse; ``n >= 0`` is matmuls, which save their inputs); ``gumbel_softmax(hard=True)``
+    returns ``y_hard - y_soft.detach() + y_soft`` (an add); ``matrix_norm``/``linalg.norm`` with ``ord="nuc"``
+    (``torch.norm``/``Tensor.norm`` with ``p="nuc"``) is a sum of singular values."""
     if name in ("max", "min") and namespace in ("torch", ops.TENSOR_METHOD):
         return not node.keywords and len(node.args) == (1 if namespace == "torch" else 0)
     if not ops.saves_output(namespace, name):

@@ -154,11 +154,18 @@ class CallsMixin:
         ``F.sigmoid(h)``); a stack ending in another torch layer gives a plain activation, not a model output."""
         if not op or self.no_grad or not ops.saves_output(FUNCTIONAL_NAMESPACE, op):
             return EMPTY
+        return self.saved_output(node, first, first_origins)
+
+    def saved_output(self, node: ast.Call, first: ast.expr, first_origins: frozenset) -> frozenset:
+        """What an op that saves its output for backward returns, given its input ``first``: a tensor that needs
+        no grad when the input needs none, nothing known when nothing says the input requires grad (whether
+        anything was saved is unknown), else an output saved for backward (a guess of parameter ``i`` when the
+        input is known only as that parameter, for the callers to decide)."""
         if no_grad_value(first_origins):
             return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
         if not first_origins and not self.grad_source(first) and self._guess_of(first, first_origins) < 0:
             return EMPTY
-        return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno,
+        return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad,
                                  guess_param=self._guess_of(first, first_origins))})
 
     def function_call(self, node: ast.Call, name: str, functional: bool, args: List[frozenset],
@@ -202,12 +209,7 @@ class CallsMixin:
         if tuple_saved is not None:
             return tuple_saved
         if output_saved_here(node, namespace, name) and not inplace_flag(node, name):
-            if no_grad_value(first_origins):
-                return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
-            if not first_origins and not self.grad_source(first) and self._guess_of(first, first_origins) < 0:
-                return EMPTY  # nothing says the input requires grad: whether the output is saved is unknown
-            return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad,
-                                     guess_param=self._guess_of(first, first_origins))})
+            return self.saved_output(node, first, first_origins)
         if name in ops.FACTORY_FUNCTIONS:
             return self._factory(node)
         if name in ops.VIEW_METHODS or name in ops.MAY_ALIAS_METHODS or name in ops.MULTI_VIEW_METHODS \

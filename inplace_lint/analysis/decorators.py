@@ -32,10 +32,9 @@ def calls_without_grad(node: ast.FunctionDef) -> bool:
     """The decorator's nested function calls the decorated one inside ``with torch.no_grad():`` (or
     ``inference_mode()``), or is itself decorated ``@torch.no_grad()``: a function under it runs with grad
     off, whatever its callers' grad mode."""
-    params = node.args.posonlyargs + node.args.args
-    if not params:
+    first = _first_param(node)
+    if first is None:
         return False
-    first = params[0].arg
     for inner in node.body:
         if not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -56,10 +55,9 @@ def passes_through(node: ast.FunctionDef, wrappers: Iterable[str] = ()) -> bool:
     on, or it returns another such decorator applied to ``f`` (``return knowngood(f, fullgraph=False)``,
     ``wrappers`` those of the module seen so far). The decorated function's callers still decide what its
     parameters hold."""
-    params = node.args.posonlyargs + node.args.args
-    if not params:
+    first = _first_param(node)
+    if first is None:
         return False
-    first = params[0].arg
     nested = {}
     for item in node.body:
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
@@ -90,3 +88,9 @@ def _forwards(inner: ast.FunctionDef, first: str) -> bool:
                 return False
             calls_f = calls_f or (isinstance(n.func, ast.Name) and n.func.id == first)
     return calls_f
+
+
+def _first_param(node: ast.FunctionDef):
+    """The decorator's first parameter: the function it decorates."""
+    params = node.args.posonlyargs + node.args.args
+    return params[0].arg if params else None

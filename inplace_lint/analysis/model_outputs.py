@@ -162,18 +162,24 @@ def layers_not_saving(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = No
                         out.add(attr)
             else:
                 builders.setdefault(attr, set()).add("")
-        frozen = None
-        if _freezes(node):  # self.proj.requires_grad_(False), self.scale.requires_grad = False
-            frozen = node.func.value if isinstance(node, ast.Call) else node.targets[0].value
-        elif isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Attribute) \
-                and node.iter.func.attr in ("parameters", "named_parameters") and any(map(_freezes, ast.walk(node))):
-            frozen = node.iter.func.value  # for p in self.proj.parameters(): p.requires_grad = False
+        frozen = _frozen_target(node)
         while isinstance(frozen, ast.Attribute) and not _self_attr(frozen):
             frozen = frozen.value  # self.proj.weight.requires_grad = False
         if frozen is not None and _self_attr(frozen):
             out.add(frozen.attr)
     out.update(a for a, names in builders.items() if len(names) > 1)
     return frozenset(out)
+
+
+def _frozen_target(node: ast.AST) -> Optional[ast.expr]:
+    """What ``node`` freezes: ``x`` in ``x.requires_grad_(False)``, ``x.requires_grad = False`` and ``for p in
+    x.parameters(): p.requires_grad = False``; None for anything else."""
+    if _freezes(node):
+        return node.func.value if isinstance(node, ast.Call) else node.targets[0].value
+    if isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Attribute) \
+            and node.iter.func.attr in ("parameters", "named_parameters") and any(map(_freezes, ast.walk(node))):
+        return node.iter.func.value
+    return None
 
 
 def _freezes(node: ast.AST) -> bool:
@@ -199,14 +205,9 @@ def inherited_weights_unknown(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AS
                 "register_buffer", "register_parameter") and node.args and is_str_constant(node.args[0]) \
                 and node.args[0].value in ("weight", "bias"):
             return True
-        if _freezes(node) and isinstance(node, ast.Call) and isinstance(node.func.value, ast.Name) \
-                and node.func.value.id == "self":
-            return True  # self.requires_grad_(False)
-        if isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Attribute) \
-                and node.iter.func.attr in ("parameters", "named_parameters") \
-                and isinstance(node.iter.func.value, ast.Name) and node.iter.func.value.id == "self" \
-                and any(map(_freezes, ast.walk(node))):
-            return True
+        frozen = _frozen_target(node) if not isinstance(node, ast.Assign) else None
+        if isinstance(frozen, ast.Name) and frozen.id == "self":
+            return True  # self.requires_grad_(False), for p in self.parameters(): p.requires_grad = False
     return False
 
 

@@ -359,28 +359,36 @@ class ReportingMixin:
         stmt = self.stmt_stack[-1] if self.stmt_stack else None
         fix = fixplan.plan(self.facts(), self.params, kind, node, target, op_name, origins, self.env, stmt,
                            self.loop_stack, callers_checked, self.kept_roots, holders=self.holders(origins))
+        if fix is not None and fix.applicability is Applicability.SAFE:
+            hidden = self._unseen_holder(node, kind, target, origins)
+            if hidden is not None:
+                fix = replace(fix, applicability=Applicability.UNSAFE, reason=hidden)
+        return fix
+
+    def _unseen_holder(self, node: ast.AST, kind: WriteKind, target: ast.expr,
+                       origins: Sequence[Origin]) -> Optional[str]:
+        """Why another holder of the written storage, which the names' alias closure (:func:`fixplan.plan`)
+        does not see, would no longer see the change a rebinding makes, or None: the input of the in-place call
+        that returned the written tensor (``y = F.relu(h, inplace=True)``), the input of a submodule that may
+        return it (``nn.Identity``), or a storage the function did not make (``x = inp.detach()``,
+        ``x = self.buf``, ``torch.from_numpy(a)``)."""
         written = fixplan.write_target_name(kind, target)
         inplace = next((self.inplace_inputs[(o.root_text, o.root_line)] for o in origins
                         if (o.root_text, o.root_line) in self.inplace_inputs
                         and self.inplace_inputs[(o.root_text, o.root_line)] != written), None)
-        if fix is not None and fix.applicability is Applicability.SAFE and inplace is not None and (
+        if inplace is not None and (
                 self.loop_stack or self.facts().loaded_after(inplace, (node.lineno, node.col_offset))):
-            fix = replace(fix, applicability=Applicability.UNSAFE, reason=(
-                f"`{short(target)}` is `{inplace}` (the in-place call returned it), which would no longer see the "
-                "change"))
-        identity = self._identity_input(origins, node) if fix is not None and self.identity_layers else None
-        if identity is not None and fix.applicability is Applicability.SAFE:
-            fix = replace(fix, applicability=Applicability.UNSAFE, reason=(
-                f"`{identity[0]}` may be a module that returns its input itself (`nn.Identity`, dropout in eval "
-                f"mode): `{identity[1]}`, read after the write, would no longer see the change"))
+            return (f"`{short(target)}` is `{inplace}` (the in-place call returned it), which would no longer see "
+                    "the change")
+        identity = self._identity_input(origins, node) if self.identity_layers else None
+        if identity is not None:
+            return (f"`{identity[0]}` may be a module that returns its input itself (`nn.Identity`, dropout in eval "
+                    f"mode): `{identity[1]}`, read after the write, would no longer see the change")
         shared = next((o for o in origins if _storage_unknown(o)), None)
-        if fix is not None and fix.applicability is Applicability.SAFE and shared is not None:
-            # the rebinding stops writing a storage this function did not make (`x = inp.detach()`,
-            # `x = self.buf`, `torch.from_numpy(a)`): whoever else holds it would no longer see the change
-            fix = replace(fix, applicability=Applicability.UNSAFE, reason=(
-                f"`{short(target)}` may share its storage with another tensor or array "
-                f"({_storage_phrase(shared)}), which would no longer see the change"))
-        return fix
+        if shared is not None:
+            return (f"`{short(target)}` may share its storage with another tensor or array "
+                    f"({_storage_phrase(shared)}), which would no longer see the change")
+        return None
 
     def _identity_input(self, origins: Sequence[Origin], write: ast.AST) -> Optional[Tuple[str, str]]:
         """(``self.head``, ``h``) when a written origin is ``self.head(h)`` with ``self.head`` possibly a module

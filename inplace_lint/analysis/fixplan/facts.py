@@ -275,10 +275,11 @@ def _surely_tensor(node: ast.AST, facts: Optional["FunctionFacts"], depth: int) 
 
 
 def _bound_names(stmt: ast.stmt) -> List[ast.Name]:
-    """The names a ``for`` or a tuple assignment binds."""
-    targets = [stmt.target] if isinstance(stmt, (ast.For, ast.AsyncFor)) else getattr(stmt, "targets", [])
-    return [n for t in targets if not isinstance(t, ast.Name) for n in ast.walk(t) if isinstance(n, ast.Name)] + \
-        [t for t in targets if isinstance(stmt, (ast.For, ast.AsyncFor)) and isinstance(t, ast.Name)]
+    """The names a ``for`` binds, or those inside an assignment's tuple targets."""
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return [n for n in ast.walk(stmt.target) if isinstance(n, ast.Name)]
+    return [n for t in getattr(stmt, "targets", []) if not isinstance(t, ast.Name)
+            for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 def climb(facts: FunctionFacts, node: ast.AST) -> Tuple[ast.AST, Optional[ast.Call]]:
     """Climb from a name through everything whose value may share its storage: attributes, items,

@@ -332,10 +332,11 @@ def raises_at_write(node: ast.AST, kind: WriteKind, target: ast.expr, origins: S
     - an operand that is a view of the written tensor other than the tensor itself (``y.add_(y.t())``: "some
       elements of the input tensor and the written-to tensor refer to a single memory location")."""
     if kind is WriteKind.OUT_KWARG and isinstance(node, ast.Call) and any(
-            o.grad_evidence or o.guess_param >= 0 for o in origins) and not any(
-            isinstance(shared_base(a), ast.Name) and ast.dump(shared_base(a)) == ast.dump(shared_base(target))
-            for a in list(node.args) + [k.value for k in node.keywords if k.arg != "out"]):
-        return True  # (`add(x, t, out=x)`: `x` is an input too, and the rewrite raises the same)
+            o.grad_evidence or o.guess_param >= 0 for o in origins):
+        base = ast.dump(shared_base(target))
+        inputs = [shared_base(a) for a in list(node.args) + [k.value for k in node.keywords if k.arg != "out"]]
+        if not any(isinstance(a, ast.Name) and ast.dump(a) == base for a in inputs):
+            return True  # (`add(x, t, out=x)`: `x` is an input too, and the rewrite raises the same)
     if any(o.root is RootKind.TENSOR and "requires_grad=True" in o.root_text
            and all(s.kind is StepKind.VIEW or s.kind in SAME_TENSOR_STEPS for s in o.steps) for o in origins):
         return True
@@ -348,8 +349,11 @@ def raises_at_write(node: ast.AST, kind: WriteKind, target: ast.expr, origins: S
         operands = [getattr(node, "value", None)]
     else:
         return False
-    return any(operand is not None and not isinstance(operand, ast.Name) and isinstance(shared_base(operand), ast.Name)
-               and shared_base(operand).id == name and shared_base(operand) is not operand for operand in operands)
+    for operand in operands:
+        base = shared_base(operand) if operand is not None and not isinstance(operand, ast.Name) else None
+        if isinstance(base, ast.Name) and base.id == name and base is not operand:
+            return True
+    return False
 
 
 def shared_base(node: ast.expr) -> ast.expr:
