@@ -209,7 +209,7 @@ def _normal(value):
     return value
 
 
-@pytest.mark.parametrize("name", ["rlpkg", "chainpkg", "enginepkg"])
+@pytest.mark.parametrize("name", ["rlpkg", "chainpkg", "enginepkg", "flagpkg"])
 def test_every_result_decodes_to_what_was_encoded(tmp_path, name):
     """Every field of every value type survives the JSON (a field added to one without the codec fails here),
     and a copy of the project at another place decodes to its own paths."""

@@ -579,3 +579,72 @@ def test_a_project_decorator_that_calls_with_grad_off_makes_its_function_grad_of
     assert not out.requires_grad
     with torch.no_grad():
         assert torch.allclose(out, model(x).softmax(-1) ** 2)
+
+
+def test_a_flag_true_only_with_grad_off_runs_its_branch_without_grad():
+    clean = _load("clean/grad_off_flag.py")
+    torch.manual_seed(0)
+    model = clean.Model(4)
+    x = torch.randn(2, 4)
+    model.train()
+    expected = model(x)  # the out-of-place branches, with grad: backward works
+    expected.sum().backward()
+    assert model.head.weight.grad is not None
+    model.eval()
+    with torch.no_grad():  # the flag is true: the in-place branches run, with grad off, same values
+        assert torch.allclose(model(x), expected.detach())
+    model(x).sum().backward()  # eval with grad on: the flag is false, the out-of-place branches run
+    # the twin: a caller that passes `True` by hand runs the in-place branch with grad on
+    reported = _load("IPV006/flag_not_grad_off.py")
+    block = reported.Block(4)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        block(x, inplace_safe=True).sum().backward()
+
+
+def test_a_negative_integer_index_is_a_view_and_a_bool_index_a_copy():
+    from inplace_lint.analysis.expressions import is_basic_index
+    import ast
+
+    def basic(text):
+        return is_basic_index(ast.parse(f"x[{text}]", mode="eval").body.slice)
+
+    assert [basic(t) for t in ("-1", "0, :2", "..., None", "True", "False", "idx", "-k", "1.0")] == \
+        [True, True, True, False, False, False, False, False]
+    x = torch.randn(2, 3)
+    assert x[-1]._base is x and x[0, :2]._base is x and x[..., None]._base is x
+    assert x[True]._base is None and x[True].shape == (1, 2, 3)
+    clean = _load("clean/bool_index_copies.py")
+    reported = _load("IPV001/negative_index_view.py")
+    logits = torch.randn(2, 3)
+    model = lambda ids: type("Out", (), {"logits": logits})()  # noqa: E731
+    before = logits.clone()
+    clean.masked(model, None)
+    assert torch.equal(logits, before)  # the copy was written, not the output
+    reported.last_step(model, None)
+    assert torch.equal(logits[-1], before[-1] / 2)  # the view wrote the model output
+
+
+def test_a_loop_over_a_module_list_runs_its_class_forward():
+    reported = _load("IPV006/module_list_elements.py")
+    stack = reported.Stack(4, 2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        stack(torch.randn(2, 4)).sum().backward()
+
+
+def test_a_grad_off_flag_bound_by_partial_runs_the_branch_without_grad():
+    clean = _load("clean/grad_off_flag_partial.py")
+    torch.manual_seed(0)
+    model = clean.Model(4)
+    x = torch.randn(2, 4)
+    model.eval()
+    with torch.no_grad():  # the flag is true: the in-place branch runs, with grad off
+        fast = model(x, None)
+    model.train()
+    xg = x.clone().requires_grad_()
+    model(xg, None).sum().backward()  # the flag is false: nothing in place, backward works
+    assert torch.equal(xg.grad, torch.ones(2, 4))
+    # the in-place branch by hand, with grad on, raises as the twin's message says
+    block = model.stack.blocks[0]
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        block(x, inplace_safe=True).sum().backward()
+    assert fast.shape == (2, 4)

@@ -245,3 +245,21 @@ def test_no_grad_paths_silence_the_autograd_rules_there_and_in_what_only_they_ca
         assert found == []
     else:
         assert found == [("srv/helpers.py:3:5", "IPV006"), ("srv/sampler.py:6:5", "IPV006")]
+
+
+def test_a_grad_off_flag_passed_down_through_modules(tmp_path, capsys):
+    """``inplace_safe = not (self.training or torch.is_grad_enabled())`` in one module, passed to submodules
+    defined in another: the writes under ``if inplace_safe:`` (and a helper called only there) run with
+    grad off and are not reported; a submodule given ``fast=True`` by hand is."""
+    work = tmp_path / "flagpkg"
+    shutil.copytree(PROJECT.parent / "flagpkg", work)
+    workspace._PROJECTS.clear()
+    try:
+        assert main(["check", "-q", "-j", "1", str(work)]) == 1
+        assert _found(capsys.readouterr().out, work) == expected(work) == {("fold/blocks.py", 42, 13, "IPV006")}
+        # the same from the cache
+        workspace._PROJECTS.clear()
+        assert main(["check", "-q", "-j", "1", str(work)]) == 1
+        assert _found(capsys.readouterr().out, work) == expected(work)
+    finally:
+        workspace._PROJECTS.clear()

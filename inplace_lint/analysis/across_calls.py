@@ -17,7 +17,7 @@ from .. import progress
 from ..config import Settings
 from ..findings import Finding, Origin, Related, RootKind
 from ..rules import PRIORITY, Write
-from . import conditions, model_outputs
+from . import conditions, grad_flags, model_outputs
 from .env import origin_key
 from .reporting import match
 from .refs import refers, value_refs
@@ -100,13 +100,19 @@ class AcrossCalls:
                     for name in chain:
                         readers.setdefault(name, []).append(qual)
         dirty = set(candidates)
+        # a call under `if inplace_safe:` turns grad-off with the callers of its caller, which `readers` does
+        # not follow: those callees are looked at in every round
+        guarded = {q for q in candidates if any(s.guards for s in calls_to[q])}
+        exported = self._exported_now() if guarded else frozenset()
         for _ in range(10):
+            dirty |= guarded
             changed = False
             for qual in candidates:
                 if grad_off[qual] or qual not in dirty:
                     continue
                 dirty.discard(qual)
-                if all(s.no_grad or off(s.caller) for s in calls_to[qual]):
+                if all(s.no_grad or off(s.caller) or grad_flags.guarded_off(calls_to, grad_off, exported, s)
+                       for s in calls_to[qual]):
                     grad_off[qual] = changed = True
                     dirty.update(readers.get(qual, ()))
             if not changed:
@@ -198,14 +204,7 @@ class AcrossCalls:
 
         return runs_without_grad(self.settings, path, self.root)
 
-    @staticmethod
-    def _grad_off(grad_off: Dict[str, bool], qual: str) -> bool:
-        """A function, or a function it is nested in, runs with grad off."""
-        while qual:
-            if grad_off.get(qual):
-                return True
-            qual = qual.rpartition(".")[0]
-        return False
+    _grad_off = staticmethod(grad_flags.enclosing_off)
 
     def findings(self, path: str) -> List[Finding]:
         """The findings of one file of the project, across calls, sorted by position."""
@@ -220,6 +219,10 @@ class AcrossCalls:
                 continue
             if lf.grad_rule and lf.grad_cond is not None and self._cond_holds(calls_to, lf.func, lf.grad_cond):
                 continue  # `with no_grad() if flag else nullcontext():` and every call keeps flag so
+            if lf.grad_rule and not self.settings.report_in_no_grad \
+                    and any(grad_flags.flag_grad_off(calls_to, grad_off, self._exported(), lf.func, g, d)
+                            for g, d in lf.guards):
+                continue  # `if inplace_safe:` and every call passes a flag true only with grad off
             if lf.guess_param is not None and not self.settings.report_in_no_grad \
                     and self._no_call_passes_grad(calls_to, lf.func, lf.guess_param):
                 continue  # saved only if the parameter requires grad, and no call passes one that does
@@ -253,15 +256,18 @@ class AcrossCalls:
         package's own modules, and is not taken for its API."""
         final = self.finalize()
         if getattr(self, "_exported_for", None) is not final:
-            out = set()
-            for index in self.indexes.values():
-                if index.is_package and "." not in index.module and index.module not in _NOT_AN_API:
-                    for name, target in index.imports.items():
-                        found = self.resolve(target) if not name.startswith("_") else None
-                        if found and found[0] == "function":
-                            out.add(found[1])
-            self._exported_set, self._exported_for = frozenset(out), final
+            self._exported_set, self._exported_for = self._exported_now(), final
         return self._exported_set
+
+    def _exported_now(self) -> FrozenSet[str]:
+        out = set()
+        for index in self.indexes.values():
+            if index.is_package and "." not in index.module and index.module not in _NOT_AN_API:
+                for name, target in index.imports.items():
+                    found = self.resolve(target) if not name.startswith("_") else None
+                    if found and found[0] == "function":
+                        out.add(found[1])
+        return frozenset(out)
 
     def _all_grad_off(self, sites: List[CallSite]) -> bool:
         """Every one of ``sites`` runs with grad off (under ``no_grad``, or in a function that does: an

@@ -10,11 +10,12 @@ import ast
 from typing import Optional, Set
 
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
-from . import model_outputs
+from . import grad, model_outputs
 from ..torch_facts import ops
 from .astutil import dotted_name, is_str_constant, short
 from .env import _MAX_ORIGINS, EMPTY, cap
 from .names import qualify
+from .init_builds import ELEMENTS
 from .summaries import element_kind, function_ref, is_tuple_item, no_grad_value, param_index, tuple_item_at
 
 #: ``ast`` operator -> its augmented assignment (one operator table: ``ops.OPERATORS``)
@@ -50,10 +51,14 @@ class BindingMixin:
                     is_bool = self.is_bool_value(node.value)
                 if is_bool:
                     self.bool_names.add(target.id)
+                if grad.is_grad_off_flag(node.value, self.grad_off_flags):
+                    self.grad_off_flags.add(target.id)
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
             self.assign(node.target, node.value, self.eval(node.value))
+            if isinstance(node.target, ast.Name) and grad.is_grad_off_flag(node.value, self.grad_off_flags):
+                self.grad_off_flags.add(node.target.id)
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
         value = self.eval(node.value)
@@ -106,6 +111,7 @@ class BindingMixin:
             self.bindings.append((key, EMPTY))
         if "." not in key:
             self.bool_names.discard(key)
+            self.grad_off_flags.discard(key)
             self.local_funcs.pop(key, None)
             self.names.pop(key, None)
             self.assigned.add(key)
@@ -261,6 +267,20 @@ class BindingMixin:
         self.assign(target, None, self.element_of(origins, "for ... in", getattr(target, "lineno", 0)))
         if isinstance(target, ast.Name) and self.own_submodules(iterable):
             self.submodule_names.add(target.id)
+        if isinstance(target, ast.Name):
+            cls = self.element_class(iterable)
+            if cls is not None:
+                self.local_instances[target.id] = cls
+
+    def element_class(self, iterable: ast.expr) -> Optional[str]:
+        """``self.blocks`` (or a slice of it) where ``__init__`` filled ``self.blocks`` with instances of one
+        in-project class (:func:`.narrowing.container_elements`): that class."""
+        if isinstance(iterable, ast.Subscript) and isinstance(iterable.slice, ast.Slice):
+            iterable = iterable.value
+        if self.ctx is None or not self.cls_qual or not isinstance(iterable, ast.Attribute) \
+                or not isinstance(iterable.value, ast.Name) or iterable.value.id != self.self_name:
+            return None
+        return self.ctx.attribute_class(self.cls_qual, f"{iterable.attr}{ELEMENTS}")
 
     def own_submodules(self, iterable: ast.expr) -> bool:
         """``self.enc``, ``self.blocks.values()``, ``self.children()`` iterated in a module's ``forward``: what

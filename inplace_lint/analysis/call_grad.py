@@ -16,7 +16,7 @@ from ..torch_facts import ops
 from .astutil import dotted_name, is_false, is_int_literal, is_str_constant, is_true, kw, short
 from .consumers import flows_into, only_gradless_readers
 from .env import EMPTY, cap
-from .expressions import holder_of
+from .expressions import holder_of, is_basic_index
 from .summaries import no_grad_value, param_index
 
 #: methods and builtins whose result takes no gradient from their receiver or argument (a Python number, an
@@ -68,15 +68,6 @@ def needs_no_grad_arg(node: ast.AST, origins: frozenset) -> bool:
             node = node.func.value
         else:
             return False
-
-
-def _basic_index(index: ast.expr) -> bool:
-    """``[:, :k]``, ``[0]``, ``[..., 1:]``: basic indexing, which returns a view (not ``[mask]`` or ``[idx]``, which
-    copy)."""
-    items = index.elts if isinstance(index, ast.Tuple) else [index]
-    return all(isinstance(i, ast.Slice) or (isinstance(i, ast.Constant) and (
-        i.value is None or i.value is Ellipsis or (isinstance(i.value, int) and not isinstance(i.value, bool))))
-               for i in items)  # (`x[True]` copies)
 
 
 def _argument(node: ast.Call, namespace: str, position: int, keyword: str) -> Optional[ast.expr]:
@@ -336,7 +327,7 @@ class CallGradMixin:
             del self.view_bases[name]
         node = value
         while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ops.VIEW_METHODS \
-                and node.func.attr != "detach" or isinstance(node, ast.Subscript) and _basic_index(node.slice) \
+                and node.func.attr != "detach" or isinstance(node, ast.Subscript) and is_basic_index(node.slice) \
                 or isinstance(node, ast.Attribute) and node.attr in ops.VIEW_ATTRIBUTES and node.attr != "data":
             node = node.func.value if isinstance(node, ast.Call) else node.value  # (`.data`: its own version counter)
         if node is not value and isinstance(node, ast.Name) and node.id != key:

@@ -111,6 +111,10 @@ class CallsMixin:
                     return self.function_call(node, name, head == FUNCTIONAL_NAMESPACE, args, kwargs, head)
                 if is_non_tensor_library(qual):
                     return EMPTY
+            if func.id in self.local_instances:
+                forwards = self.resolve_callees(func)  # the class's forward and its overrides
+                if forwards:
+                    return self.project_calls(node, forwards, args, kwargs)
             callee = self.resolve_callee(func)
             if callee is not None:
                 return self.project_call(node, callee, args, kwargs)

@@ -40,11 +40,11 @@ _SHAPES = {
                  "no_grad", "kept", "via", "op_name", "point_index", "guard", "condition", "when", "fix",
                  "fix_if_callers"),
     CallSite: ("caller", "callee", "path", "line", "col", "args", "no_grad", "callback", "unread", "bound",
-               "constants", "passed"),
+               "constants", "passed", "grad_off_args", "guards"),
     FunctionSummary: ("qual", "params", "returns", "writes", "declared_no_grad", "observed", "static", "kept",
                       "decorated", "returns_when", "saves"),
     LocalFinding: ("finding", "func", "grad_rule", "observed", "fix_if_callers", "grad_cond", "guess_param",
-                   "param_rooted"),
+                   "param_rooted", "guards"),
     ModuleIndex: ("module", "path", "is_package", "imports", "functions", "classes", "attributes", "value_refs",
                   "properties", "wrappers", "grad_off_wrappers"),
     FileResult: ("path", "module", "digest", "index", "functions", "calls", "findings", "deps", "error"),
@@ -127,7 +127,8 @@ class _Encoder:
                 [[i, [self.o(o) for o in origins]] for i, origins in c.args], c.no_grad, c.callback,
                 sorted(c.unread), None if c.bound is None else sorted(c.bound),
                 [[i, conditions.encode_value(v)] for i, v in c.constants],
-                [[i, j, [conditions.encode_value(v) for v in d]] for i, j, d in c.passed]]
+                [[i, j, [conditions.encode_value(v) for v in d]] for i, j, d in c.passed],
+                sorted(c.grad_off_args), self.guards(c.guards)]
 
     def finding(self, lf: LocalFinding) -> list:
         f = lf.finding
@@ -135,7 +136,11 @@ class _Encoder:
                  self.o(f.origin), self.fix(f.fix),
                  [[r.message, r.line, r.col, self.p(r.path), r.role] for r in f.related], f.no_fix],
                 lf.func, lf.grad_rule, sorted(lf.observed), self.fix(lf.fix_if_callers), lf.param_rooted,
-                None if lf.grad_cond is None else list(lf.grad_cond), lf.guess_param]
+                None if lf.grad_cond is None else list(lf.grad_cond), lf.guess_param, self.guards(lf.guards)]
+
+    @staticmethod
+    def guards(guards) -> list:
+        return [[i, [conditions.encode_value(v) for v in d]] for i, d in guards]
 
     def index(self, x: ModuleIndex) -> list:
         return [x.module, self.p(x.path), x.is_package, x.imports, {k: list(v) for k, v in x.functions.items()},
@@ -318,7 +323,8 @@ class _Decoder:
                      _digest=_str(digest))
 
     def call(self, x) -> CallSite:
-        caller, callee, path, line, col, args, no_grad, callback, unread, bound, constants, passed = _list(x, 12)
+        caller, callee, path, line, col, args, no_grad, callback, unread, bound, constants, passed, off_args, \
+            guards = _list(x, 14)
         decoded_args = []
         for a in _list(args):
             i, origins = _list(a, 2)
@@ -328,10 +334,11 @@ class _Decoder:
                      unread=frozenset(_ints(unread)), bound=None if bound is None else frozenset(_ints(bound)),
                      constants=tuple((_int(_list(k, 2)[0]), self.literal(k[1])) for k in _list(constants)),
                      passed=tuple((_int(_list(k, 3)[0]), _int(k[1]), tuple(self.literal(v) for v in _list(k[2])))
-                                  for k in _list(passed)))
+                                  for k in _list(passed)),
+                     grad_off_args=frozenset(_ints(off_args)), guards=self.guards(guards))
 
     def finding(self, x) -> LocalFinding:
-        f, func, grad_rule, observed, fix_if_callers, param_rooted, grad_cond, guess_param = _list(x, 8)
+        f, func, grad_rule, observed, fix_if_callers, param_rooted, grad_cond, guess_param, guards = _list(x, 9)
         code, line, col, end_line, end_col, message, op, kind, target, origin, fix, related, no_fix = _list(f, 13)
         rel = []
         for r in _list(related):
@@ -344,7 +351,11 @@ class _Decoder:
                         no_fix=_ostr(no_fix))
         return LocalFinding(finding, _str(func), _bool(grad_rule), frozenset(_ints(observed)),
                             self.fix(fix_if_callers), param_rooted=_oint(param_rooted),
-                            grad_cond=None if grad_cond is None else self.cond(grad_cond), guess_param=_oint(guess_param))
+                            grad_cond=None if grad_cond is None else self.cond(grad_cond), guess_param=_oint(guess_param),
+                            guards=self.guards(guards))
+
+    def guards(self, x) -> tuple:
+        return tuple((_int(_list(k, 2)[0]), tuple(self.literal(v) for v in _list(k[1]))) for k in _list(x))
 
     def index(self, x) -> ModuleIndex:
         module, path, is_package, imports, functions, classes, attributes, value_refs, properties, wrappers, grad_off = _list(x, 11)

@@ -100,6 +100,14 @@ def holds(cond: Cond, value: tuple) -> Optional[bool]:
     return result == truth
 
 
+def needs_true(conds: Iterable[Cond]) -> Tuple[Tuple[int, tuple], ...]:
+    """(index, literal default as ``(value,)`` or ``()``) of each parameter that ``conds`` need true (``if
+    flag:``, ``if flag is True:``): a statement walked under them runs only when each is, so with grad off
+    when one is true only with grad off (:meth:`.across_calls.AcrossCalls.flag_grad_off`)."""
+    return tuple(sorted({(c[0], c[2]) for c in conds if isinstance(c[0], int) and c[1]
+                         and (c[3] == "" or (c[3] in ("==", "is") and c[4] is True))}, key=repr))
+
+
 def value_at(cond: Cond, values: Dict[int, tuple]) -> tuple:
     """What a call gives the condition's parameter: its literal argument, else the literal default of a
     parameter it leaves out; ``()`` for a non-literal argument."""

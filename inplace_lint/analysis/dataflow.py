@@ -38,6 +38,7 @@ from .calls import CallsMixin
 from .context import AnalysisContext
 from .expressions import ExpressionsMixin
 from .branches import ConditionsMixin
+from .handed_out import HandedOutMixin
 from .narrowing import ClassFactsMixin
 from .project_calls import ProjectCallsMixin
 from .reporting import ReportingMixin
@@ -62,8 +63,8 @@ def _arg_line(args: ast.arguments, name: str) -> int:
 
 
 @dataclass
-class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, CallGradMixin, ReportingMixin,
-            ClassFactsMixin, ConditionsMixin):
+class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
+            ReportingMixin, ClassFactsMixin, ConditionsMixin):
     """Walks one function (or module, or class) body; nested functions get a scope of their own."""
 
     settings: Settings
@@ -187,6 +188,10 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     local_instances: Dict[str, str] = field(default_factory=dict)
     #: names bound to a bool tensor (a comparison, ``torch.logical_or(...)``, views of one)
     bool_names: Set[str] = field(default_factory=set)
+    #: names bound, on every path to here, to a value true only with grad off
+    #: (:func:`.grad.is_grad_off_flag`): ``if flag:`` runs its body with grad off, and a call that passes
+    #: one hands that on (``CallSite.grad_off_args``)
+    grad_off_flags: Set[str] = field(default_factory=set)
     #: parameters bound, somewhere in the walk, to a value that is not made from what the caller passed
     #: (``x = proj(x)``): a guess rooted at one is not left to the callers (:meth:`summary`)
     rebound_params: Set[str] = field(default_factory=set)

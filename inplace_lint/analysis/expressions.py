@@ -19,12 +19,18 @@ from .summaries import element_kind, function_of, is_tuple_item, param_index, tu
 
 
 def is_basic_index(node: ast.expr) -> bool:
-    """Slices, integer constants, ``None`` and ``...`` make a view; anything else may be a tensor index (a copy)."""
+    """``[:, :k]``, ``[0]``, ``[-1]``, ``[..., None, 1:]``: slices, integer literals, ``None`` and ``...`` are
+    basic indexing, which returns a view; anything else may be a tensor index (advanced indexing, a copy).
+    ``x[True]`` and ``x[False]`` are advanced indexing too: they copy (executed under torch 2.13; the
+    "Indexing on ndarrays" rules torch follows, https://numpy.org/doc/stable/user/basics.indexing.html)."""
     elts = node.elts if isinstance(node, ast.Tuple) else [node]
     for e in elts:
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
             e = e.operand
-        if not (isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and not isinstance(e.value, str))):
+            if not (isinstance(e, ast.Constant) and type(e.value) is int):
+                return False
+        if not (isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and (
+                e.value is None or e.value is Ellipsis or type(e.value) is int))):
             return False
     return True
 
@@ -363,13 +369,13 @@ class ExpressionsMixin:
         training = grad.training_test(node.test)
         body = self.in_eval_branch(node.body) if training is False else self.eval(node.body)
         orelse = self.in_eval_branch(node.orelse) if training is True else self.eval(node.orelse)
-        enabled = grad.grad_enabled_test(node.test)
-        if enabled is not None:
+        body_off, else_off = grad.grad_off_arms(node.test, self.grad_off_flags)
+        if body_off or else_off:
             # `Vt.clone() if torch.is_grad_enabled() else Vt`: on the arm where grad is off the whole call runs
             # with grad off, so what that arm gives was made without grad (and saved nothing)
-            off = orelse if enabled else body
+            off = body if body_off else orelse
             off = frozenset(o if param_index(o) is not None else replace(o, root_no_grad=True) for o in off)
-            body, orelse = (body, off) if enabled else (off, orelse)
+            body, orelse = (off, orelse) if body_off else (body, off)
         return cap(body | orelse)
 
     def in_eval_branch(self, node: ast.expr) -> frozenset:

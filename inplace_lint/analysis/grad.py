@@ -60,6 +60,34 @@ def grad_enabled_test(test: ast.expr) -> Optional[bool]:
     return None
 
 
+def grad_off_arms(test: ast.expr, flags=frozenset()) -> Tuple[bool, bool]:
+    """Whether each arm of ``if test:`` runs with grad off: (body, else). ``flags`` are local names true only
+    with grad off (:func:`is_grad_off_flag`). ``not torch.is_grad_enabled()`` and ``not (self.training or
+    torch.is_grad_enabled())`` turn the body off; ``torch.is_grad_enabled() or force`` the else; ``flag and
+    x`` the body (docs/pytorch-facts.md#grad-off)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        body, orelse = grad_off_arms(test.operand, flags)
+        return orelse, body
+    if isinstance(test, ast.Name):
+        return test.id in flags, False
+    if isinstance(test, ast.BoolOp):
+        parts = [grad_off_arms(v, flags) for v in test.values]
+        if isinstance(test.op, ast.And):  # the body needs every part true; the else, one part false
+            return any(b for b, _ in parts), all(e for _, e in parts)
+        return all(b for b, _ in parts), any(e for _, e in parts)
+    enabled = grad_enabled_test(test)
+    return enabled is False, enabled is True
+
+
+def is_grad_off_flag(value: ast.expr, flags=frozenset()) -> bool:
+    """``value`` is true only with grad off (or is ``False``): a name bound to it may stand in the test of a
+    branch, here or in a function it is passed to, whose body then runs with grad off. protenix's
+    ``inplace_safe = not (self.training or torch.is_grad_enabled()) and not disable_inplace``."""
+    if isinstance(value, ast.Constant):
+        return value.value is False
+    return grad_off_arms(value, flags)[0]
+
+
 def requires_grad_test(test: ast.expr) -> Optional[tuple]:
     """(``"x"``, True) for ``x.requires_grad`` (a name or dotted name), (``"x"``, False) for its negation,
     else None: in the branch where it is false, ``x`` needs no grad (docs/pytorch-facts.md#grad-off)."""

@@ -11,8 +11,8 @@ import ast
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
 from ..findings import Step, StepKind
-from ..torch_facts import ops
 from .astutil import dotted_name
+from .init_builds import init_attributes
 from .names import qualify_dotted
 from .summaries import param_index, plain_tensor
 
@@ -139,46 +139,6 @@ def class_is_not_tensor(qual: Optional[str], imported: bool) -> bool:
     if not imported:
         return qual in _NON_TENSOR_CLASSES
     return head.split(".")[0] in _NON_TENSOR_MODULES and name in _NON_TENSOR_CLASSES | {"ndarray", "generic"}
-
-
-def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
-    """``self.x = SomeClass(...)`` (or ``self.x: SomeClass = ...``, or ``self.x = x`` with the parameter
-    ``x: SomeClass``) in ``__init__``: x -> "SomeClass"."""
-    out: Dict[str, str] = {}
-    for item in cls.body:
-        if not (isinstance(item, ast.FunctionDef) and item.name == "__init__" and item.args.args):
-            continue
-        me = item.args.args[0].arg
-        every = item.args.posonlyargs + item.args.args + item.args.kwonlyargs
-        annotated = {a.arg: dotted_name(a.annotation) for a in every[1:] if a.annotation is not None}
-        nodes = list(item.body)
-        for stmt in item.body:  # the top level of __init__ and one level of if/else, try, with
-            for field in ("body", "orelse", "finalbody"):
-                nodes.extend(getattr(stmt, field, ()) if not isinstance(stmt, ast.FunctionDef) else ())
-        for node in nodes:
-            target = value = None
-            called = False  # built by a call: a factory function counts too (`aggr_resolver(aggr)`)
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target, value = node.targets[0], node.value
-                if isinstance(value, ast.Name) and annotated.get(value.id):
-                    name = annotated[value.id]  # self.kernel = kernel, with `kernel: Kernel`
-                    value = ast.Name(id=name) if "." not in name else ast.parse(name, mode="eval").body
-                else:
-                    while isinstance(value, ast.Call) and value.args and \
-                            (dotted_name(value.func) or "").rpartition(".")[2] in ops.INIT_FUNCTIONS:
-                        value = value.args[0]  # `init.xavier_uniform_(nn.Parameter(...))` returns its argument
-                    if isinstance(value, ast.Call) and any(
-                            k.arg == "requires_grad" and isinstance(k.value, ast.Constant) and k.value.value is False
-                            for k in value.keywords):
-                        continue  # `nn.Parameter(w, requires_grad=False)`: built, but frozen: no evidence of grad
-                    called, value = isinstance(value, ast.Call), (value.func if isinstance(value, ast.Call) else None)
-            elif isinstance(node, ast.AnnAssign):
-                target, value = node.target, node.annotation
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
-                name = dotted_name(value) if value is not None else None
-                if name and (called or name.rpartition(".")[2][:1].isupper()):
-                    out.setdefault(target.attr, name)
-    return out
 
 
 class ClassFactsMixin:

@@ -19,7 +19,7 @@ from . import conditions, model_outputs
 from .astutil import dotted_name, short
 from .call_grad import guessed_param, needs_no_grad_arg
 from .env import EMPTY, cap, contradicted, origin_key
-from .names import is_torch, qualify, qualify_dotted
+from .names import is_torch, qualify
 from .reporting import HelperWrite
 from .summaries import CallSite, param_index, ran_without_grad, with_steps
 
@@ -54,15 +54,9 @@ def _guess_of_known_param(o: Origin, returns: frozenset, params, binding) -> boo
     return any(param_index(p) == i and p.root_line == o.root_line and p.steps == o.steps for p in returns)
 
 
-
 #: torch.nn modules that run other modules (which may be anything): not a layer whose implementation we know
 _TORCH_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "DataParallel", "DistributedDataParallel",
                                "Module"})
-
-#: decorators (their module, or their last name) that keep a function called as itself, by its callers
-_KEEP_DECORATORS = frozenset({"torch", "functools", "typing", "abc", "staticmethod", "classmethod", "property",
-                              "setter", "getter", "deleter", "abstractmethod", "cached_property", "wraps",
-                              "lru_cache", "cache", "overload", "override", "contextmanager", "dataclass"})
 
 
 class ProjectCallsMixin:
@@ -124,6 +118,8 @@ class ProjectCallsMixin:
             name = func.id
             if name in self.local_funcs:
                 return [(self.local_funcs[name], 0)]
+            if name in self.local_instances:  # `for block in self.blocks: block(x)`: the class's forward
+                return [(q, 0 if static else 1) for q, static in ctx.dispatch(self.local_instances[name], "forward")]
             if name in self.env or self.is_param(name):
                 return []
             found = ctx.function(self.names[name] if name in self.names else f"{ctx.module}.{name}")
@@ -209,84 +205,6 @@ class ProjectCallsMixin:
         if isinstance(node, (ast.Name, ast.Attribute)):
             return self.resolve_callees(node)
         return []
-
-    def hand_out_callables(self, node: ast.Call) -> None:
-        """``cbs.append(step_fn)``, ``executor.make_callable(f)``: a project function handed to other code as a
-        value is called by that code, with arguments nothing here shows. Recorded as a call site that passes
-        nothing (``bound`` empty), so a guess about the function's parameters is not kept on the strength of
-        callers we cannot see (a guess is no evidence). Not for torch's own higher-order functions
-        (``torch.compile(f)``, ``checkpoint(f, x)``, ``torch.func.vmap(f)``), hooks (``register_forward_hook``),
-        ``functools.partial`` or a model call (:meth:`hand_callables_to_model`): those pass activations."""
-        values = []
-        for value in list(node.args) + [k.value for k in node.keywords]:
-            items = value.elts if isinstance(value, (ast.List, ast.Tuple, ast.Set)) else (
-                value.values if isinstance(value, ast.Dict) else [value])  # `Optimizer([step_fn])`
-            values.extend(item for item in items if self._may_name_function(item))
-        if not values:
-            return
-        qual = qualify_dotted(dotted_name(node.func), self.names, self.is_local_name)[0]
-        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-        if (qual or "").split(".")[0] in ("torch", "functools", "partial") or name.startswith("register_"):
-            return
-        for value in values:
-            self.record_handed_out(value)
-
-    def _may_name_function(self, node: ast.expr) -> bool:
-        """``f`` (not a variable or parameter here) or ``self.m`` (not an attribute bound here): cheap to ask
-        before resolving."""
-        if isinstance(node, ast.Name):
-            return node.id in self.local_funcs or not (node.id in self.env or node.id in self.assigned
-                                                       or self.is_param(node.id))
-        return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-            and node.value.id == self.self_name and f"{node.value.id}.{node.attr}" not in self.env
-
-    def hand_out_decorated(self, node: ast.AST, qual: str) -> None:
-        """A ``def`` under a decorator that is neither torch's, functools', nor a builtin one (``@register("fp8")``,
-        ``@pytest.mark.parametrize``): the decorator receives the function and whoever it serves calls it (a
-        registry's dispatch, a test runner): a call site that passes nothing (:meth:`hand_out_callables`)."""
-        if self.ctx is None or not self.recording or (self.in_class and node.name == "forward"):
-            return  # (a decorated `forward` is still what the module's call runs on its inputs: `@auto_fp16()`)
-        for dec in node.decorator_list:
-            name = dotted_name(dec.func if isinstance(dec, ast.Call) else dec) or ""
-            full = qualify_dotted(name, self.names, self.is_local_name)[0] or name
-            if full.split(".")[0] not in _KEEP_DECORATORS and name.rpartition(".")[2] not in _KEEP_DECORATORS \
-                    and not self.project_wrapper(dec):
-                self._handed_out(qual, node)
-                return
-
-    def project_wrapper(self, dec: ast.expr) -> str:
-        """``@knowngood`` (not a call) naming an in-project decorator that calls the function it decorates with
-        the arguments it was given (:func:`.resolve.passes_through`): the function is still called by its
-        callers, as itself."""
-        name = dotted_name(dec) if self.ctx is not None and not isinstance(dec, ast.Call) else None
-        if not name:
-            return ""
-        full = qualify_dotted(name, self.names, self.is_local_name)[0] or name
-        return self.ctx.wrapper_function(full if full != name or "." in name else f"{self.ctx.module}.{name}")
-
-    def record_handed_out(self, value: ast.expr, no_grad: bool = False) -> None:
-        """A call site of each project function ``value`` may be, passing nothing (:meth:`hand_out_callables`);
-        ``no_grad``: it is called where grad is off (a dict of solvers inside a Function's ``forward``)."""
-        for qual, _ in self.callable_refs(value):
-            self._handed_out(qual, value, no_grad)
-
-    def _handed_out(self, qual: str, where: ast.AST, no_grad: bool = False) -> None:
-        """The call site, at ``where``, of ``qual`` handed to code we cannot see: no argument bound, grad on
-        (or off, ``no_grad``)."""
-        self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, where.lineno, where.col_offset, (), no_grad,
-                                       bound=frozenset()))
-
-    def hand_callables_to_model(self, node: ast.Call, result: frozenset) -> None:
-        """``model(ids, logits_processor=f)``: ``f`` receives the model's output as its first argument."""
-        if self.ctx is None or not self.recording or not any(
-                o.root is RootKind.MODEL_OUTPUT_OBJECT and o.root_line == node.lineno for o in result):
-            return
-        for value in list(node.args) + [k.value for k in node.keywords]:
-            for qual, bound in self.callable_refs(value):
-                given = Origin(RootKind.MODEL_OUTPUT, f"{short(node.func)}(...)", node.lineno,
-                               root_no_grad=self.no_grad)
-                self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, value.lineno, value.col_offset,
-                                               ((bound, frozenset({given})),), self.no_grad, callback=True))
 
     def project_calls(self, node: ast.Call, callees: List[Tuple[str, int]], args: List[frozenset],
                       kwargs: Dict[str, frozenset], submodule: Optional[str] = None) -> frozenset:
@@ -408,9 +326,7 @@ class ProjectCallsMixin:
                                       tuple((i, o) for i, o in passed if o),
                                       self.no_grad, unread=frozenset(unread),
                                       bound=None if starred else frozenset(binding),
-                                      constants=tuple(sorted((i, v[0]) for i, v in values.items()
-                                                             if v and isinstance(i, int))),
-                                      passed=tuple((i, j, own_defaults[j]) for i, j in sorted(handed_on.items()))))
+                                      **self.site_facts(binding)))
         if summary is None or not summary.returns:
             return EMPTY
         out = []

@@ -189,7 +189,8 @@ class ReportingMixin:
                                       observed=frozenset(observed or ()), fix_if_callers=alt,
                                       param_rooted=rooted, grad_cond=self.grad_cond or self.made_under_cond(
                                           real, write, rule),
-                                      guess_param=self.saved_guess(real, write, rule))
+                                      guess_param=self.saved_guess(real, write, rule),
+                                      guards=conditions.needs_true(self.path_conds))
 
     def made_under_cond(self, origins: Sequence[Origin], write: Write, rule) -> Optional[tuple]:
         """The condition that turns grad off where every origin that makes ``rule`` apply was made (``with

@@ -20,7 +20,8 @@ from .decorators import module_wrappers
 from .refs import refers, refs_text, value_refs, value_refs_in_text  # noqa: F401  (re-exported)
 from .names import import_bindings
 from .roots import ROOT_MARKERS, find_root, is_loose, module_name  # noqa: F401  (re-exported)
-from .narrowing import PLAIN_BASES, init_attributes, plain_bases, torch_class_is_tensor
+from .init_builds import init_attributes
+from .narrowing import PLAIN_BASES, plain_bases, torch_class_is_tensor
 from .summaries import ModuleIndex, parameter_names
 
 #: a dependency on a function the walk looked for in an in-project module and did not find

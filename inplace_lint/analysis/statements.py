@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Set
 
 from ..findings import Origin
 from . import conditions, fixplan, grad, model_outputs, narrowing
@@ -132,6 +132,7 @@ class StatementsMixin:
                 head()
                 self.run_body(node.body)
                 self.env = merge([before, self.env], self.big)
+                self.grad_off_flags &= state[6]  # a flag on entry that the body binds otherwise is none after
                 if first and self.env == before and self._loop_state()[:-1] == state[:-1] \
                         and not (self.assigned - state[-1]) & LITERAL_HEADS:
                     # nothing the walk reads changed in the first pass: the second would repeat it exactly
@@ -145,7 +146,8 @@ class StatementsMixin:
         """What a loop's body may change, other than ``env``, that later statements read
         (``assigned`` only matters for :data:`~.names.LITERAL_HEADS`; compared apart)."""
         return (set(self.nograd_bound), dict(self.names), dict(self.local_funcs), dict(self.inplace_modules),
-                set(self.submodule_results), set(self.bool_names), self.redefined, set(self.assigned))
+                set(self.submodule_results), set(self.bool_names), set(self.grad_off_flags), self.redefined,
+                set(self.assigned))
 
     def stmt_If(self, node: ast.If) -> None:
         # an elif chain is walked as a loop, not by recursion (generated code has chains of hundreds)
@@ -158,6 +160,8 @@ class StatementsMixin:
         gates = []  # what holds in every later arm: (grad-enabled test, requires_grad test) found false
         narrow_later = []  # what `isinstance` tests found false say of a name in every later arm
         mark = len(self.bindings)
+        flags_before = set(self.grad_off_flags)
+        arm_flags: List[Set[str]] = []  # the grad-off flags each arm leaves bound
         left: List[bool] = []  # each arm ends in `return`/`raise`: what it bound never reaches the join
         while True:
             self.eval(current.test)
@@ -165,21 +169,23 @@ class StatementsMixin:
             self.path_conds = saved_conds + tuple(conds_false) + ((cond,) if cond else ())
             # `if self.training: ... else: <eval mode only>`, `if not self.training and prefilter: <eval only>`
             body_mode, else_mode = grad.training_arms(current.test)
-            enabled = grad.grad_enabled_test(current.test)
+            body_off, else_off = grad.grad_off_arms(current.test, self.grad_off_flags)
             body_requires, else_requires = grad.requires_grad_arms(current.test)
             narrow_body, narrow_else = self.type_arms(current.test)
             before = dict(self.env)
             self.eval_branch = chain or body_mode is False
-            self._gate(enabled is False, body_requires)
+            self._gate(body_off, body_requires)
             self.narrow(narrow_body)
             self.run_body(current.body)
             self.nograd_keys = set(saved_grad[0])
             arms.append(self.env)
+            arm_flags.append(self.grad_off_flags)
+            self.grad_off_flags = set(flags_before)
             left.append(grad.leaves_function(current.body))
             self.env = before
             # what follows runs only in eval mode, or (after `if torch.is_grad_enabled():`) with grad off
-            chain = self.eval_branch = chain or else_mode is False or enabled is True
-            gates.append((enabled is True, else_requires))
+            chain = self.eval_branch = chain or else_mode is False or else_off
+            gates.append((else_off, else_requires))
             narrow_later.extend(narrow_else)
             if current is node:
                 first_narrow_else = narrow_else
@@ -196,6 +202,7 @@ class StatementsMixin:
                 continue
             self.run_body(orelse)
             arms.append(self.env)
+            arm_flags.append(self.grad_off_flags)
             left.append(grad.leaves_function(orelse))
             break
         self.eval_branch = saved
@@ -207,11 +214,11 @@ class StatementsMixin:
             if dies is not None:
                 left[1 if dies else 0] = True
         training = grad.training_test(node.test)
-        enabled = grad.grad_enabled_test(node.test)
-        if enabled is not None and len(arms) == 2:
+        body_off, else_off = grad.grad_off_arms(node.test, flags_before)
+        if (body_off or else_off) and len(arms) == 2:
             # `if torch.is_grad_enabled(): v = vt.clone() else: v = vt`: on the arm where grad is off the whole
             # call runs with grad off, so everything it holds there was made without grad (saved nothing)
-            on, off = (arms[0], arms[1]) if enabled else (arms[1], arms[0])
+            on, off = (arms[1], arms[0]) if body_off else (arms[0], arms[1])
             for key, origins in off.items():
                 if origins != on.get(key, EMPTY):
                     off[key] = frozenset(o if param_index(o) is not None else replace(o, root_no_grad=True)
@@ -227,6 +234,8 @@ class StatementsMixin:
                                                 else replace(o, root_no_grad=True) for o in origins)
         # `else: raise ...`: the value before the `if` reaches what follows only through the arms that go on
         live = [env for env, gone in zip(arms, left) if not gone] or arms
+        live_flags = [f for f, gone in zip(arm_flags, left) if not gone] or arm_flags
+        self.grad_off_flags = set.intersection(*live_flags)
         if TOUCHED_MERGE:
             self.env = merge_touched(live, {k for k, _ in self.bindings[mark:]} | self.big)
         else:

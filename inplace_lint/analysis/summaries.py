@@ -213,6 +213,12 @@ class CallSite:
     #: (parameter index, index of the caller's own parameter passed for it, that one's literal default as
     #: ``(value,)`` or ``()``): ``no_grad=no_grad`` hands the callee's condition on to the caller's callers
     passed: Tuple[Tuple[int, int, tuple], ...] = ()
+    #: parameter indexes whose argument is true only with grad off (``inplace_safe=inplace_safe`` with
+    #: ``inplace_safe = not torch.is_grad_enabled()``: :func:`.grad.is_grad_off_flag`)
+    grad_off_args: FrozenSet[int] = frozenset()
+    #: (index, literal default) of the caller's own parameters the call runs only when true (``if
+    #: inplace_safe: self.block(z)``: :func:`.conditions.needs_true`)
+    guards: Tuple[Tuple[int, tuple], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -286,6 +292,9 @@ class LocalFinding:
     #: ``torch.Tensor`` annotation, or a view taken of it): where every caller is known, what they pass
     #: decides instead (:meth:`.project.Project.findings`)
     param_rooted: Optional[int] = None
+    #: (index, literal default) of the function's parameters the write runs only when true (``if
+    #: inplace_safe: z += ...``): dropped where one of them is true only with grad off at every call
+    guards: Tuple[Tuple[int, tuple], ...] = ()
 
 
 @dataclass

@@ -1,0 +1,54 @@
+"""Flags true only with grad off, across calls (issue 20, "grad mode that the code sets"): OpenFold-style
+code computes ``inplace_safe = not (self.training or torch.is_grad_enabled())`` once and passes it down
+through submodule ``forward``s to branches that write in place. Within a function the walk follows such
+a flag itself (:func:`.grad.grad_off_arms`); here a parameter is decided by every in-project call of its
+function (:class:`~.summaries.CallSite`'s ``grad_off_args``, ``constants``, ``passed``, ``guards``)."""
+from __future__ import annotations
+
+from typing import Dict
+
+from .summaries import CallSite
+
+
+def enclosing_off(grad_off: Dict[str, bool], qual: str) -> bool:
+    """A function, or a function it is nested in, runs with grad off."""
+    while qual:
+        if grad_off.get(qual):
+            return True
+        qual = qual.rpartition(".")[0]
+    return False
+
+
+def guarded_off(calls_to, grad_off: Dict[str, bool], exported, site: CallSite) -> bool:
+    """``site`` runs only when one of its caller's parameters is true (``if inplace_safe: self.block(z)``),
+    and that one is true only with grad off at every call of the caller."""
+    return any(flag_grad_off(calls_to, grad_off, exported, site.caller, g, d) for g, d in site.guards)
+
+
+def flag_grad_off(calls_to, grad_off: Dict[str, bool], exported, qual: str, index: int, default: tuple,
+                  depth: int = 0) -> bool:
+    """Parameter ``index`` of ``qual`` (literal default ``default``: ``(value,)`` or ``()``) is true only with
+    grad off: every in-project call passes a flag true only with grad off (``not torch.is_grad_enabled()``
+    or a name bound to one), a false literal, or its own such parameter; leaves it at a false default; or
+    runs with grad off itself. ``if inplace_safe:`` then runs its body with grad off. With no in-project
+    call, or for a function of the package's API (``exported``), its callers are unknown: False."""
+    sites = calls_to.get(qual, [])
+    if not sites or depth > 8 or qual in exported:
+        return False
+    for site in sites:
+        if site.no_grad or enclosing_off(grad_off, site.caller) or index in site.grad_off_args:
+            continue
+        if site.guards and any(flag_grad_off(calls_to, grad_off, exported, site.caller, g, d, depth + 1)
+                               for g, d in site.guards):
+            continue
+        constants = dict(site.constants)
+        passed = {i: (j, d) for i, j, d in site.passed}
+        if index in constants:
+            if constants[index]:
+                return False
+        elif index in passed:
+            if not flag_grad_off(calls_to, grad_off, exported, site.caller, *passed[index], depth + 1):
+                return False
+        elif site.bound is None or index in site.bound or not default or default[0]:
+            return False  # unknown, or left at a default that is not false
+    return True

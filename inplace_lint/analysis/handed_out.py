@@ -1,0 +1,139 @@
+"""Project functions handed to other code as values (issue 20, "aliases that are not names", and callers
+we cannot see): ``cbs.append(step_fn)``, a registry decorator, a callable given to a model call,
+``partial(block, flag=...)``. Each is recorded as a call site (:class:`~.summaries.CallSite`) with what
+is known of its arguments, so that guesses about the function's parameters are not kept or dropped on
+the strength of callers nobody sees. A part of :class:`~.dataflow.Scope`."""
+from __future__ import annotations
+
+import ast
+
+from ..findings import Origin, RootKind
+from . import conditions, grad
+from .astutil import dotted_name, last_name, short
+from .env import EMPTY
+from .names import qualify_dotted
+from .summaries import CallSite
+
+#: decorators (their module, or their last name) that keep a function called as itself, by its callers
+_KEEP_DECORATORS = frozenset({"torch", "functools", "typing", "abc", "staticmethod", "classmethod", "property",
+                              "setter", "getter", "deleter", "abstractmethod", "cached_property", "wraps",
+                              "lru_cache", "cache", "overload", "override", "contextmanager", "dataclass"})
+
+
+class HandedOutMixin:
+    """Call sites of functions handed out as values, and what a call gives its callee's conditions."""
+
+    def hand_out_callables(self, node: ast.Call) -> None:
+        """``cbs.append(step_fn)``, ``executor.make_callable(f)``: a project function handed to other code as a
+        value is called by that code, with arguments nothing here shows. Recorded as a call site that passes
+        nothing (``bound`` empty), so a guess about the function's parameters is not kept on the strength of
+        callers we cannot see (a guess is no evidence). Not for torch's own higher-order functions
+        (``torch.compile(f)``, ``checkpoint(f, x)``, ``torch.func.vmap(f)``), hooks (``register_forward_hook``),
+        ``functools.partial`` or a model call (:meth:`hand_callables_to_model`): those pass activations."""
+        if isinstance(node.func, (ast.Name, ast.Attribute)) and last_name(node.func) == "partial" and node.args \
+                and qualify_dotted(dotted_name(node.func), self.names, self.is_local_name)[0] \
+                in ("functools.partial", "partial"):
+            self.record_partial(node)
+        values = []
+        for value in list(node.args) + [k.value for k in node.keywords]:
+            items = value.elts if isinstance(value, (ast.List, ast.Tuple, ast.Set)) else (
+                value.values if isinstance(value, ast.Dict) else [value])  # `Optimizer([step_fn])`
+            values.extend(item for item in items if self._may_name_function(item))
+        if not values:
+            return
+        qual = qualify_dotted(dotted_name(node.func), self.names, self.is_local_name)[0]
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if (qual or "").split(".")[0] in ("torch", "functools", "partial") or name.startswith("register_"):
+            return
+        for value in values:
+            self.record_handed_out(value)
+
+    def _may_name_function(self, node: ast.expr) -> bool:
+        """``f`` (not a variable or parameter here) or ``self.m`` (not an attribute bound here): cheap to ask
+        before resolving."""
+        if isinstance(node, ast.Name):
+            return node.id in self.local_funcs or not (node.id in self.env or node.id in self.assigned
+                                                       or self.is_param(node.id))
+        return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+            and node.value.id == self.self_name and f"{node.value.id}.{node.attr}" not in self.env
+
+    def hand_out_decorated(self, node: ast.AST, qual: str) -> None:
+        """A ``def`` under a decorator that is neither torch's, functools', nor a builtin one (``@register("fp8")``,
+        ``@pytest.mark.parametrize``): the decorator receives the function and whoever it serves calls it (a
+        registry's dispatch, a test runner): a call site that passes nothing (:meth:`hand_out_callables`)."""
+        if self.ctx is None or not self.recording or (self.in_class and node.name == "forward"):
+            return  # (a decorated `forward` is still what the module's call runs on its inputs: `@auto_fp16()`)
+        for dec in node.decorator_list:
+            name = dotted_name(dec.func if isinstance(dec, ast.Call) else dec) or ""
+            full = qualify_dotted(name, self.names, self.is_local_name)[0] or name
+            if full.split(".")[0] not in _KEEP_DECORATORS and name.rpartition(".")[2] not in _KEEP_DECORATORS \
+                    and not self.project_wrapper(dec):
+                self._handed_out(qual, node)
+                return
+
+    def project_wrapper(self, dec: ast.expr) -> str:
+        """``@knowngood`` (not a call) naming an in-project decorator that calls the function it decorates with
+        the arguments it was given (:func:`.resolve.passes_through`): the function is still called by its
+        callers, as itself."""
+        name = dotted_name(dec) if self.ctx is not None and not isinstance(dec, ast.Call) else None
+        if not name:
+            return ""
+        full = qualify_dotted(name, self.names, self.is_local_name)[0] or name
+        return self.ctx.wrapper_function(full if full != name or "." in name else f"{self.ctx.module}.{name}")
+
+    def record_partial(self, node: ast.Call) -> None:
+        """``partial(block, inplace_safe=flag)``: a call of ``block`` whose other arguments come later, from
+        code we may not see. Recorded as a call site with what ``partial`` binds (its literals, this function's
+        own parameters passed on, flags true only with grad off) and the rest unknown (``bound`` None), so a
+        condition on a bound parameter is decided by it and every other guess stays (OpenFold-style
+        ``checkpoint_blocks([partial(b, ...) for b in self.blocks])``)."""
+        for qual, bound in self.callable_refs(node.args[0]):
+            params, _ = self.ctx.params_of(qual) or ((), False)
+            binding = {}
+            for position, arg in enumerate(node.args[1:], bound):
+                if isinstance(arg, ast.Starred) or position >= len(params) or params[position].startswith("*"):
+                    break
+                binding[position] = (EMPTY, arg)
+            for k in node.keywords:
+                if k.arg is not None and k.arg in params:
+                    binding[params.index(k.arg)] = (EMPTY, k.value)
+            self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, node.lineno, node.col_offset, (),
+                                           self.no_grad, bound=None, **self.site_facts(binding)))
+
+    def site_facts(self, binding) -> dict:
+        """What a call gives the callee's parameters (``binding``: index -> (origins, argument)), for the
+        conditions it decides: literals (``constants``), this function's own parameters handed on with their
+        defaults (``passed``), flags true only with grad off (``grad_off_args``), and the parameters of this
+        function the call runs only when true (``guards``)."""
+        handed_on = self.own_params_passed(binding)
+        constants = {i: conditions.literal(n) for i, (_, n) in binding.items()}
+        return dict(constants=tuple(sorted((i, v[0]) for i, v in constants.items() if v)),
+                    passed=tuple((i, j, self.param_default(self.params[j])) for i, j in sorted(handed_on.items())),
+                    grad_off_args=frozenset(i for i, (_, n) in binding.items()
+                                            if not isinstance(n, ast.Constant)
+                                            and grad.is_grad_off_flag(n, self.grad_off_flags)),
+                    guards=conditions.needs_true(self.path_conds))
+
+    def record_handed_out(self, value: ast.expr, no_grad: bool = False) -> None:
+        """A call site of each project function ``value`` may be, passing nothing (:meth:`hand_out_callables`);
+        ``no_grad``: it is called where grad is off (a dict of solvers inside a Function's ``forward``)."""
+        for qual, _ in self.callable_refs(value):
+            self._handed_out(qual, value, no_grad)
+
+    def _handed_out(self, qual: str, where: ast.AST, no_grad: bool = False) -> None:
+        """The call site, at ``where``, of ``qual`` handed to code we cannot see: no argument bound, grad on
+        (or off, ``no_grad``)."""
+        self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, where.lineno, where.col_offset, (), no_grad,
+                                       bound=frozenset()))
+
+    def hand_callables_to_model(self, node: ast.Call, result: frozenset) -> None:
+        """``model(ids, logits_processor=f)``: ``f`` receives the model's output as its first argument."""
+        if self.ctx is None or not self.recording or not any(
+                o.root is RootKind.MODEL_OUTPUT_OBJECT and o.root_line == node.lineno for o in result):
+            return
+        for value in list(node.args) + [k.value for k in node.keywords]:
+            for qual, bound in self.callable_refs(value):
+                given = Origin(RootKind.MODEL_OUTPUT, f"{short(node.func)}(...)", node.lineno,
+                               root_no_grad=self.no_grad)
+                self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, value.lineno, value.col_offset,
+                                               ((bound, frozenset({given})),), self.no_grad, callback=True))

@@ -1,0 +1,116 @@
+"""What a class's ``__init__`` builds: the class (or factory) each ``self.<attr>`` is made from, and the one
+class every element of a ``ModuleList`` attribute is made from. Read without walking function bodies
+(:class:`~.summaries.ModuleIndex`), so a call through ``self.<attr>`` or a loop over ``self.blocks``
+reaches the project's ``forward`` (issue 20, "submodules by class hierarchy")."""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Optional, Set
+
+from ..torch_facts import ops
+from .astutil import dotted_name
+
+
+def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
+    """``self.x = SomeClass(...)`` (or ``self.x: SomeClass = ...``, or ``self.x = x`` with the parameter
+    ``x: SomeClass``) in ``__init__``: x -> "SomeClass"."""
+    out: Dict[str, str] = {}
+    for item in cls.body:
+        if not (isinstance(item, ast.FunctionDef) and item.name == "__init__" and item.args.args):
+            continue
+        me = item.args.args[0].arg
+        every = item.args.posonlyargs + item.args.args + item.args.kwonlyargs
+        annotated = {a.arg: dotted_name(a.annotation) for a in every[1:] if a.annotation is not None}
+        nodes = list(item.body)
+        for stmt in item.body:  # the top level of __init__ and one level of if/else, try, with
+            for field in ("body", "orelse", "finalbody"):
+                nodes.extend(getattr(stmt, field, ()) if not isinstance(stmt, ast.FunctionDef) else ())
+        for node in nodes:
+            target = value = None
+            called = False  # built by a call: a factory function counts too (`aggr_resolver(aggr)`)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+                if isinstance(value, ast.Name) and annotated.get(value.id):
+                    name = annotated[value.id]  # self.kernel = kernel, with `kernel: Kernel`
+                    value = ast.Name(id=name) if "." not in name else ast.parse(name, mode="eval").body
+                else:
+                    while isinstance(value, ast.Call) and value.args and \
+                            (dotted_name(value.func) or "").rpartition(".")[2] in ops.INIT_FUNCTIONS:
+                        value = value.args[0]  # `init.xavier_uniform_(nn.Parameter(...))` returns its argument
+                    if isinstance(value, ast.Call) and any(
+                            k.arg == "requires_grad" and isinstance(k.value, ast.Constant) and k.value.value is False
+                            for k in value.keywords):
+                        continue  # `nn.Parameter(w, requires_grad=False)`: built, but frozen: no evidence of grad
+                    called, value = isinstance(value, ast.Call), (value.func if isinstance(value, ast.Call) else None)
+            elif isinstance(node, ast.AnnAssign):
+                target, value = node.target, node.annotation
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
+                name = dotted_name(value) if value is not None else None
+                if name and (called or name.rpartition(".")[2][:1].isupper()):
+                    out.setdefault(target.attr, name)
+        for attr, name in container_elements(item, me).items():
+            out.setdefault(f"{attr}{ELEMENTS}", name)
+    return out
+
+
+#: the key of what a container attribute holds (``blocks[]`` for ``self.blocks = nn.ModuleList(...)``)
+ELEMENTS = "[]"
+#: containers whose call is not their elements' call (an ``nn.Sequential`` is called as a whole)
+_MODULE_CONTAINERS = frozenset({"ModuleList"})
+
+
+def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
+    """``self.blocks = nn.ModuleList([Block(...) for _ in range(n)])``, ``nn.ModuleList([Block(a), Block(b)])``,
+    or ``self.blocks.append(Block(...))`` / ``block = Block(...); self.blocks.append(block)`` anywhere in
+    ``__init__``: blocks -> "Block", when every element is built by the one callable; a loop ``for b in
+    self.blocks:`` then runs that class's ``forward`` (issue 20, "submodules by class hierarchy")."""
+    built: Dict[str, Set[str]] = {}  # local name -> what built it
+    appended: Dict[str, Set[str]] = {}
+    made: Dict[str, Set[str]] = {}
+    nodes = [n for n in ast.walk(init) if isinstance(n, (ast.Assign, ast.Expr))]
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            built.setdefault(node.targets[0].id, set()).add(_builder(node.value) or "")
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0], me):
+            value = node.value
+            if isinstance(value, ast.Call) and (dotted_name(value.func) or "").rpartition(".")[2] in _MODULE_CONTAINERS:
+                items = value.args[0] if len(value.args) == 1 else None
+                elements = [items.elt] if isinstance(items, (ast.ListComp, ast.GeneratorExp)) else (
+                    list(items.elts) if isinstance(items, (ast.List, ast.Tuple)) else [])
+                if elements:
+                    made.setdefault(node.targets[0].attr, set()).update(_builder(e) or "" for e in elements)
+                elif not value.args:
+                    made.setdefault(node.targets[0].attr, set())
+            else:
+                made.setdefault(node.targets[0].attr, set()).add("")  # anything else: unknown
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+                and isinstance(node.value.func, ast.Attribute) and node.value.func.attr in ("append", "extend") \
+                and _self_attr(node.value.func.value, me) and len(node.value.args) == 1:
+            arg = node.value.args[0]
+            if node.value.func.attr == "extend":
+                names = {""}
+            elif isinstance(arg, ast.Name):
+                names = built.get(arg.id, {""})
+            else:
+                names = {_builder(arg) or ""}
+            appended.setdefault(node.value.func.value.attr, set()).update(names)
+    out = {}
+    for attr, names in made.items():
+        names = names | appended.get(attr, set())
+        if len(names) == 1 and "" not in names:
+            out[attr] = next(iter(names))
+    return out
+
+
+def _self_attr(node: ast.expr, me: str) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == me
+
+
+def _builder(value: ast.expr) -> Optional[str]:
+    """``Block`` for ``Block(...)``: a class-like callable (capitalised), else None."""
+    if isinstance(value, ast.Call):
+        name = dotted_name(value.func)
+        if name and name.rpartition(".")[2][:1].isupper():
+            return name
+    return None
