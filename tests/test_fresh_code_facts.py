@@ -648,3 +648,19 @@ def test_a_grad_off_flag_bound_by_partial_runs_the_branch_without_grad():
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         block(x, inplace_safe=True).sum().backward()
     assert fast.shape == (2, 4)
+
+
+def test_operators_and_layer_subclasses_save_what_the_rule_says():
+    reported = _load("IPV006/operator_saved_facts.py")
+    clean = _load("clean/operator_saved_facts.py")
+    for module in (reported.Proj(4), reported.Scaled(4), reported.Doubled(4, 4)):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            module(torch.randn(2, 4)).sum().backward()
+    x = torch.randn(2, 4)
+    rotate = clean.Rotate(4)
+    assert torch.allclose(rotate(x.clone()), x)  # a buffer needs no grad: nothing is saved for it
+    frozen = clean.Frozen(4)
+    xg = torch.randn(2, 4, requires_grad=True)
+    frozen(xg * 1).sum().backward()  # the frozen weight saves nothing: the write is legal, backward runs
+    assert xg.grad is not None
+    assert torch.equal(clean.powers(3), torch.tensor([2, 3, 5]))

@@ -230,8 +230,10 @@ class CallGradMixin:
         for position in other:
             arg = given[position]
             activation = isinstance(arg, ast.Name) and (arg.id in self.submodule_results or arg.id in self.layer_results)
+            # (`a @ b` takes only tensors on both sides: a number there raises, unlike `a * b`)
             self.mark_saved_for_other(arg, text, node.lineno, node,
-                                      surely_tensor=(position == 0 and namespace != "operator") or activation)
+                                      surely_tensor=(position == 0 and namespace != "operator") or activation
+                                      or name == "matmul")
 
     def saved_tuple_outputs(self, node: ast.Call, namespace: str, name: str, first: Optional[ast.expr],
                             first_origins: frozenset) -> Optional[frozenset]:
@@ -356,7 +358,14 @@ class CallGradMixin:
 
     def input_saving_layer(self, func: ast.expr) -> Optional[str]:
         """``self.<attr>`` in ``self.<attr>(x)``, built in ``__init__`` from a ``torch.nn`` layer whose forward
-        saves its input for its weights' gradient (:data:`ops.LAYERS_SAVING_INPUT`): the layer's class name."""
+        saves its input for its weights' gradient (:data:`ops.LAYERS_SAVING_INPUT`): the layer's class name. Also
+        ``super().forward(x)`` in a subclass of such a layer (``class MyLinear(nn.Linear)``) whose weights are
+        torch's (not frozen or replaced: :attr:`weights_unknown`)."""
+        if isinstance(func, ast.Attribute) and func.attr == "forward" and isinstance(func.value, ast.Call) \
+                and isinstance(func.value.func, ast.Name) and func.value.func.id == "super" \
+                and self.cls_qual and self.ctx is not None:
+            layer = None if self.weights_unknown else self.ctx.torch_layer_base(self.cls_qual)
+            return layer if layer in ops.LAYERS_SAVING_INPUT else None
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                 and func.value.id == self.self_name and self.cls_qual and self.ctx is not None) \
                 or func.attr in self.unsaved_layers:
@@ -416,6 +425,8 @@ class CallGradMixin:
             return self.grad_source(node.value)
         if isinstance(node, ast.Attribute) and node.attr in ("data", "grad"):
             return False  # `self.w.data`, `p.grad`: autograd does not track them
+        if isinstance(node, ast.Attribute) and node.attr in ops.VIEW_ATTRIBUTES:
+            return self.grad_source(node.value)  # `self.weight.T`: a view of a parameter requires grad
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self.self_name \
                 and self.cls_qual and self.ctx is not None:
             # `self.raw`, set to `nn.Parameter(...)` in `__init__`: a parameter requires grad (unless the class

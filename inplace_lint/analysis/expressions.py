@@ -166,6 +166,11 @@ class ExpressionsMixin:
         return -1
 
     def eval_BinOp(self, node: ast.BinOp) -> frozenset:
+        if isinstance(node.op, ast.Pow) and isinstance(node.left, ast.Constant) \
+                and type(node.left.value) in (int, float):
+            # `2 ** h` is `torch.pow(2, h)`, whose backward reads its result (`pow.Scalar` in torch's
+            # derivatives.yaml: `pow_backward_exponent(grad, self, exponent, result)`; executed, 2.13)
+            return self.saved_output(node, node.right, self.eval(node.right))
         # a + b + c + ... nests to the left: walk it as a loop, in evaluation order
         rights, levels = [], []
         top = node

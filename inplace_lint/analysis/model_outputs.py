@@ -194,8 +194,8 @@ def inherited_weights_unknown(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AS
     """A torch layer's subclass whose inherited ``self.weight``/``self.bias`` the class's own code may have made
     something other than parameters that require grad: it assigns, registers or deletes them
     (``self.weight = nn.Parameter(w, requires_grad=False)``, ``del self.weight; self.register_buffer("weight",
-    w)``), or freezes itself (``self.requires_grad_(False)``, ``for p in self.parameters(): p.requires_grad =
-    False``)."""
+    w)``), or freezes itself or its weight (``self.requires_grad_(False)``, ``for p in self.parameters():
+    p.requires_grad = False``, ``self.weight.requires_grad_(False)``)."""
     for node in (ast.walk(cls) if nodes is None else nodes):
         targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target] if isinstance(
             node, (ast.AnnAssign, ast.AugAssign)) else []
@@ -205,9 +205,11 @@ def inherited_weights_unknown(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AS
                 "register_buffer", "register_parameter") and node.args and is_str_constant(node.args[0]) \
                 and node.args[0].value in ("weight", "bias"):
             return True
-        frozen = _frozen_target(node) if not isinstance(node, ast.Assign) else None
-        if isinstance(frozen, ast.Name) and frozen.id == "self":
+        frozen = _frozen_target(node)
+        if isinstance(frozen, ast.Name) and frozen.id == "self" and not isinstance(node, ast.Assign):
             return True  # self.requires_grad_(False), for p in self.parameters(): p.requires_grad = False
+        if _self_attr(frozen) and frozen.attr == "weight":
+            return True  # self.weight.requires_grad_(False): the input is saved for the weight's gradient only
     return False
 
 
