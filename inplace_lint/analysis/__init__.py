@@ -13,14 +13,18 @@ Entry points
 The interpreter (one function at a time)
 - :mod:`.dataflow`: ``Scope`` and ``walk_module``; it sees the project only through
   :class:`.context.AnalysisContext` (:mod:`.context`).
-- its jobs: :mod:`.statements` (control flow, scopes), :mod:`.binding` (assignments, targets),
-  :mod:`.expressions`, :mod:`.calls` (torch ops, tensor methods), :mod:`.project_calls` (in-project
-  callees and their summaries), :mod:`.call_grad` (grad at a call, what a call saves for backward),
+- its jobs: :mod:`.statements` (control flow, scopes), :mod:`.blocks` (``with``/``try``/``match``, the grad
+  mode a block sets), :mod:`.binding` (assignments, targets), :mod:`.expressions`, :mod:`.calls` (torch ops,
+  tensor methods), :mod:`.project_calls` (in-project callees and their summaries), :mod:`.handed_out`
+  (functions handed to other code as values, ``partial``), :mod:`.call_grad` (grad at a call, what a call
+  saves for backward),
   :mod:`.branches` (what a branch test states: conditions on parameters and on ``__init__`` flags),
   :mod:`.reporting` (rule matching, findings); :mod:`.env`: origin sets and merges; :mod:`.names` resolves names through imports;
   :mod:`.astutil`: small ``ast`` helpers.
-- facts: :mod:`.grad` (grad contexts), :mod:`.model_outputs` (model-output heuristics), :mod:`.narrowing`
-  (classes and types: ``isinstance`` arms, plain classes, TorchScript functions),
+- facts: :mod:`.grad` (grad contexts, flags true only with grad off), :mod:`.grad_flags` (such flags passed
+  across calls), :mod:`.model_outputs` (model-output heuristics), :mod:`.narrowing` (classes and types:
+  ``isinstance`` arms, plain classes, TorchScript functions), :mod:`.init_builds` (what ``__init__`` builds:
+  attributes, ``ModuleList`` elements),
   :mod:`.summaries` (what a function returns and writes, in terms of its parameters).
 - :mod:`.fixplan`: which findings have a fix and whether it is safe.
 

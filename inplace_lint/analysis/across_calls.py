@@ -250,7 +250,7 @@ class AcrossCalls:
         return sorted(out.values(), key=lambda f: (f.line, f.col, f.code))
 
     def _exported(self) -> FrozenSet[str]:
-        """The functions a top-level package's ``__init__`` imports under a public name (``from .volrend import
+        """The functions and classes a top-level package's ``__init__`` imports under a public name (``from .volrend import
         render_transmittance_from_density`` in ``nerfacc/__init__.py``): the package's API, called by its users
         where no call site shows. A subpackage's ``__init__`` (``pkg.optimizer.utils``) gathers names for the
         package's own modules, and is not taken for its API."""
@@ -265,8 +265,8 @@ class AcrossCalls:
             if index.is_package and "." not in index.module and index.module not in _NOT_AN_API:
                 for name, target in index.imports.items():
                     found = self.resolve(target) if not name.startswith("_") else None
-                    if found and found[0] == "function":
-                        out.add(found[1])
+                    if found and found[0] in ("function", "class"):
+                        out.add(found[1])  # (a class: its methods are called by the users too)
         return frozenset(out)
 
     def _all_grad_off(self, sites: List[CallSite]) -> bool:
@@ -417,7 +417,10 @@ class AcrossCalls:
             if w.when and site.bound is not None and conditions.contradicted(w.when, site_values(site)):
                 continue  # the call's constant arguments rule out the path to the write
             called_without_grad = chain_no_grad or self._grad_off(grad_off, w.func)
-            no_grad = w.no_grad or called_without_grad
+            # `add(m1, m2, inplace_safe)` with `if inplace: m1 += m2`: the flag the call passes is true only with
+            # grad off, so the write runs with grad off
+            no_grad = w.no_grad or called_without_grad or bool(w.when) and grad_flags.flag_guards(
+                w.when, grad_flags.flag_args(calls_to, grad_off, self._exported(), site))
             write = Write(w.op, w.op_name, w.kind, w.target, w.point_index, w.condition)
             # a callee run with grad off saved nothing of its own (its steps on the parameter)
             steps = ran_without_grad(w.steps) if called_without_grad else w.steps

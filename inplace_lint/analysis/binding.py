@@ -51,19 +51,22 @@ class BindingMixin:
                     is_bool = self.is_bool_value(node.value)
                 if is_bool:
                     self.bool_names.add(target.id)
-                if grad.is_grad_off_flag(node.value, self.grad_off_flags):
+                if grad.is_grad_off_flag(node.value, self.grad_off_flags) and target.id not in self.shared_names:
                     self.grad_off_flags.add(target.id)
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
             self.assign(node.target, node.value, self.eval(node.value))
-            if isinstance(node.target, ast.Name) and grad.is_grad_off_flag(node.value, self.grad_off_flags):
+            if isinstance(node.target, ast.Name) and grad.is_grad_off_flag(node.value, self.grad_off_flags) \
+                    and node.target.id not in self.shared_names:
                 self.grad_off_flags.add(node.target.id)
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
         value = self.eval(node.value)
         op = AUG_OPS.get(type(node.op), "op=")
         target = node.target
+        if isinstance(target, ast.Name):
+            self.grad_off_flags.discard(target.id)  # `flag |= force`: no longer true only with grad off
         if isinstance(target, ast.Subscript):
             base = self.eval(target.value)
             self.eval(target.slice)

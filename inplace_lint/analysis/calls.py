@@ -34,6 +34,12 @@ _BOOL_RESULTS = frozenset({"logical_and", "logical_or", "logical_not", "logical_
                            "isin", "eq", "ne", "gt", "lt", "ge", "le", "bool", "isclose"})
 
 
+def _literal_index(index: ast.expr) -> bool:
+    """An index made of literals only (``x[True]``, ``x[0, True]``): :func:`.expressions.is_basic_index` reads
+    it exactly, so one that is not basic is known to copy."""
+    return all(isinstance(e, ast.Constant) for e in (index.elts if isinstance(index, ast.Tuple) else [index]))
+
+
 class CallsMixin:
     """``eval_Call`` and what a call returns."""
 
@@ -112,7 +118,7 @@ class CallsMixin:
                 if is_non_tensor_library(qual):
                     return EMPTY
             if func.id in self.local_instances:
-                forwards = self.resolve_callees(func)  # the class's forward and its overrides
+                forwards = self.resolve_callees(func)  # the class's forward
                 if forwards:
                     return self.project_calls(node, forwards, args, kwargs)
             callee = self.resolve_callee(func)
@@ -287,7 +293,7 @@ class CallsMixin:
             return made
         if name in ops.TENSOR_INPLACE_METHODS:
             if not recv and isinstance(recv_node, ast.Subscript) and not is_basic_index(recv_node.slice) \
-                    and not _is_bool_expr(recv_node.slice):
+                    and not _is_bool_expr(recv_node.slice) and not _literal_index(recv_node.slice):
                 # x[tuple(slices)].copy_(src): an index we cannot read may be basic slicing (a view)
                 base = self.eval_quiet(recv_node.value)
                 recv = cap(o.extend(Step(StepKind.VIEW, index_text(recv_node.slice), line, self.no_grad))

@@ -38,6 +38,7 @@ from .calls import CallsMixin
 from .context import AnalysisContext
 from .expressions import ExpressionsMixin
 from .branches import ConditionsMixin
+from .blocks import BlocksMixin
 from .handed_out import HandedOutMixin
 from .narrowing import ClassFactsMixin
 from .project_calls import ProjectCallsMixin
@@ -63,7 +64,7 @@ def _arg_line(args: ast.arguments, name: str) -> int:
 
 
 @dataclass
-class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
+class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
             ReportingMixin, ClassFactsMixin, ConditionsMixin):
     """Walks one function (or module, or class) body; nested functions get a scope of their own."""
 
@@ -192,6 +193,8 @@ class Scope(StatementsMixin, BindingMixin, ExpressionsMixin, CallsMixin, Project
     #: (:func:`.grad.is_grad_off_flag`): ``if flag:`` runs its body with grad off, and a call that passes
     #: one hands that on (``CallSite.grad_off_args``)
     grad_off_flags: Set[str] = field(default_factory=set)
+    #: names a nested function declares ``nonlocal`` or ``global``: a call may rebind them, so none is a flag
+    shared_names: Set[str] = field(default_factory=set)
     #: parameters bound, somewhere in the walk, to a value that is not made from what the caller passed
     #: (``x = proj(x)``): a guess rooted at one is not left to the callers (:meth:`summary`)
     rebound_params: Set[str] = field(default_factory=set)

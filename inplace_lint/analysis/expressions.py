@@ -12,6 +12,7 @@ from typing import Optional, Sequence, Set
 
 from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind
 from . import grad, model_outputs
+from .conditions import negate
 from ..torch_facts import ops
 from .astutil import dotted_name, last_name, short
 from .env import EMPTY, cap
@@ -24,15 +25,19 @@ def is_basic_index(node: ast.expr) -> bool:
     ``x[True]`` and ``x[False]`` are advanced indexing too: they copy (executed under torch 2.13; the
     "Indexing on ndarrays" rules torch follows, https://numpy.org/doc/stable/user/basics.indexing.html)."""
     elts = node.elts if isinstance(node, ast.Tuple) else [node]
-    for e in elts:
-        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
-            e = e.operand
-            if not (isinstance(e, ast.Constant) and type(e.value) is int):
-                return False
-        if not (isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and (
-                e.value is None or e.value is Ellipsis or type(e.value) is int))):
-            return False
-    return True
+    return all(isinstance(e, ast.Slice) or _int_literal(e) or (isinstance(e, ast.Constant) and (
+        e.value is None or e.value is Ellipsis)) for e in elts)
+
+
+def _int_literal(e: ast.expr) -> bool:
+    """``3``, ``-1``, ``~0``, ``+1``, ``4 - 1``: literals only: an integer (``True`` is not one here)."""
+    if isinstance(e, ast.Constant):
+        return type(e.value) is int
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd, ast.Invert)):
+        return _int_literal(e.operand)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)):
+        return _int_literal(e.left) and _int_literal(e.right)
+    return False
 
 
 def index_text(node: ast.expr) -> str:
@@ -372,9 +377,14 @@ class ExpressionsMixin:
     def eval_IfExp(self, node: ast.IfExp) -> frozenset:
         self.eval(node.test)
         training = grad.training_test(node.test)
-        body = self.in_eval_branch(node.body) if training is False else self.eval(node.body)
-        orelse = self.in_eval_branch(node.orelse) if training is True else self.eval(node.orelse)
         body_off, else_off = grad.grad_off_arms(node.test, self.grad_off_flags)
+        gate = not self.settings.report_in_no_grad
+        # `y.mul_(2) if inplace_safe else y * 2`: each arm runs under the test's condition on a parameter, as an
+        # `if` arm does (its writes carry it), and an arm that runs with grad off or in eval mode only is
+        # walked as such
+        cond = self.param_condition(node.test)
+        body = self._arm(node.body, training is False or (body_off and gate), cond)
+        orelse = self._arm(node.orelse, training is True or (else_off and gate), negate(cond) if cond else None)
         if body_off or else_off:
             # `Vt.clone() if torch.is_grad_enabled() else Vt`: on the arm where grad is off the whole call runs
             # with grad off, so what that arm gives was made without grad (and saved nothing)
@@ -382,6 +392,15 @@ class ExpressionsMixin:
             off = frozenset(o if param_index(o) is not None else replace(o, root_no_grad=True) for o in off)
             body, orelse = (off, orelse) if body_off else (body, off)
         return cap(body | orelse)
+
+    def _arm(self, node: ast.expr, eval_only: bool, cond) -> frozenset:
+        saved = self.path_conds
+        if cond:
+            self.path_conds = saved + (cond,)
+        try:
+            return self.in_eval_branch(node) if eval_only else self.eval(node)
+        finally:
+            self.path_conds = saved
 
     def in_eval_branch(self, node: ast.expr) -> frozenset:
         saved = self.eval_branch

@@ -45,13 +45,19 @@ def training_arms(test: ast.expr) -> Tuple[Optional[bool], Optional[bool]]:
     return None, None
 
 
+#: how torch is imported (`import torch`, `import torch as th`): a grad-mode test is called through one
+_TORCH_HEADS = frozenset({"torch", "th", "pt"})
+
+
 def grad_enabled_test(test: ast.expr) -> Optional[bool]:
     """True for ``torch.is_grad_enabled()`` (any alias, also ``torch.is_inference_mode_enabled()`` negated),
     False for its negation, else None: the branch where it is false runs with grad off."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = grad_enabled_test(test.operand)
         return None if inner is None else not inner
-    if isinstance(test, ast.Call) and not test.args:
+    if isinstance(test, ast.Call) and not test.args and (
+            isinstance(test.func, ast.Name) or (dotted_name(test.func) or "").split(".")[0] in _TORCH_HEADS):
+        # (`cfg.is_grad_enabled()` is the project's own method, not torch's)
         name = last_name(test.func)
         if name == "is_grad_enabled":
             return True

@@ -7,7 +7,21 @@ from __future__ import annotations
 
 from typing import Dict
 
+from . import conditions
 from .summaries import CallSite
+
+
+def flag_guards(when, flag_args) -> bool:
+    """A path that needs parameter ``i`` true (``when``: :mod:`.conditions`), where the call passes a flag true
+    only with grad off for ``i`` (``flag_args``): the write on it runs with grad off."""
+    return bool(when) and bool(flag_args) and any(i in flag_args for i, _ in conditions.needs_true(when))
+
+
+def flag_args(calls_to, grad_off: Dict[str, bool], exported, site: CallSite) -> frozenset:
+    """The parameters ``site`` passes a flag true only with grad off: a local one (``grad_off_args``), or the
+    caller's own parameter that is one at every call of the caller (``_add(y, x, inplace_safe)``)."""
+    return site.grad_off_args | frozenset(i for i, j, d in site.passed
+                                          if flag_grad_off(calls_to, grad_off, exported, site.caller, j, d))
 
 
 def enclosing_off(grad_off: Dict[str, bool], qual: str) -> bool:
@@ -33,9 +47,11 @@ def flag_grad_off(calls_to, grad_off: Dict[str, bool], exported, qual: str, inde
     runs with grad off itself. ``if inplace_safe:`` then runs its body with grad off. With no in-project
     call, or for a function of the package's API (``exported``), its callers are unknown: False."""
     sites = calls_to.get(qual, [])
-    if not sites or depth > 8 or qual in exported:
-        return False
+    if not sites or depth > 8 or qual in exported or qual.rpartition(".")[0] in exported:
+        return False  # (a method of an exported class: the package's users call it too)
     for site in sites:
+        if site.bound is not None and not site.bound and not site.args:
+            return False  # handed to other code (`map(f, xs)`, a registry): its calls are unknown
         if site.no_grad or enclosing_off(grad_off, site.caller) or index in site.grad_off_args:
             continue
         if site.guards and any(flag_grad_off(calls_to, grad_off, exported, site.caller, g, d, depth + 1)

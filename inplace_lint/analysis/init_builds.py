@@ -71,6 +71,17 @@ def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
     for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             built.setdefault(node.targets[0].id, set()).add(_builder(node.value) or "")
+    assigned: Dict[str, int] = {}
+    for node in ast.walk(init):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            if isinstance(t, ast.Subscript):  # `self.blocks[-1] = Other()`: an element of another class
+                t = t.value
+                if _self_attr(t, me):
+                    assigned[t.attr] = 2
+            elif _self_attr(t, me):
+                assigned[t.attr] = assigned.get(t.attr, 0) + (2 if isinstance(node, ast.AugAssign) else 1)
     for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0], me):
             value = node.value
@@ -85,10 +96,10 @@ def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
             else:
                 made.setdefault(node.targets[0].attr, set()).add("")  # anything else: unknown
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
-                and isinstance(node.value.func, ast.Attribute) and node.value.func.attr in ("append", "extend") \
-                and _self_attr(node.value.func.value, me) and len(node.value.args) == 1:
+                and isinstance(node.value.func, ast.Attribute) and node.value.func.attr in ("append", "extend", "insert") \
+                and _self_attr(node.value.func.value, me) and node.value.args:
             arg = node.value.args[0]
-            if node.value.func.attr == "extend":
+            if node.value.func.attr != "append":
                 names = {""}
             elif isinstance(arg, ast.Name):
                 names = built.get(arg.id, {""})
@@ -98,8 +109,8 @@ def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
     out = {}
     for attr, names in made.items():
         names = names | appended.get(attr, set())
-        if len(names) == 1 and "" not in names:
-            out[attr] = next(iter(names))
+        if len(names) == 1 and "" not in names and assigned.get(attr, 0) == 1:
+            out[attr] = next(iter(names))  # (built once, never replaced, item-assigned or extended)
     return out
 
 

@@ -15,7 +15,7 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 from ..findings import Origin, RootKind, Step, saver_parts, saver_text
-from . import conditions, model_outputs
+from . import conditions, grad_flags, model_outputs
 from .astutil import dotted_name, short
 from .call_grad import guessed_param, needs_no_grad_arg
 from .env import EMPTY, cap, contradicted, origin_key
@@ -118,8 +118,12 @@ class ProjectCallsMixin:
             name = func.id
             if name in self.local_funcs:
                 return [(self.local_funcs[name], 0)]
-            if name in self.local_instances:  # `for block in self.blocks: block(x)`: the class's forward
-                return [(q, 0 if static else 1) for q, static in ctx.dispatch(self.local_instances[name], "forward")]
+            if name in self.local_instances:
+                # `for block in self.blocks: block(x)`: an instance built as exactly that class runs its forward
+                # (no subclass's override), unless the project overrides `__call__` on the way
+                cls = self.local_instances[name]
+                found = None if ctx.method(cls, "__call__") else ctx.method(cls, "forward")
+                return [(found[0], 0 if found[1] else 1)] if found else []
             if name in self.env or self.is_param(name):
                 return []
             found = ctx.function(self.names[name] if name in self.names else f"{ctx.module}.{name}")
@@ -282,11 +286,14 @@ class ProjectCallsMixin:
         handed_on = self.own_params_passed(binding)
         own_defaults = {j: self.param_default(self.params[j]) for j in set(handed_on.values())}
         if summary is not None:
+            flag_args = self.site_facts(binding)["grad_off_args"] if any(w.when for w in summary.writes) else ()
             for w in summary.writes:
                 if w.index not in binding or any(g not in binding for g in w.guard):
                     continue
                 if w.when and not starred and contradicted(w.when, values):
                     continue  # only paths this call's constant arguments rule out reach the write
+                # `add(m1, m2, inplace_safe)`: a path that needs a flag this call passes true only with grad off
+                flagged = not starred and grad_flags.flag_guards(w.when, flag_args)
                 # a mutating helper's write (it does not use the tensor afterwards), or a write the helper
                 # keeps using in another file: reported here too, so that this file shows it; a write the
                 # helper keeps using in this file is its own business, reported at the write naming this
@@ -302,19 +309,27 @@ class ProjectCallsMixin:
                 steps = ran_without_grad(w.steps) if self.no_grad else w.steps
                 real = [with_steps(o, steps) for o in origins
                         if param_index(o) is None and not model_outputs.is_guessed_object(o)]
-                if real and not at_write:
-                    twin = self.out_of_place_twin(qual, params, w.index) if not w.via else None
-                    self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
-                                write_no_grad=w.no_grad, helper=HelperWrite(helper[0], *helper[1:4], twin, w.kept),
-                                condition=_path_condition(w, values, params, short_name, starred))
                 # the helper's conditions to its write, seen from here: those on a parameter this function
                 # passes its own parameter for become conditions on that one
                 when = conditions.translate(w.when, values, handed_on, own_defaults) if w.when and not starred else ()
+                if real and not at_write:
+                    twin = self.out_of_place_twin(qual, params, w.index) if not w.via else None
+                    saved_conds = self.path_conds
+                    # (the finding here runs under them too: `_add(y, x, inplace_safe)` passing this function's
+                    # flag, which its callers may make true only with grad off: LocalFinding.guards)
+                    self.path_conds = saved_conds + tuple(c for c in when if not isinstance(c[0], str))
+                    try:
+                        self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
+                                    write_no_grad=w.no_grad or flagged,
+                                    helper=HelperWrite(helper[0], *helper[1:4], twin, w.kept),
+                                    condition=_path_condition(w, values, params, short_name, starred))
+                    finally:
+                        self.path_conds = saved_conds
                 for o in sorted(origins, key=origin_key) if len(origins) > 1 else origins:  # a fixed order
                     i = param_index(o)
                     if i is not None:
                         self.record_param_write(node, w.kind, w.op, arg_node, with_steps(o, steps), i, helper,
-                                                w.op_name, w.no_grad, w.condition, when=when)
+                                                w.op_name, w.no_grad or flagged, w.condition, when=when)
             for i in summary.observed:
                 if i in binding and self.is_unread_after(binding[i][1], node):
                     unread.add(i)

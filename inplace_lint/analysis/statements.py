@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Set
 
 from ..findings import Origin
 from . import conditions, fixplan, grad, model_outputs, narrowing
-from .astutil import dotted_name
+from .astutil import dotted_name, last_name
 from .env import EMPTY, cap, merge, merge_touched, negate, origin_key
 from .names import LITERAL_HEADS, import_bindings
 from .summaries import FunctionSummary, function_of, located_steps, param_index, parameter_names
@@ -26,6 +26,10 @@ TOUCHED_MERGE = True
 
 #: node type -> ``stmt_<Node>``
 _STMT: dict = {}
+
+
+#: calls that set the grad mode for what follows (a flag computed before says nothing after them)
+_GRAD_MODE_SETTERS = frozenset({"set_grad_enabled", "_set_grad_enabled", "set_inference_mode"})
 
 
 class StatementsMixin:
@@ -79,6 +83,8 @@ class StatementsMixin:
 
     def stmt_Expr(self, node: ast.Expr) -> None:
         self.eval(node.value)
+        if isinstance(node.value, ast.Call) and last_name(node.value.func) in _GRAD_MODE_SETTERS:
+            self.grad_off_flags.clear()  # `torch.set_grad_enabled(True)`: what the flags said of grad is stale
 
     def stmt_Return(self, node: ast.Return) -> None:
         value = self.eval(node.value)
@@ -166,7 +172,11 @@ class StatementsMixin:
         while True:
             self.eval(current.test)
             cond = self.param_condition(current.test)
-            self.path_conds = saved_conds + tuple(conds_false) + ((cond,) if cond else ())
+            # `if inplace_safe and cond:`: the body needs each part true (the else, only one of them false)
+            parts = tuple(c for c in map(self.param_condition, current.test.values) if c) \
+                if cond is None and isinstance(current.test, ast.BoolOp) and isinstance(current.test.op, ast.And) \
+                else ((cond,) if cond else ())
+            self.path_conds = saved_conds + tuple(conds_false) + parts
             # `if self.training: ... else: <eval mode only>`, `if not self.training and prefilter: <eval only>`
             body_mode, else_mode = grad.training_arms(current.test)
             body_off, else_off = grad.grad_off_arms(current.test, self.grad_off_flags)
@@ -263,74 +273,12 @@ class StatementsMixin:
                 self.hold(key, frozenset(replace(o, root_no_grad=True) if param_index(o) is None else o
                                          for o in origins))
 
-    def stmt_Try(self, node) -> None:
-        before = dict(self.env)
-        self.run_body(node.body)
-        self.run_body(node.orelse)
-        branches = [self.env]
-        for handler in node.handlers:
-            self.env = merge([before, branches[0]], self.big)
-            if handler.name:
-                self.env[handler.name] = EMPTY
-                self.bindings.append((handler.name, EMPTY))
-            self.run_body(handler.body)
-            branches.append(self.env)
-        self.env = merge(branches, self.big)
-        self.run_body(node.finalbody)
-
-    stmt_TryStar = stmt_Try
-
-    def stmt_With(self, node) -> None:
-        mode = None
-        grad_cond = None
-        for item in node.items:
-            self.eval(item.context_expr)
-            context = item.context_expr
-            if isinstance(context, ast.Name) and context.id in self.grad_contexts:
-                context = self.grad_contexts[context.id]  # ctx = torch.no_grad() if no_grad else nullcontext()
-            m = self.grad_mode_of(context)
-            mode = m if m is not None else mode
-            if m is None and isinstance(context, ast.IfExp):
-                grad_cond = self._conditional_grad_off(context) or grad_cond
-            if item.optional_vars is not None:
-                self.assign(item.optional_vars, None, EMPTY)
-        if mode is None and grad_cond is not None and self.grad_cond is None:
-            # `with torch.no_grad() if no_grad else nullcontext():` on a parameter: walked with grad as it is
-            # here; the findings carry the condition, and the project pass drops them where every call makes
-            # it hold (Project.findings)
-            self.grad_cond = grad_cond
-            self.grad_cond_spans.append((node.lineno, node.end_lineno or node.lineno, grad_cond))
-            try:
-                self.run_body(node.body)
-            finally:
-                self.grad_cond = None
-            return
-        if mode is None:
-            self.run_body(node.body)
-            return
-        saved = (self.no_grad, self.nograd_bound)
-        self.no_grad = not mode
-        self.nograd_bound = set() if self.no_grad else self.nograd_bound
-        try:
-            self.run_body(node.body)
-        finally:
-            self.no_grad, self.nograd_bound = saved
-
-    stmt_AsyncWith = stmt_With
-
-    def stmt_Match(self, node) -> None:
-        self.eval(node.subject)
-        before = dict(self.env)
-        branches = []
-        for case in node.cases:
-            self.env = dict(before)
-            if case.guard is not None:
-                self.eval(case.guard)
-            self.run_body(case.body)
-            branches.append(self.env)
-        self.env = merge(branches + [before], self.big)
-
     def stmt_FunctionDef(self, node) -> None:
+        if self.grad_off_flags:
+            # `def bump(): nonlocal flag; flag = True`: a call may rebind the name, which is then no flag
+            shared = {n for stmt in ast.walk(node) if isinstance(stmt, (ast.Nonlocal, ast.Global)) for n in stmt.names}
+            self.shared_names |= shared
+            self.grad_off_flags -= shared
         for dec in node.decorator_list:
             self.eval(dec)
         for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
@@ -425,23 +373,6 @@ class StatementsMixin:
             self.local_funcs.pop(name, None)
 
     stmt_ImportFrom = stmt_Import
-
-    def _conditional_grad_off(self, node: ast.IfExp) -> Optional[tuple]:
-        """``torch.no_grad() if flag else nullcontext()`` (either order) on a parameter ``flag``: the condition
-        under which grad is off; None otherwise."""
-        cond = self.param_condition(node.test)
-        if cond is None:
-            return None
-        body, orelse = self.grad_mode_of(node.body), self.grad_mode_of(node.orelse)
-        if body is False and orelse is None:
-            return cond
-        if orelse is False and body is None:
-            return negate(cond)
-        return None
-
-    def grad_mode_of(self, node: ast.expr) -> Optional[bool]:
-        """The grad mode a context/decorator sets; ``report-in-no-grad`` treats all code as grad-enabled."""
-        return None if self.settings.report_in_no_grad else grad.grad_mode_of(node)
 
     def summary(self, declared_no_grad: bool, static: bool) -> FunctionSummary:
         """This (function) scope's summary, after its body was walked."""

@@ -1,0 +1,132 @@
+"""``with``, ``try`` and ``match`` statements (a part of :class:`~.dataflow.Scope`): the grad mode a ``with``
+block sets (``no_grad``, ``enable_grad``, a context a parameter chooses), and what each arm of a ``try`` or
+``match`` leaves bound, flags true only with grad off included (:attr:`~.dataflow.Scope.grad_off_flags`)."""
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from . import grad
+from .astutil import last_name
+from .conditions import negate
+from .env import EMPTY, merge
+
+#: context managers that set the grad mode inside them
+_GRAD_CONTEXTS = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled"})
+
+
+class BlocksMixin:
+    """``stmt_With``, ``stmt_Try``, ``stmt_Match`` and the grad mode of contexts."""
+
+    def stmt_Try(self, node) -> None:
+        before = dict(self.env)
+        flags = set(self.grad_off_flags)
+        self.run_body(node.body)
+        self.run_body(node.orelse)
+        flags &= self.grad_off_flags  # a handler may run after any part of the body: flags on every path
+        after = set(flags)
+        branches = [self.env]
+        for handler in node.handlers:
+            self.env = merge([before, branches[0]], self.big)
+            self.grad_off_flags = set(flags)
+            if handler.name:
+                self.env[handler.name] = EMPTY
+                self.bindings.append((handler.name, EMPTY))
+            self.run_body(handler.body)
+            branches.append(self.env)
+            after &= self.grad_off_flags
+        self.env = merge(branches, self.big)
+        self.grad_off_flags = after
+        self.run_body(node.finalbody)
+
+    stmt_TryStar = stmt_Try
+
+    def stmt_With(self, node) -> None:
+        if any(isinstance(i.context_expr, ast.Call) and last_name(i.context_expr.func) in _GRAD_CONTEXTS
+               for i in node.items):
+            # a grad-mode block: a flag made outside says nothing of the grad inside, and one made inside says
+            # nothing after it
+            flags, mark = self.grad_off_flags, len(self.bindings)
+            self.grad_off_flags = set()
+            try:
+                self._with(node)
+            finally:
+                self.grad_off_flags = flags - {k for k, _ in self.bindings[mark:]}
+            return
+        self._with(node)
+
+    def _with(self, node) -> None:
+        mode = None
+        grad_cond = None
+        for item in node.items:
+            self.eval(item.context_expr)
+            context = item.context_expr
+            if isinstance(context, ast.Name) and context.id in self.grad_contexts:
+                context = self.grad_contexts[context.id]  # ctx = torch.no_grad() if no_grad else nullcontext()
+            m = self.grad_mode_of(context)
+            mode = m if m is not None else mode
+            if m is None and isinstance(context, ast.IfExp):
+                grad_cond = self._conditional_grad_off(context) or grad_cond
+            if item.optional_vars is not None:
+                self.assign(item.optional_vars, None, EMPTY)
+        if mode is None and grad_cond is not None and self.grad_cond is None:
+            # `with torch.no_grad() if no_grad else nullcontext():` on a parameter: walked with grad as it is
+            # here; the findings carry the condition, and the project pass drops them where every call makes
+            # it hold (Project.findings)
+            self.grad_cond = grad_cond
+            self.grad_cond_spans.append((node.lineno, node.end_lineno or node.lineno, grad_cond))
+            try:
+                self.run_body(node.body)
+            finally:
+                self.grad_cond = None
+            return
+        if mode is None:
+            self.run_body(node.body)
+            return
+        saved = (self.no_grad, self.nograd_bound, self.eval_branch)
+        self.no_grad = not mode
+        self.nograd_bound = set() if self.no_grad else self.nograd_bound
+        if mode:
+            # `with torch.enable_grad():` inside a branch taken with grad off (or in eval mode only): grad is on
+            # in the block, whatever the branch said
+            self.eval_branch = False
+        try:
+            self.run_body(node.body)
+        finally:
+            self.no_grad, self.nograd_bound, self.eval_branch = saved
+
+    stmt_AsyncWith = stmt_With
+
+    def stmt_Match(self, node) -> None:
+        self.eval(node.subject)
+        before = dict(self.env)
+        flags = set(self.grad_off_flags)
+        after = set(flags)
+        branches = []
+        for case in node.cases:
+            self.env = dict(before)
+            self.grad_off_flags = set(flags)
+            if case.guard is not None:
+                self.eval(case.guard)
+            self.run_body(case.body)
+            branches.append(self.env)
+            after &= self.grad_off_flags
+        self.env = merge(branches + [before], self.big)
+        self.grad_off_flags = after
+
+    def _conditional_grad_off(self, node: ast.IfExp) -> Optional[tuple]:
+        """``torch.no_grad() if flag else nullcontext()`` (either order) on a parameter ``flag``: the condition
+        under which grad is off; None otherwise."""
+        cond = self.param_condition(node.test)
+        if cond is None:
+            return None
+        body, orelse = self.grad_mode_of(node.body), self.grad_mode_of(node.orelse)
+        if body is False and orelse is None:
+            return cond
+        if orelse is False and body is None:
+            return negate(cond)
+        return None
+
+    def grad_mode_of(self, node: ast.expr) -> Optional[bool]:
+        """The grad mode a context/decorator sets; ``report-in-no-grad`` treats all code as grad-enabled."""
+        return None if self.settings.report_in_no_grad else grad.grad_mode_of(node)
