@@ -339,3 +339,21 @@ CASE_C14 = textwrap.dedent("""\
             inplace_safe = not (self.training or torch.is_grad_enabled())
             return self.block(x, inplace_safe=inplace_safe)
     """)
+
+
+def test_a_no_grad_view_of_a_saved_output_raises_at_the_write_so_ipv005_names_it(tmp_path):
+    """Both IPV005 and IPV006 describe `v`; torch raises IPV005's error at the write itself, before any
+    backward, so IPV005 reports it (the rules' priority: the earlier failure first)."""
+    source = textwrap.dedent("""\
+        import torch
+        def f(x):
+            y = x.exp()
+            with torch.no_grad():
+                v = y[-1]
+            v.mul_(2)
+            return y
+        """)
+    assert [(f.line, f.code) for f in analyze_source(source, filename="c38.py")] == [(6, "IPV005")]
+    m = _module(tmp_path, "c38", source)
+    with pytest.raises(RuntimeError, match="A view was created in no_grad mode and is being modified inplace"):
+        m.f(leaf())

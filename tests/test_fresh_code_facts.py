@@ -664,3 +664,13 @@ def test_operators_and_layer_subclasses_save_what_the_rule_says():
     frozen(xg * 1).sum().backward()  # the frozen weight saves nothing: the write is legal, backward runs
     assert xg.grad is not None
     assert torch.equal(clean.powers(3), torch.tensor([2, 3, 5]))
+
+
+def test_an_operation_object_called_in_inference_mode_runs_its_own_call_there():
+    clean = _load("clean/inference_op_call.py")
+    reported = _load("IPV006/op_call_with_grad.py")
+    model = torch.nn.Linear(4, 5)
+    out = clean.Generator(model)(torch.randn(2, 4))  # inference mode: the in-place edit is legal
+    assert out.is_inference() and torch.isinf(out[:, 0]).all()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        reported.train_step(model, torch.randn(2, 4)).sum().backward()

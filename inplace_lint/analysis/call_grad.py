@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 
 from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind, saver_text
 from ..torch_facts import ops
-from .astutil import dotted_name, is_false, is_int_literal, is_str_constant, is_true, kw, short
+from .astutil import dotted_name, is_false, is_int_literal, is_str_constant, is_true, kw, last_name, short
 from .consumers import flows_into, only_gradless_readers
 from .env import EMPTY, cap
 from .expressions import holder_of, is_basic_index
@@ -119,9 +119,12 @@ def returns_tuple(node: ast.Call, namespace: str, name: str) -> bool:
 
 
 def is_detached(node: ast.AST) -> bool:
-    """``x.detach()`` or ``x.data``: autograd no longer tracks what follows."""
+    """``x.detach()`` or ``x.data``: autograd no longer tracks what follows; also through ``typing.cast(T, x)``
+    (which returns ``x``)."""
     if isinstance(node, ast.Attribute):
         return node.attr == "data"
+    if isinstance(node, ast.Call) and last_name(node.func) == "cast" and len(node.args) == 2 and not node.keywords:
+        return is_detached(node.args[1])
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "detach"
 
 

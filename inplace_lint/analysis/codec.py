@@ -58,6 +58,8 @@ _APPLIES = {k.value: k for k in Applicability}
 _FIX_KINDS = {k.value: k for k in FixKind}
 _FORMS = {k.value: k for k in RewriteForm}
 _new = object.__new__
+#: the one empty set of a call site that passes no grad-off flag (most of them)
+_NO_ARGS: frozenset = frozenset()
 _set = object.__setattr__
 
 
@@ -335,7 +337,7 @@ class _Decoder:
                      constants=tuple((_int(_list(k, 2)[0]), self.literal(k[1])) for k in _list(constants)),
                      passed=tuple((_int(_list(k, 3)[0]), _int(k[1]), tuple(self.literal(v) for v in _list(k[2])))
                                   for k in _list(passed)),
-                     grad_off_args=frozenset(_ints(off_args)), guards=self.guards(guards))
+                     grad_off_args=frozenset(_ints(off_args)) or _NO_ARGS, guards=self.guards(guards))
 
     def finding(self, x) -> LocalFinding:
         f, func, grad_rule, observed, fix_if_callers, param_rooted, grad_cond, guess_param, guards = _list(x, 9)

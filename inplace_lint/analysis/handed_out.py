@@ -20,6 +20,9 @@ _KEEP_DECORATORS = frozenset({"torch", "functools", "typing", "abc", "staticmeth
                               "lru_cache", "cache", "overload", "override", "contextmanager", "dataclass"})
 
 
+_NO_ARGS: frozenset = frozenset()
+
+
 class HandedOutMixin:
     """Call sites of functions handed out as values, and what a call gives its callee's conditions."""
 
@@ -109,9 +112,10 @@ class HandedOutMixin:
         constants = {i: conditions.literal(n) for i, (_, n) in binding.items()}
         return dict(constants=tuple(sorted((i, v[0]) for i, v in constants.items() if v)),
                     passed=tuple((i, j, self.param_default(self.params[j])) for i, j in sorted(handed_on.items())),
+                    # (an empty set is the shared one: most calls pass no flag, and call sites are many)
                     grad_off_args=frozenset(i for i, (_, n) in binding.items()
                                             if not isinstance(n, ast.Constant)
-                                            and grad.is_grad_off_flag(n, self.grad_off_flags)),
+                                            and grad.is_grad_off_flag(n, self.grad_off_flags)) or _NO_ARGS,
                     guards=conditions.needs_true(self.path_conds))
 
     def record_handed_out(self, value: ast.expr, no_grad: bool = False) -> None:

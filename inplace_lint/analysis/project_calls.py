@@ -119,10 +119,11 @@ class ProjectCallsMixin:
             if name in self.local_funcs:
                 return [(self.local_funcs[name], 0)]
             if name in self.local_instances:
-                # `for block in self.blocks: block(x)`: an instance built as exactly that class runs its forward
-                # (no subclass's override), unless the project overrides `__call__` on the way
+                # `op = _GeneratorOp(...); op()`, `for block in self.blocks: block(x)`: an instance built as exactly
+                # that class runs its class's `__call__` where the project defines one, else its `forward`
+                # (no subclass's override)
                 cls = self.local_instances[name]
-                found = None if ctx.method(cls, "__call__") else ctx.method(cls, "forward")
+                found = ctx.method(cls, "__call__") or ctx.method(cls, "forward")
                 return [(found[0], 0 if found[1] else 1)] if found else []
             if name in self.env or self.is_param(name):
                 return []

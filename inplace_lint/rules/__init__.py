@@ -15,8 +15,8 @@ _REGISTRY = (
     "ipv004_expanded",
     "ipv002_custom_function_output",
     "ipv003_multi_output_view",
-    "ipv006_saved_output",
     "ipv005_no_grad_view",
+    "ipv006_saved_output",
     "ipv001_model_output",
 )
 
