@@ -674,3 +674,20 @@ def test_an_operation_object_called_in_inference_mode_runs_its_own_call_there():
     assert out.is_inference() and torch.isinf(out[:, 0]).all()
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         reported.train_step(model, torch.randn(2, 4)).sum().backward()
+
+
+def test_a_loss_that_shifts_the_model_output_in_place_corrupts_metrics_and_raises_with_a_saving_head():
+    reported = _load("IPV001/loss_shifts_model_output.py")
+    torch.manual_seed(0)
+    head = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.LogSoftmax(dim=-1))
+    trainer = reported.Trainer(head, 3)
+    x, y = torch.randn(5, 4), torch.tensor([0, 1, 2, 0, 1])
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        trainer.training_step((x, y))[0].backward()
+    plain = reported.Trainer(torch.nn.Linear(4, 3), 3)  # a plain head: no error, but the metric saw shifted logits
+    with torch.no_grad():
+        expected = (plain.model(x).argmax(-1) == y).float().mean()
+        shifted = (plain.model(x) + plain.loss_fn.adjustments).argmax(-1)
+    loss, accuracy = plain.training_step((x, y))
+    assert torch.equal(accuracy, (shifted == y).float().mean())
+    assert not torch.equal(shifted, plain.model(x).argmax(-1)) or torch.equal(accuracy, expected)

@@ -19,6 +19,7 @@ from ..findings import Finding, Origin, Related, RootKind
 from ..rules import PRIORITY, Write
 from . import conditions, grad_flags, model_outputs
 from .env import origin_key
+from .expressions import as_tensor
 from .reporting import match
 from .refs import refers, value_refs
 from .summaries import (CallSite, FileResult, FunctionSummary, ModuleIndex, located, located_steps, param_index,
@@ -424,7 +425,8 @@ class AcrossCalls:
             write = Write(w.op, w.op_name, w.kind, w.target, w.point_index, w.condition)
             # a callee run with grad off saved nothing of its own (its steps on the parameter)
             steps = ran_without_grad(w.steps) if called_without_grad else w.steps
-            rule, shown = match([with_steps(origin, steps)], write, no_grad, self.settings.report_in_no_grad)
+            given = as_tensor(origin) if w.on_tensor else origin  # (a parameter annotated `Tensor`)
+            rule, shown = match([with_steps(given, steps)], write, no_grad, self.settings.report_in_no_grad)
             if rule is None:
                 continue
             rank = PRIORITY.index(rule)

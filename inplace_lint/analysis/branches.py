@@ -39,6 +39,13 @@ class ConditionsMixin:
             return None
         return list(self.params).index(name), truth, self.param_default(name), op, constant
 
+    def annotated_tensor(self, index: int) -> bool:
+        """Parameter ``index`` of this function is annotated ``Tensor`` (``torch.Tensor``, ``th.Tensor``)."""
+        args = getattr(self.func, "args", None)
+        every = (args.posonlyargs + args.args + args.kwonlyargs) if args is not None else []
+        annotation = every[index].annotation if index < len(every) else None
+        return annotation is not None and (dotted_name(annotation) or "").rpartition(".")[2] == "Tensor"
+
     def param_default(self, name: str) -> tuple:
         """``(value,)`` for a parameter's literal default, else ``()``."""
         args = getattr(self.func, "args", None)
@@ -61,6 +68,9 @@ class ConditionsMixin:
         self.unsaved_layers = model_outputs.layers_not_saving(cls, nodes)
         self.identity_layers = model_outputs.identity_layers(cls, nodes)
         self.weights_unknown = model_outputs.inherited_weights_unknown(cls, nodes)
+        # `self.register_forward_hook(self._keep)`: the hook receives what `forward` returns, and may keep it
+        self.output_hook = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                               and n.func.attr == "register_forward_hook" for n in nodes)
         counts = model_outputs.assignment_counts(cls, nodes)
         self.init_flags = model_outputs.init_flags(cls, counts)
         self.torch_stacks = model_outputs.torch_stacks(

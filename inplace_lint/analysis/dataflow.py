@@ -99,6 +99,8 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     #: in a class body and its methods: the class may have made its inherited torch weights something other
     #: than parameters that require grad (:func:`~.model_outputs.inherited_weights_unknown`)
     weights_unknown: bool = False
+    #: the class registers a forward hook on itself: what its ``forward`` returns is also handed to the hook
+    output_hook: bool = False
     #: in a class body and its methods: ``self.<attr> = <param>`` in ``__init__`` -> (param, its position
     #: after ``self`` or -1, its literal default) (``model_outputs.init_flags``)
     init_flags: Dict[str, Tuple[str, int, tuple]] = field(default_factory=dict)
@@ -234,6 +236,7 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
                      cls_qual=self.cls_qual, class_plain=self.class_plain, class_builders=self.class_builders,
                      scripted=self.scripted, self_name=self.self_name, assigned=set(self.assigned),
                      unsaved_layers=self.unsaved_layers, identity_layers=self.identity_layers,
+                     output_hook=self.output_hook,
                      torch_stacks=self.torch_stacks, weights_unknown=self.weights_unknown,
                      init_flags=self.init_flags,
                      builder_args=self.builder_args)

@@ -101,7 +101,7 @@ _OPERATOR_METHODS = {name: (method or stem + "_").rstrip("_").replace("true", ""
 _EVAL: dict = {}
 
 
-def _as_tensor(origin: Origin) -> Origin:
+def as_tensor(origin: Origin) -> Origin:
     """An operand of tensor arithmetic: what a model call returned (``h = model(x)``; an object that may be a
     tuple or a ``ModelOutput`` elsewhere) is, in ``beta * h`` or ``torch.exp(h * 2)``, the model's output
     tensor itself (pygcl's ``(beta * h).exp()``)."""
@@ -175,7 +175,15 @@ class ExpressionsMixin:
                 and type(node.left.value) in (int, float):
             # `2 ** h` is `torch.pow(2, h)`, whose backward reads its result (`pow.Scalar` in torch's
             # derivatives.yaml: `pow_backward_exponent(grad, self, exponent, result)`; executed, 2.13)
-            return self.saved_output(node, node.right, self.eval(node.right))
+            exponent = self.eval(node.right)
+            right = node.right
+            if not any(o.is_tensor for o in exponent) and not (
+                    isinstance(right, ast.Name) and right.id in self.submodule_results) and not (
+                    isinstance(right, ast.Call) and isinstance(right.func, ast.Attribute)
+                    and isinstance(right.func.value, ast.Name) and right.func.value.id == self.self_name
+                    and self.cls_qual and self.submodule_call(right.func.attr)):
+                return EMPTY  # `2.0 ** h.size(-1)`: a number to a number's power
+            return self.saved_output(node, node.right, exponent)
         # a + b + c + ... nests to the left: walk it as a loop, in evaluation order
         rights, levels = [], []
         top = node
@@ -199,7 +207,7 @@ class ExpressionsMixin:
         ``operands``' origins makes: a new tensor that requires grad when an input does (by evidence: a model
         output, a submodule's result, a Parameter), none when every input is a factory's tensor or a number;
         unknown otherwise."""
-        operands = [frozenset(tuple_item_at(o, None) if is_tuple_item(o) else _as_tensor(o) for o in ops_)
+        operands = [frozenset(tuple_item_at(o, None) if is_tuple_item(o) else as_tensor(o) for o in ops_)
                     for ops_ in operands]
         # arithmetic on a tensor that may need grad is a new tensor that needs grad (its rows are views)
         grads = [o for ops_ in operands for o in ops_ if o.is_tensor and not o.root_no_grad and param_index(o) is None

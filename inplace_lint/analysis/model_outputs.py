@@ -156,10 +156,8 @@ def layers_not_saving(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = No
             attr = node.targets[0].attr
             if isinstance(node.value, ast.Call):
                 builders.setdefault(attr, set()).add(dotted_name(node.value.func) or "")
-                for k in node.value.keywords:
-                    if (k.arg in ("affine", "elementwise_affine") and is_false(k.value)) or (
-                            k.arg == "padding_mode" and not (is_str_constant(k.value) and k.value.value == "zeros")):
-                        out.add(attr)
+                if _builds_unsaved(node.value):
+                    out.add(attr)
             else:
                 builders.setdefault(attr, set()).add("")
         frozen = _frozen_target(node)
@@ -169,6 +167,13 @@ def layers_not_saving(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = No
             out.add(frozen.attr)
     out.update(a for a, names in builders.items() if len(names) > 1)
     return frozenset(out)
+
+
+def _builds_unsaved(call: ast.Call) -> bool:
+    """A layer built without weights (``affine=False``, ``elementwise_affine=False``) or padding first
+    (``padding_mode="reflect"``: the padded copy is saved, not the input)."""
+    return any((k.arg in ("affine", "elementwise_affine") and is_false(k.value)) or (
+        k.arg == "padding_mode" and not (is_str_constant(k.value) and k.value.value == "zeros")) for k in call.keywords)
 
 
 def _frozen_target(node: ast.AST) -> Optional[ast.expr]:
@@ -205,6 +210,9 @@ def inherited_weights_unknown(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AS
                 "register_buffer", "register_parameter") and node.args and is_str_constant(node.args[0]) \
                 and node.args[0].value in ("weight", "bias"):
             return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__" \
+                and _builds_unsaved(node):
+            return True  # super().__init__(d, elementwise_affine=False): no weight reads the input
         frozen = _frozen_target(node)
         if isinstance(frozen, ast.Name) and frozen.id == "self" and not isinstance(node, ast.Assign):
             return True  # self.requires_grad_(False), for p in self.parameters(): p.requires_grad = False

@@ -19,6 +19,7 @@ from . import conditions, grad_flags, model_outputs
 from .astutil import dotted_name, short
 from .call_grad import guessed_param, needs_no_grad_arg
 from .env import EMPTY, cap, contradicted, origin_key
+from .expressions import as_tensor
 from .names import is_torch, qualify
 from .reporting import HelperWrite
 from .summaries import CallSite, param_index, ran_without_grad, with_steps
@@ -118,12 +119,18 @@ class ProjectCallsMixin:
             name = func.id
             if name in self.local_funcs:
                 return [(self.local_funcs[name], 0)]
+            if name == self.self_name and self.cls_qual:
+                # `y_hat = self(x)` in a module's `training_step`: its own `forward` (or the project's `__call__`),
+                # as seen from the class and overridden in subclasses
+                call = self._own_call(self.cls_qual)
+                return [(call[0], 0 if call[1] else 1)] if call else \
+                    [(q, 0 if static else 1) for q, static in ctx.dispatch(self.cls_qual, "forward")]
             if name in self.local_instances:
                 # `op = _GeneratorOp(...); op()`, `for block in self.blocks: block(x)`: an instance built as exactly
                 # that class runs its class's `__call__` where the project defines one, else its `forward`
                 # (no subclass's override)
                 cls = self.local_instances[name]
-                found = ctx.method(cls, "__call__") or ctx.method(cls, "forward")
+                found = self._own_call(cls) or ctx.method(cls, "forward")
                 return [(found[0], 0 if found[1] else 1)] if found else []
             if name in self.env or self.is_param(name):
                 return []
@@ -157,6 +164,16 @@ class ProjectCallsMixin:
         elif isinstance(value, ast.Name) and value.id in ctx.index_classes():
             found = ctx.function(f"{ctx.module}.{value.id}.{func.attr}")  # Cls.static_method(...) of this module
         return [found] if found else []
+
+    def _own_call(self, cls: str) -> Optional[Tuple[str, bool]]:
+        """The project's ``__call__`` an instance of ``cls`` runs: none for an ``nn.Module`` whose ``__call__``
+        comes from a plain mixin (``class Step(nn.Module, Mixin)``: ``nn.Module.__call__`` is first in the method
+        order, and it runs ``forward``)."""
+        ctx = self.ctx
+        found = ctx.method(cls, "__call__")
+        if found is not None and ctx.module_class(cls) and not ctx.module_class(found[0].rpartition(".")[0]):
+            return None
+        return found
 
     def submodule_forwards(self, func: ast.Attribute) -> List[Tuple[str, int]]:
         """``self.kernel(x)`` where ``__init__`` built ``self.kernel`` from an in-project class (or took it
@@ -308,7 +325,7 @@ class ProjectCallsMixin:
                 # a guessed output object (a parameter named `output`) is only read for its tensor fields
                 # a call made with grad off runs the callee with grad off: no op in it saved anything
                 steps = ran_without_grad(w.steps) if self.no_grad else w.steps
-                real = [with_steps(o, steps) for o in origins
+                real = [with_steps(as_tensor(o) if w.on_tensor else o, steps) for o in origins
                         if param_index(o) is None and not model_outputs.is_guessed_object(o)]
                 # the helper's conditions to its write, seen from here: those on a parameter this function
                 # passes its own parameter for become conditions on that one

@@ -396,6 +396,8 @@ class StatementsMixin:
         elif not kept:
             kept = next((self.kept_roots[(o.root_text, o.root_line)] for o in risky
                          if (o.root_text, o.root_line) in self.kept_roots), "")
+            if not kept and self.output_hook and getattr(self.func, "name", "") == "forward":
+                kept = "a forward hook the class registers receives it"
             if not kept and (self.ctx is None or self.ctx.plan_fixes):  # only fix safety reads it
                 bases = {b for b in (fixplan.root_base_name(o) for o in risky) if b is not None}
                 kept = fixplan.returned_elsewhere(self.facts(), bases)

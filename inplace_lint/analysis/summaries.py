@@ -187,6 +187,9 @@ class ParamWrite:
     fix: Optional[Fix] = field(default=None, compare=False)
     #: the fix when every caller is checked (see ``CallSite.unread``)
     fix_if_callers: Optional[Fix] = field(default=None, compare=False)
+    #: the written parameter is known to be a tensor (annotated ``Tensor``): what a caller passes for it is
+    #: one, even a model call's result known only as an object (``input += adj`` in a loss's ``forward``)
+    on_tensor: bool = False
 
 
 @dataclass(frozen=True)

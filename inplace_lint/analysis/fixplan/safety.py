@@ -55,6 +55,12 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
         return Applicability.UNSAFE, "the write is in a `finally` block, after what the `try` block returns"
     if not facts.is_local(target_name) and not (callers_checked and facts.is_param(target_name)):
         return Applicability.UNSAFE, f"`{target_name}` comes from outside the function: it would no longer see the change"
+    frame = next((n for name in ("locals", "vars") for n in facts.by_name.get(name, ((), ()))[1]
+                  if isinstance(facts.parent(n), ast.Call) and facts.parent(n).func is n
+                  and not facts.parent(n).args), None)
+    if frame is not None:
+        # `frame = locals()`: a dict of every local name, which keeps the tensor the rewrite would leave behind
+        return Applicability.UNSAFE, f"`{frame.id}()` (line {frame.lineno}) holds every local name"
     observers: Dict[str, str] = {a: a for a in aliases if a != target_name}
     for origin in origins:
         base = root_base_name(origin)
