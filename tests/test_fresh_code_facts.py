@@ -656,6 +656,8 @@ def test_operators_and_layer_subclasses_save_what_the_rule_says():
     for module in (reported.Proj(4), reported.Scaled(4), reported.Doubled(4, 4)):
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             module(torch.randn(2, 4)).sum().backward()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        reported.exponent_written(_Model(), torch.randn(2, 4)).sum().backward()
     x = torch.randn(2, 4)
     rotate = clean.Rotate(4)
     assert torch.allclose(rotate(x.clone()), x)  # a buffer needs no grad: nothing is saved for it
