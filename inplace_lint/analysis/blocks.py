@@ -11,9 +11,6 @@ from .astutil import last_name
 from .conditions import negate
 from .env import EMPTY, merge
 
-#: context managers that set the grad mode inside them
-_GRAD_CONTEXTS = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled"})
-
 
 class BlocksMixin:
     """``stmt_With``, ``stmt_Try``, ``stmt_Match`` and the grad mode of contexts."""
@@ -42,7 +39,7 @@ class BlocksMixin:
     stmt_TryStar = stmt_Try
 
     def stmt_With(self, node) -> None:
-        if any(isinstance(i.context_expr, ast.Call) and last_name(i.context_expr.func) in _GRAD_CONTEXTS
+        if any(isinstance(i.context_expr, ast.Call) and last_name(i.context_expr.func) in grad.GRAD_CONTEXTS
                for i in node.items):
             # a grad-mode block: a flag made outside says nothing of the grad inside, and one made inside says
             # nothing after it

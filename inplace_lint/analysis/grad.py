@@ -170,6 +170,13 @@ def turns_grad_on(func: ast.AST) -> bool:
                for n in ast.walk(func))
 
 
+#: context managers that set the grad mode inside them (the names :func:`grad_mode_of` reads, whatever their
+#: arguments): a flag made outside says nothing of the grad inside
+GRAD_CONTEXTS = ops.NO_GRAD_CONTEXTS | {ops.SET_GRAD_CONTEXT, ops.ENABLE_GRAD_CONTEXT}
+#: calls that, as statements, set the grad mode for what follows (a flag made before says nothing after them)
+GRAD_MODE_SETTERS = frozenset({ops.SET_GRAD_CONTEXT, "_set_grad_enabled", "set_inference_mode"})
+
+
 def grad_mode_of(node: ast.expr) -> Optional[bool]:
     """False for ``torch.no_grad()``-like contexts/decorators, True for ``enable_grad()``, None otherwise."""
     call = node if isinstance(node, ast.Call) else None

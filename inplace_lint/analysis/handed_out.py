@@ -103,20 +103,28 @@ class HandedOutMixin:
             self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, node.lineno, node.col_offset, (),
                                            self.no_grad, bound=None, **self.site_facts(binding)))
 
-    def site_facts(self, binding) -> dict:
+    def site_facts(self, binding, values=None, handed_on=None, own_defaults=None, off_args=None) -> dict:
         """What a call gives the callee's parameters (``binding``: index -> (origins, argument)), for the
         conditions it decides: literals (``constants``), this function's own parameters handed on with their
         defaults (``passed``), flags true only with grad off (``grad_off_args``), and the parameters of this
-        function the call runs only when true (``guards``)."""
-        handed_on = self.own_params_passed(binding)
-        constants = {i: conditions.literal(n) for i, (_, n) in binding.items()}
-        return dict(constants=tuple(sorted((i, v[0]) for i, v in constants.items() if v)),
-                    passed=tuple((i, j, self.param_default(self.params[j])) for i, j in sorted(handed_on.items())),
-                    # (an empty set is the shared one: most calls pass no flag, and call sites are many)
-                    grad_off_args=frozenset(i for i, (_, n) in binding.items()
-                                            if not isinstance(n, ast.Constant)
-                                            and grad.is_grad_off_flag(n, self.grad_off_flags)) or _NO_ARGS,
+        function the call runs only when true (``guards``). A caller that has already computed the literals
+        (``values``), the parameters handed on and their defaults, or the flags passes them in."""
+        if values is None:
+            values = {i: conditions.literal(n) for i, (_, n) in binding.items()}
+        if handed_on is None:
+            handed_on = self.own_params_passed(binding)
+        if own_defaults is None:
+            own_defaults = {j: self.param_default(self.params[j]) for j in set(handed_on.values())}
+        return dict(constants=tuple(sorted((i, v[0]) for i, v in values.items() if v and isinstance(i, int))),
+                    passed=tuple((i, j, own_defaults[j]) for i, j in sorted(handed_on.items())),
+                    grad_off_args=self.grad_off_args(binding) if off_args is None else off_args,
                     guards=conditions.needs_true(self.path_conds))
+
+    def grad_off_args(self, binding) -> frozenset:
+        """The parameters a call passes a flag true only with grad off (:func:`.grad.is_grad_off_flag`); the one
+        shared empty set when none (most calls pass no flag, and call sites are many)."""
+        return frozenset(i for i, (_, n) in binding.items() if not isinstance(n, ast.Constant)
+                         and grad.is_grad_off_flag(n, self.grad_off_flags)) or _NO_ARGS
 
     def record_handed_out(self, value: ast.expr, no_grad: bool = False) -> None:
         """A call site of each project function ``value`` may be, passing nothing (:meth:`hand_out_callables`);

@@ -303,8 +303,9 @@ class ProjectCallsMixin:
             values.update(built, built=())
         handed_on = self.own_params_passed(binding)
         own_defaults = {j: self.param_default(self.params[j]) for j in set(handed_on.values())}
+        flag_args = None  # (computed once, here or for the call site below)
         if summary is not None:
-            flag_args = self.site_facts(binding)["grad_off_args"] if any(w.when for w in summary.writes) else ()
+            flag_args = self.grad_off_args(binding) if any(w.when for w in summary.writes) else None
             for w in summary.writes:
                 if w.index not in binding or any(g not in binding for g in w.guard):
                     continue
@@ -359,7 +360,7 @@ class ProjectCallsMixin:
                                       tuple((i, o) for i, o in passed if o),
                                       self.no_grad, unread=frozenset(unread),
                                       bound=None if starred else frozenset(binding),
-                                      **self.site_facts(binding)))
+                                      **self.site_facts(binding, values, handed_on, own_defaults, flag_args)))
         if summary is None or not summary.returns:
             return EMPTY
         out = []

@@ -28,10 +28,6 @@ TOUCHED_MERGE = True
 _STMT: dict = {}
 
 
-#: calls that set the grad mode for what follows (a flag computed before says nothing after them)
-_GRAD_MODE_SETTERS = frozenset({"set_grad_enabled", "_set_grad_enabled", "set_inference_mode"})
-
-
 class StatementsMixin:
     """``stmt_<Node>`` handlers and binding of targets."""
 
@@ -83,7 +79,7 @@ class StatementsMixin:
 
     def stmt_Expr(self, node: ast.Expr) -> None:
         self.eval(node.value)
-        if isinstance(node.value, ast.Call) and last_name(node.value.func) in _GRAD_MODE_SETTERS:
+        if isinstance(node.value, ast.Call) and last_name(node.value.func) in grad.GRAD_MODE_SETTERS:
             self.grad_off_flags.clear()  # `torch.set_grad_enabled(True)`: what the flags said of grad is stale
 
     def stmt_Return(self, node: ast.Return) -> None:
@@ -198,7 +194,7 @@ class StatementsMixin:
             gates.append((else_off, else_requires))
             narrow_later.extend(narrow_else)
             if current is node:
-                first_narrow_else = narrow_else
+                first_narrow_else, first_off = narrow_else, (body_off, else_off)
             if cond:
                 conds_false.append(negate(cond))
             self.path_conds = saved_conds + tuple(conds_false)
@@ -224,7 +220,7 @@ class StatementsMixin:
             if dies is not None:
                 left[1 if dies else 0] = True
         training = grad.training_test(node.test)
-        body_off, else_off = grad.grad_off_arms(node.test, flags_before)
+        body_off, else_off = first_off
         if (body_off or else_off) and len(arms) == 2:
             # `if torch.is_grad_enabled(): v = vt.clone() else: v = vt`: on the arm where grad is off the whole
             # call runs with grad off, so everything it holds there was made without grad (saved nothing)
