@@ -205,7 +205,10 @@ class BindingMixin:
             self.eval(target)
 
     def instance_class(self, node: Optional[ast.expr]) -> Optional[str]:
-        """``Cls(...)`` of an in-project class: its qualified name; else None."""
+        """``Cls(...)`` of an in-project class, or ``self.blocks[i]`` (one element of a container
+        :meth:`element_class` knows): its qualified name; else None."""
+        if isinstance(node, ast.Subscript):
+            return self.indexed_element_class(node)
         if self.ctx is None or not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
             return None
         if not (node.func.id if isinstance(node.func, ast.Name) else node.func.attr).lstrip("_")[:1].isupper():
@@ -270,20 +273,37 @@ class BindingMixin:
         self.assign(target, None, self.element_of(origins, "for ... in", getattr(target, "lineno", 0)))
         if isinstance(target, ast.Name) and self.own_submodules(iterable):
             self.submodule_names.add(target.id)
+        if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(iterable, ast.Call) \
+                and isinstance(iterable.func, ast.Attribute) and iterable.func.attr == "items" and not iterable.args:
+            target = target.elts[1]  # `for name, head in self.heads.items():`
+            iterable = ast.Call(func=ast.Attribute(value=iterable.func.value, attr="values"), args=[], keywords=[])
         if isinstance(target, ast.Name):
             cls = self.element_class(iterable)
             if cls is not None:
                 self.local_instances[target.id] = cls
+            else:
+                self.local_instances.pop(target.id, None)
 
     def element_class(self, iterable: ast.expr) -> Optional[str]:
-        """``self.blocks`` (or a slice of it) where ``__init__`` filled ``self.blocks`` with instances of one
-        in-project class (:func:`.narrowing.container_elements`): that class."""
+        """``self.blocks`` (or a slice of it), or ``self.heads.values()``, where ``__init__`` filled the
+        ``ModuleList``/``ModuleDict`` with instances of one in-project class (:func:`.init_builds.container_elements`):
+        that class."""
         if isinstance(iterable, ast.Subscript) and isinstance(iterable.slice, ast.Slice):
             iterable = iterable.value
+        elif isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) \
+                and iterable.func.attr == "values" and not iterable.args and not iterable.keywords:
+            iterable = iterable.func.value
         if self.ctx is None or not self.cls_qual or not isinstance(iterable, ast.Attribute) \
                 or not isinstance(iterable.value, ast.Name) or iterable.value.id != self.self_name:
             return None
         return self.ctx.attribute_class(self.cls_qual, f"{iterable.attr}{ELEMENTS}")
+
+    def indexed_element_class(self, node: ast.expr) -> Optional[str]:
+        """``self.blocks[i]`` or ``self.heads["a"]`` (an index, not a slice): the one class
+        :meth:`element_class` knows the container's elements are made from; else None."""
+        if not isinstance(node, ast.Subscript) or isinstance(node.slice, ast.Slice):
+            return None
+        return self.element_class(node.value)
 
     def own_submodules(self, iterable: ast.expr) -> bool:
         """``self.enc``, ``self.blocks.values()``, ``self.children()`` iterated in a module's ``forward``: what

@@ -137,6 +137,11 @@ class CallsMixin:
                 self.hand_callables_to_model(node, result)
                 return result
             return EMPTY
+        if isinstance(func, ast.Subscript) and self.ctx is not None:
+            forwards = self.resolve_callees(func)  # `self.blocks[i](x)`: the elements' class's forward
+            if forwards:
+                self.eval(func)
+                return self.project_calls(node, forwards, args, kwargs)
         self.eval(func)
         return EMPTY
 

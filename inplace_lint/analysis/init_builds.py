@@ -56,14 +56,16 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
 #: the key of what a container attribute holds (``blocks[]`` for ``self.blocks = nn.ModuleList(...)``)
 ELEMENTS = "[]"
 #: containers whose call is not their elements' call (an ``nn.Sequential`` is called as a whole)
-_MODULE_CONTAINERS = frozenset({"ModuleList"})
+_MODULE_CONTAINERS = frozenset({"ModuleList", "ModuleDict"})
 
 
 def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
     """``self.blocks = nn.ModuleList([Block(...) for _ in range(n)])``, ``nn.ModuleList([Block(a), Block(b)])``,
-    or ``self.blocks.append(Block(...))`` / ``block = Block(...); self.blocks.append(block)`` anywhere in
+    ``nn.ModuleDict({"a": Head(), "b": Head()})`` (or a dict comprehension), or ``self.blocks.append(Block(...))``
+    / ``block = Block(...); self.blocks.append(block)`` / ``self.heads[name] = Head(...)`` anywhere in
     ``__init__``: blocks -> "Block", when every element is built by the one callable; a loop ``for b in
-    self.blocks:`` then runs that class's ``forward`` (issue 20, "submodules by class hierarchy")."""
+    self.blocks:`` (``self.heads.values()``, ``.items()``) or a call ``self.blocks[i](x)`` then runs that class's
+    ``forward`` (issue 20, "submodules by class hierarchy")."""
     built: Dict[str, Set[str]] = {}  # local name -> what built it
     appended: Dict[str, Set[str]] = {}
     made: Dict[str, Set[str]] = {}
@@ -76,9 +78,13 @@ def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AugAssign, ast.AnnAssign)) else []
         for t in targets:
-            if isinstance(t, ast.Subscript):  # `self.blocks[-1] = Other()`: an element of another class
+            if isinstance(t, ast.Subscript):
                 t = t.value
-                if _self_attr(t, me):
+                if _self_attr(t, me) and isinstance(node, ast.Assign) and not isinstance(
+                        node.targets[0].slice, ast.Slice):
+                    # `self.heads[name] = Head(...)`, `self.blocks[-1] = Other()`: one more element, of that class
+                    appended.setdefault(t.attr, set()).add(_builder(node.value) or "")
+                elif _self_attr(t, me):
                     assigned[t.attr] = 2
             elif _self_attr(t, me):
                 assigned[t.attr] = assigned.get(t.attr, 0) + (2 if isinstance(node, ast.AugAssign) else 1)
@@ -88,7 +94,9 @@ def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
             if isinstance(value, ast.Call) and (dotted_name(value.func) or "").rpartition(".")[2] in _MODULE_CONTAINERS:
                 items = value.args[0] if len(value.args) == 1 else None
                 elements = [items.elt] if isinstance(items, (ast.ListComp, ast.GeneratorExp)) else (
-                    list(items.elts) if isinstance(items, (ast.List, ast.Tuple)) else [])
+                    list(items.elts) if isinstance(items, (ast.List, ast.Tuple)) else (
+                        [items.value] if isinstance(items, ast.DictComp) else (
+                            list(items.values) if isinstance(items, ast.Dict) and None not in items.keys else [])))
                 if elements:
                     made.setdefault(node.targets[0].attr, set()).update(_builder(e) or "" for e in elements)
                 elif not value.args:

@@ -136,6 +136,10 @@ class ProjectCallsMixin:
                 return []
             found = ctx.function(self.names[name] if name in self.names else f"{ctx.module}.{name}")
             return [found] if found else []
+        if isinstance(func, ast.Subscript):
+            cls = self.indexed_element_class(func)  # `self.blocks[i](x)`: as a loop over `self.blocks` would
+            found = (self._own_call(cls) or ctx.method(cls, "forward")) if cls else None
+            return [(found[0], 0 if found[1] else 1)] if found else []
         if not isinstance(func, ast.Attribute):
             return []
         value = func.value
