@@ -631,6 +631,37 @@ def test_a_loop_over_a_module_list_runs_its_class_forward():
         stack(torch.randn(2, 4)).sum().backward()
 
 
+def test_an_indexed_module_list_element_and_module_dict_elements_run_their_class_forward():
+    reported = _load("IPV006/module_dict_elements.py")
+    clean = _load("clean/module_dict_elements.py")
+    for module in (reported.Indexed(4, 2), reported.Heads(4, ["a", "b"])):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            module(torch.randn(2, 4)).sum().backward()
+    torch.manual_seed(0)
+    indexed, heads = clean.Indexed(4, 2), clean.Heads(4, ["a", "b"])
+    x = torch.randn(2, 4, requires_grad=True)
+    (indexed(x).sum() + heads(x).sum()).backward()  # nothing saved the written outputs: backward runs
+    h = x.detach()
+    for block in indexed.blocks:
+        h = block.proj(h) + 1.0
+    assert torch.allclose(indexed(x.detach()), h)
+    assert torch.allclose(heads(x.detach()), sum(2.0 * m.proj(x.detach()) for m in heads.heads.values()))
+
+
+def test_shape_only_inplace_ops_on_an_expanded_tensor_write_nothing():
+    clean = _load("clean/expanded_metadata_inplace.py")
+    speaker = torch.randn(1, 3)
+    before = speaker.clone()
+    emb = clean.batch_of_one(speaker, 4)
+    assert emb.shape == (1, 4, 3) and emb.stride()[1:] == (0, 1) and torch.equal(speaker, before)
+    grid = clean.columns(torch.arange(3.0).unsqueeze(0), 2)
+    assert torch.equal(grid, torch.tensor([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]))
+    out = clean.broadcast_embedding(torch.tensor([3.0, 4.0]), 2)
+    assert out.shape == (2, 1, 2) and torch.allclose(out, torch.tensor([0.6, 0.8]).expand(2, 1, 2))
+    with pytest.raises(RuntimeError, match="single memory location"):
+        speaker.expand(4, -1).mul_(2.0)  # a data write on the same view raises
+
+
 def test_a_grad_off_flag_bound_by_partial_runs_the_branch_without_grad():
     clean = _load("clean/grad_off_flag_partial.py")
     torch.manual_seed(0)

@@ -1,5 +1,6 @@
 """IPV004: in-place op on an expanded (broadcast) tensor."""
 from ..findings import Origin, StepKind, WriteKind
+from ..torch_facts import ops
 from .base import Example, Rule, Write, target_phrase, root_phrase
 
 #: in-place ops that skip PyTorch's overlap check and fill the whole tensor: on an expanded tensor
@@ -12,7 +13,11 @@ SILENT_BASE_WRITES = frozenset({"masked_fill_", "index_fill_", "index_put_"})
 
 
 def applies(origin: Origin, write: Write) -> bool:
-    return origin.has(StepKind.EXPAND) and origin.is_tensor and write.op_name not in FILLS
+    # `unsqueeze_`, `t_`, `resize_`, `set_` (:data:`ops.METADATA_INPLACE_METHODS`) change the tensor's shape,
+    # strides or storage and write no element: no overlap check runs, the base keeps its values
+    # (docs/pytorch-facts.md#expanded-overlap)
+    return origin.has(StepKind.EXPAND) and origin.is_tensor and write.op_name not in FILLS \
+        and write.op_name not in ops.METADATA_INPLACE_METHODS
 
 
 def message(write: Write, origin: Origin) -> str:
@@ -48,7 +53,8 @@ RULE = Rule(
     what=(
         "Finds in-place writes to a tensor made by `expand`, `expand_as` or `broadcast_to`, or a view "
         "of one, with or without grad. `fill_` and `zero_` are not reported: they skip the overlap check "
-        "and write the base, which is usually the intent."
+        "and write the base, which is usually the intent. Nor are in-place ops that change only the shape, "
+        "strides or storage (`unsqueeze_`, `t_`, `transpose_`, `resize_`, `set_`): they write no element."
     ),
     why=(
         "An expanded tensor has stride 0 along the broadcast dims: many elements are one memory "
@@ -115,6 +121,12 @@ RULE = Rule(
         def reset_static_input(static_input, n):
             view = static_input.expand(n, -1)
             view.fill_(0.0)
+        """,
+        """
+        def batch_of_one(speaker, n):
+            emb = speaker.expand(n, -1)
+            emb.unsqueeze_(0)
+            return emb
         """,
     ),
 )
