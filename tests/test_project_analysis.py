@@ -263,3 +263,35 @@ def test_a_grad_off_flag_passed_down_through_modules(tmp_path, capsys):
         assert _found(capsys.readouterr().out, work) == expected(work)
     finally:
         workspace._PROJECTS.clear()
+
+
+def test_a_namespace_folder_inside_a_package_is_part_of_its_modules_names(tmp_path, capsys):
+    """`robo/datasets/` has no `__init__.py` but `robo/` has (a PEP 420 namespace portion, as in lerobot):
+    `robo/datasets/utils.py` is `robo.datasets.utils`, the name its importers use, and its project is the
+    package's, so a helper's write there is followed from another file; `robo/policies/utils.py` is another
+    module, not the same `utils`."""
+    root = tmp_path / "wheel"
+    (root / "robo" / "datasets").mkdir(parents=True)
+    (root / "robo" / "policies").mkdir()
+    (root / "robo-1.0.dist-info").mkdir()
+    (root / "robo" / "__init__.py").write_text("")
+    (root / "robo" / "datasets" / "utils.py").write_text(
+        "def scale_(logits, t):\n    logits.div_(t)\n")
+    (root / "robo" / "policies" / "utils.py").write_text(
+        "def scale_(logits, t):\n    return logits / t\n")
+    (root / "robo" / "policies" / "act.py").write_text(
+        "from robo.datasets.utils import scale_\n\n\n"
+        "def step(model, batch, t):\n"
+        "    out = model(batch)\n"
+        "    logits = out.logits.squeeze(0)\n"
+        "    scale_(logits, t)\n"
+        "    return logits\n")
+    utils = root / "robo" / "datasets" / "utils.py"
+    assert module_name(str(utils)) == ("robo.datasets.utils", False)
+    assert module_name(str(root / "robo" / "policies" / "utils.py")) == ("robo.policies.utils", False)
+    assert find_root(str(utils)) == root.resolve()
+    workspace._PROJECTS.clear()
+    main(["check", "--no-cache", "-j", "1", str(root / "robo" / "policies" / "act.py")])
+    out = capsys.readouterr().out
+    workspace._PROJECTS.clear()
+    assert "act.py:7:5: IPV001 `div_` in `scale_()`" in out, out
