@@ -76,6 +76,8 @@ class CallsMixin:
                 return self.project_calls(node, forwards, args, kwargs, submodule=func.attr)
             if imported and ns is not None and ns.split(".")[0] != "torch" and func.attr in _TENSOR_OPS:
                 return EMPTY  # PIL.ImageOps.expand(img, border=2): a library's function, not Tensor.expand
+            if imported and ns is not None and self.settings.is_model_call_name(func.attr):
+                return EMPTY  # `tensor_api.distribute_module(...)`: a module's function, named like a model only
             recv = self.eval(func.value)
             inplace_module = self.inplace_modules.get(func_dotted or "")
             if inplace_module and node.args:
@@ -131,7 +133,9 @@ class CallsMixin:
                     if ref is not None:
                         out = cap(out | self.project_call(node, ref, args, kwargs))
                 return out
-            if self.settings.is_model_call_name(func.id) and func.id not in self.submodule_names:
+            if self.settings.is_model_call_name(func.id) and func.id not in self.submodule_names and not imported:
+                # (an imported name is a function or a class: `from torch.distributed.tensor import
+                # distribute_module` returns the module it is given, and the callables handed to it get no output)
                 result = frozenset({Origin(RootKind.MODEL_OUTPUT_OBJECT, f"{func.id}(...)", node.lineno,
                                            root_no_grad=self.no_grad)})
                 self.hand_callables_to_model(node, result)
