@@ -662,6 +662,65 @@ def test_shape_only_inplace_ops_on_an_expanded_tensor_write_nothing():
         speaker.expand(4, -1).mul_(2.0)  # a data write on the same view raises
 
 
+def test_a_callable_handed_to_an_imported_function_named_like_a_model_gets_no_model_output():
+    clean = _load("clean/imported_function_named_like_model.py")
+    torch.manual_seed(0)
+    experts = [torch.nn.Linear(4, 4) for _ in range(2)]
+    x = torch.randn(3, 4)
+    perm = torch.tensor([4, 0, 5, 1, 2, 3])
+
+    def run(permute):
+        for e in experts:
+            e.zero_grad()
+        output = torch.cat([e(x) for e in experts])  # what the experts' module returns: nothing saves it
+        out = permute(output)
+        out.pow(2).sum().backward()
+        return out.detach(), [e.weight.grad.clone() for e in experts]
+
+    def out_of_place(output):
+        permuted = torch.empty_like(output)
+        permuted[perm] = output
+        return permuted
+
+    in_place, grads = run(lambda output: clean.ExpertStyle(perm)._output_fn(output, None))
+    expected, expected_grads = run(out_of_place)
+    assert torch.equal(in_place, expected)
+    assert all(torch.allclose(a, b) for a, b in zip(grads, expected_grads))
+
+
+class _ViewOfInput(torch.autograd.Function):
+    """A fused head's kernel that returns a view of its input: its output is a custom Function's view."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def test_a_model_call_indexed_as_an_array_is_its_output_tensor():
+    reported = _load("IPV001/model_call_array_view.py")
+    clean = _load("clean/model_call_tuple_slice.py")
+    lin = torch.nn.Linear(4, 4)
+    fused = lambda ids: _ViewOfInput.apply(lin(ids))  # noqa: E731
+    with pytest.raises(RuntimeError, match="view was created inside a custom Function"):
+        reported.last_step_logits(fused, torch.randn(2, 3, 4), 2.0)
+    with pytest.raises(RuntimeError, match="view was created inside a custom Function"):
+        reported.Boundary(fused).periodic(torch.randn(3, 4), torch.randn(3, 4), 0)
+    with pytest.raises(RuntimeError, match="view was created inside a custom Function"):
+        reported.first_channel(fused, torch.randn(1, 4))
+    # with a plain head the write is legal, and changes the output the model returned
+    out = lin(torch.randn(2, 3, 4))
+    logits = reported.last_step_logits(lambda ids: out, None, 2.0)
+    assert logits.untyped_storage().data_ptr() == out.untyped_storage().data_ptr()
+    assert torch.equal(out[:, -1, :], logits)
+    assert clean.rest_of_outputs(lambda ids: (1, 2, 3), None) == (2, 3, None)
+    ids = torch.randn(2, 3, 4)
+    assert torch.equal(clean.sample_next(fused, ids, 2.0), torch.argmax(lin(ids)[:, -1, :], dim=-1))
+
+
 def test_a_grad_off_flag_bound_by_partial_runs_the_branch_without_grad():
     clean = _load("clean/grad_off_flag_partial.py")
     torch.manual_seed(0)

@@ -101,6 +101,16 @@ _OPERATOR_METHODS = {name: (method or stem + "_").rstrip("_").replace("true", ""
 _EVAL: dict = {}
 
 
+def is_array_index(index: ast.expr) -> bool:
+    """An index only arrays take: a tuple holding a slice, ``...`` or ``None`` (``[:, -1]``, ``[..., 0]``,
+    ``[None, :]``), or ``...``/``None`` alone. A tuple, list or dict (a model's output object) raises on it."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    if not isinstance(index, ast.Tuple) and isinstance(index, ast.Slice):
+        return False  # `outputs[1:]`: a tuple of outputs slices too
+    return any(isinstance(p, ast.Slice) or (isinstance(p, ast.Constant) and (p.value is None or p.value is ...))
+               for p in parts)
+
+
 def as_tensor(origin: Origin) -> Origin:
     """An operand of tensor arithmetic: what a model call returned (``h = model(x)``; an object that may be a
     tuple or a ``ModelOutput`` elsewhere) is, in ``beta * h`` or ``torch.exp(h * 2)``, the model's output
@@ -359,6 +369,10 @@ class ExpressionsMixin:
                 elif isinstance(index, ast.Constant) and isinstance(index.value, int):
                     out.append(Origin(RootKind.MODEL_OUTPUT, short(node), node.lineno,
                                       root_no_grad=self.no_grad or o.root_no_grad, certain_tensor=False))
+                elif is_array_index(index) and not model_outputs.is_guessed_object(o):
+                    # `model(x)[:, -1]`: a tuple, list or ModelOutput takes no such index; the output is a tensor
+                    # (or a TensorDict of them), and this a view of it
+                    out.append(o.extend(Step(StepKind.VIEW, text, node.lineno, self.no_grad)))
             elif param_index(o) is not None and not o.steps and not is_basic_index(index):
                 continue  # params["key"], params[i]: an item of an unknown container
             elif is_tuple_item(o):

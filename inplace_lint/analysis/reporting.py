@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import NamedTuple, Optional, Sequence, Set, Tuple
 
 from ..findings import HELPER_WRITE, SAVED_STEPS, Applicability, Finding, Origin, Related, RootKind, StepKind, WriteKind
 from ..rules import PRIORITY, Write
@@ -14,15 +14,6 @@ from .astutil import dotted_name, short
 from .consumers import flows_into, only_gradless_readers
 from .env import origin_key
 from .summaries import LocalFinding, ParamWrite, param_index
-
-
-def as_written_tensor(origin: Origin, kind: WriteKind) -> Origin:
-    """A ``*_`` method proves its receiver a tensor: a bare model-call result written so is the output itself."""
-    if kind is WriteKind.METHOD and origin.root is RootKind.MODEL_OUTPUT_OBJECT and not origin.steps \
-            and not model_outputs.is_guessed_object(origin):
-        return Origin(RootKind.MODEL_OUTPUT, origin.root_text, origin.root_line, (), origin.root_no_grad,
-                      path=origin.path)
-    return origin
 
 
 def _written_base(target: ast.expr) -> Optional[str]:
@@ -72,15 +63,6 @@ def _storage_phrase(origin: Origin) -> str:
     return f"where `{origin.root_text}` comes from is not known here"
 
 
-def _written_tensors(origins: Sequence[Origin], kind: WriteKind) -> List[Origin]:
-    tensors = [o for o in (as_written_tensor(o, kind) for o in origins) if o.is_tensor]
-    if kind in (WriteKind.AUGMENTED, WriteKind.SUBSCRIPT):
-        # what a model call returned may be a dict or a TensorDict (which has unsqueeze, view, ... too):
-        # `td[key] = v` or `td += x` on it, or on a view of it, does not prove a tensor; a `*_` method does
-        tensors = [o for o in tensors if o.certain_tensor and o.root is not RootKind.MODEL_OUTPUT_OBJECT]
-    return tensors
-
-
 def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_grad: bool,
           grad_context: bool = False):
     """The first rule (by priority) some origin matches, and the origin that shows it; or (None, None).
@@ -88,7 +70,7 @@ def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_g
     ``no_grad``: the write needs no autograd rule; ``grad_context``: that is only because the write sits in a
     grad-off block (``with torch.no_grad():``), so a rule that looks at the origin's grad mode
     (``grad_at_origin``: a tensor saved for backward with grad on) still applies."""
-    tensors = _written_tensors(origins, write.kind)
+    tensors = model_outputs.written_tensors(origins, write.kind)
     if not tensors:
         return None, None
     for rule in PRIORITY:
@@ -198,7 +180,7 @@ class ReportingMixin:
         for a rule that needs grad where the tensor was made; None otherwise."""
         if not self.grad_cond_spans:
             return None
-        matching = [o for o in _written_tensors(origins, write.kind) if rule.applies(o, write)]
+        matching = [o for o in model_outputs.written_tensors(origins, write.kind) if rule.applies(o, write)]
         found = set()
         for o in matching:
             # (an input saved for another's gradient: what matters is where the op that saved it ran)
@@ -217,7 +199,7 @@ class ReportingMixin:
     def saved_guess(self, origins: Sequence[Origin], write: Write, rule) -> Optional[int]:
         """The parameter every origin that makes ``rule`` apply guesses its grad from (an output saved for
         backward of an op whose input is only that parameter), or None."""
-        matching = [o for o in _written_tensors(origins, write.kind) if rule.applies(o, write)]
+        matching = [o for o in model_outputs.written_tensors(origins, write.kind) if rule.applies(o, write)]
         guesses = {o.guess_param for o in matching}
         if len(guesses) == 1 and -1 not in guesses:
             return guesses.pop()
@@ -256,7 +238,7 @@ class ReportingMixin:
         else model(ids).logits.squeeze(0)``, where the model output is not the callers' to decide)."""
         if self.ctx is None or not self.params:
             return None
-        matching = [o for o in _written_tensors(origins, write.kind) if rule.applies(o, write)]
+        matching = [o for o in model_outputs.written_tensors(origins, write.kind) if rule.applies(o, write)]
         names = {self._guessed_from(o) for o in matching}
         if len(names) != 1:
             return None
