@@ -721,6 +721,22 @@ def test_a_model_call_indexed_as_an_array_is_its_output_tensor():
     assert torch.equal(clean.sample_next(fused, ids, 2.0), torch.argmax(lin(ids)[:, -1, :], dim=-1))
 
 
+def test_an_early_return_in_training_mode_leaves_an_eval_only_in_place_path():
+    clean = _load("clean/eval_only_after_training_return.py")
+    torch.manual_seed(0)
+    block = clean.PartialConv(4, 2)
+    x = torch.randn(1, 4, 5, 5)
+    xg = x.clone().requires_grad_()
+    block.train()
+    trained = block(xg)
+    trained.sum().backward()  # the training path is out of place: backward runs
+    block.eval()
+    with torch.no_grad():  # inference, as the eval-only path is meant: same values, written in place
+        assert torch.allclose(block(x.clone()), trained.detach())
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        block(x.clone()).sum().backward()  # eval mode with grad on (not how the module is used) raises
+
+
 def test_a_grad_off_flag_bound_by_partial_runs_the_branch_without_grad():
     clean = _load("clean/grad_off_flag_partial.py")
     torch.manual_seed(0)

@@ -250,6 +250,10 @@ class StatementsMixin:
             if conds_false and self.param_condition(node.test):
                 self.path_conds = saved_conds + (conds_false[0],)  # `if copy: return x.repeat(...)`
             self.narrow(first_narrow_else)  # `if isinstance(x, Tensor): return ...`: x holds no tensor after
+        if not node.orelse and training is True and grad.leaves_function(node.body) and len(self.stmt_stack) == 1:
+            # `if self.training: return torch.cat(...)` at the top of a method: the rest of it runs in eval mode
+            # only, the same guess as an `else:` arm (neosr's partial convolutions write in place only there)
+            self.eval_branch = True
         if not node.orelse and grad.ends_flow(node.body) and (gates[0][0] or gates[0][1]):
             # `if torch.is_grad_enabled(): return ...` / `if x.requires_grad: raise ...`: what follows runs
             # with the test false
