@@ -799,3 +799,18 @@ def test_a_loss_that_shifts_the_model_output_in_place_corrupts_metrics_and_raise
     loss, accuracy = plain.training_step((x, y))
     assert torch.equal(accuracy, (shifted == y).float().mean())
     assert not torch.equal(shifted, plain.model(x).argmax(-1)) or torch.equal(accuracy, expected)
+
+
+def test_a_copy_under_a_flag_is_what_a_write_under_the_same_flag_reaches():
+    clean = _load("clean/clone_under_same_flag.py")
+    data = torch.tensor([[5, 0, 7, 5, 3], [1, 0, 2, 3, 4]])
+    # the write runs only on the copy: no error, and each document's positions restart after its end token
+    assert clean.position_ids_for(data, 0, True, False).tolist() == [[0, 1, 0, 1, 2], [0, 1, 0, 1, 2]]
+    # without the flag the expanded tensor is returned unwritten
+    assert clean.position_ids_for(data, 0, False, True).tolist() == [[0, 1, 2, 3, 4]] * 2
+    flagged = _load("IPV004/clone_under_other_flag.py")
+    assert flagged.shifted_when_not_copied(data, True).tolist() == [[0, 1, 2, 3, 4]] * 2
+    with pytest.raises(RuntimeError, match="single memory location"):
+        flagged.shifted_when_not_copied(data, False)  # the reported write: the expanded tensor, batch 2
+    with pytest.raises(RuntimeError, match="single memory location"):
+        flagged.shifted_unconditionally(data, False)

@@ -13,6 +13,7 @@ from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import grad, model_outputs
 from ..torch_facts import ops
 from .astutil import dotted_name, is_str_constant, short
+from .conditions import negate
 from .env import _MAX_ORIGINS, EMPTY, cap
 from .names import qualify
 from .init_builds import ELEMENTS
@@ -102,6 +103,8 @@ class BindingMixin:
         self.bindings.append((key, origins))
 
     def bind_name(self, key: str, origins: frozenset) -> None:
+        if self.reach_conds:
+            self.reach_conds.pop(key, None)
         if origins:
             self.env[key] = origins
             self.bindings.append((key, origins))
@@ -137,6 +140,18 @@ class BindingMixin:
             return
         if any(o.is_tensor and o.grad_evidence and param_index(o) is None for o in value):
             self.bind_name(key, frozenset({Origin(RootKind.TENSOR, short(target), target.lineno)}))
+
+    def reachable(self, key: Optional[str], origins: list) -> list:
+        """``origins`` less those that ``key`` holds only on paths the conditions being walked exclude:
+        ``ids.clone()`` bound under ``if reset:`` leaves the expanded ``ids`` only where ``reset`` is false, so
+        ``ids[b] -= 1`` under a later ``if reset:`` writes the clone (:attr:`reach_conds`)."""
+        entries = self.reach_conds.get(key) if key is not None and self.path_conds else None
+        if not entries:
+            return origins
+        excluded = [held for held, cond in entries if negate(cond) in self.path_conds]
+        return [o for o in origins if not any(
+            o.root is h.root and o.root_text == h.root_text and o.root_line == h.root_line and o.path == h.path
+            and o.steps[:len(h.steps)] == h.steps for h in excluded)]
 
     def _made_under(self, origins: frozenset) -> None:
         """Record, for the steps and roots the statement being walked made (their line is in it), the

@@ -179,6 +179,10 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     #: a step (or a root) made by a statement walked under :attr:`path_conds` -> those conditions: a value
     #: bound in ``if n == 3: y = y.expand(s)`` and returned after the ``if`` is returned only when ``n == 3``
     made_conds: Dict[object, Tuple[tuple, ...]] = field(default_factory=dict)
+    #: name -> (origin, condition) pairs: after ``if reset: ids = ids.clone()`` (no ``else``) the name holds the
+    #: expanded ``ids`` only where ``reset`` is false, so a write under ``if reset:`` further on cannot reach it
+    #: (:meth:`.binding.BindingMixin.reachable`); dropped when the name is bound again
+    reach_conds: Dict[str, List[Tuple[Origin, tuple]]] = field(default_factory=dict)
     #: inside ``with torch.no_grad() if flag else nullcontext():`` on a parameter ``flag``: the condition
     #: (index, truth, default truth) that turns grad off (see ``LocalFinding.grad_cond``)
     grad_cond: Optional[tuple] = None

@@ -112,6 +112,7 @@ class ReportingMixin:
             placeholders.sort(key=lambda p: (p[0], origin_key(p[1])))
         for index, o in placeholders:
             self.record_param_write(node, kind, op, target, o, index, None, op_name, write_no_grad, condition)
+        real = self.reachable(_written_base(target), real)
         if not real:
             return
         if condition is None and self.path_conds:  # `if prefix_trans is not None: trans *= prefix_trans`

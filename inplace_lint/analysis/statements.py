@@ -151,6 +151,22 @@ class StatementsMixin:
                 set(self.submodule_results), set(self.bool_names), set(self.grad_off_flags), self.redefined,
                 set(self.assigned))
 
+    def _reach_under(self, node: ast.If, arms: List[Dict[str, frozenset]], mark: int) -> Dict[str, list]:
+        """After ``if flag: ids = ids.clone()`` (a test on a parameter; both arms go on): what each arm alone
+        bound is held only when the test is true (false for the other arm), :attr:`reach_conds`."""
+        cond = self.param_condition(node.test)
+        reach: Dict[str, list] = {}
+        if cond is None:
+            return reach
+        body, other = arms
+        for key in {k for k, _ in self.bindings[mark:]}:
+            b, e = body.get(key, EMPTY), other.get(key, EMPTY)
+            if b != e:
+                entries = [(o, cond) for o in b - e] + [(o, negate(cond)) for o in e - b]
+                if entries:
+                    reach[key] = entries
+        return reach
+
     def stmt_If(self, node: ast.If) -> None:
         # an elif chain is walked as a loop, not by recursion (generated code has chains of hundreds)
         arms: List[Dict[str, frozenset]] = []
@@ -242,10 +258,13 @@ class StatementsMixin:
         live = [env for env, gone in zip(arms, left) if not gone] or arms
         live_flags = [f for f, gone in zip(arm_flags, left) if not gone] or arm_flags
         self.grad_off_flags = set.intersection(*live_flags)
-        if TOUCHED_MERGE:
+        reach = self._reach_under(node, arms, mark) if len(arms) == 2 and not any(left) else None
+        if TOUCHED_MERGE:  # (merge_touched may change the arms' dicts)
             self.env = merge_touched(live, {k for k, _ in self.bindings[mark:]} | self.big)
         else:
             self.env = merge(live, self.big)
+        if reach:
+            self.reach_conds.update(reach)
         if not node.orelse and left[0]:  # `if ...: return/raise` with no else: what follows runs with the test false
             if conds_false and self.param_condition(node.test):
                 self.path_conds = saved_conds + (conds_false[0],)  # `if copy: return x.repeat(...)`
