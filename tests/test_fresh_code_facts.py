@@ -814,3 +814,71 @@ def test_a_copy_under_a_flag_is_what_a_write_under_the_same_flag_reaches():
         flagged.shifted_when_not_copied(data, False)  # the reported write: the expanded tensor, batch 2
     with pytest.raises(RuntimeError, match="single memory location"):
         flagged.shifted_unconditionally(data, False)
+
+
+def _stub_mmengine(monkeypatch):
+    import sys
+    import types
+
+    mmengine, model, evaluator = (types.ModuleType(n) for n in ("mmengine", "mmengine.model", "mmengine.evaluator"))
+    model.BaseModel = torch.nn.Module
+    evaluator.BaseMetric = object
+    for name, module in (("mmengine", mmengine), ("mmengine.model", model), ("mmengine.evaluator", evaluator)):
+        monkeypatch.setitem(sys.modules, name, module)
+
+
+def test_the_predict_arm_of_an_mmengine_forward_and_a_metric_run_without_grad(monkeypatch):
+    _stub_mmengine(monkeypatch)
+    clean = _load("clean/framework_predict_arm.py")
+    reported = _load("IPV003/framework_loss_arm.py")
+    torch.manual_seed(0)
+    mattor = clean.Mattor()
+    x = torch.randn(2, 4)
+    with torch.no_grad():  # as mmengine's `ValLoop.run_iter` runs `val_step` -> `forward(mode='predict')`
+        alphas = mattor(x, mode="predict")
+    expected = (mattor.head(x).sigmoid().clamp(0, 1) * 255).round()
+    assert torch.equal(torch.stack(alphas), expected.detach())
+    with pytest.raises(RuntimeError, match="Output 0 of Unbind is a view"):
+        mattor(x, mode="predict")  # with grad on (not how mmengine runs it) the row write raises
+    metric = clean.SlicedDistance()
+    with torch.no_grad():
+        metric.process(None, [{"feats": mattor.head(x)}])
+    feats = mattor.head(x).detach()
+    assert metric.compute_metrics(metric.results)["spread"] == pytest.approx(
+        float((feats - feats.mean(dim=1, keepdim=True)).abs().mean()), rel=1e-6)
+    with pytest.raises(RuntimeError, match="Output 0 of Unbind is a view"):
+        reported.Mattor()(x, mode="loss")  # the training arm: the loop row of a Linear's output
+
+
+def test_a_weighted_torch_layer_output_requires_grad_so_its_chunks_may_not_be_written():
+    clean = _load("clean/weighted_layer_out_of_place.py")
+    reported = _load("IPV003/weighted_layer_output.py")
+    torch.manual_seed(0)
+    x = torch.randn(5, 8)
+    attention = clean.FusedAttention(8)
+    out = attention(x)
+    out.sum().backward()  # out of place: backward runs
+    q, k, _ = attention.qkv(x).detach().chunk(3, dim=-1)
+    assert torch.allclose(attention.scores(x), (q * attention.scale) @ k.T)  # grad off: the in-place form is legal
+    fused = reported.FusedAttention(8)
+    fused.load_state_dict(attention.state_dict())
+    with pytest.raises(RuntimeError, match="Output 0 of Split is a view"):
+        fused(x)
+    with pytest.raises(RuntimeError, match="Output 0 of Unbind is a view"):
+        reported.RowNorm(8)(x)
+    with torch.no_grad():  # the same code where nothing requires grad: same values as the out-of-place form
+        assert torch.allclose(fused(x), attention(x))
+
+
+def test_a_getattr_flag_left_at_its_default_skips_the_saved_sigmoid():
+    clean = _load("clean/getattr_flag.py")
+    torch.manual_seed(0)
+    decoder = clean.Decoder(4)
+    h = torch.randn(3, 4)
+    logits = decoder(h)
+    logits.sum().backward()  # the Linear's output, clamped in place: backward runs
+    expected = decoder.presence_head.layer(decoder.norm(h)).squeeze(-1).clamp(-10.0, 10.0)
+    assert torch.allclose(logits, expected)
+    decoder.presence_head.sigmoid = True  # the arm the default never takes: the saved sigmoid output is written
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        decoder(h).sum().backward()

@@ -14,6 +14,24 @@ from .names import qualify_dotted
 class ConditionsMixin:
     """The conditions a branch test states (a part of :class:`~.dataflow.Scope`; :mod:`.conditions`)."""
 
+    def framework_predict_arm(self, test: ast.expr) -> bool:
+        """``if mode == 'predict':`` in the ``forward`` of a class whose framework runs its ``predict`` with grad
+        off: mmengine's ``val_step``/``test_step`` call ``forward(..., mode='predict')`` inside its
+        ``@torch.no_grad()`` loops (:data:`~inplace_lint.torch_facts.ops.FRAMEWORK_NO_GRAD_METHODS`), so that
+        arm runs with grad off, as ``predict`` does (mmagic's mattors post-process their predictions in place
+        there)."""
+        if self.ctx is None or not self.cls_qual or not self.qual.endswith(".forward") \
+                or "predict" in self.self_called:
+            return False
+        compared = conditions.comparison(test)
+        if compared is None:
+            return False
+        name, truth, op, constant = compared
+        if not (truth and op == "==" and constant == "predict") or name not in self.params \
+                or name in self.rebound_params or name in self.assigned:
+            return False
+        return self.ctx.framework_runs_without_grad(self.cls_qual, "predict")
+
     def param_condition(self, test: ast.expr) -> Optional[conditions.Cond]:
         """What ``test`` asks of one parameter of this function, not bound again here
         (:mod:`.conditions`): ``flag``, ``not flag``, ``strategy == 'rms'``, ``channels > 1``, ``mode in
@@ -21,6 +39,11 @@ class ConditionsMixin:
         truth = True
         while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             truth, test = not truth, test.operand
+        if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "getattr" \
+                and len(test.args) in (2, 3) and isinstance(test.args[0], ast.Name) and not test.keywords \
+                and isinstance(test.args[1], ast.Constant) and isinstance(test.args[1].value, str):
+            # `getattr(self, "sigmoid", False)` is `self.sigmoid` (ultralytics' MLP; its flag is always set)
+            test = ast.Attribute(value=test.args[0], attr=test.args[1].value, ctx=ast.Load())
         compared = conditions.comparison(test)
         if compared is not None:
             name, sense, op, constant = compared

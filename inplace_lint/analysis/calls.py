@@ -88,6 +88,9 @@ class CallsMixin:
             if node.args and func.attr in self.torch_stacks and isinstance(func.value, ast.Name) \
                     and func.value.id == self.self_name and self.cls_qual:
                 return self.module_output(node, self.torch_stacks[func.attr], node.args[0], args[0])
+            if node.args and not self.no_grad and self.weighted_layer(func.value, func.attr):
+                # `self.qkv(x)` with `self.qkv = nn.Linear(...)`: a tensor that requires grad (its weights do)
+                return frozenset({Origin(RootKind.TENSOR, short(node), node.lineno)})
             result = self.method_call(node, func.attr, func.value, recv)
             self.hand_callables_to_model(node, result)
             return result

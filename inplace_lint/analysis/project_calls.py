@@ -15,6 +15,7 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 from ..findings import Origin, RootKind, Step, saver_parts, saver_text
+from ..torch_facts import ops
 from . import conditions, grad_flags, model_outputs
 from .astutil import dotted_name, short
 from .call_grad import guessed_param, needs_no_grad_arg
@@ -218,6 +219,16 @@ class ProjectCallsMixin:
         if not builder.startswith("torch.nn.") or builder.startswith(("torch.nn.parallel.", "torch.nn.utils.")):
             return False
         return builder.rsplit(".", 1)[-1] not in _TORCH_CONTAINERS
+
+    def weighted_layer(self, recv_node: ast.expr, name: str) -> bool:
+        """``self.<name>`` was built in ``__init__`` as one of torch's layers with weights (``nn.Linear``,
+        :data:`~inplace_lint.torch_facts.ops.WEIGHTED_LAYERS`), called in the module's ``forward``: its call
+        returns one tensor that requires grad where grad is on. Not in other methods (a streaming or decoding
+        helper a caller may run under ``no_grad``: funasr's ``forward_chunk``), as for other evidence from a
+        torch layer there."""
+        if not self.qual.endswith(".forward") or not self.torch_layer(recv_node, name):
+            return False
+        return (self.ctx.attribute_builder(self.cls_qual, name) or "").rsplit(".", 1)[-1] in ops.WEIGHTED_LAYERS
 
     def callable_refs(self, node: ast.expr) -> List[Tuple[str, int]]:
         """A function value: ``f``, ``self.m``, ``partial(self.m, a)`` -> each (qualified name, bound

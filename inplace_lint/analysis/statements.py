@@ -174,6 +174,7 @@ class StatementsMixin:
         saved = chain = self.eval_branch
         saved_grad = (set(self.nograd_keys),)
         saved_conds = self.path_conds
+        saved_no_grad = self.no_grad
         conds_false: list = []  # parameter tests found false by the earlier arms
         gates = []  # what holds in every later arm: (grad-enabled test, requires_grad test) found false
         narrow_later = []  # what `isinstance` tests found false say of a name in every later arm
@@ -192,13 +193,18 @@ class StatementsMixin:
             # `if self.training: ... else: <eval mode only>`, `if not self.training and prefilter: <eval only>`
             body_mode, else_mode = grad.training_arms(current.test)
             body_off, else_off = grad.grad_off_arms(current.test, self.grad_off_flags)
+            # `elif mode == 'predict':` in an mmengine model's forward: its loops run it with grad off
+            predict_off = not self.settings.report_in_no_grad and self.framework_predict_arm(current.test)
             body_requires, else_requires = grad.requires_grad_arms(current.test)
             narrow_body, narrow_else = self.type_arms(current.test)
             before = dict(self.env)
             self.eval_branch = chain or body_mode is False
             self._gate(body_off, body_requires)
             self.narrow(narrow_body)
+            if predict_off:
+                self.no_grad = True
             self.run_body(current.body)
+            self.no_grad = saved_no_grad
             self.nograd_keys = set(saved_grad[0])
             arms.append(self.env)
             arm_flags.append(self.grad_off_flags)

@@ -150,11 +150,26 @@ SAVES_OUTPUT_WHEN_INPLACE = SAVES_OUTPUT | frozenset({"leaky_relu", "elu", "selu
 #: ``val_step``/``test_step``, which run ``forward(mode='predict')``, i.e. ``predict``
 #: (https://mmengine.readthedocs.io/en/latest/tutorials/model.html; mmengine/runner/loops.py)
 _MMENGINE_NO_GRAD = frozenset({"predict", "val_step", "test_step"})
+#: mmengine's metrics: the same loops call a ``BaseMetric``'s ``process`` inside their ``@torch.no_grad()``
+#: ``run_iter`` and, after the loop, ``evaluate`` (and so ``compute_metrics``) on the results ``process`` kept
+#: (mmengine/runner/loops.py, ``ValLoop``/``TestLoop``): every tensor a metric holds was made with grad off
+_MMENGINE_METRIC_NO_GRAD = frozenset({"process", "evaluate", "compute_metrics"})
 FRAMEWORK_NO_GRAD_METHODS = {
     "mmengine.model.BaseModel": _MMENGINE_NO_GRAD,
     "mmengine.model.base_model.BaseModel": _MMENGINE_NO_GRAD,
     "mmengine.model.base_model.base_model.BaseModel": _MMENGINE_NO_GRAD,
+    "mmengine.evaluator.BaseMetric": _MMENGINE_METRIC_NO_GRAD,
+    "mmengine.evaluator.metric.BaseMetric": _MMENGINE_METRIC_NO_GRAD,
 }
+#: ``torch.nn`` layers with learnable weights (by default) whose call returns one new tensor: in training their
+#: output requires grad (the weights do), whatever the input; a multi-output view of it (``self.qkv(x).chunk(3)``)
+#: then raises when written in place (docs/pytorch-facts.md#multi-output-view). Not the recurrent layers or
+#: ``MultiheadAttention`` (tuples), nor ``InstanceNorm*`` (no affine weights by default)
+WEIGHTED_LAYERS = frozenset({
+    "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "Embedding", "EmbeddingBag", "BatchNorm1d",
+    "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LayerNorm", "GroupNorm", "RMSNorm", "PReLU",
+})
 #: ``torch.nn.init`` functions: each fills its argument in place and returns it
 #: (https://pytorch.org/docs/stable/nn.init.html)
 INIT_FUNCTIONS = frozenset({"uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
