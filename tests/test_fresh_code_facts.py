@@ -882,3 +882,32 @@ def test_a_getattr_flag_left_at_its_default_skips_the_saved_sigmoid():
     decoder.presence_head.sigmoid = True  # the arm the default never takes: the saved sigmoid output is written
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         decoder(h).sum().backward()
+
+
+def test_a_view_bound_under_a_flag_is_no_copy_and_a_frozen_embedding_needs_no_grad():
+    reported = _load("IPV004/view_under_flag_is_no_copy.py")
+    tokens = torch.zeros(2, 6, dtype=torch.long)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        reported.build_positions(tokens, 4, True)  # the slice still views the expanded positions
+    with pytest.raises(RuntimeError, match="single memory location"):
+        reported.broadcast_timesteps(torch.tensor([0.5]), 3, True)  # float() of a float tensor is the tensor
+    clean = _load("clean/frozen_embedding_chunk.py")
+    torch.manual_seed(0)
+    model = clean.FrozenWordFeatures(10, 4)
+    ids = torch.tensor([[1, 2, 3]])
+    model(ids).sum().backward()  # the frozen table's output needs no grad: the in-place half-scaling is legal
+    h = model.embed(ids)
+    expected = model.head(torch.cat([h[..., :2] * 0.5, h[..., 2:]], dim=-1).mean(1))
+    assert torch.allclose(model(ids), expected)
+    assert model.head.weight.grad is not None and model.embed.weight.grad is None
+
+
+def test_an_mmengine_train_step_that_calls_the_predict_arm_runs_it_with_grad(monkeypatch):
+    _stub_mmengine(monkeypatch)
+    reported = _load("IPV006/framework_predict_in_train_step.py")
+    model = reported.ConsistencyRestorer()
+    data = {"inputs": torch.randn(1, 3, 4, 4), "data_samples": torch.rand(1, 3, 4, 4)}
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        model.train_step(data)
+    with torch.no_grad():  # as mmengine's val loop runs the same arm: legal
+        assert model(data["inputs"], mode="predict").shape == (1, 3, 4, 4)

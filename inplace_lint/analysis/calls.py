@@ -91,6 +91,8 @@ class CallsMixin:
             if node.args and not self.no_grad and self.weighted_layer(func.value, func.attr):
                 # `self.qkv(x)` with `self.qkv = nn.Linear(...)`: a tensor that requires grad (its weights do)
                 return frozenset({Origin(RootKind.TENSOR, short(node), node.lineno)})
+            if node.args and self.frozen_embedding(func.value, func.attr):
+                return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
             result = self.method_call(node, func.attr, func.value, recv)
             self.hand_callables_to_model(node, result)
             return result

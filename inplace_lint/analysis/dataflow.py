@@ -243,7 +243,7 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
                      output_hook=self.output_hook,
                      torch_stacks=self.torch_stacks, weights_unknown=self.weights_unknown,
                      init_flags=self.init_flags,
-                     builder_args=self.builder_args)
+                     builder_args=self.builder_args, self_called=self.self_called)
 
     def child_scope(self, args: ast.arguments, no_grad: bool, func: Optional[ast.AST], qual: str,
                     bound_first: bool = False) -> "Scope":

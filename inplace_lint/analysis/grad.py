@@ -157,10 +157,24 @@ def methods_called_on_self(cls: ast.ClassDef, ctx, cls_qual: str) -> frozenset:
     for item in cls.body:
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name != "forward" and item.args.args:
             me = item.args.args[0].arg
-            out.update(n.func.attr for n in ast.walk(item) if isinstance(n, ast.Call)
-                       and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
-                       and n.func.value.id == me and n.func.attr != item.name)
+            for n in ast.walk(item):
+                if not isinstance(n, ast.Call):
+                    continue
+                if isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                        and n.func.value.id == me and n.func.attr != item.name:
+                    out.add(n.func.attr)
+                if _calls_self(n, me) and any(k.arg == "mode" and isinstance(k.value, ast.Constant)
+                                              and k.value.value == "predict" for k in n.keywords):
+                    out.add("predict")  # `self(inputs, mode='predict')` in a `train_step` runs that arm with grad
     return frozenset(out)
+
+
+def _calls_self(call: ast.Call, me: str) -> bool:
+    """``self(...)`` or ``self.forward(...)``."""
+    func = call.func
+    return (isinstance(func, ast.Name) and func.id == me) or (
+        isinstance(func, ast.Attribute) and func.attr == "forward" and isinstance(func.value, ast.Name)
+        and func.value.id == me)
 
 
 def turns_grad_on(func: ast.AST) -> bool:

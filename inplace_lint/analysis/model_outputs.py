@@ -165,8 +165,14 @@ def layers_not_saving(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = No
             frozen = frozen.value  # self.proj.weight.requires_grad = False
         if frozen is not None and _self_attr(frozen):
             out.add(frozen.attr)
+        elif isinstance(frozen, ast.Name) and frozen.id == "self":
+            out.add(ALL_LAYERS)  # `for p in self.parameters(): p.requires_grad = False`
     out.update(a for a, names in builders.items() if len(names) > 1)
     return frozenset(out)
+
+
+#: in :func:`layers_not_saving`: the class freezes every parameter it has (``self.requires_grad_(False)``)
+ALL_LAYERS = "*"
 
 
 def _builds_unsaved(call: ast.Call) -> bool:

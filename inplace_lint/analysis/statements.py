@@ -161,7 +161,7 @@ class StatementsMixin:
         body, other = arms
         for key in {k for k, _ in self.bindings[mark:]}:
             b, e = body.get(key, EMPTY), other.get(key, EMPTY)
-            if b != e:
+            if b != e and not _derived(b, e) and not _derived(e, b):
                 entries = [(o, cond) for o in b - e] + [(o, negate(cond)) for o in e - b]
                 if entries:
                     reach[key] = entries
@@ -445,3 +445,10 @@ class StatementsMixin:
         return FunctionSummary(self.qual, params, capped, writes,
                                declared_no_grad, frozenset(self.observed), static, kept=kept, decorated=decorated,
                                returns_when=when, saves=tuple(sorted((i, *v) for i, v in self.saved_params.items())))
+
+
+def _derived(made: frozenset, held: frozenset) -> bool:
+    """Some origin in ``made`` is one in ``held`` or a view of it (``pos = pos[:, :k]``, ``ts = ts.float()``, which
+    may return ``ts`` itself): the arm bound no copy, so what it holds still reaches the other arm's tensor."""
+    return any(m.root is h.root and m.root_text == h.root_text and m.root_line == h.root_line and m.path == h.path
+               and m.steps[:len(h.steps)] == h.steps for m in made for h in held)
