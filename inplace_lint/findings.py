@@ -101,6 +101,11 @@ class Origin:
     #: of ``x.chunk(2)``, arithmetic on such guesses): no evidence that it requires grad
     guessed: bool = False
 
+    def derived_from(self, other: "Origin") -> bool:
+        """This origin is ``other`` or a view of it: the same root, ``other``'s steps and maybe more."""
+        return self.root is other.root and self.root_text == other.root_text and self.root_line == other.root_line \
+            and self.path == other.path and self.steps[:len(other.steps)] == other.steps
+
     def extend(self, step: Step) -> "Origin":
         return Origin(self.root, self.root_text, self.root_line, self.steps[-7:] + (step,), self.root_no_grad,
                       self.certain_tensor, self.path, self.condition, self.guess_param, self.guessed)

@@ -149,9 +149,7 @@ class BindingMixin:
         if not entries:
             return origins
         excluded = [held for held, cond in entries if negate(cond) in self.path_conds]
-        return [o for o in origins if not any(
-            o.root is h.root and o.root_text == h.root_text and o.root_line == h.root_line and o.path == h.path
-            and o.steps[:len(h.steps)] == h.steps for h in excluded)]
+        return [o for o in origins if not any(o.derived_from(h) for h in excluded)]
 
     def _made_under(self, origins: frozenset) -> None:
         """Record, for the steps and roots the statement being walked made (their line is in it), the

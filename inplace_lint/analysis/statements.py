@@ -450,5 +450,4 @@ class StatementsMixin:
 def _derived(made: frozenset, held: frozenset) -> bool:
     """Some origin in ``made`` is one in ``held`` or a view of it (``pos = pos[:, :k]``, ``ts = ts.float()``, which
     may return ``ts`` itself): the arm bound no copy, so what it holds still reaches the other arm's tensor."""
-    return any(m.root is h.root and m.root_text == h.root_text and m.root_line == h.root_line and m.path == h.path
-               and m.steps[:len(h.steps)] == h.steps for m in made for h in held)
+    return any(m.derived_from(h) for m in made for h in held)
