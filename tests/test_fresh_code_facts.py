@@ -911,3 +911,16 @@ def test_an_mmengine_train_step_that_calls_the_predict_arm_runs_it_with_grad(mon
         model.train_step(data)
     with torch.no_grad():  # as mmengine's val loop runs the same arm: legal
         assert model(data["inputs"], mode="predict").shape == (1, 3, 4, 4)
+
+
+def test_a_functional_linear_of_a_layers_weights_requires_grad_so_its_chunks_may_not_be_written():
+    reported = _load("IPV003/layer_subclass_functional.py")
+    torch.manual_seed(0)
+    attention = reported.Attention(8)
+    x = torch.randn(2, 5, 8)
+    with pytest.raises(RuntimeError, match="Output 0 of Split is a view"):
+        attention(x)
+    with torch.no_grad():  # where nothing requires grad, the same code runs and scales the query
+        out = attention(x)
+        q, k, v = attention.qkv(x).chunk(3, dim=-1)
+        assert torch.allclose(out, ((q * attention.scale) @ k.transpose(-2, -1)).softmax(-1) @ v)

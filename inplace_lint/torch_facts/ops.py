@@ -235,5 +235,8 @@ ARITHMETIC = frozenset(
         "clamp", "clip", "clamp_min", "clamp_max", "cumsum", "cumprod", "flip", "roll", "sum", "mean",
         "prod", "square", "reciprocal", "sin", "cos", "atan2", "floor", "ceil", "round", "where",
         "cat", "stack", "diff", "maximum", "minimum", "matmul", "outer", "repeat", "tile", "sign",
+        # the functional forms of torch's layers, and products: a new tensor from their input and weights
+        "linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+        "conv_transpose3d", "mm", "bmm", "einsum", "addmm", "baddbmm",
     }
 )
