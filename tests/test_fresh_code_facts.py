@@ -924,3 +924,57 @@ def test_a_functional_linear_of_a_layers_weights_requires_grad_so_its_chunks_may
         out = attention(x)
         q, k, v = attention.qkv(x).chunk(3, dim=-1)
         assert torch.allclose(out, ((q * attention.scale) @ k.transpose(-2, -1)).softmax(-1) @ v)
+
+
+def test_functional_unfold_is_a_copy_and_tensor_unfold_a_view():
+    clean = _load("clean/functional_unfold_copy.py")
+    reported = _load("IPV006/tensor_unfold_view.py")
+    x = torch.randn(2, 1, 5, requires_grad=True)
+    seg = clean.segment(x)
+    seg.sum().backward()
+    expected = torch.nn.functional.unfold(torch.sigmoid(x.detach()).unsqueeze(1), kernel_size=(1, 3)) * 2
+    assert torch.allclose(seg.detach(), expected)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        reported.windows(torch.randn(2, 5, requires_grad=True)).sum().backward()
+
+
+def test_a_chunk_of_an_untracked_value_is_written_legally():
+    clean = _load("clean/chunk_of_untracked_value.py")
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    inputs, labels = torch.randn(2, 4), torch.tensor([0, 2])
+    alpha = clean.step_sizes(model, inputs, labels, lambda x, g: x - 0.1 * g)
+    adv = inputs.clone().requires_grad_()
+    (grad,) = torch.autograd.grad(torch.nn.functional.cross_entropy(model(adv), labels), adv)
+    a0 = (torch.cat((inputs, inputs), 0) - 0.1 * grad.repeat(2, 1)).norm(dim=1).clamp(min=1e-8)
+    assert torch.allclose(alpha, a0[:2] / (a0[2:] + a0[:2]))
+
+
+def test_grad_imported_from_torch_autograd_frees_the_graph_before_the_write():
+    clean = _load("clean/imported_grad_consumes_graph.py")
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    inputs, labels = torch.randn(2, 4), torch.tensor([0, 1])
+    delta = clean.sparse_attack(model, inputs, labels)  # runs: the write follows the backward that read `delta`
+    expected = torch.zeros_like(inputs)
+    for _ in range(3):
+        d = expected.clone().requires_grad_()
+        loss = torch.nn.functional.cross_entropy(model(inputs + d), labels) + d.square().mean()
+        (g,) = torch.autograd.grad(loss, d)
+        expected = expected - 0.1 * g
+        expected[expected.abs() < 1e-3] = 0
+    assert torch.allclose(delta, expected)
+
+
+def test_an_op_read_only_by_a_print_saves_nothing_a_backward_reads(capsys):
+    clean = _load("clean/saved_input_only_printed.py")
+    torch.manual_seed(0)
+    block = clean.Block(4)
+    x = torch.randn(2, 4)
+    loud = block(x, verbose=True)
+    loud.sum().backward()  # the printed max and norm are not on the loss's path: backward runs
+    grads = [p.grad.clone() for p in block.parameters()]
+    block.zero_grad()
+    block(x).sum().backward()
+    assert all(torch.equal(a, p.grad) for a, p in zip(grads, block.parameters()))
+    assert "max:" in capsys.readouterr().out

@@ -23,7 +23,7 @@ from .summaries import no_grad_value, param_index
 #: integer or bool tensor): what an op saved for backward is never read through them
 _READ_WITHOUT_GRAD_METHODS = frozenset({"item", "tolist", "numpy", "long", "int", "bool", "short", "byte",
                                         "argmax", "argmin", "nonzero", "any", "all"})
-_READ_WITHOUT_GRAD_FUNCTIONS = frozenset({"int", "float", "bool", "len", "round"})
+_READ_WITHOUT_GRAD_FUNCTIONS = frozenset({"int", "float", "bool", "len", "round", "str", "repr", "print", "format"})
 
 #: the fields of a compound statement that hold its blocks (statements), not its own expressions
 _BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
@@ -158,7 +158,8 @@ class CallGradMixin:
                 if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) \
                         and parent.func.id in _READ_WITHOUT_GRAD_FUNCTIONS and node in parent.args:
                     return True
-                return isinstance(parent, ast.Compare)
+                # `f'max: {torch.max(h)}'`: formatted into a string (a verbose print)
+                return isinstance(parent, (ast.Compare, ast.FormattedValue))
         return False
 
     def _output_read_without_grad(self, node: ast.expr) -> bool:

@@ -23,6 +23,9 @@ from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library
 from .env import EMPTY, cap
 from .summaries import function_of, no_grad_value, param_index
 
+#: ``torch.nn.functional`` functions named like a view method that return a new tensor (``F.unfold`` is im2col)
+_FUNCTIONAL_COPIES = frozenset({"unfold", "fold"})
+
 
 def _is_bool_expr(node: ast.AST) -> bool:
     return isinstance(node, ast.Compare) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.Invert))
@@ -118,6 +121,9 @@ class CallsMixin:
                             condition=module_condition(module, func.id))
                 return self._inplace_result(node, module, args[0])
             qual, imported = qualify(func, self.names, self.is_local_name)
+            if imported and qual in ("torch.autograd.grad", "torch.autograd.backward"):
+                # `from torch.autograd import grad`; `grad(loss, inputs=δ)`
+                self.backward_ran(node, positional=3 if qual.endswith("grad") else 2)
             if imported and qual is not None:
                 head, _, name = qual.rpartition(".")
                 if head in TORCH_NAMESPACES:  # from torch.nn.functional import relu_
@@ -236,10 +242,12 @@ class CallsMixin:
             return self.saved_output(node, first, first_origins)
         if name in ops.FACTORY_FUNCTIONS:
             return self._factory(node)
-        if name in ops.VIEW_METHODS or name in ops.MAY_ALIAS_METHODS or name in ops.MULTI_VIEW_METHODS \
-                or name in ops.SLICED_VIEW_METHODS or name in ops.EXPAND_METHODS:
+        if not functional and (name in ops.VIEW_METHODS or name in ops.MAY_ALIAS_METHODS
+                               or name in ops.MULTI_VIEW_METHODS or name in ops.SLICED_VIEW_METHODS
+                               or name in ops.EXPAND_METHODS):
             return self.method_call(node, name, first, first_origins, functional=True)
-        if name in ops.ARITHMETIC:
+        # (`torch.nn.functional` has no view op: `F.unfold` is im2col, a new tensor, unlike `Tensor.unfold`)
+        if name in ops.ARITHMETIC or (functional and name in _FUNCTIONAL_COPIES):
             if self._inputs_need_no_grad(node, args, kwargs):
                 return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
             nodes = list(node.args) + [k.value for k in node.keywords if k.arg is not None]

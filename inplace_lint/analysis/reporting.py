@@ -64,8 +64,10 @@ def _storage_phrase(origin: Origin) -> str:
 
 
 def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_grad: bool,
-          grad_context: bool = False):
+          grad_context: bool = False, params: Optional[Sequence[str]] = None):
     """The first rule (by priority) some origin matches, and the origin that shows it; or (None, None).
+    ``params``: the writing function's parameters, where a rule that needs evidence (:attr:`.Rule.needs_evidence`)
+    leaves out the origins that are only guesses made here.
 
     ``no_grad``: the write needs no autograd rule; ``grad_context``: that is only because the write sits in a
     grad-off block (``with torch.no_grad():``), so a rule that looks at the origin's grad mode
@@ -76,10 +78,17 @@ def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_g
     for rule in PRIORITY:
         if no_grad and not (rule.without_grad or report_in_no_grad or (grad_context and rule.grad_at_origin)):
             continue
-        matching = [o for o in tensors if rule.applies(o, write)]
+        matching = [o for o in tensors if rule.applies(o, write)
+                    and not (rule.needs_evidence and params is not None and _unevidenced(o, params))]
         if matching:
             return rule, min(matching, key=origin_key)
     return None, None
+
+
+def _unevidenced(origin: Origin, params: Sequence[str]) -> bool:
+    """Only a guess that a value made here is a tensor (``torch.chunk(a0, 2)`` of what nothing tracks): no evidence
+    that it requires grad, and not made from one of the function's parameters (its callers decide those)."""
+    return origin.guessed and origin.guess_param < 0 and origin.root_text not in params
 
 
 def with_condition(message: str, origin: Origin) -> str:
@@ -119,7 +128,7 @@ class ReportingMixin:
             condition = " and ".join(f"`{conditions.describe(c, self.params)}`" for c in self.path_conds)
         write = Write(op, op_name, kind, short(target), point_index(node, kind), condition)
         rule, origin = match(real, write, self.no_grad or write_no_grad, self.settings.report_in_no_grad,
-                             grad_context=not write_no_grad)
+                             grad_context=not write_no_grad, params=self.params)
         if rule is None:
             return
         key = (node.lineno, node.col_offset)

@@ -117,6 +117,11 @@ class Rule:
     #: ``torch.no_grad()`` too (docs/pytorch-facts.md#grad-off-write-of-saved); the rule's ``applies`` checks
     #: the origin's grad mode itself
     grad_at_origin: bool = False
+    #: the hazard needs the base to require grad, and a guess is no evidence of that: a write whose every
+    #: matching origin is only a guess that a value made in the function is a tensor (``torch.chunk(a0, 2)`` of
+    #: what nothing tracks), with no evidence that it requires grad and not made from a parameter (whose callers
+    #: decide), is not reported (docs/analysis.md, "Requires grad needs evidence")
+    needs_evidence: bool = False
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:

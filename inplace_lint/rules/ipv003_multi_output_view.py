@@ -42,6 +42,7 @@ RULE = Rule(
         "A write through a loop variable has no automatic fix (rebinding the loop variable would "
         "make the loop do nothing)."
     ),
+    needs_evidence=True,
     references="pytorch #48149, #36608; PyTorch docs: Tensor Views; docs/pytorch-facts.md#multi-output-view",
     invalid=(
         Example(
