@@ -978,3 +978,14 @@ def test_an_op_read_only_by_a_print_saves_nothing_a_backward_reads(capsys):
     block(x).sum().backward()
     assert all(torch.equal(a, p.grad) for a, p in zip(grads, block.parameters()))
     assert "max:" in capsys.readouterr().out
+
+
+def test_an_init_flag_set_by_a_subclass_or_a_parent_is_not_decided_by_the_constructor_constants():
+    reported = _load("IPV006/init_flag_set_elsewhere.py")
+    torch.manual_seed(0)
+    h = torch.randn(3, 4)
+    for decoder in (reported.Decoder(4), reported.ProbabilityDecoder(4)):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            decoder(h).sum().backward()
+    plain = reported.ProbabilityDecoder(4, probabilities=False)  # the flag left off: the Linear's output, legal
+    plain(h).sum().backward()

@@ -361,6 +361,15 @@ def builder_arguments(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None
             given = {f"#{i}": literal(a) for i, a in enumerate(call.args)}
             given.update((f"={k.arg}", literal(k.value)) for k in call.keywords)
             out[node.targets[0].attr] = given
+    for node in ast.walk(cls):
+        # `self.head.sigmoid = True` or `setattr(self.head, "sigmoid", True)` anywhere in the class: the
+        # constants `self.head` was built with no longer decide its flags
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        if isinstance(target, ast.Attribute) and _self_attr(target.value):
+            out.pop(target.value.attr, None)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
+                and node.args and _self_attr(node.args[0]):
+            out.pop(node.args[0].attr, None)
     return out
 
 

@@ -323,6 +323,11 @@ class ProjectCallsMixin:
         # default), for the callee's paths it rules out or hands on to this function's callers
         values = {i: conditions.literal(arg_node) for i, (_, arg_node) in binding.items()}
         built = self.builder_args.get(submodule) if submodule is not None else None
+        if built is not None and self.cls_qual \
+                and ctx.attribute_class(self.cls_qual, submodule) not in (None, qual.rpartition(".")[0]):
+            # `self.head = SigmoidMLP(d, 1)` running MLP's forward: the constants map to the subclass's own
+            # `__init__`, which may set the flag itself (`super().__init__(..., sigmoid=True)`)
+            built = None
         if built is not None:  # `self.conv(x)` with `self.conv = BasicConv(..., relu=False)`: its flags
             values.update(built, built=())
         handed_on = self.own_params_passed(binding)
