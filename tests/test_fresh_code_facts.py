@@ -2,6 +2,7 @@
 fact was built; the reported twin beside it raises as its message says)."""
 from __future__ import annotations
 
+import math
 import importlib.util
 import pathlib
 
@@ -989,3 +990,16 @@ def test_an_init_flag_set_by_a_subclass_or_a_parent_is_not_decided_by_the_constr
             decoder(h).sum().backward()
     plain = reported.ProbabilityDecoder(4, probabilities=False)  # the flag left off: the Linear's output, legal
     plain(h).sum().backward()
+
+
+def test_a_frozen_projection_of_raw_inputs_needs_no_grad():
+    clean = _load("clean/frozen_projection_features.py")
+    torch.manual_seed(0)
+    features = clean.FourierFeatures(2, 3)
+    coords = torch.rand(4, 2)
+    head = torch.nn.Linear(6, 1)
+    out = head(features(coords))
+    out.sum().backward()  # the frozen projection's halves written in place: backward runs
+    h = 2 * math.pi * features.proj(coords)
+    assert torch.allclose(features(coords), torch.cat([h[:, :3].sin(), h[:, 3:].cos()], dim=-1))
+    assert features.proj.weight.grad is None and head.weight.grad is not None

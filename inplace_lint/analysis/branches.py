@@ -89,6 +89,7 @@ class ConditionsMixin:
         (:func:`~.model_outputs.builder_arguments`)."""
         nodes = model_outputs.class_nodes(cls)  # (one walk of the class for every fact)
         self.unsaved_layers = model_outputs.layers_not_saving(cls, nodes)
+        self.frozen_layers = model_outputs.frozen_layers(cls, nodes)
         self.identity_layers = model_outputs.identity_layers(cls, nodes)
         self.weights_unknown = model_outputs.inherited_weights_unknown(cls, nodes)
         # `self.register_forward_hook(self._keep)`: the hook receives what `forward` returns, and may keep it

@@ -16,6 +16,7 @@ from ..torch_facts import ops
 from .astutil import dotted_name, is_false, is_int_literal, is_str_constant, is_true, kw, last_name, short
 from .consumers import flows_into, only_gradless_readers
 from .env import EMPTY, cap
+from .model_outputs import ALL_LAYERS
 from .expressions import holder_of, is_basic_index
 from .summaries import no_grad_value, param_index
 
@@ -417,6 +418,9 @@ class CallGradMixin:
             if node.func.attr in _NO_GRAD_METHODS:
                 return False  # self.eta.detach().clamp_min(1e-8): what `.detach()` returns needs no grad
             if isinstance(value, ast.Name) and value.id == self.self_name and self.cls_qual:
+                if node.func.attr in self.frozen_layers or ALL_LAYERS in self.frozen_layers:
+                    # a layer the class froze (random Fourier features): its input decides
+                    return any(self.grad_source(a) for a in node.args)
                 return self.submodule_call(node.func.attr)  # self.fc(x), self.proj(h)
             return self.grad_source(value)  # self.fc(x).view(...), h.float()
         if isinstance(node, ast.Call):

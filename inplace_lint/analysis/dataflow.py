@@ -90,6 +90,8 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     self_called: FrozenSet[str] = frozenset()
     #: in a class body and its methods: attributes whose call may save no input (``model_outputs.layers_not_saving``)
     unsaved_layers: FrozenSet[str] = frozenset()
+    #: in a class body and its methods: attributes the class freezes (``model_outputs.frozen_layers``)
+    frozen_layers: FrozenSet[str] = frozenset()
     #: in a class body and its methods: attributes that may be a module returning its input (``nn.Identity``)
     identity_layers: FrozenSet[str] = frozenset()
     #: in a class body and its methods: ``self.<attr>`` built as a torch activation or an ``nn.Sequential`` of
@@ -239,7 +241,8 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
                      ctx=self.ctx, qual=qual, package=self.package, local_funcs=dict(self.local_funcs),
                      cls_qual=self.cls_qual, class_plain=self.class_plain, class_builders=self.class_builders,
                      scripted=self.scripted, self_name=self.self_name, assigned=set(self.assigned),
-                     unsaved_layers=self.unsaved_layers, identity_layers=self.identity_layers,
+                     unsaved_layers=self.unsaved_layers, frozen_layers=self.frozen_layers,
+                     identity_layers=self.identity_layers,
                      output_hook=self.output_hook,
                      torch_stacks=self.torch_stacks, weights_unknown=self.weights_unknown,
                      init_flags=self.init_flags,

@@ -175,6 +175,22 @@ def layers_not_saving(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = No
 ALL_LAYERS = "*"
 
 
+def frozen_layers(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = None) -> FrozenSet[str]:
+    """The attributes the class freezes (``self.proj.requires_grad_(False)``, ``self.emb.weight.requires_grad =
+    False``, a loop over ``self.proj.parameters()``), and :data:`ALL_LAYERS` when it freezes all its parameters:
+    their output requires grad only when their input does."""
+    out: Set[str] = set()
+    for node in (ast.walk(cls) if nodes is None else nodes):
+        frozen = _frozen_target(node)
+        while isinstance(frozen, ast.Attribute) and not _self_attr(frozen):
+            frozen = frozen.value
+        if frozen is not None and _self_attr(frozen):
+            out.add(frozen.attr)
+        elif isinstance(frozen, ast.Name) and frozen.id == "self":
+            out.add(ALL_LAYERS)
+    return frozenset(out)
+
+
 def _builds_unsaved(call: ast.Call) -> bool:
     """A layer built without weights (``affine=False``, ``elementwise_affine=False``) or padding first
     (``padding_mode="reflect"``: the padded copy is saved, not the input)."""
