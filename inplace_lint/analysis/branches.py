@@ -88,8 +88,8 @@ class ConditionsMixin:
         (:func:`~.model_outputs.init_flags`) and the constant arguments each submodule was built with
         (:func:`~.model_outputs.builder_arguments`)."""
         nodes = model_outputs.class_nodes(cls)  # (one walk of the class for every fact)
-        self.unsaved_layers = model_outputs.layers_not_saving(cls, nodes)
         self.frozen_layers = model_outputs.frozen_layers(cls, nodes)
+        self.unsaved_layers = model_outputs.layers_not_saving(cls, nodes, self.frozen_layers)
         self.identity_layers = model_outputs.identity_layers(cls, nodes)
         self.weights_unknown = model_outputs.inherited_weights_unknown(cls, nodes)
         # `self.register_forward_hook(self._keep)`: the hook receives what `forward` returns, and may keep it
@@ -99,4 +99,4 @@ class ConditionsMixin:
         self.init_flags = model_outputs.init_flags(cls, counts)
         self.torch_stacks = model_outputs.torch_stacks(
             cls, lambda d: qualify_dotted(d, self.names, self.is_local_name)[0] or d, counts, nodes)
-        self.builder_args = model_outputs.builder_arguments(cls, counts)
+        self.builder_args = model_outputs.builder_arguments(cls, counts, nodes)

@@ -143,15 +143,18 @@ def class_nodes(cls: ast.ClassDef) -> list:
     return [n for n in ast.walk(cls) if isinstance(n, _CLASS_FACT_NODES)]
 
 
-def layers_not_saving(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = None) -> FrozenSet[str]:
+def layers_not_saving(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = None,
+                      frozen: Optional[FrozenSet[str]] = None) -> FrozenSet[str]:
     """The attributes a class's ``self.<attr>(x)`` or ``self.<attr>`` weight may not make a saved input of ``x``
     (docs/pytorch-facts.md#saved-for-other): built without weights (``affine=False``,
     ``elementwise_affine=False``) or padding first (``padding_mode="reflect"``: the padded copy is saved), built
     by more than one call, or frozen anywhere in the class (``self.proj.requires_grad_(False)``,
-    ``self.scale.requires_grad = False``, ``for p in self.proj.parameters(): p.requires_grad = False``)."""
+    ``self.scale.requires_grad = False``, ``for p in self.proj.parameters(): p.requires_grad = False``:
+    :func:`frozen_layers`, given as ``frozen`` when already known)."""
+    nodes = list(ast.walk(cls)) if nodes is None else nodes
     builders: Dict[str, Set[str]] = {}
-    out: Set[str] = set()
-    for node in (ast.walk(cls) if nodes is None else nodes):
+    out: Set[str] = set(frozen_layers(cls, nodes) if frozen is None else frozen)
+    for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]):
             attr = node.targets[0].attr
             if isinstance(node.value, ast.Call):
@@ -160,13 +163,6 @@ def layers_not_saving(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = No
                     out.add(attr)
             else:
                 builders.setdefault(attr, set()).add("")
-        frozen = _frozen_target(node)
-        while isinstance(frozen, ast.Attribute) and not _self_attr(frozen):
-            frozen = frozen.value  # self.proj.weight.requires_grad = False
-        if frozen is not None and _self_attr(frozen):
-            out.add(frozen.attr)
-        elif isinstance(frozen, ast.Name) and frozen.id == "self":
-            out.add(ALL_LAYERS)  # `for p in self.parameters(): p.requires_grad = False`
     out.update(a for a, names in builders.items() if len(names) > 1)
     return frozenset(out)
 
@@ -183,11 +179,11 @@ def frozen_layers(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = None) 
     for node in (ast.walk(cls) if nodes is None else nodes):
         frozen = _frozen_target(node)
         while isinstance(frozen, ast.Attribute) and not _self_attr(frozen):
-            frozen = frozen.value
+            frozen = frozen.value  # self.proj.weight.requires_grad = False
         if frozen is not None and _self_attr(frozen):
             out.add(frozen.attr)
         elif isinstance(frozen, ast.Name) and frozen.id == "self":
-            out.add(ALL_LAYERS)
+            out.add(ALL_LAYERS)  # `for p in self.parameters(): p.requires_grad = False`
     return frozenset(out)
 
 
@@ -359,7 +355,8 @@ def init_flags(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None) -> Di
     return out
 
 
-def builder_arguments(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None) -> Dict[str, Dict[str, tuple]]:
+def builder_arguments(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None,
+                      nodes: Optional[Sequence[ast.AST]] = None) -> Dict[str, Dict[str, tuple]]:
     """``self.conv = BasicConv(8, 8, relu=False)`` in ``__init__``, the only assignment to ``self.conv``:
     ``{"conv": {"=relu": (False,), "#0": (8,), "#1": (8,)}}``, each argument's literal (``()`` when not one);
     a call with ``*args`` or ``**kwargs`` says nothing. Read with :func:`.conditions.value_at`."""
@@ -377,7 +374,7 @@ def builder_arguments(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None
             given = {f"#{i}": literal(a) for i, a in enumerate(call.args)}
             given.update((f"={k.arg}", literal(k.value)) for k in call.keywords)
             out[node.targets[0].attr] = given
-    for node in ast.walk(cls):
+    for node in (ast.walk(cls) if nodes is None else nodes):
         # `self.head.sigmoid = True` or `setattr(self.head, "sigmoid", True)` anywhere in the class: the
         # constants `self.head` was built with no longer decide its flags
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None

@@ -220,13 +220,18 @@ class ProjectCallsMixin:
             return False
         return builder.rsplit(".", 1)[-1] not in _TORCH_CONTAINERS
 
+    def _torch_layer_class(self, recv_node: ast.expr, name: str) -> Optional[str]:
+        """The class name of the torch layer ``self.<name>`` was built as (``"Linear"``), when :meth:`torch_layer`."""
+        if not self.torch_layer(recv_node, name):
+            return None
+        return (self.ctx.attribute_builder(self.cls_qual, name) or "").rsplit(".", 1)[-1]
+
     def frozen_embedding(self, recv_node: ast.expr, name: str) -> bool:
         """``self.<name>`` is an ``nn.Embedding``/``nn.EmbeddingBag`` the class frozen (``self.embed.weight.requires_grad
         = False``, ``self.requires_grad_(False)``): its input is indices, so its output never requires grad."""
-        if not self.torch_layer(recv_node, name) or not (
-                name in self.unsaved_layers or model_outputs.ALL_LAYERS in self.unsaved_layers):
+        if not (name in self.unsaved_layers or model_outputs.ALL_LAYERS in self.unsaved_layers):
             return False
-        return (self.ctx.attribute_builder(self.cls_qual, name) or "").rsplit(".", 1)[-1] in ("Embedding", "EmbeddingBag")
+        return self._torch_layer_class(recv_node, name) in ("Embedding", "EmbeddingBag")
 
     def weighted_layer(self, recv_node: ast.expr, name: str) -> bool:
         """``self.<name>`` was built in ``__init__`` as one of torch's layers with weights (``nn.Linear``,
@@ -234,10 +239,10 @@ class ProjectCallsMixin:
         returns one tensor that requires grad where grad is on. Not in other methods (a streaming or decoding
         helper a caller may run under ``no_grad``: funasr's ``forward_chunk``), as for other evidence from a
         torch layer there."""
-        if not self.qual.endswith(".forward") or not self.torch_layer(recv_node, name) \
+        if not self.qual.endswith(".forward") \
                 or name in self.unsaved_layers or model_outputs.ALL_LAYERS in self.unsaved_layers:
             return False  # frozen (`self.emb.weight.requires_grad = False`), built without weights or twice
-        return (self.ctx.attribute_builder(self.cls_qual, name) or "").rsplit(".", 1)[-1] in ops.WEIGHTED_LAYERS
+        return self._torch_layer_class(recv_node, name) in ops.WEIGHTED_LAYERS
 
     def callable_refs(self, node: ast.expr) -> List[Tuple[str, int]]:
         """A function value: ``f``, ``self.m``, ``partial(self.m, a)`` -> each (qualified name, bound
