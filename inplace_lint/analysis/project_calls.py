@@ -229,8 +229,8 @@ class ProjectCallsMixin:
     def frozen_embedding(self, recv_node: ast.expr, name: str) -> bool:
         """``self.<name>`` is an ``nn.Embedding``/``nn.EmbeddingBag`` the class frozen (``self.embed.weight.requires_grad
         = False``, ``self.requires_grad_(False)``): its input is indices, so its output never requires grad."""
-        if not (name in self.unsaved_layers or model_outputs.ALL_LAYERS in self.unsaved_layers):
-            return False
+        if not (name in self.frozen_layers or model_outputs.ALL_LAYERS in self.frozen_layers):
+            return False  # not one built twice or handed in (`self.embed = shared`): that table may train
         return self._torch_layer_class(recv_node, name) in ("Embedding", "EmbeddingBag")
 
     def weighted_layer(self, recv_node: ast.expr, name: str) -> bool:
