@@ -2,7 +2,27 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from collections import deque
+from typing import Iterator, Optional
+
+
+def walk_ast(node: ast.AST) -> Iterator[ast.AST]:
+    """The nodes :func:`ast.walk` gives, in its order (breadth first, ``node`` first), about 1.7x faster: it reads
+    each node's ``_fields`` itself instead of going through ``iter_child_nodes``/``iter_fields`` generators (the
+    analysis walks about half of every class and function this way; ``benchmarks/bench_check.py``)."""
+    todo = deque((node,))
+    pop, push = todo.popleft, todo.append
+    while todo:
+        node = pop()
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        push(item)
+            elif isinstance(value, ast.AST):
+                push(value)
+        yield node
 
 
 def dotted_name(node: ast.AST) -> Optional[str]:
@@ -32,9 +52,16 @@ def last_name(node: ast.AST) -> Optional[str]:
 
 
 def short(node: ast.AST, limit: int = 60) -> str:
-    """Source text of ``node``, elided past ``limit`` characters (for messages)."""
-    text = ast.unparse(node)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    """Source text of ``node``, elided past ``limit`` characters (for messages). Kept on the node: a loop's
+    second pass, a file walked again and a chain ``a + b + c`` (each level's text holds the ones below) ask for
+    the same node's text again."""
+    text = node.__dict__.get("_short_text") if limit == 60 else None
+    if text is None:
+        text = ast.unparse(node)
+        text = text if len(text) <= limit else text[: limit - 3] + "..."
+        if limit == 60:
+            node._short_text = text
+    return text
 
 
 def call_text(node: ast.Call, method: str) -> str:

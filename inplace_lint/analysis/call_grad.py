@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 
 from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind, saver_text
 from ..torch_facts import ops
-from .astutil import dotted_name, is_false, is_int_literal, is_str_constant, is_true, kw, last_name, short
+from .astutil import dotted_name, is_false, is_int_literal, is_str_constant, is_true, kw, last_name, short, walk_ast
 from .consumers import flows_into, only_gradless_readers
 from .env import EMPTY, cap
 from .model_outputs import ALL_LAYERS
@@ -149,7 +149,7 @@ class CallGradMixin:
         # the statement's own expressions: an `if`/`for`/`with` header, not the blocks under it
         heads = [child for name, child in ast.iter_fields(stmt) if name not in _BLOCK_FIELDS]
         nodes = [n for head in heads for item in (head if isinstance(head, list) else [head])
-                 if isinstance(item, ast.AST) for n in ast.walk(item)]
+                 if isinstance(item, ast.AST) for n in walk_ast(item)]
         for parent in [stmt] + nodes:
             for child in ast.iter_child_nodes(parent):
                 if child is not node:
@@ -170,7 +170,7 @@ class CallGradMixin:
         if self.func is None or isinstance(self.func, ast.Module):
             return False
         facts = self.facts()
-        if not any(n is node for n in ast.walk(self.stmt_stack[-1])):
+        if not any(n is node for n in walk_ast(self.stmt_stack[-1])):
             return False  # a call evaluated apart from its statement (a summary's replay)
         names = flows_into(node, facts.parents)
         if names is None:
@@ -487,7 +487,7 @@ class CallGradMixin:
             # guess of the first one it reads (callers decide; with no in-project call it stays). One that
             # also reads a local (a factory's tensor: `(g / (2 * sigma ** 2)).exp()`) is not: the local
             # speaks for itself, and the parameter may be a number
-            names = [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id != self.self_name]
+            names = [n.id for n in walk_ast(node) if isinstance(n, ast.Name) and n.id != self.self_name]
             if any(n in self.assigned and n not in self.params for n in names):
                 return -1
             found = [list(self.params).index(n) for n in names

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import FrozenSet, Iterable, Set, Tuple
 
-from .astutil import dotted_name
+from .astutil import dotted_name, walk_ast
 from .grad import grad_mode_of
 
 
@@ -40,11 +40,11 @@ def calls_without_grad(node: ast.FunctionDef) -> bool:
             continue
         if any(grad_mode_of(d) is False for d in inner.decorator_list):
             return True
-        for block in ast.walk(inner):
+        for block in walk_ast(inner):
             if isinstance(block, (ast.With, ast.AsyncWith)) and any(
                     grad_mode_of(item.context_expr) is False for item in block.items) and any(
                     isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == first
-                    for n in ast.walk(block)):
+                    for n in walk_ast(block)):
                 return True
     return False
 
@@ -81,7 +81,7 @@ def _forwards(inner: ast.FunctionDef, first: str) -> bool:
     ``compiled(*args, **kwargs)``), and ``f`` is called so at least once."""
     star = inner.args.vararg.arg
     calls_f = False
-    for n in ast.walk(inner):
+    for n in walk_ast(inner):
         if isinstance(n, ast.Call) and any(isinstance(a, ast.Starred) for a in n.args):
             if not (isinstance(n.args[0], ast.Starred) and isinstance(n.args[0].value, ast.Name)
                     and n.args[0].value.id == star and len(n.args) == 1):

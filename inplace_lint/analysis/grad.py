@@ -10,7 +10,7 @@ import ast
 from typing import Optional, Tuple
 
 from ..torch_facts import ops
-from .astutil import dotted_name, is_false, is_true, kw, last_name
+from .astutil import dotted_name, is_false, is_true, kw, last_name, walk_ast
 
 #: ``triton`` kernels are not PyTorch code (``x *= s`` there is a block value)
 _TRITON_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
@@ -157,7 +157,7 @@ def methods_called_on_self(cls: ast.ClassDef, ctx, cls_qual: str) -> frozenset:
     for item in cls.body:
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name != "forward" and item.args.args:
             me = item.args.args[0].arg
-            for n in ast.walk(item):
+            for n in walk_ast(item):
                 if not isinstance(n, ast.Call):
                     continue
                 if isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
@@ -181,7 +181,7 @@ def turns_grad_on(func: ast.AST) -> bool:
     """The function's body may turn grad on itself (``with torch.enable_grad():``, ``torch.set_grad_enabled(True)``,
     test-time adaptation inside ``predict``): a grad-off mode it is run in does not hold throughout."""
     return any(isinstance(n, ast.Call) and last_name(n.func) in ("enable_grad", "set_grad_enabled")
-               for n in ast.walk(func))
+               for n in walk_ast(func))
 
 
 #: context managers that set the grad mode inside them (the names :func:`grad_mode_of` reads, whatever their

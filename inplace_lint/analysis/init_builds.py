@@ -8,7 +8,7 @@ import ast
 from typing import Dict, Optional, Set
 
 from ..torch_facts import ops
-from .astutil import dotted_name
+from .astutil import dotted_name, walk_ast
 
 
 def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
@@ -69,12 +69,12 @@ def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
     built: Dict[str, Set[str]] = {}  # local name -> what built it
     appended: Dict[str, Set[str]] = {}
     made: Dict[str, Set[str]] = {}
-    nodes = [n for n in ast.walk(init) if isinstance(n, (ast.Assign, ast.Expr))]
+    nodes = [n for n in walk_ast(init) if isinstance(n, (ast.Assign, ast.Expr))]
     for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             built.setdefault(node.targets[0].id, set()).add(_builder(node.value) or "")
     assigned: Dict[str, int] = {}
-    for node in ast.walk(init):
+    for node in walk_ast(init):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AugAssign, ast.AnnAssign)) else []
         for t in targets:

@@ -21,7 +21,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tup
 
 from ..torch_facts import ops
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
-from .astutil import dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name
+from .astutil import dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, walk_ast
 from .conditions import literal
 
 
@@ -45,7 +45,7 @@ _LIST_METHODS = frozenset({"append", "extend", "insert", "sort", "reverse", "rem
 def used_as_list(func: Optional[ast.AST], name: str) -> bool:
     """``name`` has a list's own method called on it in ``func`` (``outputs.append(x)``): it is a list the
     function fills, not a model output, whatever it is called."""
-    for node in ast.walk(func) if func is not None else ():
+    for node in walk_ast(func) if func is not None else ():
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr in _LIST_METHODS and isinstance(node.func.value, ast.Name) \
                 and node.func.value.id == name:
@@ -140,7 +140,7 @@ _CLASS_FACT_NODES = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Delete, ast.C
 
 def class_nodes(cls: ast.ClassDef) -> list:
     """The nodes of ``cls`` the class facts read, from one walk (each fact takes them as ``nodes``)."""
-    return [n for n in ast.walk(cls) if isinstance(n, _CLASS_FACT_NODES)]
+    return [n for n in walk_ast(cls) if isinstance(n, _CLASS_FACT_NODES)]
 
 
 def layers_not_saving(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = None,
@@ -151,7 +151,7 @@ def layers_not_saving(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = No
     by more than one call, or frozen anywhere in the class (``self.proj.requires_grad_(False)``,
     ``self.scale.requires_grad = False``, ``for p in self.proj.parameters(): p.requires_grad = False``:
     :func:`frozen_layers`, given as ``frozen`` when already known)."""
-    nodes = list(ast.walk(cls)) if nodes is None else nodes
+    nodes = list(walk_ast(cls)) if nodes is None else nodes
     builders: Dict[str, Set[str]] = {}
     out: Set[str] = set(frozen_layers(cls, nodes) if frozen is None else frozen)
     for node in nodes:
@@ -176,7 +176,7 @@ def frozen_layers(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = None) 
     False``, a loop over ``self.proj.parameters()``), and :data:`ALL_LAYERS` when it freezes all its parameters:
     their output requires grad only when their input does."""
     out: Set[str] = set()
-    for node in (ast.walk(cls) if nodes is None else nodes):
+    for node in (walk_ast(cls) if nodes is None else nodes):
         frozen = _frozen_target(node)
         while isinstance(frozen, ast.Attribute) and not _self_attr(frozen):
             frozen = frozen.value  # self.proj.weight.requires_grad = False
@@ -200,7 +200,7 @@ def _frozen_target(node: ast.AST) -> Optional[ast.expr]:
     if _freezes(node):
         return node.func.value if isinstance(node, ast.Call) else node.targets[0].value
     if isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Attribute) \
-            and node.iter.func.attr in ("parameters", "named_parameters") and any(map(_freezes, ast.walk(node))):
+            and node.iter.func.attr in ("parameters", "named_parameters") and any(map(_freezes, walk_ast(node))):
         return node.iter.func.value
     return None
 
@@ -219,7 +219,7 @@ def inherited_weights_unknown(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AS
     (``self.weight = nn.Parameter(w, requires_grad=False)``, ``del self.weight; self.register_buffer("weight",
     w)``), or freezes itself or its weight (``self.requires_grad_(False)``, ``for p in self.parameters():
     p.requires_grad = False``, ``self.weight.requires_grad_(False)``)."""
-    for node in (ast.walk(cls) if nodes is None else nodes):
+    for node in (walk_ast(cls) if nodes is None else nodes):
         targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target] if isinstance(
             node, (ast.AnnAssign, ast.AugAssign)) else []
         if any(_self_attr(t) and t.attr in ("weight", "bias") for t in targets):
@@ -251,7 +251,7 @@ def _init(cls: ast.ClassDef):
 def assignment_counts(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = None) -> Dict[str, int]:
     """How many assignments to each ``self.<attr>`` the class's code makes."""
     counts: Dict[str, int] = {}
-    for node in (ast.walk(cls) if nodes is None else nodes):
+    for node in (walk_ast(cls) if nodes is None else nodes):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AugAssign, ast.AnnAssign)) else []
         for t in targets:
@@ -269,7 +269,7 @@ def torch_stacks(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Optio
     (``nn.Linear``): torch's own code, no unknown head."""
     counts = assignment_counts(cls) if counts is None else counts
     out: Dict[str, str] = {}
-    for node in (ast.walk(cls) if nodes is None else nodes):
+    for node in (walk_ast(cls) if nodes is None else nodes):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
                 and counts.get(node.targets[0].attr) == 1:
             op = _stack_output(node.value, qualify, 0)
@@ -308,7 +308,7 @@ def identity_layers(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = None
     """The attributes a class may build as a module that returns its input (``self.head = nn.Linear(d, d) if
     project else nn.Identity()``, ``self.drop = nn.Dropout(p)``): ``self.head(h)`` may be ``h`` itself."""
     out: Set[str] = set()
-    for node in (ast.walk(cls) if nodes is None else nodes):
+    for node in (walk_ast(cls) if nodes is None else nodes):
         if isinstance(node, ast.Assign) and any(_self_attr(t) for t in node.targets) and _may_return_input(node.value):
             out.update(t.attr for t in node.targets if _self_attr(t))
     return frozenset(out)
@@ -365,7 +365,7 @@ def builder_arguments(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None
         return {}
     counts = assignment_counts(cls) if counts is None else counts
     out: Dict[str, Dict[str, tuple]] = {}
-    for node in ast.walk(init):
+    for node in walk_ast(init):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
                 and isinstance(node.value, ast.Call) and counts.get(node.targets[0].attr) == 1:
             call = node.value
@@ -374,7 +374,7 @@ def builder_arguments(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None
             given = {f"#{i}": literal(a) for i, a in enumerate(call.args)}
             given.update((f"={k.arg}", literal(k.value)) for k in call.keywords)
             out[node.targets[0].attr] = given
-    for node in (ast.walk(cls) if nodes is None else nodes):
+    for node in (walk_ast(cls) if nodes is None else nodes):
         # `self.head.sigmoid = True` or `setattr(self.head, "sigmoid", True)` anywhere in the class: the
         # constants `self.head` was built with no longer decide its flags
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None

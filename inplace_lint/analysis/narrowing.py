@@ -11,7 +11,7 @@ import ast
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
 from ..findings import Step, StepKind
-from .astutil import dotted_name
+from .astutil import dotted_name, walk_ast
 from .init_builds import init_attributes
 from .names import qualify_dotted
 from .summaries import param_index, plain_tensor
@@ -271,7 +271,7 @@ def none_test(test: ast.expr) -> Optional[Tuple[str, bool]]:
 
 def _binds(nodes, name: str) -> bool:
     for node in nodes:
-        for sub in ast.walk(node):
+        for sub in walk_ast(node):
             if isinstance(sub, ast.Name) and sub.id == name and not isinstance(sub.ctx, ast.Load):
                 return True
             if isinstance(sub, (ast.Global, ast.Nonlocal)) and name in sub.names:
@@ -301,7 +301,7 @@ def _may_write(stmt: ast.stmt) -> bool:
     """``stmt`` may write a tensor in place or hand one out before a later statement runs: an augmented or
     item assignment, a ``*_`` call, ``inplace=``/``out=``, a ``yield``, or a call of anything but a method of a
     value or a builtin (a helper or submodule may write its argument)."""
-    for node in ast.walk(stmt):
+    for node in walk_ast(stmt):
         if isinstance(node, (ast.AugAssign, ast.Yield, ast.YieldFrom, ast.Await)):
             return True
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
@@ -364,7 +364,7 @@ def _block_dereferences(block, name: str):
     (:func:`_may_write`), rebinds ``name``, leaves or could catch the error; None: undecided; ``_GO_ON``: the
     block ran to its end with none of these."""
     for stmt in block:
-        if any(isinstance(n, ast.NamedExpr) and n.target.id == name for n in ast.walk(stmt)):
+        if any(isinstance(n, ast.NamedExpr) and n.target.id == name for n in walk_ast(stmt)):
             return None  # `(m := ..., m.sum())`: which comes first is not read here
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if _binds([stmt], name) or any(_dereferences(d, name) for d in stmt.decorator_list):

@@ -194,7 +194,8 @@ class Project(Resolver, AcrossCalls):
         pending = [p for p in (to_walk if to_walk is not None else self.results) if p in self.results]
         if not pending:
             return  # results read from a consistent cache: nothing changed, nothing is stale
-        pending = [p for p in self._ordered() if p in set(pending)]
+        wanted = set(pending)
+        pending = [p for p in self._ordered() if p in wanted]
         for round_ in range(_MAX_ROUNDS):
             # the first round walks every file; each later one, the files that read a summary made since
             with progress.stage("walking files" if round_ == 0 else f"fixpoint (walking again, round {round_})",

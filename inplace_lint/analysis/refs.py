@@ -9,6 +9,7 @@ import ast
 import re
 from typing import Iterable, Set
 
+from .astutil import walk_ast
 from .. import textpos
 
 
@@ -58,7 +59,7 @@ def value_refs_in_text(source: str, tree: ast.Module) -> str:
 def value_refs(tree: ast.Module) -> str:
     """Names used as a value rather than called: loads of a name or attribute that are not a call's
     callee, and identifier strings (``getattr(obj, "name")``). Imports and definitions are not uses."""
-    nodes = list(ast.walk(tree))
+    nodes = list(walk_ast(tree))
     callees = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
     out = set()
     for n in nodes:

@@ -10,7 +10,7 @@ from ..findings import HELPER_WRITE, SAVED_STEPS, Applicability, Finding, Origin
 from ..rules import PRIORITY, Write
 from ..torch_facts import ops
 from . import conditions, fixplan, model_outputs
-from .astutil import dotted_name, short
+from .astutil import dotted_name, short, walk_ast
 from .consumers import flows_into, only_gradless_readers
 from .env import origin_key
 from .summaries import LocalFinding, ParamWrite, param_index
@@ -228,7 +228,7 @@ class ReportingMixin:
         names = {k for k, os in self.env.items() if "." not in k and any(
             o.root is origin.root and o.root_line == origin.root_line and o.root_text == origin.root_text for o in os)}
         value = getattr(stmt, "value", None)
-        if isinstance(stmt, ast.Assign) and value is not None and any(n is node for n in ast.walk(value)):
+        if isinstance(stmt, ast.Assign) and value is not None and any(n is node for n in walk_ast(value)):
             if not all(isinstance(t, ast.Name) for t in stmt.targets):
                 return False
             names |= {t.id for t in stmt.targets}
@@ -236,7 +236,7 @@ class ReportingMixin:
             pass
         elif not names:
             return flows_into(node, facts.parents) == set()
-        write_loads = {id(n) for n in ast.walk(node) if isinstance(n, ast.Name)}
+        write_loads = {id(n) for n in walk_ast(node) if isinstance(n, ast.Name)}
         return only_gradless_readers(names, lambda name: facts.by_name.get(name, ((), ()))[1], facts.parents, node,
                                      write_loads, facts.captured_loads, self.params, facts.declared)
 
@@ -392,7 +392,7 @@ class ReportingMixin:
             for attr in self.identity_layers:
                 if not o.root_text.startswith(f"{self.self_name}.{attr}("):
                     continue
-                for call in ast.walk(self.func):
+                for call in walk_ast(self.func):
                     if isinstance(call, ast.Call) and call.lineno == o.root_line and call.args \
                             and short(call.func) == f"{self.self_name}.{attr}":
                         base = fixplan.shared_base(call.args[0])

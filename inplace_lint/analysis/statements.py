@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Set
 
 from ..findings import Origin
 from . import conditions, fixplan, grad, model_outputs, narrowing
-from .astutil import dotted_name, last_name
+from .astutil import dotted_name, last_name, walk_ast
 from .env import EMPTY, cap, merge, merge_touched, negate, origin_key
 from .names import LITERAL_HEADS, import_bindings
 from .summaries import FunctionSummary, function_of, located_steps, param_index, parameter_names
@@ -301,7 +301,7 @@ class StatementsMixin:
     def stmt_FunctionDef(self, node) -> None:
         if self.grad_off_flags:
             # `def bump(): nonlocal flag; flag = True`: a call may rebind the name, which is then no flag
-            shared = {n for stmt in ast.walk(node) if isinstance(stmt, (ast.Nonlocal, ast.Global)) for n in stmt.names}
+            shared = {n for stmt in walk_ast(node) if isinstance(stmt, (ast.Nonlocal, ast.Global)) for n in stmt.names}
             self.shared_names |= shared
             self.grad_off_flags -= shared
         for dec in node.decorator_list:

@@ -7,7 +7,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ...findings import Origin
 from ...torch_facts import ops
-from ..astutil import dotted_name as dotted
+from ..astutil import dotted_name as dotted, walk_ast
 from ..astutil import last_name
 
 #: a write under one of these is evaluated lazily, conditionally or out of order: never hoisted
@@ -195,8 +195,8 @@ class FunctionFacts:
                 if value is None:
                     continue
                 targets = [stmt.target] if not isinstance(stmt, ast.Assign) else stmt.targets
-                bound = frozenset(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
-                sources = {n.id for n in ast.walk(value)
+                bound = frozenset(n.id for t in targets for n in walk_ast(t) if isinstance(n, ast.Name))
+                sources = {n.id for n in walk_ast(value)
                            if isinstance(n, ast.Name) and alias_chain_top(self, n) in (value, stmt)}
                 for source in sources:
                     edges.setdefault(source, []).append(((stmt.lineno, stmt.col_offset), stmt.lineno, bound))
@@ -277,9 +277,9 @@ def _surely_tensor(node: ast.AST, facts: Optional["FunctionFacts"], depth: int) 
 def _bound_names(stmt: ast.stmt) -> List[ast.Name]:
     """The names a ``for`` binds, or those inside an assignment's tuple targets."""
     if isinstance(stmt, (ast.For, ast.AsyncFor)):
-        return [n for n in ast.walk(stmt.target) if isinstance(n, ast.Name)]
+        return [n for n in walk_ast(stmt.target) if isinstance(n, ast.Name)]
     return [n for t in getattr(stmt, "targets", []) if not isinstance(t, ast.Name)
-            for n in ast.walk(t) if isinstance(n, ast.Name)]
+            for n in walk_ast(t) if isinstance(n, ast.Name)]
 
 def climb(facts: FunctionFacts, node: ast.AST) -> Tuple[ast.AST, Optional[ast.Call]]:
     """Climb from a name through everything whose value may share its storage: attributes, items,
@@ -357,7 +357,7 @@ def escape(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
     if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and getattr(parent, "value", None) is top:
         targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
         if all(isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Starred, ast.Store))
-               for t in targets for n in ast.walk(t)):
+               for t in targets for n in walk_ast(t)):
             return None  # bound to names: they are watched (alias closure)
         return "is stored in an attribute or item"
     if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is top:
@@ -394,10 +394,10 @@ def loop_variable(facts: FunctionFacts, node: ast.AST, name: str) -> bool:
     path = facts.path_to(node)
     for parent, child in zip(path, path[1:]):
         if isinstance(parent, (ast.For, ast.AsyncFor)) and child is not parent.iter:
-            if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(parent.target)):
+            if any(isinstance(n, ast.Name) and n.id == name for n in walk_ast(parent.target)):
                 return True
         if isinstance(parent, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            if any(isinstance(n, ast.Name) and n.id == name for g in parent.generators for n in ast.walk(g.target)):
+            if any(isinstance(n, ast.Name) and n.id == name for g in parent.generators for n in walk_ast(g.target)):
                 return True
     return False
 
@@ -410,7 +410,7 @@ def root_base_name(origin: Origin) -> Optional[str]:
     return head if head.isidentifier() else None
 
 def count_name(stmt: ast.AST, name: str) -> int:
-    return sum(1 for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name)
+    return sum(1 for n in walk_ast(stmt) if isinstance(n, ast.Name) and n.id == name)
 
 def declarations(func: ast.AST) -> Tuple[FrozenSet[str], FrozenSet[str]]:
     """Names declared ``global``/``nonlocal`` and names bound in ``func``'s own scope."""

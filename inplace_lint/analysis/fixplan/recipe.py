@@ -12,7 +12,7 @@ from ...findings import (Applicability, Finding, Fix, FixKind, Origin, Recipe, R
                          WriteKind)
 from ...rules.ipv004_expanded import SILENT_BASE_WRITES
 from ...torch_facts import ops
-from ..astutil import last_name
+from ..astutil import last_name, walk_ast
 from .facts import (HOIST_STATEMENTS, NO_HOIST_PARENTS, SIDE_EFFECTS, FunctionFacts, alias_closure, count_name,
                     loop_variable, module_names, root_base_name)
 from .safety import applicability, kept_reason
@@ -67,7 +67,7 @@ def _hoistable(stmt: ast.stmt, node: ast.AST, target_name: str, facts: FunctionF
         if isinstance(parent, NO_HOIST_PARENTS):
             return False
         for earlier in _evaluated_before(parent, child):
-            if any(isinstance(n, SIDE_EFFECTS) or not _inert(n) for n in ast.walk(earlier)):
+            if any(isinstance(n, SIDE_EFFECTS) or not _inert(n) for n in walk_ast(earlier)):
                 return False
     return True
 
@@ -108,8 +108,8 @@ def _reads_watched_outside(facts: FunctionFacts, stmt: ast.stmt, node: ast.AST, 
     observers = set(aliases) | {name}
     observers |= {b for b in (root_base_name(o) for o in origins) if b is not None}
     watched = alias_closure(facts, observers)
-    inside = {id(n) for n in ast.walk(node)}
-    return any(isinstance(n, ast.Name) and n.id in watched and id(n) not in inside for n in ast.walk(stmt))
+    inside = {id(n) for n in walk_ast(node)}
+    return any(isinstance(n, ast.Name) and n.id in watched and id(n) not in inside for n in walk_ast(stmt))
 
 def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast.AST, target: ast.expr,
          op_name: Optional[str], origins: Sequence[Origin], env_aliases: Dict[str, FrozenSet[Origin]],

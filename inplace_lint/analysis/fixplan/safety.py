@@ -30,7 +30,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence
 
 from ...findings import SAME_TENSOR_STEPS, Applicability, Origin, RootKind, StepKind, WriteKind
 from ...torch_facts import ops
-from ..astutil import dotted_name as dotted
+from ..astutil import dotted_name as dotted, walk_ast
 from ..astutil import last_name
 from .facts import (NON_ALIAS_ATTRS, FunctionFacts, alias_chain_top, alias_closure, climb, escape, exclusive_spans,
                     root_base_name)
@@ -300,7 +300,7 @@ def returned_elsewhere(facts: FunctionFacts, bases: Iterable[str] = ()) -> str:
         tops = {id(value)}
         if isinstance(value, (ast.Tuple, ast.List)):
             tops |= {id(e) for e in value.elts}
-        for n in ast.walk(value):
+        for n in walk_ast(value):
             if isinstance(n, ast.Name) and id(alias_chain_top(facts, n)) in tops:
                 names.add(n.id)
     for ret in facts.returns:
@@ -318,7 +318,7 @@ def returned_elsewhere(facts: FunctionFacts, bases: Iterable[str] = ()) -> str:
     if any(facts.is_param(n) or not facts.is_local(n) for n in names):
         return ""  # a parameter or a global: the caller's own reference (judged at the caller)
     watched = alias_closure(facts, names)
-    inside = {id(n) for ret in facts.returns for n in ast.walk(ret)}
+    inside = {id(n) for ret in facts.returns for n in walk_ast(ret)}
     for load in facts.loads:
         if load.id not in watched or id(load) in inside:
             continue

@@ -6,7 +6,7 @@ import ast
 from typing import List, Optional, Tuple, Union
 
 from ...findings import Scaling, WriteKind
-from ..astutil import is_int_literal
+from ..astutil import is_int_literal, walk_ast
 from .facts import FunctionFacts, count_name
 
 
@@ -113,9 +113,9 @@ def _number(facts: FunctionFacts, operand: ast.expr) -> Optional[Scaling]:
     args = getattr(facts.func, "args", None)
     params = [a for a in (args.posonlyargs + args.args + args.kwonlyargs if args else []) if a.arg == name]
     bindings = [s for s in facts.assigns if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-                                                for t in _targets(s) for n in ast.walk(t))]
+                                                for t in _targets(s) for n in walk_ast(t))]
     if any(isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id == name
-           for n in ast.walk(facts.func)):
+           for n in walk_ast(facts.func)):
         return None
     if params:
         annotation = params[0].annotation
