@@ -1003,3 +1003,24 @@ def test_a_frozen_projection_of_raw_inputs_needs_no_grad():
     h = 2 * math.pi * features.proj(coords)
     assert torch.allclose(features(coords), torch.cat([h[:, :3].sin(), h[:, 3:].cos()], dim=-1))
     assert features.proj.weight.grad is None and head.weight.grad is not None
+
+
+def test_a_method_called_only_where_grad_is_off_may_write_its_activations():
+    clean = _load("clean/grad_off_arm_callee.py")
+    torch.manual_seed(0)
+    stack = clean.PairStack(4, 2)
+    h = torch.randn(2, 6, 4)
+    out = stack(h)
+    out.sum().backward()  # the autograd path: backward runs
+    with torch.no_grad():  # the in-place path: the same values
+        assert torch.allclose(stack(h), out)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        e = stack.blocks[0].norm(h).exp()  # the same writes with grad on would break the backward
+        e += 1
+        e.sum().backward()
+    reported = _load("IPV006/grad_off_arm_helper_also_with_grad.py")
+    block = reported.GatedBlock(4)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        block(h).sum().backward()  # the call made with grad on
+    with torch.no_grad():
+        block(h)  # the other call: legal

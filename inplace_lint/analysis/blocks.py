@@ -80,17 +80,17 @@ class BlocksMixin:
         if mode is None:
             self.run_body(node.body)
             return
-        saved = (self.no_grad, self.nograd_bound, self.eval_branch)
+        saved = (self.no_grad, self.nograd_bound, self.eval_branch, self.grad_off_arm)
         self.no_grad = not mode
         self.nograd_bound = set() if self.no_grad else self.nograd_bound
         if mode:
             # `with torch.enable_grad():` inside a branch taken with grad off (or in eval mode only): grad is on
             # in the block, whatever the branch said
-            self.eval_branch = False
+            self.eval_branch = self.grad_off_arm = False
         try:
             self.run_body(node.body)
         finally:
-            self.no_grad, self.nograd_bound, self.eval_branch = saved
+            self.no_grad, self.nograd_bound, self.eval_branch, self.grad_off_arm = saved
 
     stmt_AsyncWith = stmt_With
 

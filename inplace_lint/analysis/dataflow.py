@@ -164,6 +164,11 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     #: walking the branch a module takes in eval mode only (``else`` of ``if self.training:``): guess, its
     #: writes run for inference, so only the rules that hold without grad apply to them
     eval_branch: bool = False
+    #: walking code that runs only where ``torch.is_grad_enabled()`` was false (``if not
+    #: torch.is_grad_enabled(): return self._forward_no_grad(x)``): grad is surely off there, so a call made
+    #: there is recorded as made with grad off, as under ``torch.no_grad()`` (a callee every call of which is
+    #: made so runs with grad off: :class:`~.across_calls.AcrossCalls`)
+    grad_off_arm: bool = False
     #: names (and dotted names) known, in the branch being walked, not to require grad (the ``else`` of
     #: ``if x.requires_grad:``): writes to them, or to views of them, need no autograd rule
     nograd_keys: Set[str] = field(default_factory=set)

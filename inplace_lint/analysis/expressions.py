@@ -409,8 +409,9 @@ class ExpressionsMixin:
         # `if` arm does (its writes carry it), and an arm that runs with grad off or in eval mode only is
         # walked as such
         cond = self.param_condition(node.test)
-        body = self._arm(node.body, training is False or (body_off and gate), cond)
-        orelse = self._arm(node.orelse, training is True or (else_off and gate), negate(cond) if cond else None)
+        body = self._arm(node.body, training is False or (body_off and gate), cond, body_off)
+        orelse = self._arm(node.orelse, training is True or (else_off and gate), negate(cond) if cond else None,
+                           else_off)
         if body_off or else_off:
             # `Vt.clone() if torch.is_grad_enabled() else Vt`: on the arm where grad is off the whole call runs
             # with grad off, so what that arm gives was made without grad (and saved nothing)
@@ -419,14 +420,15 @@ class ExpressionsMixin:
             body, orelse = (off, orelse) if body_off else (body, off)
         return cap(body | orelse)
 
-    def _arm(self, node: ast.expr, eval_only: bool, cond) -> frozenset:
-        saved = self.path_conds
+    def _arm(self, node: ast.expr, eval_only: bool, cond, grad_off: bool = False) -> frozenset:
+        saved = self.path_conds, self.grad_off_arm
         if cond:
-            self.path_conds = saved + (cond,)
+            self.path_conds = saved[0] + (cond,)
+        self.grad_off_arm = self.grad_off_arm or grad_off
         try:
             return self.in_eval_branch(node) if eval_only else self.eval(node)
         finally:
-            self.path_conds = saved
+            self.path_conds, self.grad_off_arm = saved
 
     def in_eval_branch(self, node: ast.expr) -> frozenset:
         saved = self.eval_branch

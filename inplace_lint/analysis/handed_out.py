@@ -101,7 +101,7 @@ class HandedOutMixin:
                 if k.arg is not None and k.arg in params:
                     binding[params.index(k.arg)] = (EMPTY, k.value)
             self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, node.lineno, node.col_offset, (),
-                                           self.no_grad, bound=None, **self.site_facts(binding)))
+                                           self.no_grad or self.grad_off_arm, bound=None, **self.site_facts(binding)))
 
     def site_facts(self, binding, values=None, handed_on=None, own_defaults=None, off_args=None) -> dict:
         """What a call gives the callee's parameters (``binding``: index -> (origins, argument)), for the
@@ -148,4 +148,5 @@ class HandedOutMixin:
                 given = Origin(RootKind.MODEL_OUTPUT, f"{short(node.func)}(...)", node.lineno,
                                root_no_grad=self.no_grad)
                 self.ctx.calls.append(CallSite(self.qual, qual, self.ctx.path, value.lineno, value.col_offset,
-                                               ((bound, frozenset({given})),), self.no_grad, callback=True))
+                                               ((bound, frozenset({given})),), self.no_grad or self.grad_off_arm,
+                                               callback=True))

@@ -298,7 +298,8 @@ class ReportingMixin:
                     self.observed.add(index)
         self.param_writes.append(ParamWrite(
             self.qual, index, self.ctx.path, node.lineno, node.col_offset, node.end_lineno or node.lineno,
-            node.end_col_offset or node.col_offset, op, kind, origin.steps, short(target), self.no_grad or write_no_grad,
+            node.end_col_offset or node.col_offset, op, kind, origin.steps, short(target),
+            self.no_grad or self.grad_off_arm or write_no_grad,
             kept=via is None and self.read_after(target, node), via=via, op_name=op_name,
             point_index=point_index(node, kind), guard=self.default_guard(), fix=fix, fix_if_callers=alt,
             condition=condition, when=tuple(sorted(set(self.path_conds) | set(when), key=repr)),

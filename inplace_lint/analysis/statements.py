@@ -175,6 +175,7 @@ class StatementsMixin:
         saved_grad = (set(self.nograd_keys),)
         saved_conds = self.path_conds
         saved_no_grad = self.no_grad
+        saved_off = off_chain = self.grad_off_arm
         conds_false: list = []  # parameter tests found false by the earlier arms
         gates = []  # what holds in every later arm: (grad-enabled test, requires_grad test) found false
         narrow_later = []  # what `isinstance` tests found false say of a name in every later arm
@@ -199,6 +200,7 @@ class StatementsMixin:
             narrow_body, narrow_else = self.type_arms(current.test)
             before = dict(self.env)
             self.eval_branch = chain or body_mode is False
+            self.grad_off_arm = off_chain
             self._gate(body_off, body_requires)
             self.narrow(narrow_body)
             if predict_off:
@@ -213,6 +215,7 @@ class StatementsMixin:
             self.env = before
             # what follows runs only in eval mode, or (after `if torch.is_grad_enabled():`) with grad off
             chain = self.eval_branch = chain or else_mode is False or else_off
+            off_chain = self.grad_off_arm = off_chain or else_off
             gates.append((else_off, else_requires))
             narrow_later.extend(narrow_else)
             if current is node:
@@ -234,6 +237,7 @@ class StatementsMixin:
             left.append(grad.leaves_function(orelse))
             break
         self.eval_branch = saved
+        self.grad_off_arm = saved_off
         self.nograd_keys = saved_grad[0]
         self.path_conds = saved_conds
         if len(arms) == 2 and arms[0] != arms[1] and narrowing.none_test(node.test) is not None:
@@ -288,6 +292,8 @@ class StatementsMixin:
         """Enter a branch where grad is off (``grad_off``: ``torch.is_grad_enabled()`` was false, so the whole
         call runs with grad off, and what it made before the test was made with grad off too: only the rules
         that hold without grad apply to its writes), or where ``requires[0]`` needs no grad."""
+        if grad_off:
+            self.grad_off_arm = True
         if grad_off and not self.settings.report_in_no_grad:
             self.eval_branch = True
         if requires:
