@@ -39,6 +39,9 @@ _SKIP_PREFIXES = (
 )
 #: argument patterns after the first tensor: none, a second tensor, a number (``-1``: also a dim)
 PATTERNS = ((), ("y",), (-1,))
+#: tried only for an op none of PATTERNS runs: ``x.topk(2)``, ``x.kthvalue(2)``, which need a count (adding it
+#: to PATTERNS would narrow the entries of ops it also runs, as each entry is what every pattern agrees on)
+FALLBACK_PATTERNS = ((2,),)
 NAMESPACES = ("torch", "torch.nn.functional", "torch.linalg", "torch.special", "Tensor")
 
 
@@ -169,6 +172,9 @@ def table():
             if not callable(obj) or inspect.isclass(obj):
                 continue
             probed = [(p, r) for p, r in ((p, _probe(facts, namespace, name, p)) for p in PATTERNS) if r is not None]
+            if not probed:
+                probed = [(p, r) for p, r in ((p, _probe(facts, namespace, name, p)) for p in FALLBACK_PATTERNS)
+                          if r is not None]
             # the patterns that return one tensor decide the first three facts; those that return a tuple of
             # tensors (``x.max(-1)``: values and indices) only which outputs are saved
             runs = [(p, r) for p, r in probed if not r[4]]

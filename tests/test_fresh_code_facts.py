@@ -436,6 +436,14 @@ def test_a_saved_output_of_a_tuple_returning_op_raises_when_written_and_its_twin
     out, order = clean.Orthogonal(4)(torch.randn(3, 4))
     out.sum().backward()
     assert order.dtype == torch.int64
+    query = torch.randn(2, 5, 3, requires_grad=True)
+    for run in (lambda: reported.knn(query, query.detach() + 1, 2, 5)[0],
+                lambda: reported.median_gap(query.sum(-1))):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            run().sum().backward()
+    with torch.no_grad():  # with grad off topk saved nothing: the shifted indices are the out-of-place ones
+        distances, shifted = reported.knn(query, query + 1, 2, 5)
+        assert torch.equal(shifted, torch.topk(torch.cdist(query, query + 1), 2, largest=False).indices + 5)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         reported.rotations(2)[0].sum().backward()
     rotated, m = clean.rotations(2)  # the copy taken with grad on: the backward runs
