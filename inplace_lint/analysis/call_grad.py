@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind, saver_text
 from ..torch_facts import ops
@@ -213,12 +213,13 @@ class CallGradMixin:
         self.hold(key, cap(marked))
 
     def note_saved_inputs(self, node: ast.expr, namespace: str, name: str, given: List[ast.expr],
-                          origins: List[Optional[frozenset]], text: str) -> None:
+                          origins: List[Optional[frozenset]], text: Callable[[], str]) -> None:
         """``namespace.name`` ran on ``given`` (their ``origins``; position 0 is the receiver or first argument)
         with grad on: mark what its backward reads (:data:`ops.SAVED_FOR_BACKWARD`), each input read for its
         own gradient (:meth:`mark_saved_input`) and each read for another input's gradient when that other input
         requires grad by evidence (:meth:`mark_saved_for_other`); an input's origins may be None (looked up by
-        name when needed). ``text`` names the op in messages; ``namespace``
+        name when needed). ``text()`` names the op in messages (made only when something is marked: most ops are
+        not on a value that needs grad); ``namespace``
         ``"operator"`` is ``a * b`` (either side may be a number)."""
         entry = None if self.no_grad else \
             ops.saved_for_backward(ops.TENSOR_METHOD if namespace == "operator" else namespace, name)
@@ -230,6 +231,7 @@ class CallGradMixin:
                  and self.needs_grad(given[1 - p], origins[1 - p])]
         if not (own or other) or self.read_without_grad(node):
             return
+        text = text()
         for position in own:
             self.mark_saved_input(given[position], text, node.lineno, node)
         for position in other:

@@ -206,7 +206,7 @@ class CallsMixin:
         given, origins = list(node.args), list(args)
         if not given and kw(node, "input") is not None:
             given, origins = [kw(node, "input")], [kwargs.get("input", EMPTY)]
-        self.note_saved_inputs(node, namespace, name, given, origins, ast.unparse(node.func))
+        self.note_saved_inputs(node, namespace, name, given, origins, lambda: ast.unparse(node.func))
         return result
 
     def _function_call(self, node: ast.Call, name: str, functional: bool, args: List[frozenset],
@@ -298,7 +298,7 @@ class CallsMixin:
             self.backward_ran(node)
         elif not functional and any(o.is_tensor for o in recv) and not self._is_self(recv_node):
             self.note_saved_inputs(node, ops.TENSOR_METHOD, name, [recv_node] + list(node.args),
-                                   [recv] + [None] * len(node.args), f"{short(recv_node)}.{name}")
+                                   [recv] + [None] * len(node.args), lambda: f"{short(recv_node)}.{name}")
         return result
 
     def _method_call(self, node: ast.Call, name: str, recv_node: ast.expr, recv: frozenset,

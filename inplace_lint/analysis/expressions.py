@@ -212,7 +212,8 @@ class ExpressionsMixin:
             name = _OPERATOR_METHODS.get(type(level.op).__name__)
             if name is not None:
                 self.note_saved_inputs(level, "operator", name, [level.left, level.right],
-                                       [operands[0] if i == 0 else None, operands[i + 1]], short(level))
+                                       [operands[0] if i == 0 else None, operands[i + 1]],
+                                       lambda level=level: short(level))
         return self.arithmetic_result(top, nodes, operands)
 
     def arithmetic_result(self, top: ast.expr, nodes: Sequence[Optional[ast.expr]],

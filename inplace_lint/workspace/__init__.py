@@ -138,6 +138,13 @@ def load_project(path: str, settings: Settings, mode: ProjectMode = PROJECT, bui
             gc.enable()
 
 
+def _size(file: str) -> int:
+    try:
+        return os.stat(file).st_size
+    except OSError:
+        return 0
+
+
 def _load_project(path: str, settings: Settings, mode: ProjectMode, build: bool = True, jobs: int = 1):
     """The project ``path`` belongs to, with every file's summaries (from the cache where it is fresh;
     the rest parsed and walked, and the cache written back). Kept for the life of the process.
@@ -150,7 +157,7 @@ def _load_project(path: str, settings: Settings, mode: ProjectMode, build: bool 
     (:func:`inplace_lint.analysis.parallel_build.build_parallel`; the same summaries and findings).
     """
     from ..analysis import cache as disk
-    from ..analysis.project import Project
+    from ..analysis.project import TREE_SHARE, Project
 
     root, loose = _root_and_loose(path)
     key = _project_key(path, settings, mode, build)
@@ -174,6 +181,8 @@ def _load_project(path: str, settings: Settings, mode: ProjectMode, build: bool 
     files = [] if loose else project_files(root)
     if here not in files:
         files.append(here)
+    if build and jobs <= 1:
+        project.tree_budget = int(TREE_SHARE * sum(_size(f) for f in files))
     root_text = str(root)
     stats = disk.STATS
     to_walk = []
