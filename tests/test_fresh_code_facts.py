@@ -1032,3 +1032,23 @@ def test_a_method_called_only_where_grad_is_off_may_write_its_activations():
         block(h).sum().backward()  # the call made with grad on
     with torch.no_grad():
         block(h)  # the other call: legal
+
+
+def test_a_requires_grad_gate_lets_what_follows_write_views_of_the_gated_tensor():
+    clean = _load("clean/requires_grad_gate.py")
+    torch.manual_seed(0)
+    scaler = clean.Scaler(4)
+    h = torch.randn(3, 4)
+    with torch.no_grad():
+        y, rows = scaler(h)
+        z = scaler.proj(h)
+    expected = z.exp() * 2.0
+    expected = torch.cat([expected[:, :2].clamp(max=1.0), expected[:, 2:]], dim=-1)
+    assert torch.allclose(y, expected) and torch.allclose(rows, z / z.norm(dim=1, keepdim=True))
+    with pytest.raises(AssertionError):  # with grad on the gate stops the call before any write
+        scaler(h)
+    with pytest.raises(ValueError):
+        clean.normalize_rows(scaler.proj(h))
+    reported = _load("IPV003/requires_grad_asserted.py")
+    with pytest.raises(RuntimeError, match="Output 0 of Split is a view"):
+        reported.halve_first(scaler.proj(h))

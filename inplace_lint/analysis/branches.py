@@ -9,6 +9,7 @@ from typing import Optional
 from . import conditions, model_outputs
 from .astutil import dotted_name
 from .names import qualify_dotted
+from .summaries import param_index
 
 
 class ConditionsMixin:
@@ -61,6 +62,23 @@ class ConditionsMixin:
         if name not in self.params or name in self.rebound_params or name in self.assigned:
             return None
         return list(self.params).index(name), truth, self.param_default(name), op, constant
+
+    def param_name(self, index: Optional[int]) -> Optional[str]:
+        """The name of this function's parameter ``index`` (None for another function's placeholder)."""
+        return self.params[index] if index is not None and 0 <= index < len(self.params) else None
+
+    def gated_params(self):
+        """This function's parameters the path being walked proved need no grad (``if x.requires_grad: raise``,
+        ``assert not x.requires_grad``)."""
+        return self.nograd_keys.intersection(self.params) if self.nograd_keys and self.params else ()
+
+    def from_gated_params(self, origins, gated) -> bool:
+        """Every origin is one of the ``gated`` parameters, a view of one made since the test, or a guess about one
+        (``a, b = x.chunk(2)`` after ``assert not x.requires_grad``): the write needs no autograd rule, whatever a
+        caller passes (one passing a tensor that requires grad stops at the test)."""
+        return bool(gated) and bool(origins) and all(
+            o.root_text in gated or self.param_name(param_index(o)) in gated
+            or (o.guess_param >= 0 and self.param_name(o.guess_param) in gated) for o in origins)
 
     def annotated_tensor(self, index: int) -> bool:
         """Parameter ``index`` of this function is annotated ``Tensor`` (``torch.Tensor``, ``th.Tensor``)."""

@@ -109,6 +109,8 @@ class ReportingMixin:
             bool(self.nograd_keys) and _written_base(target) in self.nograd_keys)
         real = []
         placeholders = []
+        gated = self.gated_params()
+        write_no_grad = write_no_grad or self.from_gated_params(origins, gated)
         for o in origins:
             index = param_index(o)
             if index is None:
@@ -120,7 +122,8 @@ class ReportingMixin:
             # and so which argument a call reports, are the same in every run
             placeholders.sort(key=lambda p: (p[0], origin_key(p[1])))
         for index, o in placeholders:
-            self.record_param_write(node, kind, op, target, o, index, None, op_name, write_no_grad, condition)
+            self.record_param_write(node, kind, op, target, o, index, None, op_name,
+                                    write_no_grad or self.param_name(index) in gated, condition)
         real = self.reachable(_written_base(target), real)
         if not real:
             return

@@ -71,6 +71,12 @@ class StatementsMixin:
         self.eval(node.test)
         if node.msg is not None:
             self.eval(node.msg)
+        # `assert not x.requires_grad` / `assert not torch.is_grad_enabled()`: what follows runs only with the
+        # test true, as after `if x.requires_grad: raise ...` (the arms `if test:` gives its body)
+        body_off, _ = grad.grad_off_arms(node.test, self.grad_off_flags)
+        body_requires, _ = grad.requires_grad_arms(node.test)
+        if body_off or body_requires:
+            self._gate(body_off, body_requires)
 
     def stmt_Raise(self, node: ast.Raise) -> None:
         for part in (node.exc, node.cause):
