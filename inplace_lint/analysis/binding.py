@@ -23,6 +23,11 @@ from .summaries import element_kind, function_ref, is_tuple_item, no_grad_value,
 AUG_OPS = {getattr(ast, name): symbol for name, symbol in ops.AST_AUGMENTED.items()}
 
 
+#: NumPy scalar types (``np.float32(2.0)``): a tensor's in-place ops take them as numbers
+_NUMPY_SCALARS = ("float", "int", "uint", "bool", "complex", "double", "half", "single", "longlong", "short",
+                  "byte", "ubyte", "ushort", "uintc", "intc", "intp", "uintp", "str_", "bytes_", "generic",
+                  "number", "datetime64", "timedelta64")
+
 class BindingMixin:
     """Assignments and targets (a part of :class:`~.dataflow.Scope`)."""
 
@@ -73,14 +78,30 @@ class BindingMixin:
             self.eval(target.slice)
             if not is_str_constant(target.slice):
                 self.report(node, WriteKind.SUBSCRIPT, f"`{op}` on an item", target.value, base)
-        elif isinstance(target, (ast.Name, ast.Attribute)) and ops.AUGMENTED_INPLACE.get(op) is None:
-            # `x @= w`: a Tensor has no __imatmul__, so Python rebinds x = x @ w (a new tensor)
+        elif isinstance(target, (ast.Name, ast.Attribute)) and (
+                ops.AUGMENTED_INPLACE.get(op) is None or self._numpy_array(node.value)):
+            # `x @= w`: a Tensor has no __imatmul__, so Python rebinds x = x @ w (a new tensor); `x += np.ones(n)`:
+            # the tensor's in-place add declines an ndarray and NumPy's reflected add makes a new tensor, which
+            # Python binds to x (executed on torch 2.13: the tensor x held is unchanged)
             self.eval(target)
             self.assign(target, None, EMPTY)
         elif isinstance(target, (ast.Name, ast.Attribute)):
             origins = self.eval(target)
             self.report(node, WriteKind.AUGMENTED, f"`{op}`", target, origins, ops.AUGMENTED_INPLACE.get(op))
             self.written_with(target, origins, value)
+
+    def _numpy_array(self, node: ast.expr) -> bool:
+        """``node`` surely makes a NumPy array: a call of a ``numpy`` function other than a scalar type
+        (``np.ones(n)``, ``np.asarray(v)``, not ``np.float32(2.0)``, which a tensor's in-place ops accept), or
+        ``t.numpy()``."""
+        if not isinstance(node, ast.Call):
+            return False
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "numpy" and not node.args:
+            return True
+        qual, _ = qualify(node.func, self.names, self.is_local_name)
+        if not qual or not qual.startswith("numpy.") or qual.count(".") != 1:
+            return False
+        return not qual[len("numpy."):].startswith(_NUMPY_SCALARS)
 
     def stmt_Delete(self, node: ast.Delete) -> None:
         for target in node.targets:

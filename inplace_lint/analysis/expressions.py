@@ -247,9 +247,13 @@ class ExpressionsMixin:
         return EMPTY
 
     def eval_UnaryOp(self, node: ast.UnaryOp) -> frozenset:
-        """``-x``, ``+x``: arithmetic (``Tensor.neg``, a new tensor); ``~mask``, ``not x``: nothing followed."""
+        """``-x``: arithmetic (``Tensor.neg``, a new tensor); ``+x``: the same tensor (``Tensor.__pos__`` returns
+        its operand itself, executed on torch 2.13), so a name bound to it is an alias; ``~mask``, ``not x``:
+        nothing followed."""
         operand = self.eval(node.operand)
-        if isinstance(node.op, (ast.USub, ast.UAdd)) and operand:
+        if isinstance(node.op, ast.UAdd):
+            return operand
+        if isinstance(node.op, ast.USub) and operand:
             return self.arithmetic_result(node, [node.operand], [operand])
         return EMPTY
 

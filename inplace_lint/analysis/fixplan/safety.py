@@ -55,11 +55,14 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
         return Applicability.UNSAFE, "the write is in a `finally` block, after what the `try` block returns"
     if not facts.is_local(target_name) and not (callers_checked and facts.is_param(target_name)):
         return Applicability.UNSAFE, f"`{target_name}` comes from outside the function: it would no longer see the change"
-    frame = next((n for name in ("locals", "vars") for n in facts.by_name.get(name, ((), ()))[1]
+    frame = next((n for name in ("locals", "vars", "eval", "exec") for n in facts.by_name.get(name, ((), ()))[1]
                   if isinstance(facts.parent(n), ast.Call) and facts.parent(n).func is n
-                  and not facts.parent(n).args), None)
+                  and (name in ("eval", "exec") or not facts.parent(n).args)), None)
     if frame is not None:
-        # `frame = locals()`: a dict of every local name, which keeps the tensor the rewrite would leave behind
+        # `frame = locals()`: a dict of every local name, which keeps the tensor the rewrite would leave behind;
+        # `eval("out.logits")` reads whatever local names its text names
+        if frame.id in ("eval", "exec"):
+            return Applicability.UNSAFE, f"`{frame.id}(...)` (line {frame.lineno}) may read any local name"
         return Applicability.UNSAFE, f"`{frame.id}()` (line {frame.lineno}) holds every local name"
     observers: Dict[str, str] = {a: a for a in aliases if a != target_name}
     for origin in origins:
