@@ -99,11 +99,27 @@ def test_scale_logits_values_dtype_and_input_unchanged(case, dtype):
     t = make_t()
     before_l, before_t = logits.clone(), t.clone()
     out = scale_logits(logits, t)
-    ref = logits / ref_shape(t).clamp(min=1e-8).to(dtype)
+    divisor = ref_shape(t).clamp(min=1e-8)
+    # (a 0-dim temperature is not cast first: it does not promote the logits, as in `logits /= t`)
+    ref = logits / (divisor if t.ndim == 0 else divisor.to(dtype))
     assert out.dtype == dtype and out.shape == logits.shape
     torch.testing.assert_close(out, ref, rtol=0, atol=0, equal_nan=True)
     assert torch.equal(logits, before_l) and torch.equal(t, before_t)
     assert out.data_ptr() != logits.data_ptr()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_a_0dim_tensor_temperature_divides_as_the_in_place_division_does(dtype):
+    # bf16 0.7 is 0.69921875: cast before dividing, about a fifth of bf16 logits round differently from
+    # `logits /= torch.tensor(0.7)`, which the codemod's runtime style replaces
+    logits = torch.randn(64, 50, generator=torch.Generator().manual_seed(3)).to(dtype)
+    t = torch.tensor(0.7)
+    expected = logits.clone()
+    expected /= t
+    out = scale_logits(logits, t, eps=None, inplace="auto")
+    assert out.dtype == dtype and torch.equal(out, expected)
+    if dtype is torch.bfloat16:
+        assert not torch.equal(logits / t.to(dtype), expected)  # the cast this avoids changes values
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

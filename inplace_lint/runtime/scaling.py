@@ -56,7 +56,10 @@ def _temperature_divisor(logits: torch.Tensor, temperature: torch.Tensor,
     # out of place: a broadcast temperature raises on clamp_ (docs/pytorch-facts.md#expanded-overlap)
     if eps is not None:
         t = t.clamp(min=eps)
-    return t.to(logits.dtype)
+    # a 0-dim temperature is not cast: it does not promote the logits (no full-size copy in a wider dtype), and
+    # the division then runs in the wider type's precision and rounds once, as `logits /= t` does; cast first,
+    # a bf16 0.7 is 0.69921875 and a fifth of bf16 logits round differently
+    return t if t.ndim == 0 else t.to(logits.dtype)
 
 
 def scale_logits(logits: torch.Tensor, temperature: Union[numbers.Real, torch.Tensor], *,
@@ -100,8 +103,10 @@ def scale_logits(logits: torch.Tensor, temperature: Union[numbers.Real, torch.Te
         Logits divided by the clamped temperature, in ``logits.dtype`` and
         shape.  A Python temperature equal to 1 returns ``logits`` itself (no
         copy, and no gather: a DTensor stays a DTensor).  A tensor
-        temperature is cast to ``logits.dtype`` before dividing, so bf16
-        logits never get a full-size fp32 copy; a Python number divides
+        temperature with dimensions is cast to ``logits.dtype`` before
+        dividing, so bf16 logits never get a full-size fp32 copy; a 0-dim
+        tensor is not (it does not promote the logits, and the division
+        matches ``logits /= t`` bit for bit); a Python number divides
         directly (``logits / max(t, eps)``).  DTensor logits divided by a
         plain tensor temperature with dimensions give a plain tensor by
         default (gathered, verl PR 6935) and a DTensor with
