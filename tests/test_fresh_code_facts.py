@@ -1052,3 +1052,30 @@ def test_a_requires_grad_gate_lets_what_follows_write_views_of_the_gated_tensor(
     reported = _load("IPV003/requires_grad_asserted.py")
     with pytest.raises(RuntimeError, match="Output 0 of Split is a view"):
         reported.halve_first(scaler.proj(h))
+
+
+def test_dropout_returns_its_input_with_a_zero_rate_or_out_of_training():
+    reported = _load("IPV006/dropout_returns_input.py")
+    clean = _load("clean/dropout_new_tensor.py")
+    torch.manual_seed(0)
+    x = torch.randn(3, 4)
+    block = reported.Block(4)  # dropout=0.0 by default: the write reaches ReLU's saved output
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        block(x).sum().backward()
+    reported.Block(4, dropout=0.5)(x).sum().backward()  # a rate above 0 in training: a new tensor
+    lin = torch.nn.Linear(4, 4)
+    for run in (lambda: reported.gate(lin, x), lambda: reported.frozen_gate(lin, x)):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            run().sum().backward()
+    clean.gate(lin, x).sum().backward()
+    clean.fixed_rate(lin, x).sum().backward()
+
+
+def test_broadcast_to_called_by_name_is_an_expanded_view():
+    reported = _load("IPV004/broadcast_to_by_name.py")
+    m = torch.zeros(1, 3)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        reported.rows(m, 4)
+    same = torch.broadcast_to(m, m.shape)
+    same[0] = 2.0  # to its own shape: nothing shares memory, the write is legal
+    assert torch.equal(m, torch.full((1, 3), 2.0))

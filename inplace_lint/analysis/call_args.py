@@ -8,7 +8,7 @@ import ast
 from typing import Optional, Tuple
 
 from ..torch_facts import ops
-from .astutil import dotted_name, is_false, is_true, kw, short
+from .astutil import dotted_name, is_false, is_true, kw, last_name, short
 from .call_grad import is_literal
 
 
@@ -24,13 +24,7 @@ def dropout_condition(node: ast.Call, name: str) -> Tuple[bool, Optional[str]]:
     under which it does, when the call leaves one: dropout writes only in training mode with ``p``
     above 0 (``p=0`` or ``training=False`` return the input untouched; docs/pytorch-facts.md#dropout).
     ``training`` defaults to True for ``dropout``/``dropout1d``/..., to False for the alpha dropouts."""
-    position = ops.INPLACE_POSITION.get(name, -1)
-    training = kw(node, "training")
-    if training is None and len(node.args) > position - 1 >= 1:
-        training = node.args[position - 1]
-    p = kw(node, "p")
-    if p is None and len(node.args) > position - 2 >= 1:
-        p = node.args[position - 2]
+    p, training = dropout_arguments(node, name)
     parts = []
     if training is None:
         if name.startswith(("alpha_dropout", "feature_alpha_dropout")):
@@ -48,6 +42,35 @@ def dropout_condition(node: ast.Call, name: str) -> Tuple[bool, Optional[str]]:
             parts.append(f"the dropout probability `{short(p)}` is above 0")
     return True, " and ".join(parts) or None
 
+
+
+def dropout_arguments(node: ast.Call, name: str) -> Tuple[Optional[ast.expr], Optional[ast.expr]]:
+    """The ``p`` and ``training`` arguments of ``F.<name>(x, p, training, inplace)`` (None when not given)."""
+    position = ops.INPLACE_POSITION.get(name, 3)
+    training = kw(node, "training")
+    if training is None and len(node.args) > position - 1 >= 1:
+        training = node.args[position - 1]
+    p = kw(node, "p")
+    if p is None and len(node.args) > position - 2 >= 1:
+        p = node.args[position - 2]
+    return p, training
+
+
+def dropout_returns_input(node: ast.Call, name: str, zero_default) -> Optional[str]:
+    """Whether out-of-place ``F.<name>(x, p, training)`` returns ``x`` itself (torch 2.13: it does with ``p=0`` or
+    out of training; docs/pytorch-facts.md#dropout): None when not (a new tensor), ``""`` when surely, else the
+    condition under which it does: ``p`` is a parameter or an ``__init__`` flag whose default is 0
+    (``zero_default(p)``: its description, or None)."""
+    p, training = dropout_arguments(node, name)
+    if (training is None and name.startswith(("alpha_dropout", "feature_alpha_dropout"))) or is_false(training):
+        return ""
+    if p is None:
+        return None  # (p=0.5 by default)
+    value = p.value if isinstance(p, ast.Constant) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return "" if value == 0 else None
+    zero = zero_default(p)
+    return f"raises when {zero}: `F.{name}` then returns its input" if zero else None
 
 
 def module_condition(module: str, name: Optional[str]) -> Optional[str]:
@@ -106,19 +129,22 @@ def to_integer_dtype(node: ast.Call, name: str) -> bool:
 
 def expands_to_itself(node: ast.Call, recv: ast.expr) -> bool:
     """``x.expand_as(x)``, ``x.expand(x.shape)``, ``x.expand(*x.shape)``, ``x.expand(x.size())``: the target
-    shape is the receiver's own, so no dimension is broadcast (a plain view)."""
-    if node.func.attr == "expand" and node.args and not node.keywords and all(
+    shape is the receiver's own, so no dimension is broadcast (a plain view); also called as a function
+    (``torch.broadcast_to(x, x.shape)``, ``broadcast_to(x, s)`` imported by name), whose first argument is ``recv``."""
+    name = last_name(node.func)
+    args = node.args if isinstance(node.func, ast.Attribute) and node.func.value is recv else node.args[1:]
+    if name == "expand" and args and not node.keywords and all(
             isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.USub) and isinstance(a.operand, ast.Constant)
-            and a.operand.value == 1 for a in node.args):
+            and a.operand.value == 1 for a in args):
         return True  # `x.expand(-1, -1)`: every dimension kept (a new leading one would need a size)
-    if len(node.args) != 1 or node.keywords:
+    if len(args) != 1 or node.keywords:
         return False
-    arg = node.args[0].value if isinstance(node.args[0], ast.Starred) else node.args[0]
+    arg = args[0].value if isinstance(args[0], ast.Starred) else args[0]
     if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "size" and not arg.args:
         arg = arg.func.value
     elif isinstance(arg, ast.Attribute) and arg.attr == "shape":
         arg = arg.value
-    elif node.func.attr != "expand_as":  # (`x.expand_as(y)` takes a tensor)
+    elif name != "expand_as":  # (`x.expand_as(y)` takes a tensor)
         return False
     return ast.dump(arg) == ast.dump(recv)
 

@@ -9,14 +9,15 @@ as Fn``; ``from torch.nn.functional import relu_``); ``math``/``numpy``/``random
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import Dict, List, Optional
 
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import model_outputs
 from ..torch_facts import ops
 from .astutil import call_text, dotted_name, is_str_constant, is_true, kw, last_name, short
-from .call_args import (DROPOUTS, dropout_condition, expands_to_itself, inplace_flag, is_dtype_conversion,
-                        literal_args, module_condition, tensor_split_args, to_integer_dtype)
+from .call_args import (DROPOUTS, dropout_condition, dropout_returns_input, expands_to_itself, inplace_flag,
+                        is_dtype_conversion, literal_args, module_condition, tensor_split_args, to_integer_dtype)
 from .call_grad import is_detached, known_origins, needs_no_grad_arg, output_saved_here, returns_tuple
 from .expressions import cut_tracking, holder_of, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, qualify, qualify_dotted
@@ -235,6 +236,12 @@ class CallsMixin:
             self.report(node, WriteKind.INPLACE_KWARG, f"`{qual}(..., inplace=True)`", first, first_origins,
                         condition=condition)
             return self._inplace_result(node, name, first_origins)
+        if functional and name.startswith(DROPOUTS):
+            identity = dropout_returns_input(node, name, self._zero_by_default)
+            if identity is not None:  # `F.dropout(h, p=0.0)`, out of training: `h` itself, not a copy
+                return first_origins if not identity else frozenset(
+                    o if o.condition or param_index(o) is not None else replace(o, condition=identity)
+                    for o in first_origins)
         tuple_saved = self.saved_tuple_outputs(node, namespace, name, first, first_origins)
         if tuple_saved is not None:
             return tuple_saved
@@ -254,6 +261,24 @@ class CallsMixin:
             return _evidence(self.arithmetic_result(node, nodes, list(args) + [
                 kwargs.get(k.arg, EMPTY) for k in node.keywords if k.arg is not None]))
         return EMPTY
+
+    def _zero_by_default(self, node: ast.expr) -> Optional[str]:
+        """``node`` is 0 unless a caller says otherwise: a parameter of this function whose literal default is 0
+        (``p=0.0``), or ``self.<flag>`` that ``__init__`` copies from a parameter defaulting to 0 (``self.dropout =
+        dropout`` with ``dropout=0.0``): its description, else None."""
+        if isinstance(node, ast.Name) and node.id in self.params and node.id not in self.rebound_params \
+                and node.id not in self.assigned:
+            default = self.param_default(node.id)
+            where = f"`{node.id}` is 0, its default"
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self.self_name \
+                and node.attr in self.init_flags:
+            param, _, default = self.init_flags[node.attr]
+            where = f"`self.{node.attr}` is 0, the default of `__init__`'s `{param}`"
+        else:
+            return None
+        zero = bool(default) and isinstance(default[0], (int, float)) and not isinstance(default[0], bool) \
+            and default[0] == 0
+        return where if zero else None
 
     def _display_value(self, node: Optional[ast.expr]) -> frozenset:
         """What a list, tuple, dict or set display passes (``[mel, mel + post(mel)]``): its elements' origins
