@@ -295,3 +295,45 @@ def test_a_namespace_folder_inside_a_package_is_part_of_its_modules_names(tmp_pa
     out = capsys.readouterr().out
     workspace._PROJECTS.clear()
     assert "act.py:7:5: IPV001 `div_` in `scale_()`" in out, out
+
+
+def test_a_guess_in_a_private_module_nothing_imports_has_nothing_behind_it(tmp_path):
+    """A free function's parameter guessed a tensor that requires grad keeps the guess when the function is an
+    entry point; in a private module (`pkg/_dead.py`) that no module imports and the package does not export,
+    nothing calls it, so there is nothing behind the guess (sober-bo's uncalled `_fully_Bayesian_gp.py`)."""
+    body = (
+        "def weights(lml):\n"
+        "    w = (lml - lml.max()).exp()\n"
+        "    w[w < 0.1] = 0.0\n"
+        "    return w\n"
+    )
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    caller = ("from .writers import clean_\n\n\n"
+              "def weights(lml):\n"
+              "    w = (lml - lml.max()).exp()\n"
+              "    clean_(w)\n"
+              "    return w\n")
+    files = {"__init__.py": "", "_dead.py": body, "_used.py": body, "api.py": "from ._used import weights\n",
+             "public.py": body, "writers.py": "def clean_(w):\n    w[w < 0.1] = 0.0\n", "_dead_caller.py": caller,
+             "caller.py": caller}
+    project = Project(DEFAULT_SETTINGS, tmp_path)
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+        project.add_file(str(pkg / name), source=text)
+    project.build()
+    found = {name: [(f.line, f.code) for f in project.findings(str(pkg / name))] for name in files}
+    assert found["_dead.py"] == []
+    assert found["_used.py"] == [(3, "IPV006")] and found["public.py"] == [(3, "IPV006")]
+    assert found["writers.py"] == [] and found["_dead_caller.py"] == []  # the helper's write, passed from there
+    assert found["caller.py"] == [(6, "IPV006")]  # the same call in a public module: reported there
+    torch = pytest.importorskip("torch")
+    namespace: dict = {}
+    exec(compile(body, "<dead>", "exec"), namespace)
+    lml = torch.tensor([float(v) for v in torch.randn(5, requires_grad=True)])  # a new leaf: no grad
+    assert not lml.requires_grad
+    assert torch.equal(namespace["weights"](lml), torch.where((lml - lml.max()).exp() < 0.1, 0.0,
+                                                              (lml - lml.max()).exp()))
+    grads = torch.randn(5, requires_grad=True) * 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        namespace["weights"](grads).sum().backward()  # what the kept guess in `_used.py` warns of

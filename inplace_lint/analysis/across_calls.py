@@ -270,6 +270,21 @@ class AcrossCalls:
                         out.add(found[1])  # (a class: its methods are called by the users too)
         return frozenset(out)
 
+    def _unreached_private(self, qual: str) -> bool:
+        """``qual`` is defined in a private module (``pkg/_helpers.py``: a name with a leading underscore, so no
+        user imports it) that no module of the project imports, and the package's ``__init__`` does not export it:
+        with no call site either, nothing calls it (sober-bo's ``FBGP/_fully_Bayesian_gp.py``)."""
+        module = max((m for m in self.indexes if qual.startswith(m + ".")), key=len, default=None)
+        if module is None or qual in self._exported():
+            return False
+        if not any(part.startswith("_") and not part.startswith("__") for part in module.split(".")):
+            return False
+        for index in self.indexes.values():
+            if index.module != module and any(t == module or t.startswith(module + ".")
+                                               for t in index.imports.values()):
+                return False
+        return True
+
     def _all_grad_off(self, sites: List[CallSite]) -> bool:
         """Every one of ``sites`` runs with grad off (under ``no_grad``, or in a function that does: an
         optimizer's ``step``): what the package does with its own API is done without grad."""
@@ -289,6 +304,8 @@ class AcrossCalls:
             return False
         seen.add((qual, index))
         sites = calls_to.get(qual, [])
+        if not sites and self._unreached_private(qual):
+            return True  # no caller at all, and none can import it as an API: a guess has nothing behind it
         if not sites or (qual in self._exported() and not self._all_grad_off(sites)):
             return not self.runs_on_activations(qual)
         for site in sites:
@@ -417,6 +434,8 @@ class AcrossCalls:
                 continue  # the call leaves a parameter at the default that skips the write
             if w.when and site.bound is not None and conditions.contradicted(w.when, site_values(site)):
                 continue  # the call's constant arguments rule out the path to the write
+            if origin.guess_param >= 0 and not calls_to.get(site.caller) and self._unreached_private(site.caller):
+                continue  # a guess about the parameter of a caller nothing calls or imports
             called_without_grad = chain_no_grad or self._grad_off(grad_off, w.func)
             # `add(m1, m2, inplace_safe)` with `if inplace: m1 += m2`: the flag the call passes is true only with
             # grad off, so the write runs with grad off
