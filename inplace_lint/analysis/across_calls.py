@@ -271,19 +271,14 @@ class AcrossCalls:
         return frozenset(out)
 
     def _unreached_private(self, qual: str) -> bool:
-        """``qual`` is defined in a private module (``pkg/_helpers.py``: a name with a leading underscore, so no
-        user imports it) that no module of the project imports, and the package's ``__init__`` does not export it:
-        with no call site either, nothing calls it (sober-bo's ``FBGP/_fully_Bayesian_gp.py``)."""
+        """``qual`` is in a private module (``pkg/_x.py``) no project module imports, and is not exported."""
         module = max((m for m in self.indexes if qual.startswith(m + ".")), key=len, default=None)
-        if module is None or qual in self._exported():
+        if module is None or qual in self._exported() or not any(
+                part.startswith("_") and not part.startswith("__") for part in module.split(".")):
             return False
-        if not any(part.startswith("_") and not part.startswith("__") for part in module.split(".")):
-            return False
-        for index in self.indexes.values():
-            if index.module != module and any(t == module or t.startswith(module + ".")
-                                               for t in index.imports.values()):
-                return False
-        return True
+        return not any(index.module != module and any(t == module or t.startswith(module + ".")
+                                                      for t in index.imports.values())
+                       for index in self.indexes.values())
 
     def _all_grad_off(self, sites: List[CallSite]) -> bool:
         """Every one of ``sites`` runs with grad off (under ``no_grad``, or in a function that does: an
