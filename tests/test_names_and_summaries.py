@@ -17,12 +17,14 @@ def _bind(code: str, package: str = ""):
 
 def test_import_bindings():
     assert _bind("import torch.nn.functional as Fn") == {"Fn": "torch.nn.functional"}
-    assert _bind("import torch.nn.functional") == {"torch": "torch"}
+    # (what binds no name of its own is kept under a key no name can be: the module still counts as imported)
+    assert _bind("import torch.nn.functional") == {"torch": "torch", "*torch.nn.functional": "torch.nn.functional"}
     assert _bind("from torch.nn.functional import relu_ as r, gelu") == {
         "r": "torch.nn.functional.relu_", "gelu": "torch.nn.functional.gelu"}
     assert _bind("from .ops import scale_", "rl") == {"scale_": "rl.ops.scale_"}
     assert _bind("from .. import ops", "rl.sub") == {"ops": "rl.ops"}
-    assert _bind("from numpy import *") == {}
+    assert _bind("from numpy import *") == {"*numpy": "numpy"}
+    assert _bind("from ._knn import *", "pkg.ops") == {"*pkg.ops._knn": "pkg.ops._knn"}
 
 
 def test_qualify():

@@ -316,7 +316,8 @@ def test_a_guess_in_a_private_module_nothing_imports_has_nothing_behind_it(tmp_p
               "    return w\n")
     files = {"__init__.py": "", "_dead.py": body, "_used.py": body, "api.py": "from ._used import weights\n",
              "public.py": body, "writers.py": "def clean_(w):\n    w[w < 0.1] = 0.0\n", "_dead_caller.py": caller,
-             "caller.py": caller}
+             "caller.py": caller, "_star.py": body, "gather.py": "from ._star import *\n", "_lazy.py": body,
+             "lazy.py": "def load():\n    from ._lazy import weights\n    return weights\n"}
     project = Project(DEFAULT_SETTINGS, tmp_path)
     for name, text in files.items():
         (pkg / name).write_text(text)
@@ -327,6 +328,8 @@ def test_a_guess_in_a_private_module_nothing_imports_has_nothing_behind_it(tmp_p
     assert found["_used.py"] == [(3, "IPV006")] and found["public.py"] == [(3, "IPV006")]
     assert found["writers.py"] == [] and found["_dead_caller.py"] == []  # the helper's write, passed from there
     assert found["caller.py"] == [(6, "IPV006")]  # the same call in a public module: reported there
+    # a private module imported with `*` or inside a function is reached: its entry point keeps the guess
+    assert found["_star.py"] == [(3, "IPV006")] and found["_lazy.py"] == [(3, "IPV006")]
     torch = pytest.importorskip("torch")
     namespace: dict = {}
     exec(compile(body, "<dead>", "exec"), namespace)

@@ -21,7 +21,7 @@ from . import conditions, grad_flags, model_outputs
 from .env import origin_key
 from .expressions import as_tensor
 from .reporting import match
-from .refs import refers, value_refs
+from .refs import refers, unreached, value_refs
 from .summaries import (CallSite, FileResult, FunctionSummary, ModuleIndex, located, located_steps, param_index,
                         ran_without_grad, with_steps)
 
@@ -271,14 +271,8 @@ class AcrossCalls:
         return frozenset(out)
 
     def _unreached_private(self, qual: str) -> bool:
-        """``qual`` is in a private module (``pkg/_x.py``) no project module imports, and is not exported."""
-        module = max((m for m in self.indexes if qual.startswith(m + ".")), key=len, default=None)
-        if module is None or qual in self._exported() or not any(
-                part.startswith("_") and not part.startswith("__") for part in module.split(".")):
-            return False
-        return not any(index.module != module and any(t == module or t.startswith(module + ".")
-                                                      for t in index.imports.values())
-                       for index in self.indexes.values())
+        """Nothing imports, names or exports ``qual``'s private module (:func:`.refs.unreached`)."""
+        return qual not in self._exported() and unreached(qual, self.indexes.values(), self._value_refs)
 
     def _all_grad_off(self, sites: List[CallSite]) -> bool:
         """Every one of ``sites`` runs with grad off (under ``no_grad``, or in a function that does: an

@@ -35,7 +35,8 @@ def import_bindings(node: ast.stmt, package: str = "") -> Dict[str, str]:
 
     ``import torch.nn.functional as Fn`` -> ``{"Fn": "torch.nn.functional"}``;
     ``import torch.nn`` -> ``{"torch": "torch"}``; ``from .mod import f`` in package
-    ``pkg`` -> ``{"f": "pkg.mod.f"}``.
+    ``pkg`` -> ``{"f": "pkg.mod.f"}``. What binds no name of its own is kept under a key no name can be
+    (``"*pkg.mod"``), so the module still counts as imported: ``from .mod import *``, ``import pkg.sub``.
     """
     out: Dict[str, str] = {}
     if isinstance(node, ast.Import):
@@ -45,6 +46,8 @@ def import_bindings(node: ast.stmt, package: str = "") -> Dict[str, str]:
             else:
                 head = alias.name.split(".")[0]
                 out[head] = head
+                if head != alias.name:
+                    out[f"*{alias.name}"] = alias.name
     elif isinstance(node, ast.ImportFrom):
         base = node.module or ""
         if node.level:
@@ -54,6 +57,7 @@ def import_bindings(node: ast.stmt, package: str = "") -> Dict[str, str]:
             base = ".".join([p for p in parts if p] + ([node.module] if node.module else []))
         for alias in node.names:
             if alias.name == "*":
+                out[f"*{base}"] = base
                 continue
             out[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
     return out

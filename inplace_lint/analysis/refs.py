@@ -38,6 +38,27 @@ def _other_receiver_calls(text: str) -> Set[str]:
     return {m.group(1) for m in _METHOD_CALL.finditer(text) if not _OWN_RECEIVER.search(text, max(0, m.start() - 16), m.start())}
 
 
+def unreached(qual: str, indexes, refs_of) -> bool:
+    """``qual`` is defined in a private module (``pkg/_x.py``: a name with a leading underscore, which no user
+    imports) that no other module of the project imports (``indexes``: their ``imports``, star and submodule
+    imports included) or names in its text (``refs_of(index)``: :func:`value_refs`, which keeps an import made
+    inside a function; None when not at hand, then it may): with no call site either, nothing runs it
+    (sober-bo's ``FBGP/_fully_Bayesian_gp.py``)."""
+    indexes = list(indexes)
+    module = max((i.module for i in indexes if qual.startswith(i.module + ".")), key=len, default=None)
+    if module is None or not any(part.startswith("_") and not part.startswith("__") for part in module.split(".")):
+        return False
+    name = module.rpartition(".")[2]
+    for index in indexes:
+        if index.module == module:
+            continue
+        refs = refs_of(index)
+        if refs is None or refers(refs, name) or any(t == module or t.startswith(module + ".")
+                                                     for t in index.imports.values()):
+            return False
+    return True
+
+
 def value_refs_in_text(source: str, tree: ast.Module) -> str:
     """:func:`value_refs` from the source text: every identifier not directly followed by ``(``, outside
     the module's top-level imports (an import names a function without using it)."""
