@@ -13,6 +13,7 @@ from inplace_lint.findings import Applicability
 from inplace_lint.fixing import fix_code
 
 torch = pytest.importorskip("torch")
+nn = torch.nn
 
 HEADER = "import numpy as np\nimport torch\nfrom torch import nn\n\n\n"
 
@@ -108,3 +109,90 @@ def test_adding_a_numpy_array_rebinds_the_name_and_is_no_finding():
         held = y
         y += np.ones(3, dtype=np.float32)
         assert y is not held and torch.equal(held, model(h))  # the tensor y held is unchanged
+
+
+# ---- a review of the session's analysis facts (52 executed cases); each case below was answered wrongly
+
+
+def _findings(src: str):
+    return [(f.line, f.code) for f in analyze_source(src)]
+
+
+def _run(src: str, name: str, *args):
+    namespace: dict = {}
+    exec(compile(src, "<case>", "exec"), namespace)
+    return namespace[name](*args)
+
+
+def test_grad_turned_back_on_inside_a_grad_off_arm_calls_with_grad():
+    src = _src("""
+     class Block(nn.Module):
+         def __init__(self, d):
+             super().__init__()
+             self.proj = nn.Linear(d, d)
+
+         def forward(self, h):
+             if not torch.is_grad_enabled():
+                 torch.set_grad_enabled(True)
+                 self._adapt(h)
+                 torch.set_grad_enabled(False)
+             return self.proj(h)
+
+         def _adapt(self, h):
+             g = self.proj(h).sigmoid()
+             g[:, 0] = 1.0
+             (h * g).sum().backward()
+     """)
+    assert _findings(src) == [(21, "IPV006")]
+    block = _run(src, "Block", 4)
+    with torch.no_grad(), pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        block(torch.randn(2, 4))
+
+
+def test_a_loop_continue_gated_on_grad_does_not_gate_what_follows_the_loop():
+    src = _src("""
+     def f(proj, hs):
+         for h in hs:
+             if torch.is_grad_enabled():
+                 continue
+             print(h.shape)
+         e = proj(hs[0]).exp()
+         e.mul_(2)
+         return e.sum()
+     """)
+    assert _findings(src) == [(13, "IPV006")]
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        _run(src, "f", nn.Linear(4, 4), [torch.randn(2, 4)]).backward()
+
+
+def test_a_requires_grad_gate_ends_when_the_gated_tensor_is_made_to_require_grad():
+    src = _src("""
+     def input_grad(model, x):
+         assert not x.requires_grad
+         x.requires_grad_(True)
+         a, b = x.chunk(2, dim=-1)
+         a.mul_(2)
+         return model(torch.cat([a, b], -1)).sum()
+     """)
+    assert _findings(src) == [(11, "IPV003")]
+    with pytest.raises(RuntimeError, match="Output 0 of Split"):
+        _run(src, "input_grad", nn.Linear(4, 4), torch.randn(2, 4)).backward()
+
+
+@pytest.mark.parametrize("tail", ["""
+     @torch.jit.script
+     def loss(logits: torch.Tensor) -> torch.Tensor:
+         return entropy(logits).mean()
+     """, """
+     def build():
+         return torch.jit.script(entropy)
+     """], ids=["a helper of a scripted function", "scripted by a call"])
+def test_no_fix_in_a_file_that_compiles_torchscript(tail):
+    src = _src("""
+     def entropy(logits: torch.Tensor) -> torch.Tensor:
+         probs = torch.softmax(logits, -1)
+         probs.mul_(torch.log_softmax(logits, -1))
+         return -probs.sum(-1)
+     """ + tail)
+    [finding] = analyze_source(src)
+    assert (finding.code, finding.fix) == ("IPV006", None)

@@ -340,3 +340,24 @@ def test_a_guess_in_a_private_module_nothing_imports_has_nothing_behind_it(tmp_p
     grads = torch.randn(5, requires_grad=True) * 1
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         namespace["weights"](grads).sum().backward()  # what the kept guess in `_used.py` warns of
+
+
+def test_a_project_that_imports_by_computed_names_reaches_every_private_module(tmp_path):
+    """`importlib.import_module(f"pkg._{kind}")` (or Hydra's `instantiate` of a config's `_target_`) may load any
+    module: a private module nothing imports by statement still keeps its entry point's guess (a review's miss)."""
+    body = (
+        "def weights(lml):\n"
+        "    w = (lml - lml.max()).exp()\n"
+        "    w[w < 0.1] = 0.0\n"
+        "    return w\n"
+    )
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    files = {"__init__.py": "", "_impl.py": body,
+             "loader.py": "import importlib\n\n\ndef load(kind):\n    return importlib.import_module(f'pkg._{kind}')\n"}
+    project = Project(DEFAULT_SETTINGS, tmp_path)
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+        project.add_file(str(pkg / name), source=text)
+    project.build()
+    assert [(f.line, f.code) for f in project.findings(str(pkg / "_impl.py"))] == [(3, "IPV006")]

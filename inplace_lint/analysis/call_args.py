@@ -56,21 +56,16 @@ def dropout_arguments(node: ast.Call, name: str) -> Tuple[Optional[ast.expr], Op
     return p, training
 
 
-def dropout_returns_input(node: ast.Call, name: str, zero_default) -> Optional[str]:
-    """Whether out-of-place ``F.<name>(x, p, training)`` returns ``x`` itself (torch 2.13: it does with ``p=0`` or
-    out of training; docs/pytorch-facts.md#dropout): None when not (a new tensor), ``""`` when surely, else the
-    condition under which it does: ``p`` is a parameter or an ``__init__`` flag whose default is 0
-    (``zero_default(p)``: its description, or None)."""
+def dropout_returns_input(node: ast.Call, name: str) -> bool:
+    """Out-of-place ``F.<name>(x, p, training)`` surely returns ``x`` itself (torch 2.13: it does with ``p=0`` or out
+    of training; docs/pytorch-facts.md#dropout): a literal rate of 0, ``training=False``, or an alpha dropout
+    left at its ``training=False`` default. A rate that is 0 only by default is not: the project's own calls may
+    pass another (a review's false findings)."""
     p, training = dropout_arguments(node, name)
     if (training is None and name.startswith(("alpha_dropout", "feature_alpha_dropout"))) or is_false(training):
-        return ""
-    if p is None:
-        return None  # (p=0.5 by default)
+        return True
     value = p.value if isinstance(p, ast.Constant) else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return "" if value == 0 else None
-    zero = zero_default(p)
-    return f"raises when {zero}: `F.{name}` then returns its input" if zero else None
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0
 
 
 def module_condition(module: str, name: Optional[str]) -> Optional[str]:

@@ -9,7 +9,6 @@ as Fn``; ``from torch.nn.functional import relu_``); ``math``/``numpy``/``random
 from __future__ import annotations
 
 import ast
-from dataclasses import replace
 from typing import Dict, List, Optional
 
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
@@ -97,6 +96,8 @@ class CallsMixin:
                 return frozenset({Origin(RootKind.TENSOR, short(node), node.lineno)})
             if node.args and self.frozen_embedding(func.value, func.attr):
                 return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
+            if node.args and func.attr in self.zero_dropouts and self._is_self(func.value):  # `nn.Dropout(0.0)`
+                return args[0]
             result = self.method_call(node, func.attr, func.value, recv)
             self.hand_callables_to_model(node, result)
             return result
@@ -237,11 +238,8 @@ class CallsMixin:
                         condition=condition)
             return self._inplace_result(node, name, first_origins)
         if functional and name.startswith(DROPOUTS):
-            identity = dropout_returns_input(node, name, self._zero_by_default)
-            if identity is not None:  # `F.dropout(h, p=0.0)`, out of training: `h` itself, not a copy
-                return first_origins if not identity else frozenset(
-                    o if o.condition or param_index(o) is not None else replace(o, condition=identity)
-                    for o in first_origins)
+            if dropout_returns_input(node, name):  # `F.dropout(h, p=0.0)`, out of training: `h` itself, not a copy
+                return first_origins
         tuple_saved = self.saved_tuple_outputs(node, namespace, name, first, first_origins)
         if tuple_saved is not None:
             return tuple_saved
@@ -261,24 +259,6 @@ class CallsMixin:
             return _evidence(self.arithmetic_result(node, nodes, list(args) + [
                 kwargs.get(k.arg, EMPTY) for k in node.keywords if k.arg is not None]))
         return EMPTY
-
-    def _zero_by_default(self, node: ast.expr) -> Optional[str]:
-        """``node`` is 0 unless a caller says otherwise: a parameter of this function whose literal default is 0
-        (``p=0.0``), or ``self.<flag>`` that ``__init__`` copies from a parameter defaulting to 0 (``self.dropout =
-        dropout`` with ``dropout=0.0``): its description, else None."""
-        if isinstance(node, ast.Name) and node.id in self.params and node.id not in self.rebound_params \
-                and node.id not in self.assigned:
-            default = self.param_default(node.id)
-            where = f"`{node.id}` is 0, its default"
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self.self_name \
-                and node.attr in self.init_flags:
-            param, _, default = self.init_flags[node.attr]
-            where = f"`self.{node.attr}` is 0, the default of `__init__`'s `{param}`"
-        else:
-            return None
-        zero = bool(default) and isinstance(default[0], (int, float)) and not isinstance(default[0], bool) \
-            and default[0] == 0
-        return where if zero else None
 
     def _display_value(self, node: Optional[ast.expr]) -> frozenset:
         """What a list, tuple, dict or set display passes (``[mel, mel + post(mel)]``): its elements' origins

@@ -63,6 +63,9 @@ class AnalysisContext(Protocol):
     def finish(self) -> None:
         """Walk the deferred bodies nobody asked for."""
 
+    def compiles_torchscript(self) -> bool:
+        """The file compiles code with TorchScript (``torch.jit.script``): its writes get no fix."""
+
     def module_class(self, cls_qual: str) -> bool:
         """The class is surely an ``nn.Module`` (a base is torch's, or an in-project module class)."""
 

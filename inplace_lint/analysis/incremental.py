@@ -164,6 +164,9 @@ class _Recorder:
     def attribute_builder(self, cls_qual, attr):
         return self._ask("attribute_builder", cls_qual, attr)
 
+    def compiles_torchscript(self):
+        return self._ask("compiles_torchscript")
+
     def module_class(self, cls_qual):
         return self._ask("module_class", cls_qual)
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 import ast
 import hashlib
 import pathlib
+import re
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from .. import progress
 from ..config import DEFAULT_SETTINGS, Settings
 from .across_calls import AcrossCalls
+from .astutil import dotted_name, walk_ast
 from .dataflow import walk_module
 from .incremental import FunctionCache
 from .resolve import ABSENT, DISPATCH, Resolver, targets_digest, imported_files, index_module, module_name, post_order
@@ -255,6 +257,7 @@ def _defines(index: ModuleIndex, module: str, qual: str) -> bool:
     return cls is not None and len(parts) > 1 and parts[1] in cls[1]
 
 
+_TORCHSCRIPT = re.compile(r"jit\.script|torch\.jit\s+import")
 #: how many deferred function bodies may be walked inside one another (each nests a whole walk on the stack)
 _MAX_DEMAND_DEPTH = 16
 
@@ -278,6 +281,7 @@ class ModuleContext:
         #: functions of this file whose bodies are walked on demand (:meth:`defer`), and how deep that nests
         self._deferred: Dict[str, Callable[[], None]] = {}
         self._demand_depth = 0
+        self._scripts: Optional[bool] = None
 
     def defer(self, qual: str, walk_body: Callable[[], None]) -> None:
         """Walk the body of ``qual`` (a function or method defined at the top of the file or of a top-level
@@ -307,6 +311,18 @@ class ModuleContext:
             walk_body()
         finally:
             self._demand_depth -= 1
+
+    def compiles_torchscript(self) -> bool:
+        """The file's text compiles code with TorchScript (``torch.jit.script`` as a call or decorator, ``from
+        torch.jit import script``): a function it scripts may be any of the file's, through a helper or a module's
+        ``forward``, and TorchScript compiles neither the DTensor guard nor the runtime (a review's broken fixes)."""
+        if self._scripts is None:
+            text = self.project._texts.get(self.path) or self.project._sources.get(self.path)
+            tree = self.project._trees.get(self.path) if text is None else None
+            self._scripts = bool(_TORCHSCRIPT.search(text)) if text is not None else tree is not None and any(
+                (isinstance(n, ast.Attribute) and n.attr == "script" and (dotted_name(n.value) or "").endswith("jit"))
+                or (isinstance(n, ast.ImportFrom) and n.module == "torch.jit") for n in walk_ast(tree))
+        return self._scripts
 
     def call_sites(self) -> List[CallSite]:
         """``calls`` with one site per call (a loop's second pass records its calls again: the later

@@ -38,6 +38,13 @@ def _other_receiver_calls(text: str) -> Set[str]:
     return {m.group(1) for m in _METHOD_CALL.finditer(text) if not _OWN_RECEIVER.search(text, max(0, m.start() - 16), m.start())}
 
 
+#: what loads a module or a function by a name built at run time or read from a config (``importlib.import_module
+#: (f"pkg._{kind}")``, Hydra's ``instantiate`` of ``_target_: pkg._impl.fn``): a project importing them may reach
+#: any of its modules without an import statement
+_DYNAMIC_IMPORTERS = ("importlib", "hydra", "omegaconf", "pydoc", "pkgutil")
+_DYNAMIC_NAMES = frozenset({"import_module", "__import__", "instantiate", "locate", "get_class", "get_method"})
+
+
 def unreached(qual: str, indexes, refs_of) -> bool:
     """``qual`` is defined in a private module (``pkg/_x.py``: a name with a leading underscore, which no user
     imports) that no other module of the project imports (``indexes``: their ``imports``, star and submodule
@@ -50,6 +57,9 @@ def unreached(qual: str, indexes, refs_of) -> bool:
         return False
     name = module.rpartition(".")[2]
     for index in indexes:
+        if any(t.startswith(_DYNAMIC_IMPORTERS) or t.rpartition(".")[2] in _DYNAMIC_NAMES
+               for t in index.imports.values()):
+            return False  # a module may be loaded by a name built at run time or read from a config
         if index.module == module:
             continue
         refs = refs_of(index)

@@ -352,7 +352,7 @@ class ReportingMixin:
                  origins: Sequence[Origin], callers_checked: bool = False):
         if self.func is None or (self.ctx is not None and not self.ctx.plan_fixes):
             return None  # class bodies; a surface that shows findings only
-        if self.scripted:
+        if self.scripted or (self.ctx is not None and self.ctx.compiles_torchscript()):
             return None  # compiled by `torch.jit.script`: TorchScript compiles neither the DTensor guard nor the runtime
         if not self.no_grad and fixplan.raises_at_write(node, kind, target, origins):
             return None  # the original raises at the write itself: a rewrite that runs on would hide that

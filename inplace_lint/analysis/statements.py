@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Set
 
 from ..findings import Origin
 from . import conditions, fixplan, grad, model_outputs, narrowing
-from .astutil import dotted_name, last_name, walk_ast
+from .astutil import dotted_name, is_false, last_name, walk_ast
 from .env import EMPTY, cap, merge, merge_touched, negate, origin_key
 from .names import LITERAL_HEADS, import_bindings
 from .summaries import FunctionSummary, function_of, located_steps, param_index, parameter_names
@@ -87,6 +87,10 @@ class StatementsMixin:
         self.eval(node.value)
         if isinstance(node.value, ast.Call) and last_name(node.value.func) in grad.GRAD_MODE_SETTERS:
             self.grad_off_flags.clear()  # `torch.set_grad_enabled(True)`: what the flags said of grad is stale
+            self.grad_off_arm = False  # (and what `if not torch.is_grad_enabled():` said: calls may run with grad)
+        elif isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute) \
+                and node.value.func.attr == "requires_grad_" and not (node.value.args and is_false(node.value.args[0])):
+            self.nograd_keys.discard(dotted_name(node.value.func.value) or "")  # `x.requires_grad_()` ends a gate
 
     def stmt_Return(self, node: ast.Return) -> None:
         value = self.eval(node.value)
@@ -134,9 +138,13 @@ class StatementsMixin:
     def _loop(self, node, head) -> None:
         before = dict(self.env)
         state = self._loop_state()
+        # `if torch.is_grad_enabled(): continue` (or `break`) gates the rest of one pass, not the next pass nor what
+        # follows the loop (a review's misses)
+        gates = (self.eval_branch, self.grad_off_arm, set(self.nograd_keys))
         self.loop_stack.append(node)
         try:
             for first in (True, False):  # a second pass sees values carried around the loop
+                self.eval_branch, self.grad_off_arm, self.nograd_keys = gates[0], gates[1], set(gates[2])
                 head()
                 self.run_body(node.body)
                 self.env = merge([before, self.env], self.big)
@@ -148,6 +156,7 @@ class StatementsMixin:
                     break
         finally:
             self.loop_stack.pop()
+            self.eval_branch, self.grad_off_arm, self.nograd_keys = gates[0], gates[1], set(gates[2])
         self.run_body(node.orelse)
 
     def _loop_state(self) -> tuple:
