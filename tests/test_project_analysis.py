@@ -297,18 +297,33 @@ def test_a_namespace_folder_inside_a_package_is_part_of_its_modules_names(tmp_pa
     assert "act.py:7:5: IPV001 `div_` in `scale_()`" in out, out
 
 
+#: a free function whose parameter is guessed a tensor that requires grad: `exp` saves its output, then written
+_WEIGHTS = (
+    "def weights(lml):\n"
+    "    w = (lml - lml.max()).exp()\n"
+    "    w[w < 0.1] = 0.0\n"
+    "    return w\n"
+)
+
+
+def _package_findings(root: pathlib.Path, files: dict) -> dict:
+    """``files`` (name -> text) written as package ``pkg`` under ``root`` and built as one project: each file's
+    findings as (line, code)."""
+    pkg = root / "pkg"
+    pkg.mkdir()
+    project = Project(DEFAULT_SETTINGS, root)
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+        project.add_file(str(pkg / name), source=text)
+    project.build()
+    return {name: [(f.line, f.code) for f in project.findings(str(pkg / name))] for name in files}
+
+
 def test_a_guess_in_a_private_module_nothing_imports_has_nothing_behind_it(tmp_path):
     """A free function's parameter guessed a tensor that requires grad keeps the guess when the function is an
     entry point; in a private module (`pkg/_dead.py`) that no module imports and the package does not export,
     nothing calls it, so there is nothing behind the guess (sober-bo's uncalled `_fully_Bayesian_gp.py`)."""
-    body = (
-        "def weights(lml):\n"
-        "    w = (lml - lml.max()).exp()\n"
-        "    w[w < 0.1] = 0.0\n"
-        "    return w\n"
-    )
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
+    body = _WEIGHTS
     caller = ("from .writers import clean_\n\n\n"
               "def weights(lml):\n"
               "    w = (lml - lml.max()).exp()\n"
@@ -318,12 +333,7 @@ def test_a_guess_in_a_private_module_nothing_imports_has_nothing_behind_it(tmp_p
              "public.py": body, "writers.py": "def clean_(w):\n    w[w < 0.1] = 0.0\n", "_dead_caller.py": caller,
              "caller.py": caller, "_star.py": body, "gather.py": "from ._star import *\n", "_lazy.py": body,
              "lazy.py": "def load():\n    from ._lazy import weights\n    return weights\n"}
-    project = Project(DEFAULT_SETTINGS, tmp_path)
-    for name, text in files.items():
-        (pkg / name).write_text(text)
-        project.add_file(str(pkg / name), source=text)
-    project.build()
-    found = {name: [(f.line, f.code) for f in project.findings(str(pkg / name))] for name in files}
+    found = _package_findings(tmp_path, files)
     assert found["_dead.py"] == []
     assert found["_used.py"] == [(3, "IPV006")] and found["public.py"] == [(3, "IPV006")]
     assert found["writers.py"] == [] and found["_dead_caller.py"] == []  # the helper's write, passed from there
@@ -345,19 +355,6 @@ def test_a_guess_in_a_private_module_nothing_imports_has_nothing_behind_it(tmp_p
 def test_a_project_that_imports_by_computed_names_reaches_every_private_module(tmp_path):
     """`importlib.import_module(f"pkg._{kind}")` (or Hydra's `instantiate` of a config's `_target_`) may load any
     module: a private module nothing imports by statement still keeps its entry point's guess (a review's miss)."""
-    body = (
-        "def weights(lml):\n"
-        "    w = (lml - lml.max()).exp()\n"
-        "    w[w < 0.1] = 0.0\n"
-        "    return w\n"
-    )
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    files = {"__init__.py": "", "_impl.py": body,
+    files = {"__init__.py": "", "_impl.py": _WEIGHTS,
              "loader.py": "import importlib\n\n\ndef load(kind):\n    return importlib.import_module(f'pkg._{kind}')\n"}
-    project = Project(DEFAULT_SETTINGS, tmp_path)
-    for name, text in files.items():
-        (pkg / name).write_text(text)
-        project.add_file(str(pkg / name), source=text)
-    project.build()
-    assert [(f.line, f.code) for f in project.findings(str(pkg / "_impl.py"))] == [(3, "IPV006")]
+    assert _package_findings(tmp_path, files)["_impl.py"] == [(3, "IPV006")]

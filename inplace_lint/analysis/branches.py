@@ -115,7 +115,7 @@ class ConditionsMixin:
                                and n.func.attr == "register_forward_hook" for n in nodes)
         counts = model_outputs.assignment_counts(cls, nodes)
         self.init_flags = model_outputs.init_flags(cls, counts)
-        self.zero_dropouts = model_outputs.zero_rate_dropouts(cls, counts)
         self.torch_stacks = model_outputs.torch_stacks(
             cls, lambda d: qualify_dotted(d, self.names, self.is_local_name)[0] or d, counts, nodes)
         self.builder_args = model_outputs.builder_arguments(cls, counts, nodes)
+        self.zero_dropouts = model_outputs.zero_rate_dropouts(self.identity_layers, self.builder_args)

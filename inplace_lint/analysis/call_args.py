@@ -23,8 +23,15 @@ def dropout_condition(node: ast.Call, name: str) -> Tuple[bool, Optional[str]]:
     """Whether ``F.<name>(x, p, training, inplace=True)`` may write at all, and the run-time condition
     under which it does, when the call leaves one: dropout writes only in training mode with ``p``
     above 0 (``p=0`` or ``training=False`` return the input untouched; docs/pytorch-facts.md#dropout).
-    ``training`` defaults to True for ``dropout``/``dropout1d``/..., to False for the alpha dropouts."""
-    p, training = dropout_arguments(node, name)
+    ``training`` defaults to True for ``dropout``/``dropout1d``/..., to False for the alpha dropouts. Out of
+    place, a call that would write nothing returns ``x`` itself (torch 2.13)."""
+    position = ops.INPLACE_POSITION.get(name, -1)
+    training = kw(node, "training")
+    if training is None and len(node.args) > position - 1 >= 1:
+        training = node.args[position - 1]
+    p = kw(node, "p")
+    if p is None and len(node.args) > position - 2 >= 1:
+        p = node.args[position - 2]
     parts = []
     if training is None:
         if name.startswith(("alpha_dropout", "feature_alpha_dropout")):
@@ -42,30 +49,6 @@ def dropout_condition(node: ast.Call, name: str) -> Tuple[bool, Optional[str]]:
             parts.append(f"the dropout probability `{short(p)}` is above 0")
     return True, " and ".join(parts) or None
 
-
-
-def dropout_arguments(node: ast.Call, name: str) -> Tuple[Optional[ast.expr], Optional[ast.expr]]:
-    """The ``p`` and ``training`` arguments of ``F.<name>(x, p, training, inplace)`` (None when not given)."""
-    position = ops.INPLACE_POSITION.get(name, 3)
-    training = kw(node, "training")
-    if training is None and len(node.args) > position - 1 >= 1:
-        training = node.args[position - 1]
-    p = kw(node, "p")
-    if p is None and len(node.args) > position - 2 >= 1:
-        p = node.args[position - 2]
-    return p, training
-
-
-def dropout_returns_input(node: ast.Call, name: str) -> bool:
-    """Out-of-place ``F.<name>(x, p, training)`` surely returns ``x`` itself (torch 2.13: it does with ``p=0`` or out
-    of training; docs/pytorch-facts.md#dropout): a literal rate of 0, ``training=False``, or an alpha dropout
-    left at its ``training=False`` default. A rate that is 0 only by default is not: the project's own calls may
-    pass another (a review's false findings)."""
-    p, training = dropout_arguments(node, name)
-    if (training is None and name.startswith(("alpha_dropout", "feature_alpha_dropout"))) or is_false(training):
-        return True
-    value = p.value if isinstance(p, ast.Constant) else None
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0
 
 
 def module_condition(module: str, name: Optional[str]) -> Optional[str]:

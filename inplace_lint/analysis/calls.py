@@ -15,8 +15,8 @@ from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import model_outputs
 from ..torch_facts import ops
 from .astutil import call_text, dotted_name, is_str_constant, is_true, kw, last_name, short
-from .call_args import (DROPOUTS, dropout_condition, dropout_returns_input, expands_to_itself, inplace_flag,
-                        is_dtype_conversion, literal_args, module_condition, tensor_split_args, to_integer_dtype)
+from .call_args import (DROPOUTS, dropout_condition, expands_to_itself, inplace_flag, is_dtype_conversion,
+                        literal_args, module_condition, tensor_split_args, to_integer_dtype)
 from .call_grad import is_detached, known_origins, needs_no_grad_arg, output_saved_here, returns_tuple
 from .expressions import cut_tracking, holder_of, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, qualify, qualify_dotted
@@ -237,9 +237,8 @@ class CallsMixin:
             self.report(node, WriteKind.INPLACE_KWARG, f"`{qual}(..., inplace=True)`", first, first_origins,
                         condition=condition)
             return self._inplace_result(node, name, first_origins)
-        if functional and name.startswith(DROPOUTS):
-            if dropout_returns_input(node, name):  # `F.dropout(h, p=0.0)`, out of training: `h` itself, not a copy
-                return first_origins
+        if functional and name.startswith(DROPOUTS) and not dropout_condition(node, name)[0]:
+            return first_origins  # `F.dropout(h, p=0.0)`, out of training: what writes nothing returns `h` itself
         tuple_saved = self.saved_tuple_outputs(node, namespace, name, first, first_origins)
         if tuple_saved is not None:
             return tuple_saved

@@ -304,20 +304,13 @@ _RETURN_INPUT_LAYERS = frozenset({"Identity", "Dropout", "Dropout1d", "Dropout2d
                                   "FeatureAlphaDropout"})
 
 
-def zero_rate_dropouts(cls: ast.ClassDef, counts: Dict[str, int]) -> FrozenSet[str]:
-    """``self.drop = nn.Dropout(0.0)`` in ``__init__``, the only assignment to ``self.drop``: a dropout module whose
-    rate is a literal 0 returns its input itself (torch 2.13), so ``self.drop(h)`` is ``h``."""
-    init = _init(cls)
-    out: Set[str] = set()
-    for node in (init.body if init is not None else ()):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
-                and isinstance(node.value, ast.Call) and counts.get(node.targets[0].attr) == 1 \
-                and "Dropout" in (dotted_name(node.value.func) or "").rpartition(".")[2]:
-            p = node.value.args[0] if node.value.args else kw(node.value, "p")
-            value = literal(p) if p is not None else ()
-            if value and isinstance(value[0], (int, float)) and not isinstance(value[0], bool) and value[0] == 0:
-                out.add(node.targets[0].attr)
-    return frozenset(out)
+def zero_rate_dropouts(identity: FrozenSet[str], built: Dict[str, Dict[str, tuple]]) -> FrozenSet[str]:
+    """Of the layers that may return their input (``identity``: :func:`identity_layers`), those built once as a
+    dropout with a literal rate of 0 (``built``: :func:`builder_arguments`; ``nn.Dropout(0.0)``, ``nn.Dropout(p=0)``):
+    such a module returns its input itself (torch 2.13), so ``self.drop(h)`` is ``h``."""
+    def zero(value: tuple) -> bool:
+        return bool(value) and isinstance(value[0], (int, float)) and not isinstance(value[0], bool) and value[0] == 0
+    return frozenset(a for a in identity if a in built and zero(built[a].get("=p", built[a].get("#0", ()))))
 
 
 def identity_layers(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = None) -> FrozenSet[str]:
