@@ -64,3 +64,25 @@ def test_a_write_through_data_to_a_saved_output_is_reported_without_a_fix_and_co
     attn.zero_grad()
     (F.softmax(attn.q(x), dim=-1).masked_fill(~mask, 1e-8) * weights).sum().backward()  # what the values say
     assert not torch.allclose(written, attn.q.weight.grad)
+
+
+def test_a_chained_assignment_with_a_subscript_target_in_init_is_read_not_crashed_on():
+    """`self.bos = self.table["<s>"] = BOS` in `__init__` (a released package's line) once raised
+    AttributeError in the walk of `__init__`'s container elements and stopped the whole check."""
+    from inplace_lint.analysis import analyze_source
+
+    src = (
+        "import torch\nfrom torch import nn\n\n\n"
+        "class Enc(nn.Module):\n"
+        "    def __init__(self, table):\n"
+        "        super().__init__()\n"
+        "        self.table = table\n"
+        "        self.bos = self.table['<s>'] = 0\n"
+        "        self.proj = nn.Linear(4, 4)\n\n"
+        "    def forward(self, x):\n"
+        "        h = torch.sigmoid(self.proj(x))\n"
+        "        h.mul_(2)\n"
+        "        return h\n"
+    )
+    [finding] = analyze_source(src)
+    assert (finding.code, finding.line, finding.col) == ("IPV006", 14, 8)

@@ -79,9 +79,10 @@ def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
             node, (ast.AugAssign, ast.AnnAssign)) else []
         for t in targets:
             if isinstance(t, ast.Subscript):
+                index = t.slice
                 t = t.value
-                if _self_attr(t, me) and isinstance(node, ast.Assign) and not isinstance(
-                        node.targets[0].slice, ast.Slice):
+                # (`self.bos = self.table["<s>"] = BOS`: of a chained assignment, the subscript target's own index)
+                if _self_attr(t, me) and isinstance(node, ast.Assign) and not isinstance(index, ast.Slice):
                     # `self.heads[name] = Head(...)`, `self.blocks[-1] = Other()`: one more element, of that class
                     appended.setdefault(t.attr, set()).add(_builder(node.value) or "")
                 elif _self_attr(t, me):
