@@ -46,7 +46,7 @@ _SHAPES = {
     LocalFinding: ("finding", "func", "grad_rule", "observed", "fix_if_callers", "grad_cond", "guess_param",
                    "param_rooted", "guards"),
     ModuleIndex: ("module", "path", "is_package", "imports", "functions", "classes", "attributes", "value_refs",
-                  "properties", "wrappers", "grad_off_wrappers"),
+                  "properties", "wrappers", "grad_off_wrappers", "torch_function_classes", "shared_fields"),
     FileResult: ("path", "module", "digest", "index", "functions", "calls", "findings", "deps", "error"),
 }
 CODEC_MATCHES = all(tuple(f.name for f in dataclasses.fields(t)) == names for t, names in _SHAPES.items())
@@ -149,7 +149,7 @@ class _Encoder:
                 {name: [list(bases), {m: [list(params), static] for m, (params, static) in methods.items()}]
                  for name, (bases, methods) in x.classes.items()},
                 x.attributes, x.value_refs, {k: sorted(v) for k, v in x.properties.items()}, sorted(x.wrappers),
-                sorted(x.grad_off_wrappers)]
+                sorted(x.grad_off_wrappers), sorted(x.torch_function_classes), [list(g) for g in x.shared_fields]]
 
 
 def _text(part) -> str:
@@ -361,7 +361,8 @@ class _Decoder:
         return tuple((_int(_list(k, 2)[0]), tuple(self.literal(v) for v in _list(k[1]))) for k in _list(x))
 
     def index(self, x) -> ModuleIndex:
-        module, path, is_package, imports, functions, classes, attributes, value_refs, properties, wrappers, grad_off = _list(x, 11)
+        module, path, is_package, imports, functions, classes, attributes, value_refs, properties, wrappers, grad_off, \
+            torch_function, shared = _list(x, 13)
         classes_out = {}
         for name, info in _dict(classes).items():
             bases, methods = _list(info, 2)
@@ -376,7 +377,8 @@ class _Decoder:
         return ModuleIndex(_str(module), self.p(path), _bool(is_package), _str_map(imports),
                            {k: _strs(v) for k, v in _dict(functions).items()}, classes_out, attributes_out,
                            _ostr(value_refs), {k: frozenset(_strs(v)) for k, v in _dict(properties).items()},
-                           frozenset(_strs(wrappers)), frozenset(_strs(grad_off)))
+                           frozenset(_strs(wrappers)), frozenset(_strs(grad_off)), frozenset(_strs(torch_function)),
+                           tuple(_strs(g) for g in _list(shared)))
 
 
 def rebase(result: FileResult, path: str, root: Optional[str], old_root: Optional[str]) -> FileResult:

@@ -66,6 +66,10 @@ class AnalysisContext(Protocol):
     def compiles_torchscript(self) -> bool:
         """The file compiles code with TorchScript (``torch.jit.script``): its writes get no fix."""
 
+    def class_facts(self):
+        """:meth:`.resolve.Resolver.class_facts`: tensor subclasses with their own ``__torch_function__``, and
+        the groups of fields some ``forward`` returns one tensor under (a fix's safety reads them)."""
+
     def module_class(self, cls_qual: str) -> bool:
         """The class is surely an ``nn.Module`` (a base is torch's, or an in-project module class)."""
 

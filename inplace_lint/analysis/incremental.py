@@ -167,6 +167,9 @@ class _Recorder:
     def compiles_torchscript(self):
         return self._ask("compiles_torchscript")
 
+    def class_facts(self):
+        return self._ask("class_facts")
+
     def module_class(self, cls_qual):
         return self._ask("module_class", cls_qual)
 

@@ -26,7 +26,7 @@ from .across_calls import AcrossCalls
 from .astutil import dotted_name, walk_ast
 from .dataflow import walk_module
 from .incremental import FunctionCache
-from .resolve import ABSENT, DISPATCH, Resolver, targets_digest, imported_files, index_module, module_name, post_order
+from .resolve import ABSENT, CLASS_FACTS, DISPATCH, Resolver, targets_digest, imported_files, index_module, module_name, post_order
 from .summaries import CallSite, FileResult, FunctionSummary, ModuleIndex
 
 _MAX_ROUNDS = 3
@@ -73,6 +73,7 @@ class Project(Resolver, AcrossCalls):
         #: dropped when a file's classes, bases or imports change (:meth:`_classes_changed`)
         self._subclass_map: Optional[Dict[str, Tuple[str, ...]]] = None
         self._dispatch_memo: Dict[Tuple[str, str], Tuple[Tuple[str, bool], ...]] = {}
+        self._class_facts_memo = None
         #: plan a fix for each finding (and what a fix needs: where a returned tensor is also kept). Off for a
         #: surface that shows only findings (flake8): the findings are the same, each with ``fix=None``
         self.plan_fixes = True
@@ -107,7 +108,8 @@ class Project(Resolver, AcrossCalls):
         if old is None or old.module != module or old.index.imports != index.imports:
             self._order = None
         if old is None or old.module != module or old.index.imports != index.imports \
-                or old.index.classes != index.classes:
+                or old.index.classes != index.classes or old.index.shared_fields != index.shared_fields \
+                or old.index.torch_function_classes != index.torch_function_classes:
             self._classes_changed()
         if old is not None:  # new text of a file (an edited buffer): what it no longer defines is gone
             for qual in old.functions:
@@ -190,6 +192,10 @@ class Project(Resolver, AcrossCalls):
         for qual, seen in result.deps.items():
             if qual.startswith(DISPATCH):  # an override appeared or went since the walk
                 if _dispatch_text(self, qual) != seen:
+                    return True
+                continue
+            if qual == CLASS_FACTS:  # a tensor subclass or a forward sharing fields appeared or went
+                if repr(self.class_facts()) != seen:
                     return True
                 continue
             summary = self.summaries.get(qual)
@@ -380,6 +386,12 @@ class ModuleContext:
 
     def attribute_class(self, cls_qual: str, attr: str) -> Optional[str]:
         return self.project.attribute_class(cls_qual, attr)
+
+    def class_facts(self):
+        """:meth:`Project.class_facts`; the walk depends on the answer (a fix's safety reads it)."""
+        facts = self.project.class_facts()
+        self.deps[CLASS_FACTS] = repr(facts)
+        return facts
 
     def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:
         return self.project.attribute_builder(cls_qual, attr)

@@ -357,10 +357,16 @@ class ReportingMixin:
         if not self.no_grad and fixplan.raises_at_write(node, kind, target, origins):
             return None  # the original raises at the write itself: a rewrite that runs on would hide that
         stmt = self.stmt_stack[-1] if self.stmt_stack else None
+        subclasses, shared_fields = self.ctx.class_facts() if self.ctx is not None else ((), ())
         fix = fixplan.plan(self.facts(), self.params, kind, node, target, op_name, origins, self.env, stmt,
-                           self.loop_stack, callers_checked, self.kept_roots, holders=self.holders(origins))
+                           self.loop_stack, callers_checked, self.kept_roots, holders=self.holders(origins),
+                           shared_fields=shared_fields)
         if fix is not None and fix.applicability is Applicability.SAFE:
             hidden = self._unseen_holder(node, kind, target, origins)
+            if hidden is None and subclasses:
+                hidden = (f"the project defines tensor subclass `{subclasses[0]}` with its own `__torch_function__`: "
+                          f"the copy a rewrite makes may not be one (`clone()` of a subclass that disables it "
+                          f"returns a plain `Tensor`), so its methods would no longer be there")
             if hidden is not None:
                 fix = replace(fix, applicability=Applicability.UNSAFE, reason=hidden)
         return fix

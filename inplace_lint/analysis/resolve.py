@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from ..torch_facts import ops
 from .astutil import dotted_name
+from . import class_facts
 from .decorators import module_wrappers
 from .refs import refers, refs_text, value_refs, value_refs_in_text  # noqa: F401  (re-exported)
 from .names import import_bindings
@@ -29,6 +30,8 @@ ABSENT = "\x00absent"
 #: a dependency on the targets ``self.m(...)`` in a class dispatches to (its overrides in subclasses):
 #: ``DISPATCH + "Cls.qual" + "\x00" + "m"`` -> the targets seen (a new override makes the walk stale)
 DISPATCH = "\x00dispatch:"
+#: a dependency on :meth:`Resolver.class_facts` (the answer's ``repr``)
+CLASS_FACTS = "\x00class-facts"
 
 
 # --------------------------------------------------------------------------- modules
@@ -71,6 +74,8 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
                     index.imports.update(import_bindings(sub, package))
     index.value_refs = value_refs_in_text(source, tree) if source is not None else None
     index.wrappers, index.grad_off_wrappers = module_wrappers(tree)
+    index.torch_function_classes = class_facts.torch_function_classes(tree)
+    index.shared_fields = class_facts.shared_output_fields(tree)
     return index
 
 
@@ -385,6 +390,21 @@ class Resolver:
     def _classes_changed(self) -> None:
         self._subclass_map = None
         self._dispatch_memo = {}
+        self._class_facts_memo = None
+
+    def class_facts(self) -> Tuple[Tuple[str, ...], Tuple[FrozenSet[str], ...]]:
+        """What classes anywhere in the project say about every tensor and model output (:mod:`.class_facts`):
+        the tensor subclasses with their own ``__torch_function__`` (qualified, sorted), and the groups of
+        fields some ``forward`` returns one tensor under."""
+        memo = getattr(self, "_class_facts_memo", None)
+        if memo is None:
+            subclasses, groups = set(), set()
+            for module, index in self.indexes.items():
+                subclasses.update(q for q in (f"{module}.{c}" for c in index.torch_function_classes)
+                                  if self.tensor_class(q))
+                groups.update(frozenset(g) for g in index.shared_fields)
+            memo = self._class_facts_memo = (tuple(sorted(subclasses)), tuple(sorted(groups, key=sorted)))
+        return memo
 
     def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:
         """What ``self.<attr>`` was built from in ``__init__`` of this class, qualified: through the module's

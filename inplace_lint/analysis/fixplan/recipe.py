@@ -114,10 +114,12 @@ def _reads_watched_outside(facts: FunctionFacts, stmt: ast.stmt, node: ast.AST, 
 def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast.AST, target: ast.expr,
          op_name: Optional[str], origins: Sequence[Origin], env_aliases: Dict[str, FrozenSet[Origin]],
          stmt: Optional[ast.stmt], loops: Sequence[ast.AST], callers_checked: bool = False,
-         kept: Optional[Dict[Tuple[str, int], str]] = None, holders: Optional[Iterable[str]] = None) -> Optional[Fix]:
+         kept: Optional[Dict[Tuple[str, int], str]] = None, holders: Optional[Iterable[str]] = None,
+         shared_fields: Sequence[FrozenSet[str]] = ()) -> Optional[Fix]:
     """The fix for one finding, or None when it has no correct out-of-place form. ``kept``: roots of
     what in-project calls returned that is also held elsewhere (``FunctionSummary.kept``). ``holders``: the
-    names of ``env_aliases`` that may hold one of ``origins``' roots (a superset; default: all of them)."""
+    names of ``env_aliases`` that may hold one of ``origins``' roots (a superset; default: all of them).
+    ``shared_fields``: groups of model-output fields some in-project ``forward`` returns one tensor under."""
     name = write_target_name(kind, target)
     if name is None:
         return None
@@ -132,7 +134,8 @@ def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast
     candidates = env_aliases if holders is None else (k for k in holders if k in env_aliases)
     aliases = [k for k in candidates if "." not in k and "[" not in k and
                any((o.root, o.root_text, o.root_line) in roots for o in env_aliases[k])]
-    applicable, reason = applicability(facts, params, name, origins, aliases, node, loops, callers_checked)
+    applicable, reason = applicability(facts, params, name, origins, aliases, node, loops, callers_checked,
+                                       shared_fields)
     held = kept_reason(origins, kept or {})
     if held:
         applicable, reason = Applicability.UNSAFE, f"`{name}` holds {held}"

@@ -38,7 +38,8 @@ from .facts import (NON_ALIAS_ATTRS, FunctionFacts, alias_chain_top, alias_closu
 
 def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str, origins: Sequence[Origin],
                   aliases: Iterable[str], write: ast.AST, loops: Sequence[ast.AST],
-                  callers_checked: bool = False) -> Tuple[Applicability, str]:
+                  callers_checked: bool = False,
+                  shared_fields: Sequence[FrozenSet[str]] = ()) -> Tuple[Applicability, str]:
     """SAFE when nothing outside the rebinding can observe the mutation; else UNSAFE with the reason.
 
     ``callers_checked``: the project pass has checked every in-project call site and none reads what it
@@ -88,7 +89,7 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
         facts.closures[closure_key] = alias_closure(facts, set(key), before, exclusive if before else ())
     watched = facts.closures[closure_key]
     loop_spans = [(loop.lineno, loop.end_lineno or loop.lineno) for loop in loops]
-    fields = written_fields(origins)
+    fields = written_fields(origins, shared_fields)
     if fields:
         # a read of another field of a model output does not observe the written one, so the first load of
         # a kind no longer decides for the rest (what _candidate_loads assumes): every load is judged
@@ -150,13 +151,14 @@ def _field_of(text: str) -> Optional[str]:
         return name if name.isidentifier() else None
     return None
 
-def _field_group(name: str) -> FrozenSet[str]:
-    for group in _ALIASED_FIELDS:
+def _field_group(name: str, shared: Sequence[FrozenSet[str]] = ()) -> FrozenSet[str]:
+    out = {name}
+    for group in (*_ALIASED_FIELDS, *shared):
         if name in group:
-            return group
-    return frozenset({name})
+            out |= group
+    return frozenset(out)
 
-def written_fields(origins: Sequence[Origin]) -> Dict[str, FrozenSet[str]]:
+def written_fields(origins: Sequence[Origin], shared: Sequence[FrozenSet[str]] = ()) -> Dict[str, FrozenSet[str]]:
     """For each model output object the written tensor is a field of (``output`` of ``output.logits``),
     the fields it may be (with the fields that may share their tensor). An output object is a record:
     a different field holds a different tensor (issue 20, "a model output is an object with fields"),
@@ -172,7 +174,7 @@ def written_fields(origins: Sequence[Origin]) -> Dict[str, FrozenSet[str]]:
         if name is None:
             whole.add(base)
         else:
-            fields.setdefault(base, set()).update(_field_group(name))
+            fields.setdefault(base, set()).update(_field_group(name, shared))
     return {base: frozenset(names) for base, names in fields.items() if base not in whole}
 
 def _other_field(facts: FunctionFacts, load: ast.Name, fields: FrozenSet[str]) -> bool:
