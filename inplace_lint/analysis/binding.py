@@ -19,6 +19,9 @@ from .names import qualify
 from .init_builds import ELEMENTS
 from .summaries import element_kind, function_ref, is_tuple_item, no_grad_value, param_index, tuple_item_at
 
+#: libraries whose factories build ``nn.Module``\ s (a plain class's ``self.net = timm.create_model(...)``)
+_MODEL_LIBRARIES = frozenset({"torch", "torchvision", "torchaudio", "timm", "transformers"})
+
 #: ``ast`` operator -> its augmented assignment (one operator table: ``ops.OPERATORS``)
 AUG_OPS = {getattr(ast, name): symbol for name, symbol in ops.AST_AUGMENTED.items()}
 
@@ -273,7 +276,25 @@ class BindingMixin:
             return False
         if self.qual.rsplit(".", 1)[-1] != "forward":
             return False
+        if not node.args and not node.keywords and not self.built_as_module(node.func.attr):
+            return False  # `alpha = self.alpha()`, a sampler built by another library: no input, no evidence
         return not self.settings.is_model_call_name(node.func.attr)
+
+    def built_as_module(self, attr: str) -> bool:
+        """``self.<attr>`` may be a module with weights of its own: ``__init__`` built it from a project class that
+        is an ``nn.Module``, from torch or a model library (:data:`_MODEL_LIBRARIES`), or the walk has no project
+        to ask. A callable built by another library (``self.alpha = cc.Uniform.make(...)``, a sampler) or handed in
+        may return anything: called with no input, its result says nothing about grad."""
+        if self.ctx is None or not self.cls_qual:
+            return True
+        builder = self.class_builders.get(attr) if self.class_builders is not None else \
+            self.ctx.attribute_builder(self.cls_qual, attr)
+        if builder is None:
+            return False
+        found = self.ctx.resolve(builder)
+        if found is None:
+            return builder.split(".")[0] in _MODEL_LIBRARIES
+        return found[0] == "class" and self.ctx.module_class(found[1])
 
     def bind_iter(self, target: ast.expr, iterable: ast.expr) -> None:
         """Bind a ``for``/comprehension target to the elements of ``iterable``."""

@@ -132,10 +132,6 @@ def is_detached(node: ast.AST) -> bool:
 #: methods whose result never requires grad, whatever the receiver (docs/pytorch-facts.md#grad-off)
 _NO_GRAD_METHODS = frozenset({"detach", "argmax", "argmin", "argsort", "long", "int", "bool", "item", "tolist"})
 
-#: libraries whose factories build ``nn.Module``\ s (a plain class's ``self.net = timm.create_model(...)``)
-_MODEL_LIBRARIES = frozenset({"torch", "torchvision", "torchaudio", "timm", "transformers"})
-
-
 class CallGradMixin:
     """Grad facts about a call's inputs (a part of :class:`~.dataflow.Scope`)."""
 
@@ -467,16 +463,7 @@ class CallGradMixin:
         schedule, ``self._beta = to_parameter(beta)``; one handed in) are unknown, which is no evidence."""
         plain = self.class_plain if self.class_plain is not None else (
             self.ctx is not None and self.ctx.plain_class(self.cls_qual))
-        if self.ctx is None or not plain:
-            return True
-        builder = self.class_builders.get(attr) if self.class_builders is not None else \
-            self.ctx.attribute_builder(self.cls_qual, attr)
-        if builder is None:
-            return False
-        found = self.ctx.resolve(builder)
-        if found is None:
-            return builder.split(".")[0] in _MODEL_LIBRARIES
-        return found[0] == "class" and self.ctx.module_class(found[1])
+        return self.ctx is None or not plain or self.built_as_module(attr)
 
     def _guess_of(self, node: ast.expr, origins: frozenset) -> int:
         """:func:`guessed_param` of an op's input, or, untracked, the index of the parameter it names."""
