@@ -207,17 +207,17 @@ class ExpressionsMixin:
             node = node.left
         nodes = [node] + list(reversed(rights))
         operands = [self.eval(n) for n in nodes]
-        left = operands[0]
         for i, level in enumerate(reversed(levels)):
             # `x * self.w`, `x ** 2`, `y / x`: what the operator's backward reads (Tensor.mul, .div, .pow, .matmul)
             name = _OPERATOR_METHODS.get(type(level.op).__name__)
             if name is not None:
+                # a later level's left operand is what the levels before made: `2 * x * cheb[k - 1]` saves the row
+                # for the gradient of `2 * x`, which requires grad when `x` does (asked only where the right
+                # operand is a tensor a later write can reach)
+                left = operands[0] if i == 0 else self.arithmetic_result(level.left, nodes[:i + 1], operands[:i + 1]) \
+                    if holder_of(level.right) is not None else None
                 self.note_saved_inputs(level, "operator", name, [level.left, level.right], [left, operands[i + 1]],
                                        lambda level=level: short(level))
-            if i + 1 < len(levels):
-                # what the levels so far made is the next level's left operand: `2 * x * cheb[k - 1]` saves the
-                # row for the gradient of `2 * x`, which requires grad when `x` does
-                left = self.arithmetic_result(level, [level.left, level.right], [left, operands[i + 1]])
         return self.arithmetic_result(top, nodes, operands)
 
     def arithmetic_result(self, top: ast.expr, nodes: Sequence[Optional[ast.expr]],
