@@ -90,3 +90,77 @@ def test_a_project_module_called_with_no_input_still_returns_what_requires_grad(
     out = blender(torch.zeros(2, 3), torch.tensor([[True, False, True], [False, True, True]]))
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.sum().backward()
+
+
+BEAM = """
+import torch
+from torch import nn
+
+
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 6)
+
+    def step(self, h, banned):
+        scores = torch.log_softmax(self.head(h), dim=-1)
+        for row, token in banned:
+            scores[row, token] = -10000.0
+        values, indices = torch.topk(scores, k=2)
+        return [(indices[i, 0].item(), values[i, 0].item()) for i in range(values.shape[0])]
+"""
+
+
+def test_a_saved_output_read_only_through_an_unpacked_topk_and_item_is_no_finding():
+    # (cogdl's beam search: the scores feed `topk`, whose values and indices become Python numbers)
+    src = textwrap.dedent(BEAM)
+    assert analyze_source(src) == []
+    decoder = _load(src)["Decoder"]()
+    assert len(decoder.step(torch.ones(2, 4), [(0, 1)])) == 2  # no backward can reach the log_softmax
+
+
+def test_an_unpacked_topk_value_that_reaches_a_backward_keeps_the_finding():
+    src = textwrap.dedent(BEAM).replace(
+        "        return [(indices[i, 0].item(), values[i, 0].item()) for i in range(values.shape[0])]\n",
+        "        return values.sum()\n")
+    found = [(f.code, f.line, f.col) for f in analyze_source(src)]
+    assert found == [("IPV006", 14, 12)], found
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        _load(src)["Decoder"]().step(torch.ones(2, 4), [(0, 1)]).backward()
+
+
+EAGER = """
+import eagerpy as ep
+import torch
+
+
+def shifted(logits: ep.Tensor, shift):
+    logits += shift
+    return logits
+
+
+def run(model, x):
+    return shifted(model(x), 1.0)
+"""
+
+
+def test_an_augmented_write_to_another_librarys_tensor_is_no_finding():
+    # (foolbox: `logits: ep.Tensor`; an eagerpy tensor defines `__add__` and no `__iadd__`, so `+=` makes a new
+    # object and the model's output is never written)
+    assert analyze_source(textwrap.dedent(EAGER)) == []
+    torch_src = textwrap.dedent(EAGER).replace("logits: ep.Tensor", "logits: torch.Tensor")
+    found = [(f.code, f.line, f.col) for f in analyze_source(torch_src)]
+    assert found == [("IPV001", 7, 4)], found  # at the write, passed by the call at line 12
+
+    class Wrapped:  # what eagerpy's tensor does with `+=`
+        def __init__(self, raw):
+            self.raw = raw
+
+        def __add__(self, other):
+            return Wrapped(self.raw + other)
+
+    raw = torch.zeros(2)
+    original = Wrapped(raw)
+    alias = original
+    alias += 1.0
+    assert alias is not original and torch.equal(original.raw, torch.zeros(2))

@@ -81,11 +81,18 @@ class ConditionsMixin:
             or (o.guess_param >= 0 and self.param_name(o.guess_param) in gated) for o in origins)
 
     def annotated_tensor(self, index: int) -> bool:
-        """Parameter ``index`` of this function is annotated ``Tensor`` (``torch.Tensor``, ``th.Tensor``)."""
+        """Parameter ``index`` of this function is annotated ``Tensor`` (``torch.Tensor``, ``th.Tensor``, a bare
+        ``Tensor``); not another library's (``ep.Tensor`` of eagerpy, ``tf.Tensor``), whose ``+=`` may make a new
+        object (foolbox's attacks, set AO)."""
         args = getattr(self.func, "args", None)
         every = (args.posonlyargs + args.args + args.kwonlyargs) if args is not None else []
         annotation = every[index].annotation if index < len(every) else None
-        return annotation is not None and (dotted_name(annotation) or "").rpartition(".")[2] == "Tensor"
+        dotted = dotted_name(annotation) if annotation is not None else None
+        if dotted is None or dotted.rpartition(".")[2] != "Tensor":
+            return False
+        # `ep.Tensor` (eagerpy), `tf.Tensor`: another library's tensor, whose `+=` need not write in place
+        qual, imported = qualify_dotted(dotted, self.names, lambda _: False)
+        return not imported or qual.split(".")[0] == "torch"
 
     def param_default(self, name: str) -> tuple:
         """``(value,)`` for a parameter's literal default, else ``()``."""

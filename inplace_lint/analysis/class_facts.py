@@ -97,9 +97,13 @@ def _source_name(node: ast.expr, renames: Dict[str, str], depth: int = 0) -> Opt
     while True:
         if isinstance(node, ast.Subscript):
             node = node.value
+        elif isinstance(node, ast.Attribute) and node.attr in ops.VIEW_ATTRIBUTES:
+            node = node.value  # `h.T`, `h.data`
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
                 node.func.attr in ops.VIEW_METHODS or node.func.attr in ops.MAY_ALIAS_METHODS):
-            node = node.func.value
+            # `h.squeeze(0)`, `h.detach()`, or the function form `torch.squeeze(h, 0)`
+            function_form = (dotted_name(node.func.value) or "") in ("torch", "th") and node.args
+            node = node.args[0] if function_form else node.func.value
         else:
             break
     name = dotted_name(node) if isinstance(node, (ast.Name, ast.Attribute)) else None

@@ -5,7 +5,8 @@ the tensor ends in something without a gradient (``torch.multinomial``, ``argmax
 ``len``, ``.detach()``, its ``.device`` or ``.shape``, numpy), no backward does, and the write is legal
 (docs/pytorch-facts.md#saved-output). A read is followed through out-of-place torch ops, indexing and
 arithmetic, and through a plain name the result is bound to (``probs = probs ** (1 / t)`` then
-``torch.multinomial(probs, 1)``); a read in the other arm of an ``if`` whose arm holds the write (with no
+``torch.multinomial(probs, 1)``), or each name a tuple of results is unpacked to (``values, indices =
+torch.topk(scores, k)``, then ``values[i].item()``); a read in the other arm of an ``if`` whose arm holds the write (with no
 loop around it) cannot run on the same pass. Anything else (a return, a call of other code, a container,
 an attribute) may reach a loss, and is a reader with a gradient.
 """
@@ -86,9 +87,15 @@ def flows_into(load: ast.AST, parents: Dict[int, ast.AST]) -> Optional[Set[str]]
         if isinstance(parent, ast.Expr):
             return set()  # a value dropped where it is made: nothing can take a gradient through it
         if isinstance(parent, ast.Assign) and parent.value is node:
-            if all(isinstance(t, ast.Name) for t in parent.targets):
-                return {t.id for t in parent.targets}
-            return None
+            names = set()
+            for target in parent.targets:
+                # `values, indices = torch.topk(scores, k)`: each name holds a part of the result, and is followed
+                parts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+                parts = [p.value if isinstance(p, ast.Starred) else p for p in parts]
+                if not all(isinstance(p, ast.Name) for p in parts):
+                    return None
+                names.update(p.id for p in parts)
+            return names
         return None
     return None
 
