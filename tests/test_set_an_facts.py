@@ -164,3 +164,97 @@ def test_an_augmented_write_to_another_librarys_tensor_is_no_finding():
     alias = original
     alias += 1.0
     assert alias is not original and torch.equal(original.raw, torch.zeros(2))
+
+
+SPIKING = """
+import torch
+from torch import nn
+
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weights = nn.Parameter(torch.randn(4, 6))
+        self.velocity = nn.Parameter(torch.full((1,), 0.5))
+
+    def forward(self, x):
+        gamma = 1 / torch.sqrt(1 - self.velocity ** 2)
+        post = torch.matmul(x, (self.weights * gamma).t())
+        with torch.no_grad():
+            self.weights.add_(torch.ones(4, 6))
+        return post
+"""
+
+
+def test_a_parameter_saved_for_another_inputs_gradient_and_then_written_is_a_finding():
+    # (torch-relativistic's STDP update, set AO: grad off does not protect what a graph built with grad on saved)
+    src = textwrap.dedent(SPIKING)
+    found = [(f.code, f.line, f.col) for f in analyze_source(src)]
+    assert found == [("IPV006", 16, 12)], found
+    assert "`self.weights * gamma` (line 14) saved for backward" in analyze_source(src)[0].message
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        _load(src)["Layer"]()(torch.ones(2, 6)).sum().backward()
+
+
+def test_a_parameter_written_before_the_op_that_saves_it_is_no_finding():
+    src = textwrap.dedent(SPIKING).replace(
+        "        post = torch.matmul(x, (self.weights * gamma).t())\n        with torch.no_grad():\n"
+        "            self.weights.add_(torch.ones(4, 6))\n",
+        "        with torch.no_grad():\n            self.weights.add_(torch.ones(4, 6))\n"
+        "        post = torch.matmul(x, (self.weights * gamma).t())\n")
+    assert analyze_source(src) == []
+    _load(src)["Layer"]()(torch.ones(2, 6)).sum().backward()
+
+
+NO_INPUT = """
+import functools
+
+import torch
+from torch import nn
+
+
+class Alpha(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.log_alpha = nn.Parameter(torch.zeros(3))
+
+    def forward(self):
+        return self.log_alpha * 1.0
+
+
+def make_alpha():
+    return Alpha()
+
+
+class Net(nn.Module):
+    def __init__(self, alpha=None, learn=True):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.log_alpha = nn.Parameter(torch.zeros(3))
+        self.alpha = {built}
+
+    def forward(self, inp):
+        a = self.alpha()
+        e = torch.exp(a)
+        e.mul_(2)
+        return (self.lin(inp) * e).sum()
+"""
+
+#: callables that are no other library's factory: each returns a tensor that requires grad (the exp saves its
+#: output, and the write makes the backward raise)
+NO_INPUT_BUILT = {
+    "a lambda": "lambda: self.log_alpha * 1.0",
+    "a module handed in": "alpha if alpha is not None else Alpha()",
+    "a project factory": "make_alpha()",
+    "one of two project modules": "Alpha() if learn else Alpha()",
+    "functools.partial of a torch factory": "functools.partial(torch.zeros, 3, requires_grad=True)",
+}
+
+
+@pytest.mark.parametrize("built", list(NO_INPUT_BUILT.values()), ids=list(NO_INPUT_BUILT))
+def test_a_callable_that_is_no_other_librarys_factory_called_with_no_input_is_still_evidence(built):
+    src = textwrap.dedent(NO_INPUT).replace("{built}", built)
+    found = [(f.code, f.line, f.col) for f in analyze_source(src)]
+    assert found == [("IPV006", 31, 8)], found
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        _load(src)["Net"]()(torch.ones(2, 3)).backward()

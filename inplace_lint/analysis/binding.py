@@ -276,25 +276,26 @@ class BindingMixin:
             return False
         if self.qual.rsplit(".", 1)[-1] != "forward":
             return False
-        if not node.args and not node.keywords and not self.built_as_module(node.func.attr):
+        if not node.args and not node.keywords and not self.built_as_module(node.func.attr, strict=False):
             return False  # `alpha = self.alpha()`, a sampler built by another library: no input, no evidence
         return not self.settings.is_model_call_name(node.func.attr)
 
-    def built_as_module(self, attr: str) -> bool:
+    def built_as_module(self, attr: str, strict: bool = True) -> bool:
         """``self.<attr>`` may be a module with weights of its own: ``__init__`` built it from a project class that
-        is an ``nn.Module``, from torch or a model library (:data:`_MODEL_LIBRARIES`), or the walk has no project
-        to ask. A callable built by another library (``self.alpha = cc.Uniform.make(...)``, a sampler) or handed in
-        may return anything: called with no input, its result says nothing about grad."""
+        is an ``nn.Module``, or from torch or a model library (:data:`_MODEL_LIBRARIES`), or the walk has no project
+        to ask. Not ``strict``: anything but a call of another library's factory (``self.alpha =
+        cc.Uniform.make(...)``, a sampler) may be, as what was handed in, a lambda, a bound method, a project
+        factory or ``functools.partial`` may (a review's 8 cases: each returned a tensor requiring grad)."""
         if self.ctx is None or not self.cls_qual:
             return True
         builder = self.class_builders.get(attr) if self.class_builders is not None else \
             self.ctx.attribute_builder(self.cls_qual, attr)
         if builder is None:
-            return False
+            return not strict
         found = self.ctx.resolve(builder)
         if found is None:
-            return builder.split(".")[0] in _MODEL_LIBRARIES
-        return found[0] == "class" and self.ctx.module_class(found[1])
+            return builder.split(".")[0] in (_MODEL_LIBRARIES if strict else _MODEL_LIBRARIES | {"functools"})
+        return (found[0] == "class" and self.ctx.module_class(found[1])) or not strict
 
     def bind_iter(self, target: ast.expr, iterable: ast.expr) -> None:
         """Bind a ``for``/comprehension target to the elements of ``iterable``."""

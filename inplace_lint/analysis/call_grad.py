@@ -201,6 +201,8 @@ class CallGradMixin:
         Nothing is marked when no backward can reach ``call`` (:meth:`_output_read_without_grad`)."""
         key = dotted_name(arg)
         origins = self.env.get(key) if key is not None else None
+        if not origins and self._parameter_attribute(arg):
+            origins = frozenset({Origin(RootKind.TENSOR, key, line)})  # `torch.sqrt(1 - self.v ** 2)` saved `self.v`
         if not origins or self._output_read_without_grad(call):
             return
         step = Step(StepKind.SAVED_INPUT, op, line)
@@ -321,6 +323,10 @@ class CallGradMixin:
             elif surely_tensor and name == key and isinstance(arg, ast.Name) and arg.id != self.self_name:
                 # (not the base of `z[-1]`: an untracked `z` may be a list)
                 marked = [Origin(RootKind.TENSOR, key, line, guessed=True).extend(step)]
+            elif name == key and self._parameter_attribute(arg):
+                # `x @ self.w`: the parameter itself is saved for `x`'s gradient; writing it before the backward,
+                # with grad off or on, makes the backward raise (docs/pytorch-facts.md#saved-for-other)
+                marked = [Origin(RootKind.TENSOR, key, line).extend(step)]
             else:
                 continue
             self.hold(name, cap(marked))
@@ -337,6 +343,12 @@ class CallGradMixin:
             node = node.func.value if isinstance(node, ast.Call) else node.value  # (`.data`: its own version counter)
         if node is not value and isinstance(node, ast.Name) and node.id != key:
             self.view_bases[key] = node.id
+
+    def _parameter_attribute(self, arg: ast.expr) -> bool:
+        """``self.w`` built as an ``nn.Parameter`` in ``__init__``, or a torch layer's ``self.proj.weight``: a tensor
+        the module keeps, untracked by the walk until an op saves it (:meth:`grad_source`)."""
+        return isinstance(arg, ast.Attribute) and isinstance(arg.value, (ast.Name, ast.Attribute)) \
+            and arg.attr not in ("data", "grad") and self.grad_source(arg)
 
     def _sharing_storage(self, key: str) -> List[str]:
         """``key``, the name it views, and the names that view it (one level each way)."""
