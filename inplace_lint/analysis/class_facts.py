@@ -17,24 +17,55 @@ function with the write shows it:
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, List, Optional, Tuple
+import re
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from ..torch_facts import ops
 from .astutil import dotted_name, walk_ast
+from .init_builds import init_attributes
 
-#: the methods whose return value is what calling a module gives
-_CALL_METHODS = frozenset({"forward", "__call__"})
+#: a marker of :func:`torch_function_classes`: the module makes tensor-subclass instances where the index cannot
+#: name the class (``x.as_subclass(C)``, ``torch.Tensor._make_subclass(C, x)``, a subclass defined in a function
+#: or with ``type(...)``)
+SUBCLASSING = "<as_subclass>"
+#: a class defined inside a function or class body with a tensor base (its line starts indented)
+_NESTED_TENSOR_CLASS = re.compile(r"\n[ \t]+class [^)\n]*(?:Tensor|Parameter)")
 
 
-def torch_function_classes(tree: ast.Module) -> FrozenSet[str]:
-    """The top-level classes whose body defines or assigns ``__torch_function__`` (a tensor subclass that
-    disables it, or decides itself what an op on its instances returns). Whether a class is a tensor subclass
-    at all is for the project to say (:meth:`.resolve.Resolver.tensor_class`): a ``TorchFunctionMode`` is not."""
+def _may_subclass(source: str) -> bool:
+    """The text may make tensor-subclass instances the index cannot name (substring tests first: a regular
+    expression over every file's text costs a few percent of a cold check)."""
+    return "as_subclass(" in source or "_make_subclass(" in source or "type(\"" in source or "type('" in source \
+        or _NESTED_TENSOR_CLASS.search(source) is not None
+
+
+def torch_function_classes(tree: ast.Module, source: Optional[str] = None) -> FrozenSet[str]:
+    """The top-level classes whose body defines or assigns ``__torch_function__`` (anywhere in it, an ``if``
+    included); and :data:`SUBCLASSING` when the module makes instances of a tensor subclass the index cannot
+    name. Whether a named class is a tensor subclass at all is for the project to say
+    (:meth:`.resolve.Resolver.tensor_class`: a ``TorchFunctionMode`` is not); every top-level class that surely
+    is one counts too (:meth:`.resolve.Resolver.class_facts`): ``clone()`` of an instance drops what was set on
+    it, or its class when it disables ``__torch_function__`` as ``nn.Parameter`` does."""
     out = set()
     for node in tree.body:
-        if isinstance(node, ast.ClassDef) and any(_defines_torch_function(item) for item in node.body):
+        if isinstance(node, ast.ClassDef) and any(_defines_torch_function(item) for item in _statements(node.body)):
             out.add(node.name)
+    if source is None or _may_subclass(source):
+        if any(_makes_subclass(n) for n in walk_ast(tree)):
+            out.add(SUBCLASSING)
     return frozenset(out)
+
+
+def _makes_subclass(node: ast.AST) -> bool:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in ("as_subclass", "_make_subclass"):
+        return True
+    bases = node.bases if isinstance(node, ast.ClassDef) else (
+        node.args[1].elts if isinstance(node, ast.Call) and _name(node.func) == "type" and len(node.args) == 3
+        and isinstance(node.args[1], ast.Tuple) else ())
+    # a nested class (a top-level one is named by the index) or `type("C", (torch.Tensor,), {...})`
+    return any((_name(b) or "").rpartition(".")[2] in ("Tensor", "Parameter") for b in bases) and not (
+        isinstance(node, ast.ClassDef) and node.col_offset == 0)
 
 
 def _defines_torch_function(item: ast.stmt) -> bool:
@@ -45,68 +76,287 @@ def _defines_torch_function(item: ast.stmt) -> bool:
     return any(isinstance(t, ast.Name) and t.id == "__torch_function__" for t in targets)
 
 
-def shared_output_fields(tree: ast.Module) -> Tuple[Tuple[str, ...], ...]:
-    """Groups of field names (sorted) that a ``forward`` or ``__call__`` of a top-level class returns one
-    tensor under: ``return Out(logits=h, scores=h)``, ``return {"logits": h, "probs": h.squeeze(0)}``,
-    ``scores = logits; return Out(logits=logits, scores=scores)``. A field's value is followed through
-    subscripts, view methods and plain renames to the name it comes from; two fields from one name are one
-    group. What cannot be followed (a call's result) shares with nothing."""
+#: the group that joins every field: two positional arguments of a record from one tensor (``Out(h, h)``), whose
+#: field names the index cannot see
+ANY_FIELD = "*"
+#: methods whose result is the receiver itself or shares its storage (views, expansions, the outputs of a split,
+#: ``as_subclass``); an in-place method (``h.mul_(1)``) returns its receiver too
+_SAME_STORAGE = ops.VIEW_METHODS | ops.MAY_ALIAS_METHODS | ops.EXPAND_METHODS | ops.MULTI_VIEW_METHODS \
+    | ops.SLICED_VIEW_METHODS | frozenset({"as_subclass", "as_tensor", "asarray"})
+#: methods that put a value into a container field (``o.scores.append(h)``)
+_FILLING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
+#: torch layers that return their input itself (``nn.Identity``, dropout in eval mode)
+_RETURN_INPUT = frozenset({"Identity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"})
+
+
+def shared_output_fields(tree: ast.Module, attributes: Optional[Dict[str, Dict[str, str]]] = None
+                         ) -> Tuple[Tuple[str, ...], ...]:
+    """Groups of field names (sorted) that a function of the module that makes a model's output (:func:`_makes_outputs`:
+    top-level, or a method of a top-level class) returns one tensor under: ``return Out(logits=h, scores=h)``, ``return {"logits": h, "probs":
+    h.squeeze(0)}``, ``o = Out(logits=h, scores=s); o.extra = o.logits; return o``. A field's value is followed
+    through renames (tuple unpacking and ``:=`` too), subscripts, views, expansions, the outputs of a split,
+    in-place methods and ``inplace=True`` calls (which return their input), ``as_subclass``/``as_tensor``, a
+    module ``__init__`` built as ``nn.Identity``, containers and both arms of ``a if c else b``, to the names it
+    may be; fields that may be one name are one group; ``Out(h, h)`` gives :data:`ANY_FIELD`. The helpers of a
+    model class (``self._pack(h)``) and the classmethods of any class (``Out.from_hidden(h)``) are read the same
+    way; a class's ``__init__``/``__post_init__`` filling one field from another (``self.scores = self.logits``)
+    and a property returning another field join them too. Not followed: a model class defined inside a
+    function, a record built by a function of another class (docs/fixes.md). ``attributes``: the module index's
+    (:func:`.init_builds.init_attributes` of each class), when at hand."""
     groups = set()
     for node in tree.body:
-        if not isinstance(node, ast.ClassDef):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _makes_outputs(node.name):
+            groups.update(_function_groups(node, frozenset()))  # a forward patched onto a model class
+        elif isinstance(node, ast.ClassDef):
+            methods = [i for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            model = any(_makes_outputs(m.name) for m in methods)
+            record_class = _record_class(node)
+            identity = frozenset()
+            if model:
+                built = attributes.get(node.name, {}) if attributes is not None else init_attributes(node)
+                identity = frozenset(a for a, builder in built.items() if builder.rpartition(".")[2] in _RETURN_INPUT)
+            for item in methods:
+                decorators = {(_name(d) or "").rpartition(".")[2] for d in item.decorator_list}
+                if model or decorators & {"classmethod", "staticmethod"}:
+                    # a forward, and the helpers that may build its output (`self._pack(h)`, `Out.from_hidden(h)`)
+                    groups.update(_function_groups(item, identity))
+                elif record_class and item.name in ("__init__", "__post_init__") and item.args.args:
+                    # a record class that fills one field from another (`self.scores = self.logits`)
+                    groups.update(_function_groups(item, identity, record=item.args.args[0].arg))
+                elif record_class and decorators & {"property", "cached_property"} and item.args.args:
+                    # `@property def scores(self): return self.logits`
+                    me = item.args.args[0].arg
+                    follow = _Sources({}, identity)
+                    for stmt in _statements(item.body):
+                        if isinstance(stmt, ast.Return):
+                            groups.update(tuple(sorted({item.name, source[len(me) + 1:]}))
+                                          for source in follow(stmt.value)
+                                          if source.startswith(f"{me}.") and source.count(".") == 1)
+    return tuple(sorted(g for g in groups if len(g) > 1 or g == (ANY_FIELD,)))
+
+
+def _record_class(cls: ast.ClassDef) -> bool:
+    """A class whose instances are records of fields: a ``@dataclass``, or a subclass of ``ModelOutput`` (or any
+    ``...Output``), ``NamedTuple``, ``dict`` or ``SimpleNamespace``."""
+    if any((_name(d.func if isinstance(d, ast.Call) else d) or "").rpartition(".")[2] == "dataclass"
+           for d in cls.decorator_list):
+        return True
+    return any(base.endswith("Output") or base in ("NamedTuple", "dict", "OrderedDict", "SimpleNamespace", "Namespace")
+               for base in ((_name(b) or "").rpartition(".")[2] for b in cls.bases))
+
+
+def _makes_outputs(name: str) -> bool:
+    """A function whose result may be a model's output: ``forward``, ``__call__``, ``_forward``,
+    ``forward_features``, a ``forward`` patched onto a class (``qwen2_forward``)."""
+    return name == "__call__" or "forward" in name
+
+
+def _statements(body):
+    """The statements of a body and of the blocks in it, not of nested functions or classes (cheap: no
+    expression is visited)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
-        for item in node.body:
-            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in _CALL_METHODS:
-                groups.update(_method_groups(item))
-    return tuple(sorted(groups))
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, name, None)
+            if inner:
+                yield from _statements(inner)
+        for handler in getattr(stmt, "handlers", ()):
+            yield from _statements(handler.body)
+        for case in getattr(stmt, "cases", ()):
+            yield from _statements(case.body)
 
 
-def _method_groups(func: ast.AST) -> List[Tuple[str, ...]]:
-    renames: Dict[str, str] = {}
-    returns = []
-    for node in walk_ast(func):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            source = _source_name(node.value, {})
-            if source is not None and source != node.targets[0].id:
-                renames[node.targets[0].id] = source
-        elif isinstance(node, ast.Return) and node.value is not None:
-            returns.append(node.value)
+def _is_record(node: ast.expr, fields: int = 2) -> bool:
+    """``Out(...)``, ``dict(...)``, ``{...}`` with ``fields`` fields or more: a class (a CapWords name) or ``dict``
+    called with that many arguments, or a dict display of that many keys. A function's call (``torch.cat(a, a)``)
+    is no record."""
+    if isinstance(node, ast.Dict):
+        return len(node.keys) >= fields
+    if not isinstance(node, ast.Call) or len(node.args) + len(node.keywords) < fields:
+        return False
+    name = (_name(node.func) or "").rpartition(".")[2]
+    return name in ("dict", "cls") or name.lstrip("_")[:1].isupper()
+
+
+def _function_groups(func: ast.AST, identity: FrozenSet[str], record: Optional[str] = None) -> List[Tuple[str, ...]]:
+    """The groups of one function's returned records; ``record``: the name (``self``) of the record the function
+    fills instead (an ``__init__``)."""
+    statements = list(_statements(func.body))
+    if record is not None:
+        returns: List[ast.expr] = [ast.Name(id=record)]
+    else:
+        returns = [s.value for s in statements if isinstance(s, ast.Return) and s.value is not None]
+        # (a name bound to a record may get its fields later: `o = Out(logits=h); o.scores = h; return o`)
+        records = {t.id for s in statements if isinstance(s, ast.Assign) and _is_record(s.value, 0)
+                   for t in s.targets if isinstance(t, ast.Name)}
+        returns = [v for v in returns if _is_record(v) or (isinstance(v, ast.Name) and v.id in records)]
+    if not returns:
+        return []  # (most functions: nothing below is computed for them)
+    renames: Dict[str, Set[str]] = {}
+    built: Dict[str, ast.expr] = {record: ast.Dict(keys=[], values=[])} if record is not None else {}
+    stores: Dict[str, List[Tuple[str, ast.expr]]] = {}  # `o.extra = v`, `o["extra"] = v`, `setattr(o, "extra", v)`
+    follow = _Sources(renames, identity)
+    for stmt in statements:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
+                _bind(target, stmt.value, follow, renames, built, stores)
+            if isinstance(stmt.value, (ast.Call, ast.Dict, ast.NamedExpr)):
+                follow.walrus(stmt.value)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            call, func = stmt.value, stmt.value.func
+            if _name(func) == "setattr" and len(call.args) == 3 and isinstance(call.args[0], ast.Name) \
+                    and isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str):
+                stores.setdefault(call.args[0].id, []).append((call.args[1].value, call.args[2]))
+            elif isinstance(func, ast.Attribute) and func.attr in _FILLING_METHODS and call.args \
+                    and isinstance(func.value, ast.Attribute) and isinstance(func.value.value, ast.Name):
+                # `o.scores.append(h)`: a field that is a list (`field(default_factory=list)`) now holds `h`
+                stores.setdefault(func.value.value.id, []).append((func.value.attr, call.args[-1]))
+        elif isinstance(stmt, ast.Return) and stmt.value is not None and stmt.value in returns:
+            follow.walrus(stmt.value)
     out = []
     for value in returns:
-        fields: Dict[str, List[str]] = {}
-        for field, item in _fields(value):
-            source = _source_name(item, renames)
-            if source is not None:
-                fields.setdefault(source, []).append(field)
-        out.extend(tuple(sorted(set(names))) for names in fields.values() if len(set(names)) > 1)
+        name = value.id if isinstance(value, ast.Name) else None
+        record = built.get(name, value) if name is not None else value
+        fields = _fields(record, follow)
+        if fields is None:
+            out.append((ANY_FIELD,))
+            continue
+        for field, item in stores.get(name, ()) if name is not None else ():
+            # `o.extra = o.logits`: the stored value may be another field of the same record
+            sources = follow(item)
+            for other, other_sources in list(fields.items()):
+                if f"{name}.{other}" in sources or f"{name}[{other!r}]" in sources:
+                    sources |= other_sources
+            for source in sources:
+                if source.startswith(f"{name}.") and source.count(".") == 1:
+                    # (`self.scores = self.logits` in `__post_init__`: `logits` is a field the call filled)
+                    fields.setdefault(source[len(name) + 1:], set()).add(source)
+            fields[field] = fields.get(field, set()) | sources
+        by_source: Dict[str, Set[str]] = {}
+        for field, sources in fields.items():
+            for source in sources:
+                by_source.setdefault(source, set()).add(field)
+        joined: List[Set[str]] = []
+        for names in by_source.values():
+            if len(names) > 1:
+                hit = [g for g in joined if g & names]
+                merged = set(names).union(*hit)
+                joined = [g for g in joined if not g & names] + [merged]
+        out.extend(tuple(sorted(g)) for g in joined)
     return out
 
 
-def _fields(value: ast.expr) -> List[Tuple[str, ast.expr]]:
-    """(field name, value) of a returned ``Out(a=..., b=...)``, ``dict(a=...)`` or ``{"a": ...}``."""
-    if isinstance(value, ast.Call):
-        return [(k.arg, k.value) for k in value.keywords if k.arg is not None]
-    if isinstance(value, ast.Dict):
-        return [(k.value, v) for k, v in zip(value.keys, value.values)
-                if isinstance(k, ast.Constant) and isinstance(k.value, str)]
-    return []
+def _bind(target, value, follow, renames, built, stores) -> None:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        values = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) \
+            else [value] * len(target.elts)
+        for t, v in zip(target.elts, values):
+            _bind(t.value if isinstance(t, ast.Starred) else t, v, follow, renames, built, stores)
+        return
+    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) \
+            and isinstance(target.value.value, ast.Name):
+        stores.setdefault(target.value.value.id, []).append((target.value.attr, value))  # `o.extra["s"] = h`
+    if isinstance(target, (ast.Attribute, ast.Subscript)) and isinstance(target.value, ast.Name):
+        field = target.attr if isinstance(target, ast.Attribute) else (
+            target.slice.value if isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str)
+            else None)
+        if field is not None:
+            stores.setdefault(target.value.id, []).append((field, value))
+    name = _name(target)
+    if name is None:
+        return
+    if _is_record(value, 0) and isinstance(target, ast.Name):
+        built[name] = value
+    renames.setdefault(name, set()).update(follow(value) - {name})
 
 
-def _source_name(node: ast.expr, renames: Dict[str, str], depth: int = 0) -> Optional[str]:
-    """The local name (or ``self.attr``) a value is that name, a subscript of it or a view of it."""
-    while True:
-        if isinstance(node, ast.Subscript):
-            node = node.value
-        elif isinstance(node, ast.Attribute) and node.attr in ops.VIEW_ATTRIBUTES:
-            node = node.value  # `h.T`, `h.data`
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
-                node.func.attr in ops.VIEW_METHODS or node.func.attr in ops.MAY_ALIAS_METHODS):
-            # `h.squeeze(0)`, `h.detach()`, or the function form `torch.squeeze(h, 0)`
-            function_form = (dotted_name(node.func.value) or "") in ("torch", "th") and node.args
-            node = node.args[0] if function_form else node.func.value
-        else:
-            break
-    name = dotted_name(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
-    while name in renames and depth < 20:
-        name, depth = renames[name], depth + 1
-    return name
+class _Sources:
+    """The names (``h``, ``self.last``) a value may be, or share its storage with."""
+
+    def __init__(self, renames: Dict[str, Set[str]], identity: FrozenSet[str]) -> None:
+        self.renames = renames
+        self.identity = identity
+
+    def walrus(self, node: ast.expr) -> None:
+        for sub in walk_ast(node):
+            if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
+                self.renames.setdefault(sub.target.id, set()).update(self(sub.value) - {sub.target.id})
+
+    def __call__(self, node: Optional[ast.expr]) -> Set[str]:
+        out: Set[str] = set()
+        todo = [node]
+        while todo:
+            node = todo.pop()
+            if node is None:
+                continue
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                todo.extend(node.elts)
+            elif isinstance(node, ast.Dict):
+                todo.extend(node.values)
+            elif isinstance(node, ast.IfExp):
+                todo.extend((node.body, node.orelse))
+            elif isinstance(node, ast.BoolOp):
+                todo.extend(node.values)
+            elif isinstance(node, (ast.NamedExpr, ast.Starred)):
+                todo.append(node.value)
+            elif isinstance(node, ast.Subscript):
+                todo.append(node.value)
+            elif isinstance(node, ast.Attribute) and node.attr in ops.VIEW_ATTRIBUTES:
+                todo.append(node.value)
+            elif isinstance(node, ast.Call):
+                todo.extend(self._returned_input(node))
+            else:
+                name = _name(node)
+                if name is not None:
+                    out.add(name)
+        # renames, to a fixed point (`s = h; t = s`)
+        todo = list(out)
+        while todo:
+            for source in self.renames.get(todo.pop(), ()):
+                if source not in out:
+                    out.add(source)
+                    todo.append(source)
+        return out
+
+    def _returned_input(self, node: ast.Call) -> List[ast.expr]:
+        """What a call may return itself (or a view of): its receiver or first argument."""
+        func = node.func
+        first = node.args[0] if node.args else None
+        if any(k.arg == "inplace" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
+               for k in node.keywords):
+            return [first] if first is not None else []  # `F.relu(h, inplace=True)` returns `h`
+        if not isinstance(func, ast.Attribute):
+            return []
+        head = _name(func.value)
+        if head in ("torch", "th", "np", "numpy") or (head or "").startswith("torch."):
+            return [first] if first is not None and func.attr in _SAME_STORAGE else []
+        called = _name(func)
+        if called is not None and called.startswith("self.") and called[5:] in self.identity:
+            return [first] if first is not None else []  # `self.act(h)` with `self.act = nn.Identity()`
+        if func.attr in _SAME_STORAGE or (func.attr.endswith("_") and not func.attr.endswith("__")):
+            return [func.value]  # a view, or an in-place method's receiver
+        return []
+
+
+def _fields(record: ast.expr, follow: _Sources) -> Optional[Dict[str, Set[str]]]:
+    """Field name -> the names its value may be, of a returned ``Out(a=..., b=...)``, ``dict(a=...)`` or ``{"a":
+    ...}``; None when two positional arguments may be one tensor (their field names are not in the call)."""
+    if isinstance(record, ast.Call):
+        positional = [follow(a) for a in record.args]
+        keywords = {k.arg: follow(k.value) for k in record.keywords if k.arg is not None}
+        seen: Set[str] = set()
+        for sources in positional:
+            if sources & seen or any(sources & v for v in keywords.values()):
+                return None
+            seen |= sources
+        return keywords
+    if isinstance(record, ast.Dict):
+        return {k.value: follow(v) for k, v in zip(record.keys, record.values)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    return {}
+
+
+def _name(node: ast.expr) -> Optional[str]:
+    return dotted_name(node) if isinstance(node, (ast.Name, ast.Attribute)) else None

@@ -364,9 +364,9 @@ class ReportingMixin:
         if fix is not None and fix.applicability is Applicability.SAFE:
             hidden = self._unseen_holder(node, kind, target, origins)
             if hidden is None and subclasses:
-                hidden = (f"the project defines tensor subclass `{subclasses[0]}` with its own `__torch_function__`: "
-                          f"the copy a rewrite makes may not be one (`clone()` of a subclass that disables it "
-                          f"returns a plain `Tensor`), so its methods would no longer be there")
+                hidden = (f"the project makes tensor-subclass instances ({subclasses[0]}): the copy a rewrite makes "
+                          "may not be one (`clone()` drops what was set on the instance, and returns a plain `Tensor` "
+                          "where the subclass disables `__torch_function__`)")
             if hidden is not None:
                 fix = replace(fix, applicability=Applicability.UNSAFE, reason=hidden)
         return fix

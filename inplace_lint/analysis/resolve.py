@@ -74,8 +74,8 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
                     index.imports.update(import_bindings(sub, package))
     index.value_refs = value_refs_in_text(source, tree) if source is not None else None
     index.wrappers, index.grad_off_wrappers = module_wrappers(tree)
-    index.torch_function_classes = class_facts.torch_function_classes(tree)
-    index.shared_fields = class_facts.shared_output_fields(tree)
+    index.torch_function_classes = class_facts.torch_function_classes(tree, source)
+    index.shared_fields = class_facts.shared_output_fields(tree, index.attributes)
     return index
 
 
@@ -261,6 +261,16 @@ class Resolver:
                 return True
         return False
 
+    def _surely_tensor_class(self, cls_qual: str, depth: int = 0) -> bool:
+        """A base, followed through the project, is one of torch's tensor classes (``torch.Tensor``,
+        ``nn.Parameter``): unlike :meth:`tensor_class`, a base we cannot see says nothing."""
+        info = self._class(cls_qual)
+        if info is None or depth > 10:
+            return False
+        return any(torch_class_is_tensor(qualified) if found is None and qualified.split(".")[0] == "torch"
+                   else found is not None and self._surely_tensor_class(found, depth + 1)
+                   for _, qualified, found in self._base_classes(cls_qual, info))
+
     def module_class(self, cls_qual: str, depth: int = 0) -> bool:
         """Surely an ``nn.Module``: a base is torch's (``nn.Module``, ``nn.Linear``) or an in-project module."""
         info = self._class(cls_qual)
@@ -394,16 +404,23 @@ class Resolver:
 
     def class_facts(self) -> Tuple[Tuple[str, ...], Tuple[FrozenSet[str], ...]]:
         """What classes anywhere in the project say about every tensor and model output (:mod:`.class_facts`):
-        the tensor subclasses with their own ``__torch_function__`` (qualified, sorted), and the groups of
-        fields some ``forward`` returns one tensor under."""
+        the tensor subclasses (qualified, sorted: those with their own ``__torch_function__``, those whose bases
+        surely reach torch's tensor classes, and a module that makes instances of one the index cannot name),
+        and the groups of fields some function making a model's output returns one tensor under."""
         memo = getattr(self, "_class_facts_memo", None)
         if memo is None:
             subclasses, groups = set(), set()
             for module, index in self.indexes.items():
-                subclasses.update(q for q in (f"{module}.{c}" for c in index.torch_function_classes)
-                                  if self.tensor_class(q))
+                for name in index.torch_function_classes:
+                    if name == class_facts.SUBCLASSING:
+                        subclasses.add(f"{module} (`as_subclass`, or a class made in a function)")
+                    elif self.tensor_class(f"{module}.{name}"):
+                        subclasses.add(f"{module}.{name}")
+                subclasses.update(f"{module}.{name}" for name in index.classes
+                                  if self._surely_tensor_class(f"{module}.{name}"))
                 groups.update(frozenset(g) for g in index.shared_fields)
-            memo = self._class_facts_memo = (tuple(sorted(subclasses)), tuple(sorted(groups, key=sorted)))
+            memo = self._class_facts_memo = (tuple(sorted(subclasses, key=lambda q: ("(" in q, q))),  # named first
+                                              tuple(sorted(groups, key=sorted)))
         return memo
 
     def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:

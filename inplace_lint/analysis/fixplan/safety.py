@@ -164,6 +164,8 @@ def written_fields(origins: Sequence[Origin], shared: Sequence[FrozenSet[str]] =
     a different field holds a different tensor (issue 20, "a model output is an object with fields"),
     so reading ``output.hidden_states`` or storing ``output["entropy"]`` does not observe ``output.logits``.
     A base also reached as a whole (``outputs[0]``, the object itself) has no entry."""
+    if any("*" in group for group in shared):
+        return {}  # `Out(h, h)` somewhere: which fields share a tensor is not known, so none is apart
     fields: Dict[str, Set[str]] = {}
     whole: Set[str] = set()
     for origin in origins:
