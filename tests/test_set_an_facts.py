@@ -258,3 +258,11 @@ def test_a_callable_that_is_no_other_librarys_factory_called_with_no_input_is_st
     assert found == [("IPV006", 31, 8)], found
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         _load(src)["Net"]()(torch.ones(2, 3)).backward()
+
+
+def test_a_comparison_in_a_chained_product_requires_no_grad():
+    # (`x.ge(0)` is a bool tensor: the product saves the row only for the gradient of what requires grad, and
+    # the bool factor does not; a review's false finding, executed)
+    src = textwrap.dedent(CHEBYSHEV).replace("2 * x * cheb[k - 1]", "2 * x.ge(0) * cheb[k - 1]")
+    assert analyze_source(src) == []
+    _load(src)["Cheb"]()(torch.ones(3)).sum().backward()

@@ -130,7 +130,10 @@ def is_detached(node: ast.AST) -> bool:
 
 
 #: methods whose result never requires grad, whatever the receiver (docs/pytorch-facts.md#grad-off)
-_NO_GRAD_METHODS = frozenset({"detach", "argmax", "argmin", "argsort", "long", "int", "bool", "item", "tolist"})
+_NO_GRAD_METHODS = frozenset({"detach", "argmax", "argmin", "argsort", "long", "int", "bool", "item", "tolist",
+                              # comparisons make bool tensors (`2 * x.ge(0) * buf[k - 1]` saves no row of `buf`)
+                              "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "logical_not",
+                              "logical_and", "logical_or", "logical_xor"})
 
 class CallGradMixin:
     """Grad facts about a call's inputs (a part of :class:`~.dataflow.Scope`)."""
