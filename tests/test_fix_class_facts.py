@@ -5,6 +5,7 @@ change the result in the eleventh session's review; the fix is unsafe now, and s
 written function never names, so a cached result is walked again when such a class appears."""
 from __future__ import annotations
 
+import ast
 import pathlib
 import textwrap
 
@@ -318,3 +319,68 @@ def test_every_kind_of_tensor_subclass_makes_the_fix_unsafe(defined, made):
     with pytest.raises(AttributeError, match="top"):
         _observe(forced)
     assert _observe(src).shape == (2,)
+
+
+def test_a_long_chain_of_renames_is_followed_to_its_first_name():
+    # (renames are kept unexpanded and followed once where read: a generated forward of thousands of renames
+    # was cubic; a review's case)
+    from inplace_lint.analysis.class_facts import shared_output_fields
+
+    body = "".join(f"        t{i + 1} = t{i}[:, 1:]\n" for i in range(400))
+    src = ("class Net:\n    def forward(self, x):\n        t0 = x\n" + body
+           + "        return Out(logits=t0, scores=t400)\n")
+    assert shared_output_fields(ast.parse(src)) == (("logits", "scores"),)
+
+
+REVIEWED = {
+    # an eval-mode `FeatureAlphaDropout` returns its input itself, as `nn.Identity` does
+    "FeatureAlphaDropout": ("        return Out(logits=h, scores=self.drop(h))", "nn.FeatureAlphaDropout(0.1)",
+                            Applicability.UNSAFE),
+    # `cls(d["lo"], d["hi"])` in a plain class: two items of a dict, not one tensor in two positional fields
+    "dict items in a classmethod": ("        return Out(logits=h, scores=h.softmax(-1))", "nn.Identity()",
+                                    Applicability.SAFE),
+}
+
+
+@pytest.mark.parametrize("body, drop, expected", list(REVIEWED.values()), ids=list(REVIEWED))
+def test_a_reviews_field_cases(body, drop, expected):
+    src = RECORDS.replace("{body}", body)
+    src = src[:src.index("@dataclass\nclass Derived")] + src[src.index("class Net(nn.Module)"):]
+    src = src.replace("    def _pack(self, h):\n        return Out(logits=h, scores=h)\n\n", "")
+    src = src.replace("self.act = nn.Identity()", f"self.drop = {drop}")
+    src += ("\n\nclass Range:\n    def __init__(self, lo, hi):\n        self.lo, self.hi = lo, hi\n\n"
+            "    @classmethod\n    def from_dict(cls, d):\n        return cls(d['lo'], d['hi'])\n")
+    finding = _finding(src)
+    assert finding.fix.applicability is expected, finding.fix
+    if expected is Applicability.UNSAFE:
+        forced = fix_code(src, unsafe_fixes=True).new_source
+        observe = "        net = Net()\n        net.eval()\n        scores = globals()['step'](net"
+        original, rewritten = (s.replace("        scores = globals()[\"step\"](Net()", observe) for s in (src, forced))
+        assert not torch.equal(_observe(original), _observe(rewritten))
+
+
+def test_a_torch_class_named_like_a_tensor_is_no_tensor_subclass():
+    # (`class Pairs(TensorDataset)`: "Tensor" in a torch class's name does not make it a tensor class)
+    src = _src(SUBCLASS.replace(SUBCLASS.split("class Net")[0], "\nclass Pairs(torch.utils.data.TensorDataset):\n"
+                                "    pass\n\n\n").replace(".as_subclass(Scores)", "").replace("scores.top()",
+                                                                                            "scores.argmax(-1)"))
+    assert _finding(src).fix.applicability is Applicability.SAFE
+
+
+def test_a_nested_tensor_subclass_with_bases_on_two_lines_makes_the_fix_unsafe():
+    src = _src(SUBCLASS.replace(SUBCLASS.split("class Net")[0], (
+        "\ndef make():\n    class Scores(\n        torch.Tensor,\n    ):\n"
+        "        __torch_function__ = torch._C._disabled_torch_function_impl\n\n"
+        "        def top(self):\n            return self.argmax(-1)\n    return Scores\n\n\nScores = make()\n\n\n")))
+    assert _finding(src).fix.applicability is Applicability.UNSAFE
+
+
+def test_a_cached_index_decodes_before_giving_a_field_with_a_default():
+    # (a field with a class default was read from the class, not the cache, until another field was read)
+    from inplace_lint.analysis import codec
+    from inplace_lint.analysis.summaries import FileResult, ModuleIndex
+
+    index = ModuleIndex("m", "m.py", False, torch_function_classes=frozenset({"S"}), shared_fields=(("a", "b"),))
+    decoded = codec.decode_result(codec.encode_result(FileResult("m.py", "m", "d", index), None), "m.py", None).index
+    assert type(decoded).__name__ == "CachedIndex"
+    assert decoded.shared_fields == (("a", "b"),) and decoded.torch_function_classes == frozenset({"S"})

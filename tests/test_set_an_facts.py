@@ -266,3 +266,20 @@ def test_a_comparison_in_a_chained_product_requires_no_grad():
     src = textwrap.dedent(CHEBYSHEV).replace("2 * x * cheb[k - 1]", "2 * x.ge(0) * cheb[k - 1]")
     assert analyze_source(src) == []
     _load(src)["Cheb"]()(torch.ones(3)).sum().backward()
+
+
+def test_tensor_re_exported_by_a_project_module_is_torchs(tmp_path, capsys):
+    # (`from .types import Tensor`: a project name, not another library's tensor; a review's lost finding)
+    from inplace_lint import workspace
+    from inplace_lint.adapters.cli import main
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "types.py").write_text("from torch import Tensor\n")
+    (tmp_path / "pkg" / "m.py").write_text(textwrap.dedent(EAGER).replace("import eagerpy as ep\n", "").replace(
+        "logits: ep.Tensor", "logits: Tensor").replace("import torch\n", "import torch\n\nfrom .types import Tensor\n"))
+    workspace._PROJECTS.clear()
+    main(["check", "--no-cache", "-j", "1", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "m.py:8:5: IPV001 `+=` writes in place to `logits`" in out, out

@@ -92,7 +92,10 @@ class ConditionsMixin:
             return False
         # `ep.Tensor` (eagerpy), `tf.Tensor`: another library's tensor, whose `+=` need not write in place
         qual, imported = qualify_dotted(dotted, self.names, lambda _: False)
-        return not imported or qual.split(".")[0] == "torch"
+        if not imported or qual.split(".")[0] == "torch":
+            return True
+        # `from .types import Tensor`: a project module's name (a re-export of torch's, or the project's own class)
+        return self.ctx is not None and self.ctx.resolve(qual.rpartition(".")[0]) is not None
 
     def param_default(self, name: str) -> tuple:
         """``(value,)`` for a parameter's literal default, else ``()``."""

@@ -23,20 +23,21 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 from ..torch_facts import ops
 from .astutil import dotted_name, walk_ast
 from .init_builds import init_attributes
+from .model_outputs import RETURN_INPUT_LAYERS
 
 #: a marker of :func:`torch_function_classes`: the module makes tensor-subclass instances where the index cannot
 #: name the class (``x.as_subclass(C)``, ``torch.Tensor._make_subclass(C, x)``, a subclass defined in a function
 #: or with ``type(...)``)
 SUBCLASSING = "<as_subclass>"
-#: a class defined inside a function or class body with a tensor base (its line starts indented)
-_NESTED_TENSOR_CLASS = re.compile(r"\n[ \t]+class [^)\n]*(?:Tensor|Parameter)")
+#: a class defined inside a function or class body with a tensor base (its line starts indented; its bases may
+#: wrap onto the next lines, up to the colon), or a class made by ``type(name, (bases...), {...})``
+_NESTED_TENSOR_CLASS = re.compile(r"\n[ \t\f]+class\s[^:]*(?:Tensor|Parameter)|\btype\(\s*[\w\"'.]+\s*,\s*\(")
 
 
 def _may_subclass(source: str) -> bool:
     """The text may make tensor-subclass instances the index cannot name (substring tests first: a regular
     expression over every file's text costs a few percent of a cold check)."""
-    return "as_subclass(" in source or "_make_subclass(" in source or "type(\"" in source or "type('" in source \
-        or _NESTED_TENSOR_CLASS.search(source) is not None
+    return "subclass(" in source or _NESTED_TENSOR_CLASS.search(source) is not None
 
 
 def torch_function_classes(tree: ast.Module, source: Optional[str] = None) -> FrozenSet[str]:
@@ -85,24 +86,22 @@ _SAME_STORAGE = ops.VIEW_METHODS | ops.MAY_ALIAS_METHODS | ops.EXPAND_METHODS | 
     | ops.SLICED_VIEW_METHODS | frozenset({"as_subclass", "as_tensor", "asarray"})
 #: methods that put a value into a container field (``o.scores.append(h)``)
 _FILLING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
-#: torch layers that return their input itself (``nn.Identity``, dropout in eval mode)
-_RETURN_INPUT = frozenset({"Identity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"})
 
 
 def shared_output_fields(tree: ast.Module, attributes: Optional[Dict[str, Dict[str, str]]] = None
                          ) -> Tuple[Tuple[str, ...], ...]:
-    """Groups of field names (sorted) that a function of the module that makes a model's output (:func:`_makes_outputs`:
-    top-level, or a method of a top-level class) returns one tensor under: ``return Out(logits=h, scores=h)``, ``return {"logits": h, "probs":
-    h.squeeze(0)}``, ``o = Out(logits=h, scores=s); o.extra = o.logits; return o``. A field's value is followed
-    through renames (tuple unpacking and ``:=`` too), subscripts, views, expansions, the outputs of a split,
-    in-place methods and ``inplace=True`` calls (which return their input), ``as_subclass``/``as_tensor``, a
-    module ``__init__`` built as ``nn.Identity``, containers and both arms of ``a if c else b``, to the names it
-    may be; fields that may be one name are one group; ``Out(h, h)`` gives :data:`ANY_FIELD`. The helpers of a
-    model class (``self._pack(h)``) and the classmethods of any class (``Out.from_hidden(h)``) are read the same
-    way; a class's ``__init__``/``__post_init__`` filling one field from another (``self.scores = self.logits``)
-    and a property returning another field join them too. Not followed: a model class defined inside a
-    function, a record built by a function of another class (docs/fixes.md). ``attributes``: the module index's
-    (:func:`.init_builds.init_attributes` of each class), when at hand."""
+    """Groups of field names (sorted) that a function of the module that makes a model's output
+    (:func:`_makes_outputs`: top-level, or a method of a top-level class) returns one tensor under: ``return
+    Out(logits=h, scores=h)``, ``return {"logits": h, "probs": h.squeeze(0)}``, ``o = Out(logits=h, scores=s);
+    o.extra = o.logits; return o``. A field's value is followed through renames (tuple unpacking and ``:=`` too),
+    subscripts, views, expansions, the outputs of a split, in-place methods and ``inplace=True`` calls (which return
+    their input), ``as_subclass``/``as_tensor``, a module ``__init__`` built as ``nn.Identity``, containers and both
+    arms of ``a if c else b``, to the names it may be; fields that may be one name are one group; ``Out(h, h)``
+    gives :data:`ANY_FIELD`. The helpers of a model class (``self._pack(h)``) and the classmethods of any class
+    (``Out.from_hidden(h)``) are read the same way; a class's ``__init__``/``__post_init__`` filling one field from
+    another (``self.scores = self.logits``) and a property returning another field join them too. Not followed: a
+    model class defined inside a function, a record built by a function of another class (docs/fixes.md).
+    ``attributes``: the module index's (:func:`.init_builds.init_attributes` of each class), when at hand."""
     groups = set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _makes_outputs(node.name):
@@ -114,12 +113,13 @@ def shared_output_fields(tree: ast.Module, attributes: Optional[Dict[str, Dict[s
             identity = frozenset()
             if model:
                 built = attributes.get(node.name, {}) if attributes is not None else init_attributes(node)
-                identity = frozenset(a for a, builder in built.items() if builder.rpartition(".")[2] in _RETURN_INPUT)
+                identity = frozenset(a for a, builder in built.items()
+                                     if builder.rpartition(".")[2] in RETURN_INPUT_LAYERS)
             for item in methods:
                 decorators = {(_name(d) or "").rpartition(".")[2] for d in item.decorator_list}
                 if model or decorators & {"classmethod", "staticmethod"}:
                     # a forward, and the helpers that may build its output (`self._pack(h)`, `Out.from_hidden(h)`)
-                    groups.update(_function_groups(item, identity))
+                    groups.update(_function_groups(item, identity, own_class=record_class))
                 elif record_class and item.name in ("__init__", "__post_init__") and item.args.args:
                     # a record class that fills one field from another (`self.scores = self.logits`)
                     groups.update(_function_groups(item, identity, record=item.args.args[0].arg))
@@ -168,30 +168,33 @@ def _statements(body):
             yield from _statements(case.body)
 
 
-def _is_record(node: ast.expr, fields: int = 2) -> bool:
+def _is_record(node: ast.expr, fields: int = 2, own_class: bool = False) -> bool:
     """``Out(...)``, ``dict(...)``, ``{...}`` with ``fields`` fields or more: a class (a CapWords name) or ``dict``
-    called with that many arguments, or a dict display of that many keys. A function's call (``torch.cat(a, a)``)
+    called with that many arguments, or a dict display of that many keys; ``cls(...)`` in a record class's own
+    classmethod (``own_class``). A function's call (``torch.cat(a, a)``)
     is no record."""
     if isinstance(node, ast.Dict):
         return len(node.keys) >= fields
     if not isinstance(node, ast.Call) or len(node.args) + len(node.keywords) < fields:
         return False
     name = (_name(node.func) or "").rpartition(".")[2]
-    return name in ("dict", "cls") or name.lstrip("_")[:1].isupper()
+    return name == "dict" or (name == "cls" and own_class) or name.lstrip("_")[:1].isupper()
 
 
-def _function_groups(func: ast.AST, identity: FrozenSet[str], record: Optional[str] = None) -> List[Tuple[str, ...]]:
+def _function_groups(func: ast.AST, identity: FrozenSet[str], record: Optional[str] = None,
+                     own_class: bool = False) -> List[Tuple[str, ...]]:
     """The groups of one function's returned records; ``record``: the name (``self``) of the record the function
-    fills instead (an ``__init__``)."""
+    fills instead (an ``__init__``); ``own_class``: ``cls(...)`` builds a record (a record class's classmethod)."""
     statements = list(_statements(func.body))
     if record is not None:
         returns: List[ast.expr] = [ast.Name(id=record)]
     else:
         returns = [s.value for s in statements if isinstance(s, ast.Return) and s.value is not None]
         # (a name bound to a record may get its fields later: `o = Out(logits=h); o.scores = h; return o`)
-        records = {t.id for s in statements if isinstance(s, ast.Assign) and _is_record(s.value, 0)
-                   for t in s.targets if isinstance(t, ast.Name)}
-        returns = [v for v in returns if _is_record(v) or (isinstance(v, ast.Name) and v.id in records)]
+        records = {t.id for s in statements if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None
+                   and _is_record(s.value, 0, own_class)
+                   for t in (s.targets if isinstance(s, ast.Assign) else [s.target]) if isinstance(t, ast.Name)}
+        returns = [v for v in returns if _is_record(v, 2, own_class) or (isinstance(v, ast.Name) and v.id in records)]
     if not returns:
         return []  # (most functions: nothing below is computed for them)
     renames: Dict[str, Set[str]] = {}
@@ -267,9 +270,9 @@ def _bind(target, value, follow, renames, built, stores) -> None:
     name = _name(target)
     if name is None:
         return
-    if _is_record(value, 0) and isinstance(target, ast.Name):
+    if isinstance(value, (ast.Call, ast.Dict)) and isinstance(target, ast.Name):
         built[name] = value
-    renames.setdefault(name, set()).update(follow(value) - {name})
+    renames.setdefault(name, set()).update(follow(value, False) - {name})
 
 
 class _Sources:
@@ -282,9 +285,11 @@ class _Sources:
     def walrus(self, node: ast.expr) -> None:
         for sub in walk_ast(node):
             if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
-                self.renames.setdefault(sub.target.id, set()).update(self(sub.value) - {sub.target.id})
+                self.renames.setdefault(sub.target.id, set()).update(self(sub.value, False) - {sub.target.id})
 
-    def __call__(self, node: Optional[ast.expr]) -> Set[str]:
+    def __call__(self, node: Optional[ast.expr], expand: bool = True) -> Set[str]:
+        """``expand``: follow the renames too (a rename is recorded unexpanded: a chain of them is followed once,
+        where it is read, not again at every link)."""
         out: Set[str] = set()
         todo = [node]
         while todo:
@@ -302,7 +307,12 @@ class _Sources:
             elif isinstance(node, (ast.NamedExpr, ast.Starred)):
                 todo.append(node.value)
             elif isinstance(node, ast.Subscript):
-                todo.append(node.value)
+                key = node.slice.value if isinstance(node.slice, ast.Constant) else None
+                name = _name(node.value) if isinstance(key, str) else None
+                if name is not None:
+                    out.add(f"{name}[{key!r}]")  # `d["lo"]`, `d["hi"]`: two items of a dict, not one tensor
+                else:
+                    todo.append(node.value)
             elif isinstance(node, ast.Attribute) and node.attr in ops.VIEW_ATTRIBUTES:
                 todo.append(node.value)
             elif isinstance(node, ast.Call):
@@ -311,6 +321,8 @@ class _Sources:
                 name = _name(node)
                 if name is not None:
                     out.add(name)
+        if not expand:
+            return out
         # renames, to a fixed point (`s = h; t = s`)
         todo = list(out)
         while todo:

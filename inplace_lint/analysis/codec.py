@@ -440,6 +440,27 @@ class CachedIndex(ModuleIndex):
         return _plain, (ModuleIndex,), dict(self.__dict__)
 
 
+class _DecodedField:
+    """A field of :class:`ModuleIndex` with a class default (``wrappers``, ``shared_fields``): read on a
+    :class:`CachedIndex` not decoded yet, it decodes the index first (``__getattr__`` is not asked for a name the
+    class has), then gives the instance's value."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj, owner):
+        if obj is None:
+            return getattr(ModuleIndex, self.name)
+        if "_pending" in obj.__dict__:
+            obj.__getattr__(self.name)
+        return obj.__dict__.get(self.name, getattr(ModuleIndex, self.name))
+
+
+for _field in dataclasses.fields(ModuleIndex):
+    if _field.name in ModuleIndex.__dict__:  # (a class attribute: the field's default)
+        setattr(CachedIndex, _field.name, _DecodedField(_field.name))
+
+
 def _plain(cls):
     return _new(cls)
 

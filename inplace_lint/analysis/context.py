@@ -67,8 +67,9 @@ class AnalysisContext(Protocol):
         """The file compiles code with TorchScript (``torch.jit.script``): its writes get no fix."""
 
     def class_facts(self):
-        """:meth:`.resolve.Resolver.class_facts`: tensor subclasses with their own ``__torch_function__``, and
-        the groups of fields some ``forward`` returns one tensor under (a fix's safety reads them)."""
+        """:meth:`.resolve.Resolver.class_facts`: the project's tensor subclasses (or a module making instances of
+        one), and the groups of fields a function making a model's output returns one tensor under (a fix's
+        safety reads them)."""
 
     def module_class(self, cls_qual: str) -> bool:
         """The class is surely an ``nn.Module`` (a base is torch's, or an in-project module class)."""

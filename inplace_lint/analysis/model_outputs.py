@@ -300,7 +300,7 @@ def _stack_output(node: ast.expr, qualify: Callable[[str], str], depth: int) -> 
 
 
 #: torch modules whose call may return its input itself: ``nn.Identity``, dropout in eval mode
-_RETURN_INPUT_LAYERS = frozenset({"Identity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+RETURN_INPUT_LAYERS = frozenset({"Identity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
                                   "FeatureAlphaDropout"})
 
 
@@ -325,7 +325,7 @@ def identity_layers(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = None
 
 def _may_return_input(node: ast.expr) -> bool:
     """An arm of ``node`` (through ``a if c else b`` and ``a or b``) builds a module that returns its input: a
-    layer of :data:`_RETURN_INPUT_LAYERS`, or an ``nn.Sequential`` of nothing else."""
+    layer of :data:`RETURN_INPUT_LAYERS`, or an ``nn.Sequential`` of nothing else."""
     if isinstance(node, ast.IfExp):
         return _may_return_input(node.body) or _may_return_input(node.orelse)
     if isinstance(node, ast.BoolOp):
@@ -335,7 +335,7 @@ def _may_return_input(node: ast.expr) -> bool:
     layer = (dotted_name(node.func) or "").rpartition(".")[2]
     if layer == "Sequential":
         return all(_may_return_input(a) for a in node.args)
-    return layer in _RETURN_INPUT_LAYERS
+    return layer in RETURN_INPUT_LAYERS
 
 
 def init_flags(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None) -> Dict[str, Tuple[str, int, tuple]]:

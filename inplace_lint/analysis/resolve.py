@@ -32,6 +32,9 @@ ABSENT = "\x00absent"
 DISPATCH = "\x00dispatch:"
 #: a dependency on :meth:`Resolver.class_facts` (the answer's ``repr``)
 CLASS_FACTS = "\x00class-facts"
+#: torch's classes whose instances are tensors (a project class with one of them as a base is a tensor subclass)
+TORCH_TENSOR_CLASSES = frozenset({"Tensor", "Parameter", "UninitializedParameter", "Buffer", "UninitializedBuffer",
+                                  "DTensor"})
 
 
 # --------------------------------------------------------------------------- modules
@@ -262,12 +265,14 @@ class Resolver:
         return False
 
     def _surely_tensor_class(self, cls_qual: str, depth: int = 0) -> bool:
-        """A base, followed through the project, is one of torch's tensor classes (``torch.Tensor``,
-        ``nn.Parameter``): unlike :meth:`tensor_class`, a base we cannot see says nothing."""
+        """A base, followed through the project, is one of torch's tensor classes (:data:`TORCH_TENSOR_CLASSES`:
+        ``torch.Tensor``, ``nn.Parameter``; not ``TensorDataset``): unlike :meth:`tensor_class`, a base we cannot
+        see says nothing."""
         info = self._class(cls_qual)
         if info is None or depth > 10:
             return False
-        return any(torch_class_is_tensor(qualified) if found is None and qualified.split(".")[0] == "torch"
+        return any(qualified.rpartition(".")[2] in TORCH_TENSOR_CLASSES
+                   if found is None and qualified.split(".")[0] == "torch"
                    else found is not None and self._surely_tensor_class(found, depth + 1)
                    for _, qualified, found in self._base_classes(cls_qual, info))
 
@@ -402,7 +407,7 @@ class Resolver:
         self._dispatch_memo = {}
         self._class_facts_memo = None
 
-    def class_facts(self) -> Tuple[Tuple[str, ...], Tuple[FrozenSet[str], ...]]:
+    def class_facts(self) -> Tuple[Tuple[str, ...], Tuple[Tuple[str, ...], ...]]:
         """What classes anywhere in the project say about every tensor and model output (:mod:`.class_facts`):
         the tensor subclasses (qualified, sorted: those with their own ``__torch_function__``, those whose bases
         surely reach torch's tensor classes, and a module that makes instances of one the index cannot name),
@@ -418,9 +423,10 @@ class Resolver:
                         subclasses.add(f"{module}.{name}")
                 subclasses.update(f"{module}.{name}" for name in index.classes
                                   if self._surely_tensor_class(f"{module}.{name}"))
-                groups.update(frozenset(g) for g in index.shared_fields)
+                groups.update(index.shared_fields)
+            # (tuples in a fixed order: the answer's text is a cache dependency, the same under any hash seed)
             memo = self._class_facts_memo = (tuple(sorted(subclasses, key=lambda q: ("(" in q, q))),  # named first
-                                              tuple(sorted(groups, key=sorted)))
+                                              tuple(sorted(groups)))
         return memo
 
     def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:

@@ -328,9 +328,11 @@ class ModuleIndex:
     #: of those, the ones that call it with grad off (``with torch.no_grad(): return f(*args, **kwargs)``): a
     #: function they decorate runs with grad off, as under ``@torch.no_grad()``
     grad_off_wrappers: FrozenSet[str] = frozenset()
-    #: top-level classes whose body defines ``__torch_function__`` (:func:`.class_facts.torch_function_classes`)
+    #: top-level classes whose body defines ``__torch_function__``, and ``class_facts.SUBCLASSING`` when the module
+    #: makes tensor-subclass instances the index cannot name (:func:`.class_facts.torch_function_classes`)
     torch_function_classes: FrozenSet[str] = frozenset()
-    #: groups of fields a ``forward`` returns one tensor under (:func:`.class_facts.shared_output_fields`)
+    #: groups (sorted tuples) of fields that a function making a model's output returns one tensor under
+    #: (:func:`.class_facts.shared_output_fields`)
     shared_fields: Tuple[Tuple[str, ...], ...] = ()
 
 

@@ -115,7 +115,7 @@ def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast
          op_name: Optional[str], origins: Sequence[Origin], env_aliases: Dict[str, FrozenSet[Origin]],
          stmt: Optional[ast.stmt], loops: Sequence[ast.AST], callers_checked: bool = False,
          kept: Optional[Dict[Tuple[str, int], str]] = None, holders: Optional[Iterable[str]] = None,
-         shared_fields: Sequence[FrozenSet[str]] = ()) -> Optional[Fix]:
+         shared_fields: Sequence[Sequence[str]] = ()) -> Optional[Fix]:
     """The fix for one finding, or None when it has no correct out-of-place form. ``kept``: roots of
     what in-project calls returned that is also held elsewhere (``FunctionSummary.kept``). ``holders``: the
     names of ``env_aliases`` that may hold one of ``origins``' roots (a superset; default: all of them).

@@ -31,6 +31,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence
 from ...findings import SAME_TENSOR_STEPS, Applicability, Origin, RootKind, StepKind, WriteKind
 from ...torch_facts import ops
 from ..astutil import dotted_name as dotted, walk_ast
+from ..class_facts import ANY_FIELD
 from ..astutil import last_name
 from .facts import (NON_ALIAS_ATTRS, FunctionFacts, alias_chain_top, alias_closure, climb, escape, exclusive_spans,
                     root_base_name)
@@ -39,7 +40,7 @@ from .facts import (NON_ALIAS_ATTRS, FunctionFacts, alias_chain_top, alias_closu
 def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str, origins: Sequence[Origin],
                   aliases: Iterable[str], write: ast.AST, loops: Sequence[ast.AST],
                   callers_checked: bool = False,
-                  shared_fields: Sequence[FrozenSet[str]] = ()) -> Tuple[Applicability, str]:
+                  shared_fields: Sequence[Sequence[str]] = ()) -> Tuple[Applicability, str]:
     """SAFE when nothing outside the rebinding can observe the mutation; else UNSAFE with the reason.
 
     ``callers_checked``: the project pass has checked every in-project call site and none reads what it
@@ -151,20 +152,20 @@ def _field_of(text: str) -> Optional[str]:
         return name if name.isidentifier() else None
     return None
 
-def _field_group(name: str, shared: Sequence[FrozenSet[str]] = ()) -> FrozenSet[str]:
+def _field_group(name: str, shared: Sequence[Sequence[str]] = ()) -> FrozenSet[str]:
     out = {name}
     for group in (*_ALIASED_FIELDS, *shared):
         if name in group:
-            out |= group
+            out.update(group)
     return frozenset(out)
 
-def written_fields(origins: Sequence[Origin], shared: Sequence[FrozenSet[str]] = ()) -> Dict[str, FrozenSet[str]]:
+def written_fields(origins: Sequence[Origin], shared: Sequence[Sequence[str]] = ()) -> Dict[str, FrozenSet[str]]:
     """For each model output object the written tensor is a field of (``output`` of ``output.logits``),
     the fields it may be (with the fields that may share their tensor). An output object is a record:
     a different field holds a different tensor (issue 20, "a model output is an object with fields"),
     so reading ``output.hidden_states`` or storing ``output["entropy"]`` does not observe ``output.logits``.
     A base also reached as a whole (``outputs[0]``, the object itself) has no entry."""
-    if any("*" in group for group in shared):
+    if any(ANY_FIELD in group for group in shared):
         return {}  # `Out(h, h)` somewhere: which fields share a tensor is not known, so none is apart
     fields: Dict[str, Set[str]] = {}
     whole: Set[str] = set()
