@@ -283,3 +283,28 @@ def test_tensor_re_exported_by_a_project_module_is_torchs(tmp_path, capsys):
     main(["check", "--no-cache", "-j", "1", str(tmp_path)])
     out = capsys.readouterr().out
     assert "m.py:8:5: IPV001 `+=` writes in place to `logits`" in out, out
+
+
+def test_a_shape_change_of_a_model_output_written_in_place_is_a_finding():
+    # (tsai's TweedieLoss, set AQ: `inp.flatten()` of the model's output, then `torch.clamp_min_`: with a head whose
+    # last op saves its output, the backward raises; `.to(device)` of an output object stays unfollowed)
+    src = textwrap.dedent("""
+        import torch
+
+
+        def loss(model, x):
+            y = model(x).{shape}
+            y.clamp_min_(0.1)
+            return y.sum()
+        """)
+    for shape in ("flatten()", "reshape(-1)", "contiguous()"):
+        found = [(f.code, f.line, f.col) for f in analyze_source(src.replace("{shape}", shape))]
+        assert found == [("IPV001", 7, 4)], (shape, found)
+    assert analyze_source(src.replace("{shape}", "to('cpu')")) == []
+
+    class Head(torch.nn.Module):
+        def forward(self, x):
+            return torch.exp(x)
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        _load(src.replace("{shape}", "flatten()"))["loss"](Head(), torch.ones(2, 2, requires_grad=True)).backward()

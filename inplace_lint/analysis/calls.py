@@ -353,7 +353,8 @@ class CallsMixin:
                 # x.to(torch.long): integer and bool tensors never require grad (docs/pytorch-facts.md#grad-off);
                 # from a float tensor it is a copy (an expanded one may be returned as is when already integer)
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
-            return self.view_of(recv_node, recv, StepKind.MAY_ALIAS, call_text(node, name), line)
+            return self.view_of(recv_node, recv, StepKind.MAY_ALIAS, call_text(node, name), line,
+                                shape=name in _SHAPE_METHODS)
         if name in ops.EXPAND_METHODS:
             if expands_to_itself(node, recv_node):  # `x.expand_as(x)`, `t.expand(t.shape)`: nothing is broadcast
                 return self.view_of(recv_node, recv, StepKind.VIEW, call_text(node, name), line)
@@ -439,11 +440,13 @@ class CallsMixin:
         return all(param_index(o) in written and not o.steps for o in recv)
 
     def view_of(self, recv_node: ast.expr, recv: frozenset, kind: StepKind, text: str, line: int,
-                any_base: bool = False, certain: bool = False) -> frozenset:
-        """Extend ``recv``'s origins by a view step; views of untracked bases start a chain when it matters."""
+                any_base: bool = False, certain: bool = False, shape: bool = False) -> frozenset:
+        """Extend ``recv``'s origins by a view step; views of untracked bases start a chain when it matters.
+        ``shape``: a may-alias method that changes only the shape (``flatten``, ``reshape``), which a model's output
+        object takes as its tensor does (not ``.to(device)``, which a ``BatchEncoding`` has too)."""
         step = Step(kind, text, line, self.no_grad)
         if known_origins(recv):
-            return cap(o.extend(step) for o in recv if o.is_tensor or kind is not StepKind.MAY_ALIAS)
+            return cap(o.extend(step) for o in recv if o.is_tensor or kind is not StepKind.MAY_ALIAS or shape)
         placeholders = frozenset(o.extend(step) for o in recv)
         if any_base or (self.no_grad and kind is StepKind.VIEW):
             key = dotted_name(recv_node)
@@ -461,6 +464,10 @@ class CallsMixin:
 #: is not state (it needs grad, and the output saved for backward is still written)
 _STATE_ROOTS = frozenset({"sqrt", "rsqrt"})
 
+
+#: may-alias methods that change only the shape: on a model's output object, as on its tensor, the result may be
+#: a view of the output (``model(x).flatten()`` then ``clamp_min_``: tsai's TweedieLoss shape)
+_SHAPE_METHODS = frozenset({"reshape", "reshape_as", "flatten", "contiguous"})
 
 #: the tensor methods whose meaning the analysis follows: called on an imported name of another library
 #: (``ImageOps.expand``, ``shlex.split``) they are that library's functions
