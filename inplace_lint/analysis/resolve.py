@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from ..torch_facts import ops
 from .astutil import dotted_name
@@ -264,25 +264,25 @@ class Resolver:
                 return True
         return False
 
-    def _surely_tensor_class(self, cls_qual: str, depth: int = 0) -> bool:
+    def _some_base(self, cls_qual: str, accepts: Callable[[str, Optional[str]], bool], depth: int = 0) -> bool:
+        """Some base of the class, followed through the project's classes, is one ``accepts(qualified, found)``
+        takes (``found``: the in-project class the base names, or None)."""
+        info = self._class(cls_qual)
+        if info is None or depth > 10:
+            return False
+        return any(accepts(qualified, found) or (found is not None and self._some_base(found, accepts, depth + 1))
+                   for _, qualified, found in self._base_classes(cls_qual, info))
+
+    def _surely_tensor_class(self, cls_qual: str) -> bool:
         """A base, followed through the project, is one of torch's tensor classes (:data:`TORCH_TENSOR_CLASSES`:
         ``torch.Tensor``, ``nn.Parameter``; not ``TensorDataset``): unlike :meth:`tensor_class`, a base we cannot
         see says nothing."""
-        info = self._class(cls_qual)
-        if info is None or depth > 10:
-            return False
-        return any(qualified.rpartition(".")[2] in TORCH_TENSOR_CLASSES
-                   if found is None and qualified.split(".")[0] == "torch"
-                   else found is not None and self._surely_tensor_class(found, depth + 1)
-                   for _, qualified, found in self._base_classes(cls_qual, info))
+        return self._some_base(cls_qual, lambda qualified, found: found is None and qualified.split(".")[0] == "torch"
+                               and qualified.rpartition(".")[2] in TORCH_TENSOR_CLASSES)
 
-    def module_class(self, cls_qual: str, depth: int = 0) -> bool:
+    def module_class(self, cls_qual: str) -> bool:
         """Surely an ``nn.Module``: a base is torch's (``nn.Module``, ``nn.Linear``) or an in-project module."""
-        info = self._class(cls_qual)
-        if info is None or depth > 10:
-            return False
-        return any(qualified.startswith("torch.nn.") or (found is not None and self.module_class(found, depth + 1))
-                   for _, qualified, found in self._base_classes(cls_qual, info))
+        return self._some_base(cls_qual, lambda qualified, found: qualified.startswith("torch.nn."))
 
     def wrapper_function(self, qual: str) -> str:
         """``qual`` names an in-project pass-through decorator (:func:`passes_through`): "grad-off" when it
@@ -315,16 +315,12 @@ class Resolver:
                 return None
         return None
 
-    def function_class(self, cls_qual: str, depth: int = 0) -> bool:
+    def function_class(self, cls_qual: str) -> bool:
         """A custom autograd ``Function`` through an in-project base (``class Solver(SolverBase)`` with
         ``class SolverBase(torch.autograd.Function)``): autograd runs its ``forward`` and ``backward`` with grad
         off, as for a direct subclass (:func:`.grad.class_runs_without_grad`)."""
-        info = self._class(cls_qual)
-        if info is None or depth > 10:
-            return False
-        return any(qualified.rpartition(".")[2] == "Function" and qualified.startswith("torch.")
-                   or (found is not None and self.function_class(found, depth + 1))
-                   for _, qualified, found in self._base_classes(cls_qual, info))
+        return self._some_base(cls_qual, lambda qualified, found: qualified.rpartition(".")[2] == "Function"
+                               and qualified.startswith("torch."))
 
     def _base_classes(self, cls_qual: str, info) -> List[Tuple[str, str, Optional[str]]]:
         """Each base as written, with imports resolved, and the in-project class it names (not itself) or None."""
