@@ -298,12 +298,16 @@ class AcrossCalls:
         if not sites or (qual in self._exported() and not self._all_grad_off(sites)):
             return not self.runs_on_activations(qual)
         for site in sites:
+            if (site.no_grad or self._grad_off(self.finalize()[1], site.caller)) and not site.callback:
+                continue  # the callee runs with grad off at this call: it saves nothing there, whatever it is given
             if site.bound is None or site.callback:
                 return False
             for i, origins in site.args:
                 if i != index:
                     continue
                 for o in origins:
+                    if any(s.text in (".detach()", ".data") for s in o.steps):
+                        continue  # `z.detach()`: kept for the write (the version counter is shared), needs no grad
                     if o.grad_evidence and param_index(o) is None:
                         return False
                     passed = param_index(o) if param_index(o) is not None else (

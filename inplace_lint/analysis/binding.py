@@ -35,13 +35,7 @@ class BindingMixin:
     """Assignments and targets (a part of :class:`~.dataflow.Scope`)."""
 
     def stmt_Assign(self, node: ast.Assign) -> None:
-        value = self.eval(node.value)
-        if self.ctx is not None and isinstance(node.value, (ast.Name, ast.Attribute)) and not value:
-            refs = self.callable_refs(node.value)
-            if refs:
-                value = frozenset(function_ref(q, bound, node.lineno) for q, bound in refs)
-                if any(not isinstance(t, ast.Name) for t in node.targets):
-                    self.record_handed_out(node.value)  # `REGISTRY[key] = f`, `self.cb = f`: called from there
+        value = self.function_value(node.value, self.eval(node.value), node.targets)
         module = model_outputs.inplace_module(node.value)
         is_bool = None
         context = node.value if self.grad_mode_of(node.value) is not None or (
@@ -63,9 +57,23 @@ class BindingMixin:
                 if grad.is_grad_off_flag(node.value, self.grad_off_flags) and target.id not in self.shared_names:
                     self.grad_off_flags.add(target.id)
 
+    def function_value(self, value_node: ast.expr, value: frozenset, targets) -> frozenset:
+        """``g = f``, ``g = self.m``, ``g = torch.jit.trace(f, example)``: a name bound to a project function (a call
+        of it is a call of that function); what ``value_node`` evaluated to otherwise."""
+        if self.ctx is None or value or not isinstance(value_node, (ast.Name, ast.Attribute, ast.Call)) \
+                or isinstance(value_node, ast.Call) and not self.compiled(value_node):
+            return value
+        refs = self.callable_refs(value_node)
+        if not refs:
+            return value
+        if any(not isinstance(t, ast.Name) for t in targets) and not isinstance(value_node, ast.Call):
+            self.record_handed_out(value_node)  # `REGISTRY[key] = f`, `self.cb = f`: called from there
+        return frozenset(function_ref(q, bound, value_node.lineno) for q, bound in refs)
+
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
-            self.assign(node.target, node.value, self.eval(node.value))
+            self.assign(node.target, node.value,
+                        self.function_value(node.value, self.eval(node.value), [node.target]))
             if isinstance(node.target, ast.Name) and grad.is_grad_off_flag(node.value, self.grad_off_flags) \
                     and node.target.id not in self.shared_names:
                 self.grad_off_flags.add(node.target.id)

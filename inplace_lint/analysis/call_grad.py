@@ -13,21 +13,14 @@ from typing import Callable, Dict, List, Optional
 
 from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind, saver_text
 from ..torch_facts import ops
-from .astutil import dotted_name, is_false, is_int_literal, is_str_constant, is_true, kw, last_name, short, walk_ast
-from .consumers import flows_into, only_gradless_readers
+from .astutil import dotted_name, is_false, is_str_constant, kw, last_name, short, walk_ast
+from .grad_reads import GradReadsMixin
 from .env import EMPTY, cap
 from .model_outputs import ALL_LAYERS
 from .expressions import holder_of, is_basic_index
+from .names import qualify_dotted
+from .saved_ops import returns_tuple
 from .summaries import no_grad_value, param_index
-
-#: methods and builtins whose result takes no gradient from their receiver or argument (a Python number, an
-#: integer or bool tensor): what an op saved for backward is never read through them
-_READ_WITHOUT_GRAD_METHODS = frozenset({"item", "tolist", "numpy", "long", "int", "bool", "short", "byte",
-                                        "argmax", "argmin", "nonzero", "any", "all"})
-_READ_WITHOUT_GRAD_FUNCTIONS = frozenset({"int", "float", "bool", "len", "round", "str", "repr", "print", "format"})
-
-#: the fields of a compound statement that hold its blocks (statements), not its own expressions
-_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 
 
 def is_literal(node: ast.AST) -> bool:
@@ -71,54 +64,6 @@ def needs_no_grad_arg(node: ast.AST, origins: frozenset) -> bool:
             return False
 
 
-def _argument(node: ast.Call, namespace: str, position: int, keyword: str) -> Optional[ast.expr]:
-    """The argument at ``position`` after the input (the receiver of a method form), or the keyword."""
-    given = kw(node, keyword)
-    if given is not None:
-        return given
-    args = node.args[position - 1:] if namespace == ops.TENSOR_METHOD else node.args[position:]
-    return args[0] if args else None
-
-
-def output_saved_here(node: ast.Call, namespace: str, name: str) -> bool:
-    """The op's backward reads its output, for these arguments: the saved table's answer
-    (:func:`ops.saves_output`, true only when every argument pattern saves it), corrected for the ops whose
-    output is saved only for some arguments, executed under torch 2.13: a full reduction ``h.max()`` /
-    ``torch.min(h)`` saves it (the ``dim`` and two-tensor forms do not); ``matrix_power(x, n)`` saves it only
-    for ``n < 0`` (an inverse; ``n >= 0`` is matmuls, which save their inputs); ``gumbel_softmax(hard=True)``
-    returns ``y_hard - y_soft.detach() + y_soft`` (an add); ``matrix_norm``/``linalg.norm`` with ``ord="nuc"``
-    (``torch.norm``/``Tensor.norm`` with ``p="nuc"``) is a sum of singular values."""
-    if name in ("max", "min") and namespace in ("torch", ops.TENSOR_METHOD):
-        return not node.keywords and len(node.args) == (1 if namespace == "torch" else 0)
-    if not ops.saves_output(namespace, name):
-        return False
-    if name == "matrix_power":
-        power = _argument(node, namespace, 1, "n")
-        return not (power is not None and is_int_literal(power) and not isinstance(power, ast.UnaryOp))
-    if name == "gumbel_softmax":
-        return not is_true(kw(node, "hard"))
-    if name in ("matrix_norm", "norm") and namespace == "torch.linalg":
-        order = _argument(node, namespace, 1, "ord")
-        return not (is_str_constant(order) and order.value == "nuc")
-    if name == "norm" and namespace in ("torch", ops.TENSOR_METHOD):  # `torch.norm(h, p="nuc")`, `h.norm(p="nuc")`
-        order = _argument(node, namespace, 1, "p")
-        return not (is_str_constant(order) and order.value == "nuc")
-    return True
-
-
-def returns_tuple(node: ast.Call, namespace: str, name: str) -> bool:
-    """A tuple-returning op (:func:`ops.saved_outputs`) called in its tuple form: an op that also returns one
-    tensor without a dimension (`x.max()`, `torch.max(a, b)`, `x.median()`) returns a tuple with one
-    (`x.max(-1)`, `torch.max(x, dim=1)`, `x.median(dim=0)`)."""
-    if not ops.saved_outputs(namespace, name):
-        return False
-    entry = ops.saved_for_backward(namespace, name)
-    if entry[1] or entry[2] or entry[3]:
-        extra = node.args[0 if namespace == ops.TENSOR_METHOD else 1:]
-        return kw(node, "dim") is not None or bool(extra and is_int_literal(extra[0]))
-    return True
-
-
 def is_detached(node: ast.AST) -> bool:
     """``x.detach()`` or ``x.data``: autograd no longer tracks what follows; also through ``typing.cast(T, x)``
     (which returns ``x``)."""
@@ -135,66 +80,8 @@ _NO_GRAD_METHODS = frozenset({"detach", "argmax", "argmin", "argsort", "long", "
                               "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "logical_not",
                               "logical_and", "logical_or", "logical_xor"})
 
-class CallGradMixin:
+class CallGradMixin(GradReadsMixin):
     """Grad facts about a call's inputs (a part of :class:`~.dataflow.Scope`)."""
-
-    def read_without_grad(self, node: ast.expr) -> bool:
-        """What ``node`` computes is only read by something that takes no gradient (``x.max().item()``,
-        ``int(x.sum())``, ``x.amax() > 0``, ``x.max().long()``): no backward runs through it, so what its op
-        saved for backward is never read (docs/pytorch-facts.md#saved-input)."""
-        stmt = self.stmt_stack[-1] if self.stmt_stack else None
-        if stmt is None:
-            return False
-        # the statement's own expressions: an `if`/`for`/`with` header, not the blocks under it
-        heads = [child for name, child in ast.iter_fields(stmt) if name not in _BLOCK_FIELDS]
-        nodes = [n for head in heads for item in (head if isinstance(head, list) else [head])
-                 if isinstance(item, ast.AST) for n in walk_ast(item)]
-        for parent in [stmt] + nodes:
-            for child in ast.iter_child_nodes(parent):
-                if child is not node:
-                    continue
-                if isinstance(parent, ast.Attribute) and parent.attr in _READ_WITHOUT_GRAD_METHODS:
-                    return True
-                if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) \
-                        and parent.func.id in _READ_WITHOUT_GRAD_FUNCTIONS and node in parent.args:
-                    return True
-                # `f'max: {torch.max(h)}'`: formatted into a string (a verbose print)
-                return isinstance(parent, (ast.Compare, ast.FormattedValue))
-        return False
-
-    def _output_read_without_grad(self, node: ast.expr) -> bool:
-        """Followed past the statement (:mod:`.consumers`): every read of what ``node`` computes, through the
-        names it is bound to, ends without a gradient, or nothing reads it (``n = torch.linalg.norm(x)``
-        with ``n`` read only by ``torch.nonzero(n * m)``, or never): the backward never reaches the op."""
-        if self.func is None or isinstance(self.func, ast.Module):
-            return False
-        facts = self.facts()
-        if not any(n is node for n in walk_ast(self.stmt_stack[-1])):
-            return False  # a call evaluated apart from its statement (a summary's replay)
-        names = flows_into(node, facts.parents)
-        if names is None:
-            return False
-        if not names:
-            return True
-        return only_gradless_readers(names, lambda name: facts.by_name.get(name, ((), ()))[1], facts.parents, node,
-                                     set(), facts.captured_loads, self.params, facts.declared, unread=True)
-
-    def _values_read_without_grad(self, call: ast.Call) -> bool:
-        """``v, i = x.max(1)`` (a values-and-indices op unpacked into names): every read of ``v``, followed
-        through the names it is bound to, ends without a gradient (a comparison, an index fill), or nothing
-        reads it, so the op's backward never runs and the indices it saved are never read (iopaint's RetinaFace
-        matching, executed)."""
-        if self.func is None or isinstance(self.func, ast.Module):
-            return False
-        facts = self.facts()
-        parent = facts.parents.get(id(call))
-        if not (isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1
-                and isinstance(parent.targets[0], ast.Tuple) and len(parent.targets[0].elts) == 2
-                and all(isinstance(e, ast.Name) for e in parent.targets[0].elts)):
-            return False
-        values = parent.targets[0].elts[0].id
-        return only_gradless_readers({values}, lambda name: facts.by_name.get(name, ((), ()))[1], facts.parents, call,
-                                     set(), facts.captured_loads, self.params, facts.declared, unread=True)
 
     def mark_saved_input(self, arg: ast.expr, op: str, line: int, call: ast.Call) -> None:
         """``arg`` was read by the backward of ``op``, which ran with grad on: a later in-place write to the
@@ -206,12 +93,20 @@ class CallGradMixin:
         origins = self.env.get(key) if key is not None else None
         if not origins and self._parameter_attribute(arg):
             origins = frozenset({Origin(RootKind.TENSOR, key, line)})  # `torch.sqrt(1 - self.v ** 2)` saved `self.v`
-        if not origins or self._output_read_without_grad(call):
+            self.hold(key, origins)
+        holder = key or holder_of(arg)
+        if holder is None or not self.env.get(holder) or self._output_read_without_grad(call):
             return
+        # `tree[j].pow(2)`, `v.pow(2)` with `v = tree[0]`: the view read shares the storage and version counter
+        # of its base (and of the other views of it), so a later write to any of them fails the backward
+        through_item = key is None and isinstance(arg, ast.Subscript) and not isinstance(arg.slice, (ast.Tuple, ast.Slice))
         step = Step(StepKind.SAVED_INPUT, op, line)
-        marked = [o.extend(step) if o.is_tensor and (param_index(o) is not None or o.grad_evidence) else o
-                  for o in origins]
-        self.hold(key, cap(marked))
+        for name in self._sharing_storage(holder):
+            held = self.env.get(name)
+            if held:
+                self.hold(name, cap(o.extend(step) if o.is_tensor and (param_index(o) is not None or o.grad_evidence)
+                                    and not (through_item and not (o.certain_tensor and param_index(o) is None))
+                                    else o for o in held))
 
     def note_saved_inputs(self, node: ast.expr, namespace: str, name: str, given: List[ast.expr],
                           origins: List[Optional[frozenset]], text: Callable[[], str]) -> None:
@@ -226,10 +121,19 @@ class CallGradMixin:
             ops.saved_for_backward(ops.TENSOR_METHOD if namespace == "operator" else namespace, name)
         if not entry:
             return
-        own = [p for p in entry[2] if p < len(given) and self.env.get(dotted_name(given[p]) or "")]
+        own = [p for p in entry[2] if p < len(given) and self.env.get(holder_of(given[p]) or "")]
         # (the table probes two inputs: `x` in `F.linear(x, w, b)` is read for `w`'s gradient, not `b`'s)
-        other = [p for p in entry[3] if p < len(given) and 1 - p < len(given) and holder_of(given[p]) is not None
-                 and self.needs_grad(given[1 - p], origins[1 - p])]
+        other, guessed = [], {}
+        for p in entry[3]:
+            if not (p < len(given) and 1 - p < len(given) and holder_of(given[p]) is not None):
+                continue
+            if self.needs_grad(given[1 - p], origins[1 - p]):
+                other.append(p)
+            elif (guess := self.tensor_param_guess(given[1 - p], origins[1 - p])) >= 0:
+                # `p * tree[j]` with `p` computed from a parameter annotated `Tensor`: `tree[j]` is saved for
+                # `p`'s gradient when a caller passes one that requires grad (the callers decide: guess_param)
+                other.append(p)
+                guessed[p] = guess
         if not (own or other) or self.read_without_grad(node):
             return
         text = text()
@@ -241,7 +145,7 @@ class CallGradMixin:
             # (`a @ b` takes only tensors on both sides: a number there raises, unlike `a * b`)
             self.mark_saved_for_other(arg, text, node.lineno, node,
                                       surely_tensor=(position == 0 and namespace != "operator") or activation
-                                      or name == "matmul")
+                                      or name == "matmul", guess=guessed.get(position, -1))
 
     def saved_tuple_outputs(self, node: ast.Call, namespace: str, name: str, first: Optional[ast.expr],
                             first_origins: frozenset) -> Optional[frozenset]:
@@ -288,7 +192,8 @@ class CallGradMixin:
             return any(o.is_tensor and o.grad_evidence and param_index(o) is None for o in origins)
         return self.grad_source(node) or (isinstance(node, ast.Name) and node.id in self.layer_results)
 
-    def mark_saved_for_other(self, arg: ast.expr, op: str, line: int, call: ast.expr, surely_tensor: bool) -> None:
+    def mark_saved_for_other(self, arg: ast.expr, op: str, line: int, call: ast.expr, surely_tensor: bool,
+                             guess: int = -1) -> None:
         """``arg`` (or the base of the view passed: ``x`` for ``conv(x[:, :k])``) was read by the backward of
         ``op``, run with grad on, for the gradient of another input that requires grad by evidence (``x`` in
         ``x * self.w``, ``self.fc(x)``): a later in-place write to that storage makes the backward raise whether
@@ -302,7 +207,11 @@ class CallGradMixin:
         (:attr:`~.summaries.FunctionSummary.saves`), so the caller's argument is marked too. Through an item
         (``feats[-1]``, not ``x[:, :k]``) the base may be a list: only a base known to be a tensor is marked.
         Names bound to a view of the name marked, or that it views (``v = x[:, :2]``), share its storage and
-        version counter: they are marked too."""
+        version counter: they are marked too.
+
+        ``guess`` >= 0: the other input requires grad only when parameter ``guess`` (annotated ``Tensor``) does
+        (``p * tree[j]`` with ``p`` computed from it): a tensor known here (not a list's item) gets, beside what
+        it holds, a tensor marked saved under that guess, which the callers decide (``Origin.guess_param``)."""
         key = holder_of(arg)
         if key is None or self._output_read_without_grad(call):
             return
@@ -310,6 +219,15 @@ class CallGradMixin:
         step = Step(StepKind.SAVED_FOR_OTHER, op, line)
         for name in self._sharing_storage(key):
             origins = self.env.get(name)
+            if guess >= 0:
+                # (a tensor made here: the caller's own tensor, a parameter, is its callers' to decide)
+                if origins and any(o.is_tensor and o.certain_tensor and param_index(o) is None
+                                   and o.root_text not in self.params for o in origins) \
+                        or not origins and name == key and self.torch_made(name):
+                    condition = f"it does when `{self.params[guess]}` requires grad"
+                    self.hold(name, cap(set(origins or ()) | {Origin(RootKind.TENSOR, name, line, guessed=True,
+                                                               guess_param=guess, condition=condition).extend(step)}))
+                continue
             if origins:
                 marked = []
                 for o in origins:
@@ -478,7 +396,40 @@ class CallGradMixin:
         schedule, ``self._beta = to_parameter(beta)``; one handed in) are unknown, which is no evidence."""
         plain = self.class_plain if self.class_plain is not None else (
             self.ctx is not None and self.ctx.plain_class(self.cls_qual))
+        if self.ctx is not None and not plain:
+            # in a module, `self.stat()` with `self.stat = RunningStat(...)` built from a project class that is
+            # surely no module calls that class's `__call__`, whose summary says what it returns (gromo's tensor
+            # statistics: buffers averaged without grad); any other callable may be a submodule
+            builder = self.class_builders.get(attr) if self.class_builders is not None else \
+                self.ctx.attribute_builder(self.cls_qual, attr)
+            found = self.ctx.resolve(builder) if builder is not None else None
+            return not (found is not None and found[0] == "class" and self.ctx.plain_class(found[1]))
         return self.ctx is None or not plain or self.built_as_module(attr)
+
+    def torch_made(self, name: str) -> bool:
+        """Every binding of the local ``name`` in this function is ``name = torch.<op>(...)`` (a tensor, surely, that
+        the walk leaves untracked when its inputs are only guesses about parameters: ``torch.maximum(spot - k, z)``)."""
+        if name in self.params or self.func is None or isinstance(self.func, ast.Module):
+            return False
+        found = False
+        for node in walk_ast(self.func):
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
+                found = True
+            elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                dotted = dotted_name(node.value.func) if isinstance(node.value, ast.Call) else None
+                if len(node.targets) != 1 or dotted is None or \
+                        not (qualify_dotted(dotted, self.names, self.is_local_name)[0] or "").startswith("torch."):
+                    return False
+        return found
+
+    def tensor_param_guess(self, node: ast.expr, origins: Optional[frozenset]) -> int:
+        """:meth:`_guess_of` ``node``, when that parameter is annotated ``torch.Tensor`` (a parameter that may be a
+        number, a scale or a probability, is no guess that anything requires grad); -1 otherwise."""
+        if origins is None:
+            key = dotted_name(node)
+            origins = self.env.get(key, EMPTY) if key is not None else EMPTY
+        guess = self._guess_of(node, origins)
+        return guess if 0 <= guess < len(self.params) and self.annotated_tensor(guess) else -1
 
     def _guess_of(self, node: ast.expr, origins: frozenset) -> int:
         """:func:`guessed_param` of an op's input, or, untracked, the index of the parameter it names."""

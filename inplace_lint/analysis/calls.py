@@ -17,7 +17,8 @@ from ..torch_facts import ops
 from .astutil import call_text, dotted_name, is_str_constant, is_true, kw, last_name, short
 from .call_args import (DROPOUTS, dropout_condition, expands_to_itself, inplace_flag, is_dtype_conversion,
                         literal_args, module_condition, tensor_split_args, to_integer_dtype)
-from .call_grad import is_detached, known_origins, needs_no_grad_arg, output_saved_here, returns_tuple
+from .call_grad import is_detached, known_origins, needs_no_grad_arg
+from .saved_ops import output_saved_here, returns_tuple
 from .expressions import cut_tracking, holder_of, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, qualify, qualify_dotted
 from .env import EMPTY, cap

@@ -61,6 +61,11 @@ _TORCH_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "DataPa
                                "Module"})
 
 
+#: torch's compilers: what they return computes what the function given does (``torch.jit.trace`` runs it once on
+#: its example inputs, then records the ops; ``torch.compile`` runs it as it is when it cannot compile)
+_COMPILERS = frozenset({"torch.jit.trace", "torch.jit.script", "torch.compile"})
+
+
 class ProjectCallsMixin:
     """In-project callees resolved and their summaries applied (a part of :class:`~.dataflow.Scope`)."""
 
@@ -244,6 +249,10 @@ class ProjectCallsMixin:
             return False  # frozen (`self.emb.weight.requires_grad = False`), built without weights or twice
         return self._torch_layer_class(recv_node, name) in ops.WEIGHTED_LAYERS
 
+    def compiled(self, node: ast.Call) -> bool:
+        """``torch.jit.trace(f, ...)``, ``torch.jit.script(f)``, ``torch.compile(f)`` (:data:`_COMPILERS`)."""
+        return bool(node.args) and qualify(node.func, self.names, self.is_local_name)[0] in _COMPILERS
+
     def callable_refs(self, node: ast.expr) -> List[Tuple[str, int]]:
         """A function value: ``f``, ``self.m``, ``partial(self.m, a)`` -> each (qualified name, bound
         arguments) it may be (``self.m``: the method and its overrides, as for a call)."""
@@ -252,6 +261,9 @@ class ProjectCallsMixin:
             if qual in ("functools.partial", "partial"):
                 extra = len(node.args) - 1
                 return [(q, bound + extra) for q, bound in self.callable_refs(node.args[0])]
+            if qual in _COMPILERS:
+                # `f_jit = torch.jit.trace(f, example)`: calling `f_jit` runs what `f` does on its arguments
+                return self.callable_refs(node.args[0])
             return []
         if isinstance(node, (ast.Name, ast.Attribute)):
             return self.resolve_callees(node)

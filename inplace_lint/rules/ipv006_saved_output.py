@@ -51,6 +51,10 @@ def _message(write: Write, origin: Origin) -> str:
     if other is not None:
         op, layer = saver_parts(other.text)
         what = f"`{op}`" + (f" (`{layer}`, line {other.line})" if layer else f" (line {other.line})")
+        if origin.guess_param >= 0:  # the other input requires grad when a parameter does (its condition says which)
+            return (f"{write.op} writes in place to `{write.target}`, which {what} saved for backward to compute the "
+                    f"gradient of another input: the backward raises when that input requires grad, whether or not "
+                    f"`{write.target}` itself requires grad")
         return (f"{write.op} writes in place to `{write.target}`, which {what} saved for backward to compute the "
                 f"gradient of an input that requires grad: the backward raises, whether or not "
                 f"`{write.target}` itself requires grad")
