@@ -13,7 +13,7 @@ from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import grad, model_outputs
 from ..torch_facts import ops
 from .astutil import dotted_name, is_str_constant, short
-from .conditions import negate
+from .local_conds import conflict
 from .env import _MAX_ORIGINS, EMPTY, cap
 from .names import qualify
 from .init_builds import ELEMENTS
@@ -135,19 +135,26 @@ class BindingMixin:
         self.bindings.append((key, origins))
 
     def bind_name(self, key: str, origins: frozenset) -> None:
-        if self.reach_conds:
-            self.reach_conds.pop(key, None)
+        if self.reach_conds and key in self.reach_conds:
+            # what the name held before, under a condition, may come back where paths join (a `try`'s handler):
+            # only entries of origins the new value is made from are dropped
+            kept = [(held, c) for held, c in self.reach_conds[key] if not any(o.derived_from(held) for o in origins)]
+            if kept:
+                self.reach_conds[key] = kept
+            else:
+                del self.reach_conds[key]
         if origins:
             self.env[key] = origins
             self.bindings.append((key, origins))
             if len(origins) > _MAX_ORIGINS:
                 self.big.add(key)
-            if self.path_conds and self.recording and self.stmt_stack:
+            if (self.path_conds or self.local_conds) and self.recording and self.stmt_stack:
                 self._made_under(origins)
         else:
             self.env.pop(key, None)
             self.bindings.append((key, EMPTY))
         if "." not in key:
+            self.new_ident(key, None)
             self.bool_names.discard(key)
             self.grad_off_flags.discard(key)
             self.local_funcs.pop(key, None)
@@ -177,17 +184,24 @@ class BindingMixin:
         """``origins`` less those that ``key`` holds only on paths the conditions being walked exclude:
         ``ids.clone()`` bound under ``if reset:`` leaves the expanded ``ids`` only where ``reset`` is false, so
         ``ids[b] -= 1`` under a later ``if reset:`` writes the clone (:attr:`reach_conds`)."""
-        entries = self.reach_conds.get(key) if key is not None and self.path_conds else None
-        if not entries:
+        now = self.path_conds + self.local_conds
+        if not now:
             return origins
-        excluded = [held for held, cond in entries if negate(cond) in self.path_conds]
-        return [o for o in origins if not any(o.derived_from(h) for h in excluded)]
+        entries = self.reach_conds.get(key) if key is not None else None
+        excluded = [held for held, cond in entries if any(conflict(cond, c) for c in now)] if entries else ()
+        # and what was made under conditions that those walked now rule out (`if mode == "a": x = y.exp()`, then
+        # `if mode == "b": x.mul_(2)`)
+        return [o for o in origins if not any(o.derived_from(h) for h in excluded) and not self.made_contradicted(o, now)]
 
     def _made_under(self, origins: frozenset) -> None:
         """Record, for the steps and roots the statement being walked made (their line is in it), the
         conditions on parameters it runs under (:attr:`made_conds`; the first record of each stays)."""
         stmt = self.stmt_stack[-1]
         first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
+        if self.local_conds:
+            self.made_under_locals(origins, first, last)
+        if not self.path_conds:
+            return
         made = self.made_conds
         for o in origins:
             for step in o.steps:
@@ -231,6 +245,7 @@ class BindingMixin:
         if key is not None:
             self.bind_name(key, value)
             if isinstance(target, ast.Name):
+                self.new_ident(key, value_node)
                 cls = self.instance_class(value_node)
                 if cls is not None:
                     self.local_instances[key] = cls

@@ -10,28 +10,32 @@ from . import grad
 from .astutil import last_name
 from .conditions import negate
 from .env import EMPTY, merge
+from .local_conds import copy_reach, merge_reach
 
 
 class BlocksMixin:
     """``stmt_With``, ``stmt_Try``, ``stmt_Match`` and the grad mode of contexts."""
 
     def stmt_Try(self, node) -> None:
-        before = dict(self.env)
+        before, reach_before = dict(self.env), copy_reach(self.reach_conds)
         flags = set(self.grad_off_flags)
         self.run_body(node.body)
         self.run_body(node.orelse)
         flags &= self.grad_off_flags  # a handler may run after any part of the body: flags on every path
         after = set(flags)
-        branches = [self.env]
+        branches, reaches = [self.env], [self.reach_conds]
         for handler in node.handlers:
             self.env = merge([before, branches[0]], self.big)
+            self.reach_conds = merge_reach([reach_before, reaches[0]], [before, branches[0]])
             self.grad_off_flags = set(flags)
             if handler.name:
                 self.env[handler.name] = EMPTY
                 self.bindings.append((handler.name, EMPTY))
             self.run_body(handler.body)
             branches.append(self.env)
+            reaches.append(self.reach_conds)
             after &= self.grad_off_flags
+        self.reach_conds = merge_reach(reaches, branches)
         self.env = merge(branches, self.big)
         self.grad_off_flags = after
         self.run_body(node.finalbody)
@@ -96,18 +100,21 @@ class BlocksMixin:
 
     def stmt_Match(self, node) -> None:
         self.eval(node.subject)
-        before = dict(self.env)
+        before, reach_before = dict(self.env), copy_reach(self.reach_conds)
         flags = set(self.grad_off_flags)
         after = set(flags)
-        branches = []
+        branches, reaches = [], []
         for case in node.cases:
             self.env = dict(before)
+            self.reach_conds = copy_reach(reach_before)
             self.grad_off_flags = set(flags)
             if case.guard is not None:
                 self.eval(case.guard)
             self.run_body(case.body)
             branches.append(self.env)
+            reaches.append(self.reach_conds)
             after &= self.grad_off_flags
+        self.reach_conds = merge_reach(reaches + [reach_before], branches + [before])
         self.env = merge(branches + [before], self.big)
         self.grad_off_flags = after
 

@@ -40,6 +40,7 @@ from .expressions import ExpressionsMixin
 from .branches import ConditionsMixin
 from .blocks import BlocksMixin
 from .handed_out import HandedOutMixin
+from .local_conds import LocalConditionsMixin
 from .narrowing import ClassFactsMixin
 from .project_calls import ProjectCallsMixin
 from .reporting import ReportingMixin
@@ -65,7 +66,7 @@ def _arg_line(args: ast.arguments, name: str) -> int:
 
 @dataclass
 class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
-            ReportingMixin, ClassFactsMixin, ConditionsMixin):
+            ReportingMixin, ClassFactsMixin, ConditionsMixin, LocalConditionsMixin):
     """Walks one function (or module, or class) body; nested functions get a scope of their own."""
 
     settings: Settings
@@ -192,6 +193,17 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     #: expanded ``ids`` only where ``reset`` is false, so a write under ``if reset:`` further on cannot reach it
     #: (:meth:`.binding.BindingMixin.reachable`); dropped when the name is bound again
     reach_conds: Dict[str, List[Tuple[Origin, tuple]]] = field(default_factory=dict)
+    #: the conditions on locals (:mod:`.local_conds`) under which the statement being walked runs; never in a
+    #: summary or a finding (they say nothing to a caller)
+    local_conds: Tuple[tuple, ...] = ()
+    #: plain name -> the ident of its binding (renewed at each binding, shared by a copy ``a = b``)
+    cond_ids: Dict[str, int] = field(default_factory=dict)
+    #: idents whose value is immutable (a truth or order test of it stays true until the name is bound again)
+    stable_idents: Set[int] = field(default_factory=set)
+    #: as :attr:`made_conds`, for the conditions on locals
+    local_made: Dict[object, Tuple[tuple, ...]] = field(default_factory=dict)
+    #: names bound in each loop (by ``id`` of its node), names shared with nested functions (key None)
+    local_cond_cache: Dict[object, FrozenSet[str]] = field(default_factory=dict)
     #: inside ``with torch.no_grad() if flag else nullcontext():`` on a parameter ``flag``: the condition
     #: (index, truth, default truth) that turns grad off (see ``LocalFinding.grad_cond``)
     grad_cond: Optional[tuple] = None

@@ -24,7 +24,8 @@ from typing import Any, Dict, List, Sequence, Tuple
 from .. import textpos
 
 #: the scope fields a function's walk does not start from (shared containers, the node, the project)
-_NOT_STATE = frozenset({"sink", "func", "facts_cache", "ctx", "stmt_stack", "loop_stack", "blocks"})
+_NOT_STATE = frozenset({"sink", "func", "facts_cache", "ctx", "stmt_stack", "loop_stack", "blocks",
+                        "local_cond_cache"})
 
 
 def _frozen(value: Any) -> Any:

@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Sequence, Set
 from ..findings import Origin
 from . import conditions, fixplan, grad, model_outputs, narrowing
 from .astutil import dotted_name, is_false, last_name, walk_ast
+from .local_conds import copy_reach, merge_reach
 from .env import EMPTY, cap, merge, merge_touched, negate, origin_key
 from .names import LITERAL_HEADS, import_bindings
 from .summaries import FunctionSummary, function_of, located_steps, param_index, parameter_names
@@ -136,7 +137,7 @@ class StatementsMixin:
         self._loop(node, lambda: self.eval(node.test))
 
     def _loop(self, node, head) -> None:
-        before = dict(self.env)
+        before, reach_before = dict(self.env), copy_reach(self.reach_conds)
         state = self._loop_state()
         # `if torch.is_grad_enabled(): continue` (or `break`) gates the rest of one pass, not the next pass nor what
         # follows the loop (a review's misses)
@@ -147,6 +148,7 @@ class StatementsMixin:
                 self.eval_branch, self.grad_off_arm, self.nograd_keys = gates[0], gates[1], set(gates[2])
                 head()
                 self.run_body(node.body)
+                self.reach_conds = merge_reach([reach_before, self.reach_conds], [before, self.env])
                 self.env = merge([before, self.env], self.big)
                 self.grad_off_flags &= state[6]  # a flag on entry that the body binds otherwise is none after
                 if first and self.env == before and self._loop_state()[:-1] == state[:-1] \
@@ -169,7 +171,7 @@ class StatementsMixin:
     def _reach_under(self, node: ast.If, arms: List[Dict[str, frozenset]], mark: int) -> Dict[str, list]:
         """After ``if flag: ids = ids.clone()`` (a test on a parameter; both arms go on): what each arm alone
         bound is held only when the test is true (false for the other arm), :attr:`reach_conds`."""
-        cond = self.param_condition(node.test)
+        cond = self.param_condition(node.test) or self.local_condition(node.test)
         reach: Dict[str, list] = {}
         if cond is None:
             return reach
@@ -188,7 +190,9 @@ class StatementsMixin:
         current = node
         saved = chain = self.eval_branch
         saved_grad = (set(self.nograd_keys),)
-        saved_conds = self.path_conds
+        saved_conds, saved_local, reach_before = self.path_conds, self.local_conds, self.reach_conds
+        locals_false: list = []  # tests of locals found false by the earlier arms
+        arm_reach: List[dict] = []
         saved_no_grad = self.no_grad
         saved_off = off_chain = self.grad_off_arm
         conds_false: list = []  # parameter tests found false by the earlier arms
@@ -206,6 +210,12 @@ class StatementsMixin:
                 if cond is None and isinstance(current.test, ast.BoolOp) and isinstance(current.test.op, ast.And) \
                 else ((cond,) if cond else ())
             self.path_conds = saved_conds + tuple(conds_false) + parts
+            local = self.local_condition(current.test) if cond is None else None
+            local_parts = tuple(c for c in map(self.local_condition, current.test.values) if c) \
+                if local is None and isinstance(current.test, ast.BoolOp) and isinstance(current.test.op, ast.And) \
+                else ((local,) if local else ())
+            self.local_conds = saved_local + tuple(locals_false) + local_parts
+            self.reach_conds = copy_reach(reach_before)
             # `if self.training: ... else: <eval mode only>`, `if not self.training and prefilter: <eval only>`
             body_mode, else_mode = grad.training_arms(current.test)
             body_off, else_off = grad.grad_off_arms(current.test, self.grad_off_flags)
@@ -224,6 +234,7 @@ class StatementsMixin:
             self.no_grad = saved_no_grad
             self.nograd_keys = set(saved_grad[0])
             arms.append(self.env)
+            arm_reach.append(self.reach_conds)
             arm_flags.append(self.grad_off_flags)
             self.grad_off_flags = set(flags_before)
             left.append(grad.leaves_function(current.body))
@@ -237,7 +248,10 @@ class StatementsMixin:
                 first_narrow_else, first_off = narrow_else, (body_off, else_off)
             if cond:
                 conds_false.append(negate(cond))
+            if local:
+                locals_false.append(negate(local))
             self.path_conds = saved_conds + tuple(conds_false)
+            self.local_conds = saved_local + tuple(locals_false)
             # what every later arm (an `elif`, the `else`) holds
             for off, key in gates:
                 self._gate(off, key)
@@ -246,15 +260,17 @@ class StatementsMixin:
             if len(orelse) == 1 and isinstance(orelse[0], ast.If):
                 current = orelse[0]
                 continue
+            self.reach_conds = copy_reach(reach_before)
             self.run_body(orelse)
             arms.append(self.env)
+            arm_reach.append(self.reach_conds)
             arm_flags.append(self.grad_off_flags)
             left.append(grad.leaves_function(orelse))
             break
         self.eval_branch = saved
         self.grad_off_arm = saved_off
         self.nograd_keys = saved_grad[0]
-        self.path_conds = saved_conds
+        self.path_conds, self.local_conds = saved_conds, saved_local
         if len(arms) == 2 and arms[0] != arms[1] and narrowing.none_test(node.test) is not None:
             # `if mask is not None: ...` and `mask.squeeze(-1)` after: the arm where it is None dies there
             dies = narrowing.none_arm_dies(node, self.rest_of_block(node))
@@ -284,15 +300,19 @@ class StatementsMixin:
         live_flags = [f for f, gone in zip(arm_flags, left) if not gone] or arm_flags
         self.grad_off_flags = set.intersection(*live_flags)
         reach = self._reach_under(node, arms, mark) if len(arms) == 2 and not any(left) else None
+        live_reach = [r for r, gone in zip(arm_reach, left) if not gone] or arm_reach
+        self.reach_conds = merge_reach(live_reach, live)
         if TOUCHED_MERGE:  # (merge_touched may change the arms' dicts)
             self.env = merge_touched(live, {k for k, _ in self.bindings[mark:]} | self.big)
         else:
             self.env = merge(live, self.big)
-        if reach:
-            self.reach_conds.update(reach)
+        for key, entries in (reach or {}).items():
+            self.reach_conds[key] = self.reach_conds.get(key, []) + entries
         if not node.orelse and left[0]:  # `if ...: return/raise` with no else: what follows runs with the test false
             if conds_false and self.param_condition(node.test):
                 self.path_conds = saved_conds + (conds_false[0],)  # `if copy: return x.repeat(...)`
+            elif locals_false and self.local_condition(node.test):
+                self.local_conds = saved_local + (locals_false[0],)
             self.narrow(first_narrow_else)  # `if isinstance(x, Tensor): return ...`: x holds no tensor after
         if not node.orelse and training is True and grad.leaves_function(node.body) and len(self.stmt_stack) == 1:
             # `if self.training: return torch.cat(...)` at the top of a method: the rest of it runs in eval mode

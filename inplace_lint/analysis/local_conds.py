@@ -1,0 +1,193 @@
+"""Tests of a local name that a later test repeats: the paths they rule out (a part of :class:`~.dataflow.Scope`).
+
+``if strategy == "relax": x = optimize(...).expand(q, d)`` and, further on, ``if strategy == "spaced": x[i] = v``
+with ``strategy`` not bound again in between: the expanded ``x`` never reaches the write, since one value is not
+equal to both strings. The same holds for a flag copied to another local (``applied = force``) and for what an
+``if`` without ``else`` leaves (``if force: delta = pinv(s) @ m``: the older ``delta`` is there only where
+``force`` is false). Conditions on the function's parameters, not bound again, are :mod:`.conditions`'s; this
+module adds the locals and decides when two tests on one value cannot both hold (:func:`conflict`).
+
+A local's test is about one binding of the name (an *ident*, renewed at each binding in the walk's order, shared
+by a plain copy ``a = b``): a binding between two tests makes them tests of different values. Tests are recorded
+only where they stay true while the name is unbound:
+
+- an equality or membership test against a string constant, and ``is None``/``is True``/``is False`` (a value
+  that equals a string is a string; identity does not change without a binding);
+- a truth or order test only on a name that holds an immutable value: a literal, a comparison, ``not``,
+  ``isinstance``, a parameter whose default is a bool, number or string, or a copy of such a name (a list's
+  truth changes when it is appended to);
+- never on a name bound inside a loop that encloses the test (the test on the next pass is about another value),
+  nor on one declared ``nonlocal`` or ``global`` in the function (a call may bind it).
+"""
+from __future__ import annotations
+
+import ast
+import itertools
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+from . import conditions
+from .astutil import walk_ast
+from .env import EMPTY
+
+#: conditions on locals use a string index of their own (never a parameter index nor an ``init:`` flag)
+LOCAL = "local:"
+_ORDERED = frozenset({"<", "<=", ">", ">="})
+_BUILTIN_BOOLS = frozenset({"isinstance", "issubclass", "hasattr", "callable", "bool", "len", "int", "float", "str"})
+_IMMUTABLE = (bool, int, float, str, bytes, type(None))
+
+
+class _Other:
+    """A value equal to no constant (and true): what a name may hold besides the constants a test names."""
+
+    def __eq__(self, other):
+        return self is other
+
+    __hash__ = object.__hash__
+
+
+_OTHER = _Other()
+
+
+def conflict(a: tuple, b: tuple) -> bool:
+    """Two conditions on one value (same index) that no value meets both of: ``x`` and ``not x``, ``x == 'a'``
+    and ``x == 'b'``, ``x is None`` and ``x``. Order tests decide only against their own negation."""
+    if a[0] != b[0]:
+        return False
+    if a[3:] == b[3:]:
+        return a[1] != b[1]
+    if a[3] in _ORDERED or b[3] in _ORDERED:
+        return False
+    candidates = [a[4], b[4], None, True, False, 0, "", _OTHER]
+    for c in (a, b):
+        if c[3] == "in" and isinstance(c[4], tuple):
+            candidates.extend(c[4])
+    return not any(conditions.holds(a, (v,)) is not False and conditions.holds(b, (v,)) is not False
+                   for v in candidates)
+
+
+def conflicts(made: Sequence[tuple], now: Sequence[tuple]) -> bool:
+    return any(conflict(a, b) for a in made for b in now)
+
+
+def merge_reach(states: List[Dict[str, list]], envs: List[Dict[str, frozenset]]) -> Dict[str, list]:
+    """The :attr:`~.dataflow.Scope.reach_conds` where paths join: an entry ``(origin, condition)`` of a name
+    stays when every path on which the name holds the origin (or a view of it) has it."""
+    if not any(states):
+        return {}
+    out: Dict[str, list] = {}
+    for key in {k for s in states for k in s}:
+        kept = []
+        for entry in {e for s in states for e in s.get(key, ())}:
+            held, _ = entry
+            if all(entry in s.get(key, ()) for s, env in zip(states, envs)
+                   if any(o.derived_from(held) for o in env.get(key, EMPTY))):
+                kept.append(entry)
+        if kept:
+            out[key] = sorted(kept, key=repr)
+    return out
+
+
+def copy_reach(state: Dict[str, list]) -> Dict[str, list]:
+    return {k: list(v) for k, v in state.items()} if state else {}
+
+
+class LocalConditionsMixin:
+    """Conditions on locals (a part of :class:`~.dataflow.Scope`; see the module's text)."""
+
+    def local_condition(self, test: ast.expr) -> Optional[tuple]:
+        """What ``test`` asks of one local (or a parameter bound again) as a condition, or None."""
+        truth = True
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            truth, test = not truth, test.operand
+        compared = conditions.comparison(test)
+        if compared is not None:
+            name, sense, op, constant = compared
+            truth = truth == sense
+            stable_test = (op in ("==", "in") and (isinstance(constant, str) or isinstance(constant, tuple)
+                                                  and all(isinstance(c, str) for c in constant))) \
+                or (op == "is" and constant in (None, True, False))
+        elif isinstance(test, ast.Name):
+            name, op, constant, stable_test = test.id, "", None, False
+        else:
+            return None
+        if name in self.params and name not in self.assigned:
+            return None  # a parameter's test is :meth:`param_condition`'s
+        ident = self.cond_ids.get(name)
+        if ident is None and name in self.params:
+            ident = self.cond_ids[name] = next(_IDENTS)
+            if self.param_default(name) and isinstance(self.param_default(name)[0], _IMMUTABLE):
+                self.stable_idents.add(ident)
+        if ident is None or not (stable_test or ident in self.stable_idents) or name in self._unsteady_names():
+            return None
+        return f"{LOCAL}{ident}", truth, (), op, constant
+
+    def _unsteady_names(self) -> FrozenSet[str]:
+        """Names bound in a loop that encloses the statement walked, or shared with nested functions."""
+        shared = self.local_cond_cache.get(None)
+        if shared is None:
+            shared = self.local_cond_cache[None] = frozenset(
+                n for node in walk_ast(self.func) if isinstance(node, (ast.Nonlocal, ast.Global)) for n in node.names) \
+                if self.func is not None else frozenset()
+        if not self.loop_stack:
+            return shared
+        out = set(shared)
+        for loop in self.loop_stack:
+            bound = self.local_cond_cache.get(id(loop))
+            if bound is None:
+                bound = self.local_cond_cache[id(loop)] = frozenset(
+                    n.id for n in walk_ast(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)))
+            out |= bound
+        return frozenset(out)
+
+    def new_ident(self, key: str, value: Optional[ast.expr]) -> None:
+        """``key`` (a plain name) was bound to ``value``: a new ident, or a copy's (``a = b``)."""
+        if isinstance(value, ast.Name) and value.id in self.cond_ids:
+            self.cond_ids[key] = self.cond_ids[value.id]
+            return
+        ident = self.cond_ids[key] = next(_IDENTS)
+        if value is not None and _immutable(value, self.cond_ids, self.stable_idents):
+            self.stable_idents.add(ident)
+
+    def made_under_locals(self, origins: frozenset, first: int, last: int) -> None:
+        """The steps and roots the statement walked (lines ``first``..``last``) made are made under
+        :attr:`local_conds` (the first record stays)."""
+        made = self.local_made
+        for o in origins:
+            for step in o.steps:
+                if first <= step.line <= last and step.path is None and step not in made:
+                    made[step] = self.local_conds
+            if first <= o.root_line <= last and o.path is None:
+                made.setdefault((o.root, o.root_text, o.root_line), self.local_conds)
+
+    def made_contradicted(self, origin, now: Tuple[tuple, ...]) -> bool:
+        """``origin`` was made (a step or its root) under conditions that those walked now rule out."""
+        for table in (self.made_conds, self.local_made):
+            if not table:
+                continue
+            for step in origin.steps:
+                made = table.get(step)
+                if made and conflicts(made, now):
+                    return True
+            made = table.get((origin.root, origin.root_text, origin.root_line))
+            if made and conflicts(made, now):
+                return True
+        return False
+
+
+_IDENTS = itertools.count(1)
+
+
+def _immutable(value: ast.expr, idents: Dict[str, int], stable: set) -> bool:
+    """``value`` makes an immutable object: a literal, a comparison, ``not``, ``isinstance(...)``, a copy of a
+    name holding one."""
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, _IMMUTABLE)
+    if isinstance(value, (ast.Compare, ast.JoinedStr)):
+        return True
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
+        return True
+    if isinstance(value, ast.BoolOp):
+        return all(_immutable(v, idents, stable) for v in value.values)
+    if isinstance(value, ast.Name):
+        return idents.get(value.id) in stable
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in _BUILTIN_BOOLS
