@@ -173,3 +173,105 @@ def test_a_name_bound_again_in_the_loop_decides_nothing():
 ])
 def test_which_two_tests_no_value_meets(a, b, expected):
     assert conflict(a, b) is expected
+
+
+# A review's cases (each raises at backward with `i == 0`): a test's negation stated by `if ...: raise/return` holds
+# only for the rest of its block, and a binding the walk makes otherwise than by assignment renews the ident.
+MODULE = """
+import contextlib
+import torch
+from torch import nn
+
+
+def pick(i):
+    return "a" if i == 0 else "b"
+
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, inp, i: int):
+        y = self.lin(inp)
+BODY
+        return x
+"""
+
+BODIES = {
+    "raise caught by a handler": """
+        s = pick(i)
+        x = y + 0
+        if s == "a":
+            x = y.exp()
+        try:
+            if s == "a":
+                raise RuntimeError("fallback")
+        except RuntimeError:
+            pass
+        x.mul_(2)""",
+    "raise swallowed by a context manager": """
+        s = pick(i)
+        x = y + 0
+        if s == "a":
+            x = y.exp()
+        with contextlib.suppress(RuntimeError):
+            if s == "a":
+                raise RuntimeError("fallback")
+        x.mul_(2)""",
+    "a finally block runs on the return path": """
+        s = pick(i)
+        x = y + 0
+        if s == "a":
+            x = y.exp()
+        try:
+            if s == "a":
+                return x
+        finally:
+            x.mul_(2)""",
+    "a return in a loop that may run no pass": """
+        s = pick(i)
+        x = y + 0
+        if s == "a":
+            x = y.exp()
+        for _ in range(i):
+            if s == "a":
+                return x
+        x.mul_(2)""",
+    "a counter bumped by augmented assignment": """
+        n = 0
+        x = y + 0
+        if n == 0:
+            x = y.exp()
+        n += 1
+        if n == 1:
+            x.mul_(2)""",
+    "a match pattern captures the name again": """
+        s = pick(i)
+        x = y + 0
+        if s == "a":
+            x = y.exp()
+        match {"k": "b"}:
+            case {"k": s}:
+                pass
+        if s == "b":
+            x.mul_(2)""",
+    "a comparison of tensors is a tensor an in-place op can flip": """
+        flag = y.sum() > -100
+        x = y + 0
+        if flag:
+            x = y.exp()
+        flag.logical_not_()
+        if not flag:
+            x.mul_(2)""",
+}
+
+
+@pytest.mark.parametrize("case", sorted(BODIES))
+def test_a_condition_that_may_no_longer_hold_decides_nothing(case):
+    src = textwrap.dedent(MODULE).replace("BODY", textwrap.indent(textwrap.dedent(BODIES[case]).strip("\n"), " " * 8))
+    line = next(n for n, text in enumerate(src.splitlines(), 1) if "x.mul_(2)" in text)
+    found = [(f.code, f.line) for f in analyze_source(src)]
+    assert found == [("IPV006", line)]
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        _load(src)["M"]()(torch.ones(2, 3), 0).sum().backward()

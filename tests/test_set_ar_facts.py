@@ -247,3 +247,84 @@ def test_an_attribute_built_from_a_plain_project_class_is_no_submodule():
     x = torch.ones(3, requires_grad=True)
     _load(src)["Layer"]()(x).sum().backward()
     assert x.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_function_torch_differentiates_keeps_its_guess_whatever_its_other_calls(tmp_path):
+    # a review's case: the one visible call runs with grad off, and `jacobian` calls the traced copy with grad on
+    src = textwrap.dedent(RECURRENCE).replace("    return _recur_jit(r)", """    with torch.no_grad():
+        return _recur_jit(r)
+
+
+def jac(r: Tensor) -> Tensor:
+    return torch.autograd.functional.jacobian(_recur_jit, r)""")
+    [finding] = analyze_source(src)
+    assert (finding.code, finding.line) == ("IPV006", 9)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        _import(src, tmp_path, "traced_jacobian").jac(torch.tensor(0.5))
+
+
+def test_a_plain_class_holding_a_parameter_returns_what_requires_grad():
+    # a review's case: `self.gate = Scale()` is no module, but its `__call__` multiplies by an `nn.Parameter`
+    src = textwrap.dedent("""
+    import torch
+    from torch import nn
+
+
+    class Scale:
+        def __init__(self):
+            self.w = nn.Parameter(torch.ones(3))
+
+        def __call__(self, x):
+            return x * self.w
+
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = Scale()
+
+        def forward(self, inp):
+            g = self.gate(inp).sigmoid()
+            g.mul_(2)
+            return g
+    """)
+    [finding] = analyze_source(src)
+    assert (finding.code, finding.line, finding.col) == ("IPV006", 21, 8)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        _load(src)["M"]()(torch.ones(2, 3)).sum().backward()
+
+
+def test_a_list_from_torch_jit_annotate_is_no_tensor():
+    src = textwrap.dedent("""
+    from typing import List
+
+    import torch
+    from torch import Tensor
+
+
+    def rows(p: Tensor) -> List[Tensor]:
+        vals = torch.jit.annotate(List[Tensor], [torch.ones(()), torch.ones(())])
+        for j in range(1):
+            vals[j] = p * vals[j] + vals[j + 1]
+        return vals
+    """)
+    assert analyze_source(src) == []
+    p = torch.tensor(0.5, requires_grad=True)
+    _load(src)["rows"](p)[0].backward()
+    assert float(p.grad) == 1.0
+
+
+def test_a_row_read_through_a_mask_is_a_copy():
+    src = textwrap.dedent("""
+    import torch
+
+
+    def f():
+        h = torch.ones(2, 3, requires_grad=True) * 2
+        keep = h.detach() > 0
+        pos = h[keep].pow(2)
+        h[0] = 0.0
+        return pos.sum() + h.sum()
+    """)
+    assert analyze_source(src) == []
+    _load(src)["f"]().backward()

@@ -298,7 +298,8 @@ class AcrossCalls:
         if not sites or (qual in self._exported() and not self._all_grad_off(sites)):
             return not self.runs_on_activations(qual)
         for site in sites:
-            if (site.no_grad or self._grad_off(self.finalize()[1], site.caller)) and not site.callback:
+            if (site.no_grad or self._grad_off(self.finalize()[1], site.caller)) and not site.callback \
+                    and site.bound is not None:
                 continue  # the callee runs with grad off at this call: it saves nothing there, whatever it is given
             if site.bound is None or site.callback:
                 return False

@@ -84,6 +84,7 @@ class BindingMixin:
         target = node.target
         if isinstance(target, ast.Name):
             self.grad_off_flags.discard(target.id)  # `flag |= force`: no longer true only with grad off
+            self.new_ident(target.id, None)  # `n += 1`: another value (a test of `n` before is of the old one)
         if isinstance(target, ast.Subscript):
             base = self.eval(target.value)
             self.eval(target.slice)
@@ -120,6 +121,8 @@ class BindingMixin:
             if key is not None:
                 self.env.pop(key, None)
                 self.bindings.append((key, EMPTY))
+                if "." not in key:
+                    self.new_ident(key, None)
             else:
                 self.eval(target)
 

@@ -18,6 +18,8 @@ class BlocksMixin:
 
     def stmt_Try(self, node) -> None:
         before, reach_before = dict(self.env), copy_reach(self.reach_conds)
+        # (`if s == "a": raise` in the body states `s != "a"` for the rest of the body only: a handler may catch it)
+        conds = (self.path_conds, self.local_conds)
         flags = set(self.grad_off_flags)
         self.run_body(node.body)
         self.run_body(node.orelse)
@@ -28,9 +30,11 @@ class BlocksMixin:
             self.env = merge([before, branches[0]], self.big)
             self.reach_conds = merge_reach([reach_before, reaches[0]], [before, branches[0]])
             self.grad_off_flags = set(flags)
+            self.path_conds, self.local_conds = conds
             if handler.name:
                 self.env[handler.name] = EMPTY
                 self.bindings.append((handler.name, EMPTY))
+                self.new_ident(handler.name, None)
             self.run_body(handler.body)
             branches.append(self.env)
             reaches.append(self.reach_conds)
@@ -38,6 +42,7 @@ class BlocksMixin:
         self.reach_conds = merge_reach(reaches, branches)
         self.env = merge(branches, self.big)
         self.grad_off_flags = after
+        self.path_conds, self.local_conds = conds  # (`finally` runs on the paths that returned too)
         self.run_body(node.finalbody)
 
     stmt_TryStar = stmt_Try
@@ -57,6 +62,14 @@ class BlocksMixin:
         self._with(node)
 
     def _with(self, node) -> None:
+        conds = (self.path_conds, self.local_conds)
+        try:
+            self._with_body(node)
+        finally:
+            # (`with suppress(...): if s == "a": raise`: what follows may run with `s == "a"`)
+            self.path_conds, self.local_conds = conds
+
+    def _with_body(self, node) -> None:
         mode = None
         grad_cond = None
         for item in node.items:
@@ -104,10 +117,14 @@ class BlocksMixin:
         flags = set(self.grad_off_flags)
         after = set(flags)
         branches, reaches = [], []
+        conds = (self.path_conds, self.local_conds)
         for case in node.cases:
             self.env = dict(before)
             self.reach_conds = copy_reach(reach_before)
             self.grad_off_flags = set(flags)
+            self.path_conds, self.local_conds = conds
+            for captured in _captures(case.pattern):
+                self.new_ident(captured, None)  # `case str() as s`, `case {"k": s}`: `s` is bound again
             if case.guard is not None:
                 self.eval(case.guard)
             self.run_body(case.body)
@@ -115,6 +132,7 @@ class BlocksMixin:
             reaches.append(self.reach_conds)
             after &= self.grad_off_flags
         self.reach_conds = merge_reach(reaches + [reach_before], branches + [before])
+        self.path_conds, self.local_conds = conds
         self.env = merge(branches + [before], self.big)
         self.grad_off_flags = after
 
@@ -134,3 +152,12 @@ class BlocksMixin:
     def grad_mode_of(self, node: ast.expr) -> Optional[bool]:
         """The grad mode a context/decorator sets; ``report-in-no-grad`` treats all code as grad-enabled."""
         return None if self.settings.report_in_no_grad else grad.grad_mode_of(node)
+
+
+def _captures(pattern: ast.AST):
+    """The names a ``match`` pattern binds (``case str() as s``, ``case [a, *rest]``, ``case {"k": v, **more}``)."""
+    for node in ast.walk(pattern):
+        name = getattr(node, "name", None) if isinstance(node, (ast.MatchAs, ast.MatchStar)) else \
+            getattr(node, "rest", None) if isinstance(node, ast.MatchMapping) else None
+        if name:
+            yield name

@@ -80,6 +80,14 @@ _NO_GRAD_METHODS = frozenset({"detach", "argmax", "argmin", "argsort", "long", "
                               "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "logical_not",
                               "logical_and", "logical_or", "logical_xor"})
 
+#: torch functions that return something other than one tensor
+_NOT_ONE_TENSOR = frozenset({"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "meshgrid",
+                             "broadcast_tensors", "where", "sort", "topk", "max", "min", "median", "mode", "kthvalue",
+                             "unique", "unique_consecutive", "nonzero", "frexp", "lu", "qr", "svd", "eig", "slogdet",
+                             "histogram", "aminmax", "var_mean", "std_mean", "cummax", "cummin", "is_tensor",
+                             "is_floating_point", "numel", "typename", "get_default_dtype", "is_grad_enabled"})
+
+
 class CallGradMixin(GradReadsMixin):
     """Grad facts about a call's inputs (a part of :class:`~.dataflow.Scope`)."""
 
@@ -98,7 +106,10 @@ class CallGradMixin(GradReadsMixin):
         if holder is None or not self.env.get(holder) or self._output_read_without_grad(call):
             return
         # `tree[j].pow(2)`, `v.pow(2)` with `v = tree[0]`: the view read shares the storage and version counter
-        # of its base (and of the other views of it), so a later write to any of them fails the backward
+        # of its base (and of the other views of it), so a later write to any of them fails the backward; not
+        # `h[keep].pow(2)` with a mask or a tensor of indices (advanced indexing: a copy)
+        if key is None and not self.view_subscript(arg):
+            return
         through_item = key is None and isinstance(arg, ast.Subscript) and not isinstance(arg.slice, (ast.Tuple, ast.Slice))
         step = Step(StepKind.SAVED_INPUT, op, line)
         for name in self._sharing_storage(holder):
@@ -406,6 +417,23 @@ class CallGradMixin(GradReadsMixin):
             return not (found is not None and found[0] == "class" and self.ctx.plain_class(found[1]))
         return self.ctx is None or not plain or self.built_as_module(attr)
 
+    def view_subscript(self, node: ast.expr) -> bool:
+        """``node`` reads a view of what it indexes, down to a name: every subscript on the way is basic indexing or
+        an index nothing shows to be a tensor (``t[j]`` with a loop counter); a view method is one too."""
+        while not isinstance(node, (ast.Name, ast.Attribute)):
+            if isinstance(node, ast.Subscript):
+                parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+                if not is_basic_index(node.slice) and any(
+                        not isinstance(p, ast.Slice) and (self.is_bool_value(p) or any(o.is_tensor for o in self.eval_quiet(p)))
+                        for p in parts):
+                    return False
+                node = node.value
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                node = node.func.value
+            else:
+                return False
+        return True
+
     def torch_made(self, name: str) -> bool:
         """Every binding of the local ``name`` in this function is ``name = torch.<op>(...)`` (a tensor, surely, that
         the walk leaves untracked when its inputs are only guesses about parameters: ``torch.maximum(spot - k, z)``)."""
@@ -417,9 +445,10 @@ class CallGradMixin(GradReadsMixin):
                 found = True
             elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
                 dotted = dotted_name(node.value.func) if isinstance(node.value, ast.Call) else None
-                if len(node.targets) != 1 or dotted is None or \
-                        not (qualify_dotted(dotted, self.names, self.is_local_name)[0] or "").startswith("torch."):
-                    return False
+                qual = (qualify_dotted(dotted, self.names, self.is_local_name)[0] or "") if dotted else ""
+                if len(node.targets) != 1 or not qual.startswith("torch.") or qual.startswith("torch.jit.") \
+                        or qual.rpartition(".")[2] in _NOT_ONE_TENSOR:
+                    return False  # (`torch.jit.annotate(List[Tensor], [])` is a list, `torch.split(...)` a tuple)
         return found
 
     def tensor_param_guess(self, node: ast.expr, origins: Optional[frozenset]) -> int:

@@ -12,7 +12,7 @@ from . import conditions, grad
 from .astutil import dotted_name, last_name, short
 from .env import EMPTY
 from .names import qualify_dotted
-from .summaries import CallSite
+from .summaries import CallSite, function_of
 
 #: decorators (their module, or their last name) that keep a function called as itself, by its callers
 _KEEP_DECORATORS = frozenset({"torch", "functools", "typing", "abc", "staticmethod", "classmethod", "property",
@@ -21,6 +21,12 @@ _KEEP_DECORATORS = frozenset({"torch", "functools", "typing", "abc", "staticmeth
 
 
 _NO_ARGS: frozenset = frozenset()
+#: torch's functions that call the function they are given with grad on (each turns grad on, or differentiates it)
+_GRAD_CALLERS = frozenset({
+    f"torch.autograd.functional.{n}" for n in ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp")} | {
+    f"torch.func.{n}" for n in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize")} | {
+    "torch.autograd.gradcheck", "torch.autograd.gradgradcheck", "torch.autograd.gradcheck.gradcheck"})
+_GRAD_CALLER_NAMES = frozenset(q.rpartition(".")[2] for q in _GRAD_CALLERS)
 
 
 class HandedOutMixin:
@@ -37,6 +43,18 @@ class HandedOutMixin:
                 and qualify_dotted(dotted_name(node.func), self.names, self.is_local_name)[0] \
                 in ("functools.partial", "partial"):
             self.record_partial(node)
+        if isinstance(node.func, (ast.Name, ast.Attribute)) and last_name(node.func) in _GRAD_CALLER_NAMES \
+                and qualify_dotted(dotted_name(node.func), self.names, self.is_local_name)[0] in _GRAD_CALLERS:
+            # `jacobian(f, x)`, `torch.func.grad(f)(x)`: torch calls `f` with grad on, on inputs nobody sees here: a
+            # call site binding nothing known (a guess about `f`'s parameters is kept, whatever other calls do); `f`
+            # may be a name bound to a function (`f_jit = torch.jit.trace(f, ...)`)
+            for value in list(node.args) + [k.value for k in node.keywords]:
+                callees = {q for q, _ in self.callable_refs(value)} if self._may_name_function(value) else set()
+                callees |= {ref[0] for o in self.eval_quiet(value) if (ref := function_of(o)) is not None}
+                for callee in sorted(callees):
+                    self.ctx.calls.append(CallSite(self.qual, callee, self.ctx.path, value.lineno, value.col_offset,
+                                                   (), False, bound=None))
+            return
         values = []
         for value in list(node.args) + [k.value for k in node.keywords]:
             items = value.elts if isinstance(value, (ast.List, ast.Tuple, ast.Set)) else (

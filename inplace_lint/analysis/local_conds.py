@@ -178,11 +178,14 @@ _IDENTS = itertools.count(1)
 
 
 def _immutable(value: ast.expr, idents: Dict[str, int], stable: set) -> bool:
-    """``value`` makes an immutable object: a literal, a comparison, ``not``, ``isinstance(...)``, a copy of a
-    name holding one."""
+    """``value`` makes an immutable object: a literal, an identity or membership test, ``not``, ``isinstance(...)``,
+    a copy of a name holding one."""
     if isinstance(value, ast.Constant):
         return isinstance(value.value, _IMMUTABLE)
-    if isinstance(value, (ast.Compare, ast.JoinedStr)):
+    if isinstance(value, ast.Compare):
+        # `a is None`, `k in d`: a bool; `a == b`, `a > 0` of tensors is a tensor, which an in-place op may change
+        return all(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in value.ops)
+    if isinstance(value, ast.JoinedStr):
         return True
     if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
         return True

@@ -198,7 +198,12 @@ class ProjectCallsMixin:
         owner = ctx.attribute_class(self.cls_qual, func.attr)
         if owner is None:
             return []
-        return [(q, 0 if static else 1) for q, static in ctx.dispatch(owner, "forward")]
+        found = ctx.dispatch(owner, "forward")
+        if not found and ctx.plain_class(owner):
+            # `self.stat()` with `self.stat = Stat(...)`, a plain class: its `__call__` (gromo's tensor statistics)
+            call = self._own_call(owner)
+            return [(call[0], 0 if call[1] else 1)] if call else []
+        return [(q, 0 if static else 1) for q, static in found]
 
     def built_submodule(self, recv_node: ast.expr, name: str) -> bool:
         """``self.<name>(...)`` in a method of an ``nn.Module`` whose ``__init__`` built ``self.<name>`` with the

@@ -138,6 +138,8 @@ class StatementsMixin:
 
     def _loop(self, node, head) -> None:
         before, reach_before = dict(self.env), copy_reach(self.reach_conds)
+        # (`if c: return` in the body states `not c` for the rest of a pass: a loop may run no pass at all)
+        conds = (self.path_conds, self.local_conds)
         state = self._loop_state()
         # `if torch.is_grad_enabled(): continue` (or `break`) gates the rest of one pass, not the next pass nor what
         # follows the loop (a review's misses)
@@ -146,6 +148,7 @@ class StatementsMixin:
         try:
             for first in (True, False):  # a second pass sees values carried around the loop
                 self.eval_branch, self.grad_off_arm, self.nograd_keys = gates[0], gates[1], set(gates[2])
+                self.path_conds, self.local_conds = conds
                 head()
                 self.run_body(node.body)
                 self.reach_conds = merge_reach([reach_before, self.reach_conds], [before, self.env])
@@ -159,6 +162,7 @@ class StatementsMixin:
         finally:
             self.loop_stack.pop()
             self.eval_branch, self.grad_off_arm, self.nograd_keys = gates[0], gates[1], set(gates[2])
+            self.path_conds, self.local_conds = conds
         self.run_body(node.orelse)
 
     def _loop_state(self) -> tuple:
@@ -433,7 +437,7 @@ class StatementsMixin:
     def stmt_Import(self, node) -> None:
         bound = import_bindings(node, self.package)
         for name, target in bound.items():
-            self.bind_name(name, EMPTY)
+            self.bind_name(name, EMPTY)  # (a new ident too)
             self.names[name] = target
             self.assigned.discard(name)
             self.local_funcs.pop(name, None)
