@@ -246,6 +246,12 @@ class BindingMixin:
             return
         key = dotted_name(target)
         if key is not None:
+            if not value and isinstance(target, ast.Name) and isinstance(value_node, ast.Attribute) \
+                    and isinstance(value_node.value, ast.Name) and value_node.value.id == self.self_name \
+                    and self._parameter_attribute(value_node):
+                # `params = self.transform_params` (an `nn.Parameter` the class built): the name holds that
+                # parameter, a tensor that requires grad (neuroreg's registration, set AT)
+                value = frozenset({Origin(RootKind.TENSOR, short(value_node), value_node.lineno)})
             self.bind_name(key, value)
             if isinstance(target, ast.Name):
                 self.new_ident(key, value_node)
