@@ -63,6 +63,20 @@ class ConditionsMixin:
             return None
         return list(self.params).index(name), truth, self.param_default(name), op, constant
 
+    def implied_conditions(self, test: ast.expr) -> tuple:
+        """What the body of ``if out is tensor:`` needs of a parameter beyond the test itself, with ``tensor`` a
+        parameter annotated ``torch.Tensor``: ``out`` is no ``None`` there, so a call that leaves ``out=None`` does
+        not run it (hf-deepali's ``round_decimals`` scales ``tensor`` in place only when it is the output)."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+                and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Name)):
+            return ()
+        out = []
+        for a, b in ((test.left.id, test.comparators[0].id), (test.comparators[0].id, test.left.id)):
+            if a in self.params and b in self.params and a not in self.rebound_params and a not in self.assigned \
+                    and b not in self.assigned and self.annotated_tensor(list(self.params).index(b)):
+                out.append((list(self.params).index(a), False, self.param_default(a), "is", None))
+        return tuple(out)
+
     def param_name(self, index: Optional[int]) -> Optional[str]:
         """The name of this function's parameter ``index`` (None for another function's placeholder)."""
         return self.params[index] if index is not None and 0 <= index < len(self.params) else None

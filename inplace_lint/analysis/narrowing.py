@@ -79,6 +79,27 @@ def no_tensor_arms(test: ast.expr, not_tensor: Callable[[ast.expr], bool]) -> Tu
     return None, None
 
 
+def copy_arms(test: ast.expr) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """``if out.data_ptr() == data.data_ptr():`` / ``if out is data:`` (``!=``, ``is not``): the names compared, in
+    the arm where they are different objects with different storage (the else, or the body of the negated test),
+    where neither holds what a conditional copy (``out = data.type_as(grid)``, ``.to``, ``.contiguous``) returned
+    as its input itself: there it returned a copy (hf-deepali's ``grid_sample`` writes ``out`` in place only then)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and len(test.comparators) == 1):
+        return (), ()
+    op = test.ops[0]
+    if isinstance(op, (ast.Is, ast.IsNot)):
+        names = tuple(dotted_name(n) for n in (test.left, test.comparators[0]))
+    elif isinstance(op, (ast.Eq, ast.NotEq)):
+        names = tuple(dotted_name(n.func.value) if isinstance(n, ast.Call) and not n.args
+                      and isinstance(n.func, ast.Attribute) and n.func.attr == "data_ptr" else None
+                      for n in (test.left, test.comparators[0]))
+    else:
+        return (), ()
+    if None in names:
+        return (), ()
+    return (names, ()) if isinstance(op, (ast.IsNot, ast.NotEq)) else ((), names)
+
+
 def instance_arms(test: ast.expr, is_class: Callable[[ast.expr], bool]) -> Tuple[Optional[str], Optional[str]]:
     """(the name ``isinstance`` says is an instance of a class ``is_class`` accepts in the ``if``'s body, the one
     in its ``else``), each or None: ``isinstance(x, C)``, ``not isinstance(x, C)``, and either in an ``and``
@@ -167,12 +188,24 @@ class ClassFactsMixin:
                 body.append((how, in_body))
             if in_else:
                 orelse.append((how, in_else))
+        copies_body, copies_else = copy_arms(test)
+        body.extend((self.holds_copy, key) for key in copies_body)
+        orelse.extend((self.holds_copy, key) for key in copies_else)
         return body, orelse
 
     def narrow(self, facts) -> None:
         """Apply what :meth:`type_arms` found for an arm."""
         for how, key in facts:
             how(key)
+
+    def holds_copy(self, key: str) -> None:
+        """Where a test found ``key`` another object than the one it was compared with (:func:`copy_arms`): what a
+        conditional copy returned as its input itself is not what it holds there."""
+        held = self.env.get(key)
+        if held:
+            kept = frozenset(o for o in held if not (o.steps and o.steps[-1].kind is StepKind.MAY_ALIAS))
+            if kept != held:
+                self.hold(key, kept)
 
     def holds_subclass_instance(self, key: str) -> None:
         """Where an ``isinstance`` test says ``key`` is an instance of a class other than ``torch.Tensor`` itself

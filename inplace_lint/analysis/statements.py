@@ -212,7 +212,7 @@ class StatementsMixin:
             # `if inplace_safe and cond:`: the body needs each part true (the else, only one of them false)
             parts = tuple(c for c in map(self.param_condition, current.test.values) if c) \
                 if cond is None and isinstance(current.test, ast.BoolOp) and isinstance(current.test.op, ast.And) \
-                else ((cond,) if cond else ())
+                else ((cond,) if cond else (self.implied_conditions(current.test)))
             self.path_conds = saved_conds + tuple(conds_false) + parts
             local = self.local_condition(current.test) if cond is None else None
             local_parts = tuple(c for c in map(self.local_condition, current.test.values) if c) \
