@@ -189,8 +189,11 @@ class ClassFactsMixin:
             if in_else:
                 orelse.append((how, in_else))
         copies_body, copies_else = copy_arms(test)
-        body.extend((self.holds_copy, key) for key in copies_body)
-        orelse.extend((self.holds_copy, key) for key in copies_else)
+        for copies, arm in ((copies_body, body), (copies_else, orelse)):
+            if copies:
+                a, b = copies
+                arm.extend([((lambda key, other=b: self.holds_copy(key, other)), a),
+                            ((lambda key, other=a: self.holds_copy(key, other)), b)])
         return body, orelse
 
     def narrow(self, facts) -> None:
@@ -198,12 +201,15 @@ class ClassFactsMixin:
         for how, key in facts:
             how(key)
 
-    def holds_copy(self, key: str) -> None:
-        """Where a test found ``key`` another object than the one it was compared with (:func:`copy_arms`): what a
-        conditional copy returned as its input itself is not what it holds there."""
-        held = self.env.get(key)
-        if held:
-            kept = frozenset(o for o in held if not (o.steps and o.steps[-1].kind is StepKind.MAY_ALIAS))
+    def holds_copy(self, key: str, other: str) -> None:
+        """Where a test found ``key`` another object than ``other`` (:func:`copy_arms`): what a conditional copy of
+        ``other`` itself returned (``key = other.type_as(g)``) was a copy, not ``other``; a conditional copy of a
+        view of ``other`` (``other[1:].contiguous()``) may still be that view, with another ``data_ptr()``."""
+        held, compared = self.env.get(key), self.env.get(other)
+        if held and compared:
+            kept = frozenset(o for o in held if not (
+                o.steps and o.steps[-1].kind is StepKind.MAY_ALIAS
+                and any(o.derived_from(c) and len(o.steps) == len(c.steps) + 1 for c in compared)))
             if kept != held:
                 self.hold(key, kept)
 
