@@ -9,7 +9,7 @@ from typing import Optional
 from . import conditions, model_outputs
 from .astutil import dotted_name
 from .names import qualify_dotted
-from .summaries import param_index
+from .summaries import param_index, parameters
 
 
 class ConditionsMixin:
@@ -73,7 +73,8 @@ class ConditionsMixin:
         out = []
         for a, b in ((test.left.id, test.comparators[0].id), (test.comparators[0].id, test.left.id)):
             if a in self.params and b in self.params and a not in self.rebound_params and a not in self.assigned \
-                    and b not in self.assigned and self.annotated_tensor(list(self.params).index(b)):
+                    and b not in self.assigned and self.annotated_tensor(list(self.params).index(b)) \
+                    and self.param_default(b) != (None,):  # (`tensor: Tensor = None` may be None)
                 out.append((list(self.params).index(a), False, self.param_default(a), "is", None))
         return tuple(out)
 
@@ -99,7 +100,7 @@ class ConditionsMixin:
         ``Tensor``); not another library's (``ep.Tensor`` of eagerpy, ``tf.Tensor``), whose ``+=`` may make a new
         object (foolbox's attacks, set AO)."""
         args = getattr(self.func, "args", None)
-        every = (args.posonlyargs + args.args + args.kwonlyargs) if args is not None else []
+        every = parameters(args) if args is not None else []  # (indexed as `self.params`: `*rest` included)
         annotation = every[index].annotation if index < len(every) else None
         dotted = dotted_name(annotation) if annotation is not None else None
         if dotted is None or dotted.rpartition(".")[2] != "Tensor":

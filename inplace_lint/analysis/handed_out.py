@@ -24,7 +24,7 @@ _NO_ARGS: frozenset = frozenset()
 #: torch's functions that call the function they are given with grad on (each turns grad on, or differentiates it)
 _GRAD_CALLERS = frozenset({
     f"torch.autograd.functional.{n}" for n in ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp")} | {
-    f"torch.func.{n}" for n in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize")} | {
+    f"torch.func.{n}" for n in ("grad", "grad_and_value", "vjp", "jacrev", "hessian")} | {  # (jvp, jacfwd: forward mode)
     "torch.autograd.gradcheck", "torch.autograd.gradgradcheck", "torch.autograd.gradcheck.gradcheck"})
 _GRAD_CALLER_NAMES = frozenset(q.rpartition(".")[2] for q in _GRAD_CALLERS)
 

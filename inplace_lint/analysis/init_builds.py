@@ -37,10 +37,14 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
                     while isinstance(value, ast.Call) and value.args and \
                             (dotted_name(value.func) or "").rpartition(".")[2] in ops.INIT_FUNCTIONS:
                         value = value.args[0]  # `init.xavier_uniform_(nn.Parameter(...))` returns its argument
-                    if isinstance(value, ast.Call) and any(
-                            k.arg == "requires_grad" and isinstance(k.value, ast.Constant) and k.value.value is False
-                            for k in value.keywords):
-                        continue  # `nn.Parameter(w, requires_grad=False)`: built, but frozen: no evidence of grad
+                    if isinstance(value, ast.Call) and (any(
+                            k.arg == "requires_grad" and not (isinstance(k.value, ast.Constant) and k.value.value is True)
+                            for k in value.keywords) or (dotted_name(value.func) or "").rpartition(".")[2] == "Parameter"
+                            and len(value.args) > 1
+                            and not (isinstance(value.args[1], ast.Constant) and value.args[1].value is True)):
+                        # `nn.Parameter(w, requires_grad=False)`, `nn.Parameter(w, False)`, `requires_grad=trainable`:
+                        # built, but frozen (or maybe): no evidence of grad
+                        continue
                     called, value = isinstance(value, ast.Call), (value.func if isinstance(value, ast.Call) else None)
             elif isinstance(node, ast.AnnAssign):
                 target, value = node.target, node.annotation

@@ -79,6 +79,12 @@ def no_tensor_arms(test: ast.expr, not_tensor: Callable[[ast.expr], bool]) -> Tu
     return None, None
 
 
+#: conditional copies that return their receiver itself when they copy nothing (`reshape` and `flatten` return
+#: another view object, which an identity test tells apart although it shares the storage)
+_SELF_OR_COPY = (".to(", ".type_as(", ".type(", ".float(", ".double(", ".half(", ".bfloat16(", ".contiguous(",
+                 ".cpu(", ".cuda(", ".long(", ".int(")
+
+
 def copy_arms(test: ast.expr) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
     """``if out.data_ptr() == data.data_ptr():`` / ``if out is data:`` (``!=``, ``is not``): the names compared, in
     the arm where they are different objects with different storage (the else, or the body of the negated test),
@@ -208,7 +214,7 @@ class ClassFactsMixin:
         held, compared = self.env.get(key), self.env.get(other)
         if held and compared:
             kept = frozenset(o for o in held if not (
-                o.steps and o.steps[-1].kind is StepKind.MAY_ALIAS
+                o.steps and o.steps[-1].kind is StepKind.MAY_ALIAS and o.steps[-1].text.startswith(_SELF_OR_COPY)
                 and any(o.derived_from(c) and len(o.steps) == len(c.steps) + 1 for c in compared)))
             if kept != held:
                 self.hold(key, kept)
