@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from inplace_lint.analysis import analyze_source
+from tests.executed import load as _load
 from inplace_lint.analysis.local_conds import conflict
 
 torch = pytest.importorskip("torch")
@@ -26,12 +27,6 @@ def init(opt: dict, n: int):
         cands[:, 0] = 1.0
     return cands
 """
-
-
-def _load(src: str) -> dict:
-    namespace: dict = {}
-    exec(compile(src, "<case>", "exec"), namespace)
-    return namespace
 
 
 def test_a_string_local_tested_twice_against_two_constants():

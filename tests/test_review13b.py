@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from inplace_lint.analysis import analyze_source
+from tests.executed import load as _load
 
 torch = pytest.importorskip("torch")
 
@@ -24,12 +25,6 @@ def f(x, c):
         a.mul_(2)
     return b
 """
-
-
-def _load(src: str) -> dict:
-    namespace: dict = {}
-    exec(compile(src, "<case>", "exec"), namespace)
-    return namespace
 
 
 @pytest.mark.parametrize("copy, test", [

@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from inplace_lint.analysis import analyze_source
+from tests.executed import load as _load
 
 torch = pytest.importorskip("torch")
 
@@ -31,12 +32,6 @@ class Cheb(nn.Module):
             cheb[k] = 2 * x * cheb[k - 1] - cheb[k - 2]
         return cheb.sum(0)
 """
-
-
-def _load(src: str) -> dict:
-    namespace: dict = {}
-    exec(compile(src, "<case>", "exec"), namespace)
-    return namespace
 
 
 def test_a_row_saved_by_a_chained_product_makes_the_write_to_its_buffer_a_finding():

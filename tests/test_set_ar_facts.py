@@ -10,13 +10,12 @@
 """
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
 
 import pytest
 
 from inplace_lint.analysis import analyze_source
+from tests.executed import import_source, load as _load
 
 torch = pytest.importorskip("torch")
 
@@ -32,26 +31,6 @@ def tree(spot: Tensor, strike: Tensor, p: Tensor, steps: int) -> Tensor:
             values[j] = p * values[j] + (1 - p) * values[j + 1]
     return values[0]
 """
-
-
-def _load(src: str) -> dict:
-    namespace: dict = {}
-    exec(compile(src, "<case>", "exec"), namespace)
-    return namespace
-
-
-def _import(src: str, tmp_path, name: str):
-    """``src`` as a module of its own (``torch.jit.trace`` needs the function's ``__module__``)."""
-    path = tmp_path / f"{name}.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[name]
-    return module
 
 
 def test_a_row_read_for_the_gradient_of_a_tensor_parameter_makes_the_write_a_finding():
@@ -175,14 +154,14 @@ def test_a_call_of_a_traced_function_is_a_call_of_the_function(tmp_path):
     assert (finding.code, finding.line, finding.col) == ("IPV006", 9, 8)
     r = torch.tensor(0.5, requires_grad=True)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        _import(src, tmp_path, "traced_grad").recur(r).sum().backward()
+        import_source(src, tmp_path, "traced_grad").recur(r).sum().backward()
 
 
 def test_a_traced_function_called_only_with_grad_off_saves_nothing(tmp_path):
     src = textwrap.dedent(RECURRENCE).replace("    return _recur_jit(r)", "    with torch.no_grad():\n"
                                               "        return _recur_jit(r)")
     assert analyze_source(src) == []
-    module = _import(src, tmp_path, "traced_no_grad")
+    module = import_source(src, tmp_path, "traced_no_grad")
     assert module.recur(torch.tensor(0.5, requires_grad=True)).tolist() == [1.0, 0.5, 0.25, 0.125]
 
 
@@ -260,7 +239,7 @@ def jac(r: Tensor) -> Tensor:
     [finding] = analyze_source(src)
     assert (finding.code, finding.line) == ("IPV006", 9)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        _import(src, tmp_path, "traced_jacobian").jac(torch.tensor(0.5))
+        import_source(src, tmp_path, "traced_jacobian").jac(torch.tensor(0.5))
 
 
 def test_a_plain_class_holding_a_parameter_returns_what_requires_grad():

@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from inplace_lint.analysis import analyze_source
+from tests.executed import load as _load
 
 torch = pytest.importorskip("torch")
 
@@ -28,12 +29,6 @@ class Register(nn.Module):
         mat[:3, :3] = mat[:3, :3] * scale.unsqueeze(0)
         return mat
 """
-
-
-def _load(src: str) -> dict:
-    namespace: dict = {}
-    exec(compile(src, "<case>", "exec"), namespace)
-    return namespace
 
 
 def test_a_local_bound_to_a_parameter_attribute_requires_grad():

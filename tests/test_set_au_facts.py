@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from inplace_lint.analysis import analyze_source
+from tests.executed import load as _load
 
 torch = pytest.importorskip("torch")
 
@@ -46,12 +47,6 @@ UNCHECKED = SOURCE.replace("""        if out.data_ptr() == data.data_ptr():
             out = out.sub(padding)
         else:
             out = out.sub_(padding)""", """        out = out.sub_(padding)""").replace("    if out is tensor:\n", "    if out is None:\n")
-
-
-def _load(src: str) -> dict:
-    namespace: dict = {}
-    exec(compile(src, "<case>", "exec"), namespace)
-    return namespace
 
 
 def test_writes_only_where_a_test_proved_a_copy_or_an_output_are_no_findings():

@@ -1,0 +1,26 @@
+"""Run a test's source text: the facts tests execute each case under torch to show it raises, or not."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+
+def load(src: str) -> dict:
+    """``src`` executed as a module's body; its names."""
+    namespace: dict = {}
+    exec(compile(src, "<case>", "exec"), namespace)
+    return namespace
+
+
+def import_source(src: str, tmp_path, name: str):
+    """``src`` as a module of its own in ``tmp_path`` (``torch.jit.trace`` needs the function's ``__module__``)."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[name]
+    return module
