@@ -83,7 +83,7 @@ UNSAFE = [
 
      def observe():
          return f(torch.ones(3, requires_grad=True)).detach()
-     """, None, "`y` is `h`"),
+     """, None, "`h` is read after the write"),
     ("torch.sigmoid_ returns its input", """
      def f(x):
          h = x * 1
@@ -94,7 +94,7 @@ UNSAFE = [
 
      def observe():
          return f(torch.ones(3, requires_grad=True)).detach()
-     """, None, "`y` is `h`"),
+     """, None, "`h` is read after the write"),
     ("an nn.Identity head returns its input", """
      class Net(nn.Module):
          def __init__(self, project=False):

@@ -224,9 +224,9 @@ class AcrossCalls:
                     and any(grad_flags.flag_grad_off(calls_to, grad_off, self._exported(), lf.func, g, d)
                             for g, d in lf.guards):
                 continue  # `if inplace_safe:` and every call passes a flag true only with grad off
-            if lf.guess_param is not None and not self.settings.report_in_no_grad \
-                    and self._no_call_passes_grad(calls_to, lf.func, lf.guess_param):
-                continue  # saved only if the parameter requires grad, and no call passes one that does
+            if lf.guess_params is not None and not self.settings.report_in_no_grad \
+                    and all(self._no_call_passes_grad(calls_to, lf.func, g) for g in lf.guess_params):
+                continue  # saved only if one of the parameters requires grad, and no call passes one that does
             if lf.grad_rule and lf.param_rooted is not None \
                     and self._callers_decide(calls_to, incoming, lf.func, lf.param_rooted,
                                              named=lf.finding.origin.root is not RootKind.TENSOR):

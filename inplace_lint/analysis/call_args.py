@@ -105,16 +105,50 @@ def to_integer_dtype(node: ast.Call, name: str) -> bool:
 
 
 
-def expands_to_itself(node: ast.Call, recv: ast.expr) -> bool:
+def _adds_only_unit_dims(args, recv: ast.expr, own_shape) -> bool:
+    """``x.expand(1, s[0], s[1])`` / ``x.expand([1, 1, x.size(0)])``: new leading dimensions of size 1, then every
+    size of ``x`` itself in order (``s`` bound to ``x.shape``: ``own_shape(s)``; ``x.shape[i]``, ``x.size(i)``).
+    It succeeds only when ``x`` has exactly those dimensions (fewer sizes than dimensions raise, more index past
+    ``s``), and then no element is repeated: a view with the same memory per element (the PyTorch docs of
+    ``Tensor.expand``: only a size-1 dimension, or a new one, is broadcast, with stride 0)."""
+    if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)):
+        args = args[0].elts
+    i = 0
+    while i < len(args) and isinstance(args[i], ast.Constant) and args[i].value == 1:
+        i += 1
+    sizes = args[i:]
+    if not sizes:
+        return False
+    for k, size in enumerate(sizes):
+        if isinstance(size, ast.Subscript) and isinstance(size.slice, ast.Constant) and size.slice.value == k:
+            shape = size.value
+            if isinstance(shape, ast.Attribute) and shape.attr == "shape" and ast.dump(shape.value) == ast.dump(recv):
+                continue
+            if isinstance(shape, ast.Name) and own_shape(shape):
+                continue
+            return False
+        if isinstance(size, ast.Call) and isinstance(size.func, ast.Attribute) and size.func.attr == "size" \
+                and len(size.args) == 1 and isinstance(size.args[0], ast.Constant) and size.args[0].value == k \
+                and ast.dump(size.func.value) == ast.dump(recv):
+            continue
+        return False
+    return True
+
+
+def expands_to_itself(node: ast.Call, recv: ast.expr, own_shape=None) -> bool:
     """``x.expand_as(x)``, ``x.expand(x.shape)``, ``x.expand(*x.shape)``, ``x.expand(x.size())``: the target
     shape is the receiver's own, so no dimension is broadcast (a plain view); also called as a function
-    (``torch.broadcast_to(x, x.shape)``, ``broadcast_to(x, s)`` imported by name), whose first argument is ``recv``."""
+    (``torch.broadcast_to(x, x.shape)``, ``broadcast_to(x, s)`` imported by name), whose first argument is ``recv``.
+    With ``own_shape`` (whether a name holds ``recv``'s shape): ``x.expand([1, s[0]])``, new size-1 dimensions
+    only (:func:`_adds_only_unit_dims`)."""
     name = last_name(node.func)
     args = node.args if isinstance(node.func, ast.Attribute) and node.func.value is recv else node.args[1:]
     if name == "expand" and args and not node.keywords and all(
             isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.USub) and isinstance(a.operand, ast.Constant)
             and a.operand.value == 1 for a in args):
         return True  # `x.expand(-1, -1)`: every dimension kept (a new leading one would need a size)
+    if name == "expand" and not node.keywords and own_shape is not None and _adds_only_unit_dims(args, recv, own_shape):
+        return True
     if len(args) != 1 or node.keywords:
         return False
     arg = args[0].value if isinstance(args[0], ast.Starred) else args[0]

@@ -15,6 +15,7 @@ from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind, saver_text
 from ..torch_facts import ops
 from .astutil import dotted_name, is_false, is_str_constant, kw, last_name, short, walk_ast
 from .grad_reads import GradReadsMixin
+from .param_guesses import ParamGuessesMixin, guessed_param  # noqa: F401 (re-exported)
 from .env import EMPTY, cap
 from .model_outputs import ALL_LAYERS
 from .expressions import holder_of, is_basic_index
@@ -35,16 +36,6 @@ def is_literal(node: ast.AST) -> bool:
 def known_origins(origins: frozenset) -> frozenset:
     """The origins that are not parameter placeholders (what is known at this point of the walk)."""
     return frozenset(o for o in origins if param_index(o) is None) if origins else origins
-
-
-def guessed_param(origins: frozenset) -> int:
-    """The parameter an op's input is known only as (its placeholder, or the guess its annotation makes), when
-    nothing in ``origins`` is evidence that it requires grad; -1 otherwise."""
-    if not origins or any(o.grad_evidence and param_index(o) is None for o in origins):
-        return -1
-    indexes = sorted(({param_index(o) for o in origins} | {o.guess_param for o in origins if o.guess_param >= 0})
-                     - {None})
-    return indexes[0] if indexes else -1
 
 
 def needs_no_grad_arg(node: ast.AST, origins: frozenset) -> bool:
@@ -88,7 +79,7 @@ _NOT_ONE_TENSOR = frozenset({"split", "chunk", "unbind", "tensor_split", "hsplit
                              "is_floating_point", "numel", "typename", "get_default_dtype", "is_grad_enabled"})
 
 
-class CallGradMixin(GradReadsMixin):
+class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
     """Grad facts about a call's inputs (a part of :class:`~.dataflow.Scope`)."""
 
     def mark_saved_input(self, arg: ast.expr, op: str, line: int, call: ast.Call) -> None:
@@ -174,10 +165,9 @@ class CallGradMixin(GradReadsMixin):
             return EMPTY
         if positions == (1,) and self._values_read_without_grad(node):
             return EMPTY  # `v, i = x.max(1)` with `v` only compared: no backward reaches the op to read `i`
-        guess = self._guess_of(first, first_origins)
-        return frozenset(Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad,
-                                guess_param=guess).extend(Step(StepKind.TUPLE_ITEM, f"({i})", node.lineno, self.no_grad))
-                         for i in positions)
+        return frozenset(o for i in positions for o in self.guess_origins(first, first_origins, lambda g: Origin(
+            RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad, guess_param=g).extend(
+                Step(StepKind.TUPLE_ITEM, f"({i})", node.lineno, self.no_grad))))
 
     def note_layer_input(self, node: ast.Call) -> None:
         """``self.<attr>(x, ...)`` with ``self.<attr>`` a ``torch.nn`` layer that saves its input for its
@@ -450,31 +440,3 @@ class CallGradMixin(GradReadsMixin):
                         or qual.rpartition(".")[2] in _NOT_ONE_TENSOR:
                     return False  # (`torch.jit.annotate(List[Tensor], [])` is a list, `torch.split(...)` a tuple)
         return found
-
-    def tensor_param_guess(self, node: ast.expr, origins: Optional[frozenset]) -> int:
-        """:meth:`_guess_of` ``node``, when that parameter is annotated ``torch.Tensor`` (a parameter that may be a
-        number, a scale or a probability, is no guess that anything requires grad); -1 otherwise."""
-        if origins is None:
-            key = dotted_name(node)
-            origins = self.env.get(key, EMPTY) if key is not None else EMPTY
-        guess = self._guess_of(node, origins)
-        return guess if 0 <= guess < len(self.params) and self.annotated_tensor(guess) else -1
-
-    def _guess_of(self, node: ast.expr, origins: frozenset) -> int:
-        """:func:`guessed_param` of an op's input, or, untracked, the index of the parameter it names."""
-        if origins:
-            return guessed_param(origins)
-        if isinstance(node, ast.Name) and node.id in self.params and node.id not in self.submodule_results:
-            return list(self.params).index(node.id)
-        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Call, ast.Subscript)):
-            # `(q @ k.transpose(-2, -1)).softmax(-1)`: an expression of parameters alone (and literals) is a
-            # guess of the first one it reads (callers decide; with no in-project call it stays). One that
-            # also reads a local (a factory's tensor: `(g / (2 * sigma ** 2)).exp()`) is not: the local
-            # speaks for itself, and the parameter may be a number
-            names = [n.id for n in walk_ast(node) if isinstance(n, ast.Name) and n.id != self.self_name]
-            if any(n in self.assigned and n not in self.params for n in names):
-                return -1
-            found = [list(self.params).index(n) for n in names
-                     if n in self.params and n not in self.submodule_results]
-            return min(found) if found else -1
-        return -1

@@ -198,8 +198,8 @@ class CallsMixin:
             return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
         if not first_origins and not self.grad_source(first) and self._guess_of(first, first_origins) < 0:
             return EMPTY
-        return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad,
-                                 guess_param=self._guess_of(first, first_origins))})
+        return self.guess_origins(first, first_origins, lambda g: Origin(
+            RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad, guess_param=g))
 
     def function_call(self, node: ast.Call, name: str, functional: bool, args: List[frozenset],
                       kwargs: Dict[str, frozenset], namespace: str = "torch") -> frozenset:
@@ -333,11 +333,12 @@ class CallsMixin:
                 known = known_origins(recv)
                 if not (no_grad_value(known) and known == recv) and (
                         recv or self.grad_source(recv_node) or self._guess_of(recv_node, recv) >= 0):
-                    saved = Origin(RootKind.SAVED_OUTPUT, short(node), line, guess_param=self._guess_of(recv_node, recv))
-                    result = cap(result | {saved})
+                    saved = self.guess_origins(recv_node, recv, lambda g: Origin(
+                        RootKind.SAVED_OUTPUT, short(node), line, guess_param=g))
+                    result = cap(result | saved)
                     key = self.key_of(recv_node) or holder_of(recv_node)
                     if key is not None and self.recording:  # `h.exp_()` alone: `h` now holds that output
-                        self.hold(key, cap(self.env.get(key, EMPTY) | {saved}))
+                        self.hold(key, cap(self.env.get(key, EMPTY) | saved))
             return result
         if name == "detach":
             return cut_tracking(recv, ".detach()", line)
@@ -357,7 +358,8 @@ class CallsMixin:
             return self.view_of(recv_node, recv, StepKind.MAY_ALIAS, call_text(node, name), line,
                                 shape=name in _SHAPE_METHODS)
         if name in ops.EXPAND_METHODS:
-            if expands_to_itself(node, recv_node):  # `x.expand_as(x)`, `t.expand(t.shape)`: nothing is broadcast
+            if expands_to_itself(node, recv_node, lambda name: self.holds_shape_of(name, recv_node, line)):
+                # `x.expand_as(x)`, `t.expand(t.shape)`, `t.expand(1, s[0])` with `s = t.shape`: nothing is broadcast
                 return self.view_of(recv_node, recv, StepKind.VIEW, call_text(node, name), line)
             return self.view_of(recv_node, recv, StepKind.EXPAND, call_text(node, name), line, any_base=True)
         if name in ops.MULTI_VIEW_METHODS or name in ops.SLICED_VIEW_METHODS:
@@ -382,8 +384,8 @@ class CallsMixin:
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             if not recv and not self.grad_source(recv_node) and self._guess_of(recv_node, recv) < 0:
                 return EMPTY  # nothing says the receiver requires grad: whether the output is saved is unknown
-            return frozenset({Origin(RootKind.SAVED_OUTPUT, short(node), line, root_no_grad=self.no_grad,
-                                     guess_param=self._guess_of(recv_node, recv))})
+            return self.guess_origins(recv_node, recv, lambda g: Origin(
+                RootKind.SAVED_OUTPUT, short(node), line, root_no_grad=self.no_grad, guess_param=g))
         if name in ops.DTENSOR_LOCAL_METHODS:
             detached = (known and all(o.root_no_grad for o in known)) or is_detached(recv_node)
             if not recv and self.plain_self_call(recv_node):

@@ -43,7 +43,7 @@ _SHAPES = {
                "constants", "passed", "grad_off_args", "guards"),
     FunctionSummary: ("qual", "params", "returns", "writes", "declared_no_grad", "observed", "static", "kept",
                       "decorated", "returns_when", "saves"),
-    LocalFinding: ("finding", "func", "grad_rule", "observed", "fix_if_callers", "grad_cond", "guess_param",
+    LocalFinding: ("finding", "func", "grad_rule", "observed", "fix_if_callers", "grad_cond", "guess_params",
                    "param_rooted", "guards"),
     ModuleIndex: ("module", "path", "is_package", "imports", "functions", "classes", "attributes", "value_refs",
                   "properties", "wrappers", "grad_off_wrappers", "torch_function_classes", "shared_fields"),
@@ -138,7 +138,8 @@ class _Encoder:
                  self.o(f.origin), self.fix(f.fix),
                  [[r.message, r.line, r.col, self.p(r.path), r.role] for r in f.related], f.no_fix],
                 lf.func, lf.grad_rule, sorted(lf.observed), self.fix(lf.fix_if_callers), lf.param_rooted,
-                None if lf.grad_cond is None else list(lf.grad_cond), lf.guess_param, self.guards(lf.guards)]
+                None if lf.grad_cond is None else list(lf.grad_cond),
+                None if lf.guess_params is None else list(lf.guess_params), self.guards(lf.guards)]
 
     @staticmethod
     def guards(guards) -> list:
@@ -341,7 +342,7 @@ class _Decoder:
                      grad_off_args=frozenset(_ints(off_args)) or _NO_ARGS, guards=self.guards(guards))
 
     def finding(self, x) -> LocalFinding:
-        f, func, grad_rule, observed, fix_if_callers, param_rooted, grad_cond, guess_param, guards = _list(x, 9)
+        f, func, grad_rule, observed, fix_if_callers, param_rooted, grad_cond, guess_params, guards = _list(x, 9)
         code, line, col, end_line, end_col, message, op, kind, target, origin, fix, related, no_fix = _list(f, 13)
         rel = []
         for r in _list(related):
@@ -354,7 +355,7 @@ class _Decoder:
                         no_fix=_ostr(no_fix))
         return LocalFinding(finding, _str(func), _bool(grad_rule), frozenset(_ints(observed)),
                             self.fix(fix_if_callers), param_rooted=_oint(param_rooted),
-                            grad_cond=None if grad_cond is None else self.cond(grad_cond), guess_param=_oint(guess_param),
+                            grad_cond=None if grad_cond is None else self.cond(grad_cond), guess_params=None if guess_params is None else tuple(_int(g) for g in _list(guess_params)),
                             guards=self.guards(guards))
 
     def guards(self, x) -> tuple:

@@ -202,8 +202,10 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     stable_idents: Set[int] = field(default_factory=set)
     #: as :attr:`made_conds`, for the conditions on locals
     local_made: Dict[object, Tuple[tuple, ...]] = field(default_factory=dict)
-    #: names bound in each loop (by ``id`` of its node), names shared with nested functions (key None)
-    local_cond_cache: Dict[object, FrozenSet[str]] = field(default_factory=dict)
+    #: what one walk of the function gives, kept for the walk: names bound in each loop (by ``id`` of its node),
+    #: names shared with nested functions (key None), the values of plain names (key "bindings":
+    #: :meth:`.call_grad.CallGradMixin._bindings`)
+    local_cond_cache: Dict[object, object] = field(default_factory=dict)
     #: inside ``with torch.no_grad() if flag else nullcontext():`` on a parameter ``flag``: the condition
     #: (index, truth, default truth) that turns grad off (see ``LocalFinding.grad_cond``)
     grad_cond: Optional[tuple] = None

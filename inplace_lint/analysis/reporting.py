@@ -184,7 +184,7 @@ class ReportingMixin:
                                       observed=frozenset(observed or ()), fix_if_callers=alt,
                                       param_rooted=rooted, grad_cond=self.grad_cond or self.made_under_cond(
                                           real, write, rule),
-                                      guess_param=self.saved_guess(real, write, rule),
+                                      guess_params=self.saved_guess(real, write, rule),
                                       guards=conditions.needs_true(self.path_conds))
 
     def made_under_cond(self, origins: Sequence[Origin], write: Write, rule) -> Optional[tuple]:
@@ -209,13 +209,14 @@ class ReportingMixin:
             found.add(span)
         return found.pop() if len(found) == 1 else None
 
-    def saved_guess(self, origins: Sequence[Origin], write: Write, rule) -> Optional[int]:
-        """The parameter every origin that makes ``rule`` apply guesses its grad from (an output saved for
-        backward of an op whose input is only that parameter), or None."""
+    def saved_guess(self, origins: Sequence[Origin], write: Write, rule) -> Optional[Tuple[int, ...]]:
+        """The parameters the origins that make ``rule`` apply guess their grad from, when each is such a guess
+        (an output saved for backward of an op whose input is computed from parameters alone: one origin per
+        parameter, :meth:`guesses_of`), or None."""
         matching = [o for o in model_outputs.written_tensors(origins, write.kind) if rule.applies(o, write)]
         guesses = {o.guess_param for o in matching}
-        if len(guesses) == 1 and -1 not in guesses:
-            return guesses.pop()
+        if guesses and -1 not in guesses:
+            return tuple(sorted(guesses))
         return None
 
     def only_gradless_consumers(self, node: ast.AST, origin: Origin) -> bool:

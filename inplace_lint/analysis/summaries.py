@@ -288,9 +288,10 @@ class LocalFinding:
     #: the write sits in ``with torch.no_grad() if flag else nullcontext():``: (parameter index, truth that
     #: turns grad off, truth of its literal default or None); dropped where every call makes it so
     grad_cond: Optional[tuple] = None
-    #: the rule applies only through an output saved for backward whose input is parameter ``guess_param``
-    #: (unknown): kept only where an in-project call passes something that requires grad for it
-    guess_param: Optional[int] = None
+    #: the rule applies only through an output saved for backward whose input is computed from these
+    #: parameters (unknown whether any requires grad): kept only where an in-project call passes something that
+    #: requires grad for one of them (``torch.norm(pred - target)`` needs either to, not the first)
+    guess_params: Optional[Tuple[int, ...]] = None
     #: every origin that makes the rule apply is a guess from parameter ``param_rooted`` itself (its
     #: ``torch.Tensor`` annotation, or a view taken of it): where every caller is known, what they pass
     #: decides instead (:meth:`.project.Project.findings`)

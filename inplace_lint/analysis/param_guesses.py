@@ -1,0 +1,176 @@
+"""Which parameters an op's input is computed from, when nothing else says whether it requires grad: a guess
+the callers decide (``Origin.guess_param``; :meth:`~.across_calls.AcrossCalls._no_call_passes_grad`). Also the
+one-walk table of what each local is bound to, which the guesses and the expand facts read.
+A part of :class:`~.dataflow.Scope`, through :class:`~.call_grad.CallGradMixin`."""
+from __future__ import annotations
+
+import ast
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+
+from ..torch_facts import ops
+from .astutil import dotted_name, last_name, walk_ast
+from .env import EMPTY
+from .summaries import param_index
+
+#: what a tensor has that is not its value: reading it reads no tensor (:meth:`CallGradMixin._computed_from`)
+_NOT_VALUE_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "layout"})
+#: attributes of a tensor that are tensors computed from it (another attribute of a parameter is an object's field)
+_TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+_NOT_VALUE_CALLS = frozenset({"size", "dim", "numel", "len", "isinstance", "nelement", "get_device", "stride"})
+
+#: tensor methods whose result is computed from the receiver and arguments (a local bound to one reads them)
+_KNOWN_OPS = (ops.VIEW_METHODS | ops.MAY_ALIAS_METHODS | ops.MULTI_VIEW_METHODS | ops.SLICED_VIEW_METHODS
+              | ops.EXPAND_METHODS | ops.SAVES_OUTPUT | ops.ARITHMETIC)
+
+
+def guessed_params(origins: frozenset) -> Tuple[int, ...]:
+    """The parameters an op's input is known only as (their placeholders, or the guesses their annotations make),
+    when nothing in ``origins`` is evidence that it requires grad; () otherwise."""
+    if not origins or any(o.grad_evidence and param_index(o) is None for o in origins):
+        return ()
+    return tuple(sorted(({param_index(o) for o in origins} | {o.guess_param for o in origins if o.guess_param >= 0})
+                        - {None}))
+
+
+def guessed_param(origins: frozenset) -> int:
+    """The first of :func:`guessed_params`, or -1."""
+    indexes = guessed_params(origins)
+    return indexes[0] if indexes else -1
+
+
+class ParamGuessesMixin:
+    """Guesses about parameters (a part of :class:`~.dataflow.Scope`)."""
+
+    def _computed_from(self, node: ast.expr, depth: int, seen: Optional[Set[str]] = None) -> Optional[Set[int]]:
+        """The parameters ``node`` reads, through the locals it reads (every value each is bound to in the
+        function), when it reads nothing else that could be a tensor; None when it reads a local bound another
+        way (a loop variable, an unpacking) or to a factory's tensor (``torch.ones_like(x)``, ``torch.eye(n)``:
+        the local speaks for itself, and the parameter may be a number), or locals more than three deep.
+        Shapes, devices and dtypes (``x.shape[0]``, ``x.size(1)``, ``len(x)``) are not reads of a tensor."""
+        found: Set[int] = set()
+        seen = set() if seen is None else seen
+        todo = [node]
+        while todo:
+            part = todo.pop()
+            if isinstance(part, ast.Attribute) and part.attr in _NOT_VALUE_ATTRS:
+                continue
+            if isinstance(part, ast.Attribute) and part.attr not in _TENSOR_ATTRS and not (
+                    isinstance(part.value, ast.Name) and part.value.id == self.self_name) or (
+                    isinstance(part, ast.Subscript) and isinstance(part.slice, ast.Constant)
+                    and isinstance(part.slice.value, str)):
+                return None  # `td["locs"]`, `batch.pos`: what an object or a mapping holds speaks for itself
+            if isinstance(part, ast.Call):
+                name = last_name(part.func) or ""
+                if name in _NOT_VALUE_CALLS:
+                    continue
+                torch_op = (dotted_name(part.func) or "").startswith(("torch.", "F."))
+                if torch_op and (name in ops.FACTORY_FUNCTIONS or name.endswith("_like")):
+                    return None
+                if depth and not torch_op and not (isinstance(part.func, ast.Attribute) and name in _KNOWN_OPS):
+                    return None  # a local bound to what a callable returned (`m = convert(a)`) speaks for itself
+                # (the receiver of a method, not the method's name: `query.mul(scale)` reads `query`, `scale`)
+                todo.extend(part.args)
+                todo.extend(k.value for k in part.keywords)
+                if isinstance(part.func, ast.Attribute) and not torch_op:
+                    todo.append(part.func.value)
+                elif isinstance(part.func, ast.Name):
+                    todo.append(part.func)
+                continue
+            if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Load) and part.id != self.self_name:
+                if part.id in self.params:  # (a parameter bound again too: `cov = torch.nan_to_num(cov)`)
+                    if part.id not in self.submodule_results:
+                        found.add(list(self.params).index(part.id))
+                elif part.id in self.assigned and part.id not in seen:  # (`x = x.permute(...)` reads x once)
+                    values = self._bindings().get(part.id)
+                    if not values or depth >= 3:
+                        return None
+                    seen.add(part.id)
+                    for value in values:
+                        deps = self._computed_from(value, depth + 1, seen)
+                        if deps is None:
+                            return None
+                        found |= deps
+                continue
+            todo.extend(ast.iter_child_nodes(part))
+        return found
+
+    def holds_shape_of(self, name: ast.Name, recv: ast.expr, line: int) -> bool:
+        """``name`` is bound once, to ``recv.shape`` or ``recv.size()``, before ``line``, and the name ``recv``
+        is not bound again between that binding and ``line`` (``s = x.shape; ...; x.expand(1, s[0])``)."""
+        values = self._bindings().get(name.id)
+        if not values or len(values) != 1 or not isinstance(recv, ast.Name):
+            return False
+        value = values[0]
+        shape = value.value if isinstance(value, ast.Attribute) and value.attr == "shape" else \
+            value.func.value if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+            and value.func.attr == "size" and not value.args else None
+        if not (isinstance(shape, ast.Name) and shape.id == recv.id and value.lineno < line):
+            return False
+        if recv.id in self._bound_otherwise():
+            return False
+        return not any(value.lineno < v.lineno < line for v in self._bindings().get(recv.id, ()))
+
+    def _bindings(self) -> Dict[str, List[ast.expr]]:
+        """The values each plain name is bound to by ``=``, ``+=`` or ``x: T = v`` in the function walked, for the
+        names bound only so (not by a loop, an unpacking, ``with ... as``, an import); built once per function."""
+        got = self.local_cond_cache.get("bindings")
+        if got is None:
+            values: Dict[str, List[ast.expr]] = {}
+            plain, bound_otherwise = set(), set()
+            nodes = list(walk_ast(self.func)) if self.func is not None else []
+            for stmt in nodes:
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                    values.setdefault(stmt.targets[0].id, []).append(stmt.value)
+                    plain.add(id(stmt.targets[0]))
+                elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and isinstance(stmt.target, ast.Name) \
+                        and stmt.value is not None:
+                    values.setdefault(stmt.target.id, []).append(stmt.value)
+                    plain.add(id(stmt.target))
+            for n in nodes:
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and id(n) not in plain:
+                    bound_otherwise.add(n.id)
+            got = self.local_cond_cache["bindings"] = {k: v for k, v in values.items() if k not in bound_otherwise}
+            self.local_cond_cache["bound otherwise"] = frozenset(bound_otherwise)
+        return got
+
+    def _bound_otherwise(self) -> FrozenSet[str]:
+        """The names :meth:`_bindings` leaves out: bound by a loop, an unpacking, ``with ... as``, an import."""
+        self._bindings()
+        return self.local_cond_cache["bound otherwise"]
+
+    def tensor_param_guess(self, node: ast.expr, origins: Optional[frozenset]) -> int:
+        """:meth:`_guess_of` ``node``, when that parameter is annotated ``torch.Tensor`` (a parameter that may be a
+        number, a scale or a probability, is no guess that anything requires grad); -1 otherwise."""
+        if origins is None:
+            key = dotted_name(node)
+            origins = self.env.get(key, EMPTY) if key is not None else EMPTY
+        guess = self._guess_of(node, origins)
+        return guess if 0 <= guess < len(self.params) and self.annotated_tensor(guess) else -1
+
+    def _guess_of(self, node: ast.expr, origins: frozenset) -> int:
+        """The first of :meth:`guesses_of`, or -1."""
+        guesses = self.guesses_of(node, origins)
+        return guesses[0] if guesses else -1
+
+    def guess_origins(self, node: ast.expr, origins: frozenset, make) -> frozenset:
+        """``make(g)`` (an :class:`Origin` guessed from parameter ``g``) for each parameter an op's input
+        ``node`` is computed from (:meth:`guesses_of`): the callers of any of them decide (a write after
+        ``torch.norm(pred - target)`` raises when ``pred`` requires grad, whatever ``target`` is); ``make(-1)``
+        when it is no guess."""
+        return frozenset(make(g) for g in self.guesses_of(node, origins) or (-1,))
+
+    def guesses_of(self, node: ast.expr, origins: frozenset) -> Tuple[int, ...]:
+        """:func:`guessed_params` of an op's input, or, untracked, the indexes of the parameters it names."""
+        if origins:
+            return guessed_params(origins)
+        if isinstance(node, ast.Name) and node.id in self.params and node.id not in self.submodule_results:
+            return (list(self.params).index(node.id),)
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Call, ast.Subscript, ast.Name)):
+            # `(q @ k.transpose(-2, -1)).softmax(-1)`: an expression of parameters alone (and literals) is a
+            # guess of the first one it reads (callers decide; with no in-project call it stays). One that
+            # also reads a local (a factory's tensor: `(g / (2 * sigma ** 2)).exp()`) is not: the local
+            # speaks for itself, and the parameter may be a number
+            # (a local computed from parameters alone reads them: `m = means[target].permute(0, 3, 1, 2)`)
+            found = self._computed_from(node, 0)
+            return tuple(sorted(found)) if found else ()
+        return ()
