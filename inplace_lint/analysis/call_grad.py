@@ -15,7 +15,8 @@ from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind, saver_text
 from ..torch_facts import ops
 from .astutil import dotted_name, is_false, is_str_constant, kw, last_name, short, walk_ast
 from .grad_reads import GradReadsMixin
-from .param_guesses import ParamGuessesMixin, guessed_param  # noqa: F401 (re-exported)
+from .param_guesses import _NOT_ONE_TENSOR, ParamGuessesMixin
+from .param_guesses import guessed_param  # noqa: F401 (re-exported)
 from .env import EMPTY, cap
 from .model_outputs import ALL_LAYERS
 from .expressions import holder_of, is_basic_index
@@ -71,13 +72,6 @@ _NO_GRAD_METHODS = frozenset({"detach", "argmax", "argmin", "argsort", "long", "
                               "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "logical_not",
                               "logical_and", "logical_or", "logical_xor"})
 
-#: torch functions that return something other than one tensor
-_NOT_ONE_TENSOR = frozenset({"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "meshgrid",
-                             "broadcast_tensors", "where", "sort", "topk", "max", "min", "median", "mode", "kthvalue",
-                             "unique", "unique_consecutive", "nonzero", "frexp", "lu", "qr", "svd", "eig", "slogdet",
-                             "histogram", "aminmax", "var_mean", "std_mean", "cummax", "cummin", "is_tensor",
-                             "is_floating_point", "numel", "typename", "get_default_dtype", "is_grad_enabled"})
-
 
 class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
     """Grad facts about a call's inputs (a part of :class:`~.dataflow.Scope`)."""
@@ -93,6 +87,16 @@ class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
         if not origins and self._parameter_attribute(arg):
             origins = frozenset({Origin(RootKind.TENSOR, key, line)})  # `torch.sqrt(1 - self.v ** 2)` saved `self.v`
             self.hold(key, origins)
+        if not origins and isinstance(arg, ast.Name) and self.recording:
+            guesses = self.untracked_guesses(arg.id, line)
+            if guesses and not self._output_read_without_grad(call):
+                # `x = F.unfold(x, k).transpose(1, 2); x.var(-1)`: a local computed from parameters by torch ops
+                # alone (left untracked) is a guess about them, marked saved for its callers to decide
+                step = Step(StepKind.SAVED_INPUT, op, line)
+                self.hold(arg.id, frozenset(Origin(RootKind.TENSOR, arg.id, line, guessed=True, guess_param=g,
+                                                   condition=f"it does when `{self.params[g]}` requires grad")
+                                            .extend(step) for g in guesses if g < len(self.params)))
+            return
         holder = key or holder_of(arg)
         if holder is None or not self.env.get(holder) or self._output_read_without_grad(call):
             return
@@ -123,7 +127,8 @@ class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
             ops.saved_for_backward(ops.TENSOR_METHOD if namespace == "operator" else namespace, name)
         if not entry:
             return
-        own = [p for p in entry[2] if p < len(given) and self.env.get(holder_of(given[p]) or "")]
+        own = [p for p in entry[2] if p < len(given) and (self.env.get(holder_of(given[p]) or "") or (
+            isinstance(given[p], ast.Name) and self.untracked_guesses(given[p].id, node.lineno)))]
         # (the table probes two inputs: `x` in `F.linear(x, w, b)` is read for `w`'s gradient, not `b`'s)
         other, guessed = [], {}
         for p in entry[3]:

@@ -301,7 +301,11 @@ class CallsMixin:
         result = self._method_call(node, name, recv_node, recv, functional)
         if name == "backward" and not functional:
             self.backward_ran(node)
-        elif not functional and any(o.is_tensor for o in recv) and not self._is_self(recv_node):
+        elif not functional and not self._is_self(recv_node) and (any(o.is_tensor for o in recv) or (
+                not recv and isinstance(recv_node, ast.Name) and ops.saved_for_backward(ops.TENSOR_METHOD, name)
+                and self.untracked_guesses(recv_node.id, node.lineno))):
+            # (an untracked local made by torch ops from parameters: `x = F.unfold(x, k); x.var(-1)` saves it,
+            # a guess for the callers to decide)
             self.note_saved_inputs(node, ops.TENSOR_METHOD, name, [recv_node] + list(node.args),
                                    [recv] + [None] * len(node.args), lambda: f"{short(recv_node)}.{name}")
         return result

@@ -238,11 +238,10 @@ class ExpressionsMixin:
         if grads:
             # a guess keeps the parameter it was made from (callers decide it): `x.real ** 2` of a parameter
             # annotated `Tensor` is still a guess about that parameter
-            # (one origin per parameter guessed from: `pred - target` requires grad when either does)
-            guesses = sorted({self.guessed_param(o) for o in grads} - {-1}) or [-1]
-            guessed = all(o.guessed or o.guess_param >= 0 for o in grads)
-            return frozenset(Origin(RootKind.TENSOR, short(top), top.lineno, root_no_grad=self.no_grad,
-                                    guessed=guessed, guess_param=g) for g in guesses)
+            guesses = [self.guessed_param(o) for o in grads]
+            return frozenset({Origin(RootKind.TENSOR, short(top), top.lineno, root_no_grad=self.no_grad,
+                                     guessed=all(o.guessed or o.guess_param >= 0 for o in grads),
+                                     guess_param=min((g for g in guesses if g >= 0), default=-1))})
         if any(o.root is RootKind.FRESH and not o.steps and o.certain_tensor and function_of(o) is None
                and param_index(o) is None for ops_ in operands for o in ops_):
             # (an unannotated parameter that nothing proves a tensor, `/ (2 * sigma**2)`, does not make a

@@ -10,8 +10,15 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 from ..torch_facts import ops
 from .astutil import dotted_name, last_name, walk_ast
 from .env import EMPTY
+from .names import qualify_dotted
 from .summaries import param_index
 
+#: torch functions that return something other than one tensor
+_NOT_ONE_TENSOR = frozenset({"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "meshgrid",
+                             "broadcast_tensors", "where", "sort", "topk", "max", "min", "median", "mode", "kthvalue",
+                             "unique", "unique_consecutive", "nonzero", "frexp", "lu", "qr", "svd", "eig", "slogdet",
+                             "histogram", "aminmax", "var_mean", "std_mean", "cummax", "cummin", "is_tensor",
+                             "is_floating_point", "numel", "typename", "get_default_dtype", "is_grad_enabled"})
 #: what a tensor has that is not its value: reading it reads no tensor (:meth:`CallGradMixin._computed_from`)
 _NOT_VALUE_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "layout"})
 #: attributes of a tensor that are tensors computed from it (another attribute of a parameter is an object's field)
@@ -94,6 +101,51 @@ class ParamGuessesMixin:
             todo.extend(ast.iter_child_nodes(part))
         return found
 
+    def untracked_guesses(self, name: str, line: int) -> Tuple[int, ...]:
+        """The parameters an untracked local is computed from, when every binding of it is a torch op or a tensor
+        method and one is a torch op (``x = F.unfold(x, k)``, ``x = x.transpose(1, 2)``: surely a tensor, left
+        untracked because its inputs are only guesses); () otherwise, or when the name holds anything tracked.
+        The bindings are those before ``line``, and those in a loop around it (``x = fn(x, w)`` after the read
+        is not what was read)."""
+        if self.env.get(name) or name not in self.assigned or self.func is None:
+            return ()
+        values = self._bindings().get(name)
+        if not values:
+            return ()
+        cached = self.local_cond_cache.get(("untracked", name, line))
+        if cached is not None:
+            return cached
+        loops = [(loop.lineno, loop.end_lineno or loop.lineno) for loop in self.loop_stack]
+        values = [v for v in values if v.lineno < line or any(first <= v.lineno <= last for first, last in loops)]
+        torch_op = False
+        augmented = self.local_cond_cache["augmented"]
+        for value in values:
+            if id(value) in augmented:
+                continue
+            # (`F.unfold(x, k).transpose(1, 2)`: tensor methods down to a torch op)
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                    and value.func.attr in _KNOWN_OPS and isinstance(value.func.value, ast.Call):
+                value = value.func.value
+            if not isinstance(value, ast.Call):
+                return ()
+            dotted = dotted_name(value.func)
+            qual = (qualify_dotted(dotted, self.names, self.is_local_name)[0] or "") if dotted else ""
+            if qual.startswith("torch.") and not qual.startswith("torch.jit.") \
+                    and qual.rpartition(".")[2] not in _NOT_ONE_TENSOR:
+                torch_op = True
+            elif not (isinstance(value.func, ast.Attribute) and value.func.attr in _KNOWN_OPS):
+                return ()
+        found: Optional[Set[int]] = set() if torch_op else None
+        for value in values if torch_op else ():
+            # (what its bindings read: `x = torch.stack([x] + others)` is not only the parameter `x`)
+            deps = None if id(value) in augmented else self._computed_from(value, 1)
+            if deps is None and id(value) not in augmented:
+                found = None
+                break
+            found |= deps or set()
+        out = self.local_cond_cache[("untracked", name, line)] = tuple(sorted(found)) if found else ()
+        return out
+
     def holds_shape_of(self, name: ast.Name, recv: ast.expr, line: int) -> bool:
         """``name`` is bound once, to ``recv.shape`` or ``recv.size()``, before ``line``, and the name ``recv``
         is not bound again between that binding and ``line`` (``s = x.shape; ...; x.expand(1, s[0])``)."""
@@ -118,6 +170,7 @@ class ParamGuessesMixin:
             values: Dict[str, List[ast.expr]] = {}
             plain, bound_otherwise = set(), set()
             nodes = list(walk_ast(self.func)) if self.func is not None else []
+            augmented = set()
             for stmt in nodes:
                 if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
                     values.setdefault(stmt.targets[0].id, []).append(stmt.value)
@@ -126,6 +179,9 @@ class ParamGuessesMixin:
                         and stmt.value is not None:
                     values.setdefault(stmt.target.id, []).append(stmt.value)
                     plain.add(id(stmt.target))
+                    if isinstance(stmt, ast.AugAssign):
+                        augmented.add(id(stmt.value))  # (`x -= m` keeps what `x` is; `m` is read)
+            self.local_cond_cache["augmented"] = frozenset(augmented)
             for n in nodes:
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and id(n) not in plain:
                     bound_otherwise.add(n.id)

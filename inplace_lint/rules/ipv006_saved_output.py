@@ -29,8 +29,18 @@ def applies(origin: Origin, write: Write) -> bool:
         return False
     if origin.root is RootKind.SAVED_OUTPUT:
         return True
-    # a tensor that requires grad by evidence (not only a name's guess), passed to an op whose backward reads it
-    return origin.grad_evidence and _saved_input_step(origin) is not None
+    # a tensor that requires grad by evidence (not only a name's guess), passed to an op whose backward reads it;
+    # or a local computed from parameters alone by torch ops, marked under a guess its function's callers decide
+    # (`Origin.guess_param`, with the condition naming the parameter: not any guess a call passes on)
+    return (origin.grad_evidence or _marked_under_guess(origin)) and _saved_input_step(origin) is not None
+
+
+def _marked_under_guess(origin: Origin) -> bool:
+    """The origin :meth:`~inplace_lint.analysis.call_grad.CallGradMixin.mark_saved_input` made for an untracked
+    local computed from parameters (a guess about ``guess_param``, saved on the line it was made), not a caller's
+    guess handed on through a parameter."""
+    return origin.guess_param >= 0 and origin.guessed and origin.condition is not None and bool(origin.steps) \
+        and origin.steps[0].kind is StepKind.SAVED_INPUT and origin.steps[0].line == origin.root_line
 
 
 def through_data(origin: Origin) -> bool:
