@@ -93,8 +93,9 @@ class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
                 # `x = F.unfold(x, k).transpose(1, 2); x.var(-1)`: a local computed from parameters by torch ops
                 # alone (left untracked) is a guess about them, marked saved for its callers to decide
                 step = Step(StepKind.SAVED_INPUT, op, line)
+                named = " or ".join(f"`{self.params[g]}`" for g in guesses if g < len(self.params))
                 self.hold(arg.id, frozenset(Origin(RootKind.TENSOR, arg.id, line, guessed=True, guess_param=g,
-                                                   condition=f"it does when `{self.params[g]}` requires grad")
+                                                   condition=f"it does when {named} requires grad")
                                             .extend(step) for g in guesses if g < len(self.params)))
             return
         holder = key or holder_of(arg)

@@ -23,6 +23,10 @@ _NOT_ONE_TENSOR = frozenset({"split", "chunk", "unbind", "tensor_split", "hsplit
 _NOT_VALUE_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "layout"})
 #: attributes of a tensor that are tensors computed from it (another attribute of a parameter is an object's field)
 _TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+#: builtins that make a Python number of a tensor, and tensor methods whose result takes no gradient
+_NUMBER_BUILTINS = frozenset({"float", "int", "bool", "complex"})
+_GRADLESS_METHODS = frozenset({"item", "tolist", "argmax", "argmin", "argsort", "long", "int", "bool", "detach",
+                               "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "numpy"})
 _NOT_VALUE_CALLS = frozenset({"size", "dim", "numel", "len", "isinstance", "nelement", "get_device", "stride"})
 
 #: tensor methods whose result is computed from the receiver and arguments (a local bound to one reads them)
@@ -59,8 +63,8 @@ class ParamGuessesMixin:
         todo = [node]
         while todo:
             part = todo.pop()
-            if isinstance(part, ast.Attribute) and part.attr in _NOT_VALUE_ATTRS:
-                continue
+            if isinstance(part, ast.Attribute) and part.attr in _NOT_VALUE_ATTRS or isinstance(part, ast.Compare):
+                continue  # (a comparison is a bool tensor: no gradient flows through it)
             if isinstance(part, ast.Attribute) and part.attr not in _TENSOR_ATTRS and not (
                     isinstance(part.value, ast.Name) and part.value.id == self.self_name) or (
                     isinstance(part, ast.Subscript) and isinstance(part.slice, ast.Constant)
@@ -68,20 +72,24 @@ class ParamGuessesMixin:
                 return None  # `td["locs"]`, `batch.pos`: what an object or a mapping holds speaks for itself
             if isinstance(part, ast.Call):
                 name = last_name(part.func) or ""
-                if name in _NOT_VALUE_CALLS:
-                    continue
+                if name in _NOT_VALUE_CALLS or isinstance(part.func, ast.Name) and name in _NUMBER_BUILTINS \
+                        or isinstance(part.func, ast.Attribute) and name in _GRADLESS_METHODS:
+                    continue  # (`float(t.mean())`, `logits.argmax(-1)`, `x.detach()`: no gradient flows through)
                 torch_op = (dotted_name(part.func) or "").startswith(("torch.", "F."))
                 if torch_op and (name in ops.FACTORY_FUNCTIONS or name.endswith("_like")):
                     return None
                 if depth and not torch_op and not (isinstance(part.func, ast.Attribute) and name in _KNOWN_OPS):
                     return None  # a local bound to what a callable returned (`m = convert(a)`) speaks for itself
+                if isinstance(part.func, ast.Name) and not torch_op:
+                    # `torch.sigmoid(lin(x))`: what a callable parameter returns is its callers' to decide, through
+                    # what they pass for the callable (a `lambda t: t.detach()` returns nothing that needs grad)
+                    todo.append(part.func)
+                    continue
                 # (the receiver of a method, not the method's name: `query.mul(scale)` reads `query`, `scale`)
                 todo.extend(part.args)
                 todo.extend(k.value for k in part.keywords)
                 if isinstance(part.func, ast.Attribute) and not torch_op:
                     todo.append(part.func.value)
-                elif isinstance(part.func, ast.Name):
-                    todo.append(part.func)
                 continue
             if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Load) and part.id != self.self_name:
                 if part.id in self.params:  # (a parameter bound again too: `cov = torch.nan_to_num(cov)`)
@@ -160,7 +168,10 @@ class ParamGuessesMixin:
             return False
         if recv.id in self._bound_otherwise():
             return False
-        return not any(value.lineno < v.lineno < line for v in self._bindings().get(recv.id, ()))
+        loops = [(loop.lineno, loop.end_lineno or loop.lineno) for loop in self.loop_stack]
+        # (in a loop, a binding after `line` reaches the next pass: `s` may be the shape of another tensor there)
+        return not any(value.lineno < v.lineno < line or any(first <= v.lineno <= last for first, last in loops)
+                       and v.lineno != line for v in self._bindings().get(recv.id, ()))
 
     def _bindings(self) -> Dict[str, List[ast.expr]]:
         """The values each plain name is bound to by ``=``, ``+=`` or ``x: T = v`` in the function walked, for the
