@@ -108,3 +108,52 @@ def test_the_message_names_every_parameter_the_local_was_made_from():
     s = load(WEIGHTED)["slices"](torch.randn(1, 1, 3, 3), w)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         s.sum().backward()
+
+
+VARIANTS = """import torch
+
+
+def by_name(x, pos):
+    n = x.shape[0]
+    y = x.expand(1, n)
+    y += pos
+    return y
+
+
+def starred(x, pos):
+    s = x.shape
+    y = x.expand(1, *s)
+    y += pos
+    return y
+
+
+def from_the_end(x, pos):
+    s = x.shape
+    y = x.expand(1, 1, s[-2], s[-1])
+    y += pos
+    return y
+
+
+def kept(x, pos):
+    y = x.expand(1, -1)
+    y += pos
+    return y
+
+
+def repeated(x, pos, n):
+    s = x.shape
+    y = x.expand(n, *s)
+    y += pos
+    return y
+"""
+
+
+def test_expands_that_add_only_unit_dimensions_in_other_spellings_are_plain_views():
+    assert [(f.code, f.line) for f in analyze_source(VARIANTS)] == [("IPV004", 34)]
+    module = load(VARIANTS)
+    for name, x in (("by_name", torch.zeros(3)), ("starred", torch.zeros(2, 3)), ("from_the_end", torch.zeros(2, 3)),
+                    ("kept", torch.zeros(3))):
+        out = module[name](x, 1.0)
+        assert out.sum().item() == x.numel() and x.sum().item() == x.numel()  # the write reached `x`, legally
+    with pytest.raises(RuntimeError, match="single memory location"):
+        module["repeated"](torch.zeros(3), 1.0, 2)

@@ -105,33 +105,63 @@ def to_integer_dtype(node: ast.Call, name: str) -> bool:
 
 
 
-def _adds_only_unit_dims(args, recv: ast.expr, own_shape) -> bool:
-    """``x.expand(1, s[0], s[1])`` / ``x.expand([1, 1, x.size(0)])``: new leading dimensions of size 1, then every
-    size of ``x`` itself in order (``s`` bound to ``x.shape``: ``own_shape(s)``; ``x.shape[i]``, ``x.size(i)``).
-    It succeeds only when ``x`` has exactly those dimensions (fewer sizes than dimensions raise, more index past
-    ``s``), and then no element is repeated: a view with the same memory per element (the PyTorch docs of
-    ``Tensor.expand``: only a size-1 dimension, or a new one, is broadcast, with stride 0)."""
+def _int_constant(node: ast.expr) -> Optional[int]:
+    """``2`` or ``-1`` (a negation of a literal), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_constant(node.operand)
+        return None if inner is None else -inner
+    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
+
+
+def _own_size_index(size: ast.expr, recv: ast.expr, own) -> Optional[int]:
+    """Which size of ``recv`` the expression is: ``s[k]`` (``s`` the shape: ``own(s) == "shape"``),
+    ``recv.shape[k]``, ``recv.size(k)``, or a name bound to one (``own(n) == k``); None otherwise."""
+    if isinstance(size, ast.Subscript):
+        k = _int_constant(size.slice)
+        shape = size.value
+        if k is not None and (isinstance(shape, ast.Attribute) and shape.attr == "shape"
+                              and ast.dump(shape.value) == ast.dump(recv)
+                              or isinstance(shape, ast.Name) and own(shape) == "shape"):
+            return k
+        return None
+    if isinstance(size, ast.Call) and isinstance(size.func, ast.Attribute) and size.func.attr == "size" \
+            and len(size.args) == 1 and ast.dump(size.func.value) == ast.dump(recv):
+        return _int_constant(size.args[0])
+    if isinstance(size, ast.Name):
+        k = own(size)
+        return k if isinstance(k, int) else None
+    return None
+
+
+def _adds_only_unit_dims(args, recv: ast.expr, own) -> bool:
+    """``x.expand(1, s[0], s[1])``, ``x.expand([1, 1, x.size(0)])``, ``x.expand(1, *s)``, ``x.expand(1, -1)``,
+    ``x.expand(1, s[-2], s[-1])``, ``n = x.shape[0]; x.expand(1, n)``: new leading dimensions of size 1, then, for
+    each remaining position ``j`` of ``m``, ``-1`` or ``x``'s own size ``j`` (or ``j - m``, counted from the end)
+    (``own(name)``: ``"shape"`` for a name bound to ``x.shape``, ``k`` for one bound to ``x.shape[k]``). The call
+    succeeds only when those positions are ``x``'s own dimensions (a leading 1 against a larger size, or an index
+    past the shape, raises), and then no element is repeated: a view with the same memory per element (the
+    PyTorch docs of ``Tensor.expand``: only a size-1 dimension, or a new one, is broadcast, with stride 0)."""
     if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)):
         args = args[0].elts
     i = 0
-    while i < len(args) and isinstance(args[i], ast.Constant) and args[i].value == 1:
+    while i < len(args) and _int_constant(args[i]) == 1:
         i += 1
     sizes = args[i:]
     if not sizes:
         return False
-    for k, size in enumerate(sizes):
-        if isinstance(size, ast.Subscript) and isinstance(size.slice, ast.Constant) and size.slice.value == k:
-            shape = size.value
-            if isinstance(shape, ast.Attribute) and shape.attr == "shape" and ast.dump(shape.value) == ast.dump(recv):
-                continue
-            if isinstance(shape, ast.Name) and own_shape(shape):
-                continue
+    if len(sizes) == 1 and isinstance(sizes[0], ast.Starred):  # `x.expand(1, *s)`, `x.expand(1, *x.shape)`
+        whole = sizes[0].value
+        if isinstance(whole, ast.Call) and isinstance(whole.func, ast.Attribute) and whole.func.attr == "size" \
+                and not whole.args:
+            whole = ast.Attribute(value=whole.func.value, attr="shape", ctx=ast.Load())
+        return isinstance(whole, ast.Attribute) and whole.attr == "shape" and ast.dump(whole.value) == ast.dump(recv) \
+            or isinstance(whole, ast.Name) and own(whole) == "shape"
+    m = len(sizes)
+    for j, size in enumerate(sizes):
+        if _int_constant(size) == -1:
+            continue  # (kept: a size of `x`, or an error where it would be a new dimension)
+        if _own_size_index(size, recv, own) not in (j, j - m):
             return False
-        if isinstance(size, ast.Call) and isinstance(size.func, ast.Attribute) and size.func.attr == "size" \
-                and len(size.args) == 1 and isinstance(size.args[0], ast.Constant) and size.args[0].value == k \
-                and ast.dump(size.func.value) == ast.dump(recv):
-            continue
-        return False
     return True
 
 
@@ -147,7 +177,8 @@ def expands_to_itself(node: ast.Call, recv: ast.expr, own_shape=None) -> bool:
             isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.USub) and isinstance(a.operand, ast.Constant)
             and a.operand.value == 1 for a in args):
         return True  # `x.expand(-1, -1)`: every dimension kept (a new leading one would need a size)
-    if name == "expand" and not node.keywords and own_shape is not None and _adds_only_unit_dims(args, recv, own_shape):
+    if name == "expand" and not node.keywords and own_shape is not None and args \
+            and _adds_only_unit_dims(args, recv, own_shape):
         return True
     if len(args) != 1 or node.keywords:
         return False

@@ -362,7 +362,7 @@ class CallsMixin:
             return self.view_of(recv_node, recv, StepKind.MAY_ALIAS, call_text(node, name), line,
                                 shape=name in _SHAPE_METHODS)
         if name in ops.EXPAND_METHODS:
-            if expands_to_itself(node, recv_node, lambda name: self.holds_shape_of(name, recv_node, line)):
+            if expands_to_itself(node, recv_node, lambda name: self.shape_part_of(name, recv_node, line)):
                 # `x.expand_as(x)`, `t.expand(t.shape)`, `t.expand(1, s[0])` with `s = t.shape`: nothing is broadcast
                 return self.view_of(recv_node, recv, StepKind.VIEW, call_text(node, name), line)
             return self.view_of(recv_node, recv, StepKind.EXPAND, call_text(node, name), line, any_base=True)

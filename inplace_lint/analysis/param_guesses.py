@@ -154,24 +154,38 @@ class ParamGuessesMixin:
         out = self.local_cond_cache[("untracked", name, line)] = tuple(sorted(found)) if found else ()
         return out
 
-    def holds_shape_of(self, name: ast.Name, recv: ast.expr, line: int) -> bool:
-        """``name`` is bound once, to ``recv.shape`` or ``recv.size()``, before ``line``, and the name ``recv``
-        is not bound again between that binding and ``line`` (``s = x.shape; ...; x.expand(1, s[0])``)."""
+    def shape_part_of(self, name: ast.Name, recv: ast.expr, line: int):
+        """``"shape"`` when ``name`` is bound once, before ``line``, to ``recv.shape`` or ``recv.size()``; ``k``
+        when to ``recv.shape[k]`` or ``recv.size(k)``; None otherwise, or when the name ``recv`` is bound again
+        between that binding and ``line``, or anywhere in a loop around it (``s = x.shape; ...; x.expand(1, s[0])``)."""
         values = self._bindings().get(name.id)
         if not values or len(values) != 1 or not isinstance(recv, ast.Name):
-            return False
+            return None
         value = values[0]
-        shape = value.value if isinstance(value, ast.Attribute) and value.attr == "shape" else \
-            value.func.value if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
-            and value.func.attr == "size" and not value.args else None
+        part, index = value, None
+        if isinstance(part, ast.Subscript) and isinstance(part.slice, ast.Constant) and type(part.slice.value) is int:
+            part, index = part.value, part.slice.value
+        if isinstance(part, ast.Attribute) and part.attr == "shape":
+            shape = part.value
+        elif isinstance(part, ast.Call) and isinstance(part.func, ast.Attribute) and part.func.attr == "size" \
+                and index is None and len(part.args) <= 1:
+            shape = part.func.value
+            if part.args:
+                if not (isinstance(part.args[0], ast.Constant) and type(part.args[0].value) is int):
+                    return None
+                index = part.args[0].value
+        else:
+            return None
         if not (isinstance(shape, ast.Name) and shape.id == recv.id and value.lineno < line):
-            return False
+            return None
         if recv.id in self._bound_otherwise():
-            return False
+            return None
         loops = [(loop.lineno, loop.end_lineno or loop.lineno) for loop in self.loop_stack]
         # (in a loop, a binding after `line` reaches the next pass: `s` may be the shape of another tensor there)
-        return not any(value.lineno < v.lineno < line or any(first <= v.lineno <= last for first, last in loops)
-                       and v.lineno != line for v in self._bindings().get(recv.id, ()))
+        if any(value.lineno < v.lineno < line or any(first <= v.lineno <= last for first, last in loops)
+               and v.lineno != line for v in self._bindings().get(recv.id, ())):
+            return None
+        return "shape" if index is None else index
 
     def _bindings(self) -> Dict[str, List[ast.expr]]:
         """The values each plain name is bound to by ``=``, ``+=`` or ``x: T = v`` in the function walked, for the
