@@ -94,9 +94,17 @@ def is_false(node: Optional[ast.AST]) -> bool:
 
 def is_int_literal(node: ast.AST) -> bool:
     """``1``, ``-1`` (not ``True``)."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+    return int_literal(node) is not None
+
+
+def int_literal(node: ast.AST) -> Optional[int]:
+    """The value of ``1`` or ``-1`` (not ``True``), else None."""
+    negative = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+    if negative:
         node = node.operand
-    return isinstance(node, ast.Constant) and type(node.value) is int
+    if not (isinstance(node, ast.Constant) and type(node.value) is int):
+        return None
+    return -node.value if negative else node.value
 
 
 def expr_base(node: ast.AST) -> ast.AST:

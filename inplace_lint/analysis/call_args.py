@@ -8,7 +8,7 @@ import ast
 from typing import Optional, Tuple
 
 from ..torch_facts import ops
-from .astutil import dotted_name, is_false, is_true, kw, last_name, short
+from .astutil import dotted_name, int_literal, is_false, is_true, kw, last_name, short
 from .call_grad import is_literal
 
 
@@ -105,28 +105,25 @@ def to_integer_dtype(node: ast.Call, name: str) -> bool:
 
 
 
-def _int_constant(node: ast.expr) -> Optional[int]:
-    """``2`` or ``-1`` (a negation of a literal), else None."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = _int_constant(node.operand)
-        return None if inner is None else -inner
-    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
+def _is_own_shape(node: ast.expr, recv: ast.expr, own) -> bool:
+    """``recv.shape``, ``recv.size()``, or a name bound to one (``own(s) == "shape"``)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size" \
+            and not node.args:
+        return ast.dump(node.func.value) == ast.dump(recv)
+    return isinstance(node, ast.Attribute) and node.attr == "shape" and ast.dump(node.value) == ast.dump(recv) \
+        or isinstance(node, ast.Name) and own(node) == "shape"
 
 
 def _own_size_index(size: ast.expr, recv: ast.expr, own) -> Optional[int]:
-    """Which size of ``recv`` the expression is: ``s[k]`` (``s`` the shape: ``own(s) == "shape"``),
-    ``recv.shape[k]``, ``recv.size(k)``, or a name bound to one (``own(n) == k``); None otherwise."""
+    """Which size of ``recv`` the expression is: ``s[k]`` (``s`` the shape: :func:`_is_own_shape`),
+    ``recv.size(k)``, or a name bound to one (``own(n) == k``); None otherwise."""
     if isinstance(size, ast.Subscript):
-        k = _int_constant(size.slice)
-        shape = size.value
-        if k is not None and (isinstance(shape, ast.Attribute) and shape.attr == "shape"
-                              and ast.dump(shape.value) == ast.dump(recv)
-                              or isinstance(shape, ast.Name) and own(shape) == "shape"):
-            return k
-        return None
+        k = int_literal(size.slice)
+        return k if k is not None and not isinstance(size.value, ast.Call) \
+            and _is_own_shape(size.value, recv, own) else None
     if isinstance(size, ast.Call) and isinstance(size.func, ast.Attribute) and size.func.attr == "size" \
             and len(size.args) == 1 and ast.dump(size.func.value) == ast.dump(recv):
-        return _int_constant(size.args[0])
+        return int_literal(size.args[0])
     if isinstance(size, ast.Name):
         k = own(size)
         return k if isinstance(k, int) else None
@@ -144,21 +141,16 @@ def _adds_only_unit_dims(args, recv: ast.expr, own) -> bool:
     if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)):
         args = args[0].elts
     i = 0
-    while i < len(args) and _int_constant(args[i]) == 1:
+    while i < len(args) and int_literal(args[i]) == 1:
         i += 1
     sizes = args[i:]
     if not sizes:
         return False
     if len(sizes) == 1 and isinstance(sizes[0], ast.Starred):  # `x.expand(1, *s)`, `x.expand(1, *x.shape)`
-        whole = sizes[0].value
-        if isinstance(whole, ast.Call) and isinstance(whole.func, ast.Attribute) and whole.func.attr == "size" \
-                and not whole.args:
-            whole = ast.Attribute(value=whole.func.value, attr="shape", ctx=ast.Load())
-        return isinstance(whole, ast.Attribute) and whole.attr == "shape" and ast.dump(whole.value) == ast.dump(recv) \
-            or isinstance(whole, ast.Name) and own(whole) == "shape"
+        return _is_own_shape(sizes[0].value, recv, own)
     m = len(sizes)
     for j, size in enumerate(sizes):
-        if _int_constant(size) == -1:
+        if int_literal(size) == -1:
             continue  # (kept: a size of `x`, or an error where it would be a new dimension)
         if _own_size_index(size, recv, own) not in (j, j - m):
             return False

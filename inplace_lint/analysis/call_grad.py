@@ -15,12 +15,11 @@ from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind, saver_text
 from ..torch_facts import ops
 from .astutil import dotted_name, is_false, is_str_constant, kw, last_name, short, walk_ast
 from .grad_reads import GradReadsMixin
-from .param_guesses import _NOT_ONE_TENSOR, ParamGuessesMixin
+from .param_guesses import ParamGuessesMixin
 from .param_guesses import guessed_param  # noqa: F401 (re-exported)
 from .env import EMPTY, cap
 from .model_outputs import ALL_LAYERS
 from .expressions import holder_of, is_basic_index
-from .names import qualify_dotted
 from .saved_ops import returns_tuple
 from .summaries import no_grad_value, param_index
 
@@ -93,10 +92,10 @@ class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
                 # `x = F.unfold(x, k).transpose(1, 2); x.var(-1)`: a local computed from parameters by torch ops
                 # alone (left untracked) is a guess about them, marked saved for its callers to decide
                 step = Step(StepKind.SAVED_INPUT, op, line)
-                named = " or ".join(f"`{self.params[g]}`" for g in guesses if g < len(self.params))
+                named = " or ".join(f"`{self.params[g]}`" for g in guesses)
                 self.hold(arg.id, frozenset(Origin(RootKind.TENSOR, arg.id, line, guessed=True, guess_param=g,
                                                    condition=f"it does when {named} requires grad")
-                                            .extend(step) for g in guesses if g < len(self.params)))
+                                            .extend(step) for g in guesses))
             return
         holder = key or holder_of(arg)
         if holder is None or not self.env.get(holder) or self._output_read_without_grad(call):
@@ -440,9 +439,6 @@ class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
             if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
                 found = True
             elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-                dotted = dotted_name(node.value.func) if isinstance(node.value, ast.Call) else None
-                qual = (qualify_dotted(dotted, self.names, self.is_local_name)[0] or "") if dotted else ""
-                if len(node.targets) != 1 or not qual.startswith("torch.") or qual.startswith("torch.jit.") \
-                        or qual.rpartition(".")[2] in _NOT_ONE_TENSOR:
-                    return False  # (`torch.jit.annotate(List[Tensor], [])` is a list, `torch.split(...)` a tuple)
+                if len(node.targets) != 1 or not (isinstance(node.value, ast.Call) and self.torch_op_call(node.value)):
+                    return False
         return found

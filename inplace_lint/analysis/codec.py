@@ -355,7 +355,8 @@ class _Decoder:
                         no_fix=_ostr(no_fix))
         return LocalFinding(finding, _str(func), _bool(grad_rule), frozenset(_ints(observed)),
                             self.fix(fix_if_callers), param_rooted=_oint(param_rooted),
-                            grad_cond=None if grad_cond is None else self.cond(grad_cond), guess_params=None if guess_params is None else tuple(_int(g) for g in _list(guess_params)),
+                            grad_cond=None if grad_cond is None else self.cond(grad_cond),
+                            guess_params=None if guess_params is None else tuple(_int(g) for g in _list(guess_params)),
                             guards=self.guards(guards))
 
     def guards(self, x) -> tuple:

@@ -124,35 +124,39 @@ class ParamGuessesMixin:
         if cached is not None:
             return cached
         loops = [(loop.lineno, loop.end_lineno or loop.lineno) for loop in self.loop_stack]
-        values = [v for v in values if v.lineno < line or any(first <= v.lineno <= last for first, last in loops)]
+        augmented = self.local_cond_cache["augmented"]  # (`x -= m` keeps what `x` is)
+        values = [v for v in values if id(v) not in augmented
+                  and (v.lineno < line or any(first <= v.lineno <= last for first, last in loops))]
         torch_op = False
-        augmented = self.local_cond_cache["augmented"]
         for value in values:
-            if id(value) in augmented:
-                continue
             # (`F.unfold(x, k).transpose(1, 2)`: tensor methods down to a torch op)
             while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
                     and value.func.attr in _KNOWN_OPS and isinstance(value.func.value, ast.Call):
                 value = value.func.value
             if not isinstance(value, ast.Call):
                 return ()
-            dotted = dotted_name(value.func)
-            qual = (qualify_dotted(dotted, self.names, self.is_local_name)[0] or "") if dotted else ""
-            if qual.startswith("torch.") and not qual.startswith("torch.jit.") \
-                    and qual.rpartition(".")[2] not in _NOT_ONE_TENSOR:
+            if self.torch_op_call(value):
                 torch_op = True
             elif not (isinstance(value.func, ast.Attribute) and value.func.attr in _KNOWN_OPS):
                 return ()
-        found: Optional[Set[int]] = set() if torch_op else None
+        found: Set[int] = set()
         for value in values if torch_op else ():
             # (what its bindings read: `x = torch.stack([x] + others)` is not only the parameter `x`)
-            deps = None if id(value) in augmented else self._computed_from(value, 1)
-            if deps is None and id(value) not in augmented:
-                found = None
+            deps = self._computed_from(value, 1)
+            if deps is None:
+                found = set()
                 break
-            found |= deps or set()
-        out = self.local_cond_cache[("untracked", name, line)] = tuple(sorted(found)) if found else ()
+            found |= deps
+        out = self.local_cond_cache[("untracked", name, line)] = tuple(sorted(found))
         return out
+
+    def torch_op_call(self, call: ast.Call) -> bool:
+        """``torch.<op>(...)`` (through the module's imports: ``F.unfold``) that returns one tensor: not
+        ``torch.jit.*`` (``torch.jit.annotate(List[Tensor], [])`` is a list), nor ``torch.split(...)`` (a tuple)."""
+        dotted = dotted_name(call.func)
+        qual = (qualify_dotted(dotted, self.names, self.is_local_name)[0] or "") if dotted else ""
+        return qual.startswith("torch.") and not qual.startswith("torch.jit.") \
+            and qual.rpartition(".")[2] not in _NOT_ONE_TENSOR
 
     def shape_part_of(self, name: ast.Name, recv: ast.expr, line: int):
         """``"shape"`` when ``name`` is bound once, before ``line``, to ``recv.shape`` or ``recv.size()``; ``k``
