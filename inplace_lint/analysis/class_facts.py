@@ -31,13 +31,16 @@ from .model_outputs import RETURN_INPUT_LAYERS
 SUBCLASSING = "<as_subclass>"
 #: a class defined inside a function or class body with a tensor base (its line starts indented; its bases may
 #: wrap onto the next lines, up to the colon), or a class made by ``type(name, (bases...), {...})``
-_NESTED_TENSOR_CLASS = re.compile(r"\n[ \t\f]+class\s[^:]*(?:Tensor|Parameter)|\btype\(\s*[\w\"'.]+\s*,\s*\(")
+_NESTED_TENSOR_CLASS = re.compile(r"\n[ \t\f]+class\s[^:]*(?:Tensor|Parameter)")
+_TYPE_CALL = re.compile(r"\btype\(\s*[\w\"'.]+\s*,\s*\(")
 
 
 def _may_subclass(source: str) -> bool:
     """The text may make tensor-subclass instances the index cannot name (substring tests first: a regular
-    expression over every file's text costs a few percent of a cold check)."""
-    return "subclass(" in source or _NESTED_TENSOR_CLASS.search(source) is not None
+    expression over every file's text costs a few percent of a cold check, ``\\btype\\(`` most of it)."""
+    return "subclass(" in source \
+        or ("Tensor" in source or "Parameter" in source) and _NESTED_TENSOR_CLASS.search(source) is not None \
+        or "type(" in source and _TYPE_CALL.search(source) is not None
 
 
 def torch_function_classes(tree: ast.Module, source: Optional[str] = None) -> FrozenSet[str]:

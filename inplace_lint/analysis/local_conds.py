@@ -26,7 +26,7 @@ import itertools
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from . import conditions
-from .astutil import walk_ast
+from .astutil import walk_ast, walk_statements
 from .env import EMPTY
 
 #: conditions on locals use a string index of their own (never a parameter index nor an ``init:`` flag)
@@ -126,7 +126,7 @@ class LocalConditionsMixin:
         shared = self.local_cond_cache.get(None)
         if shared is None:
             shared = self.local_cond_cache[None] = frozenset(
-                n for node in walk_ast(self.func) if isinstance(node, (ast.Nonlocal, ast.Global)) for n in node.names) \
+                n for node in walk_statements(self.func) if isinstance(node, (ast.Nonlocal, ast.Global)) for n in node.names) \
                 if self.func is not None else frozenset()
         if not self.loop_stack:
             return shared

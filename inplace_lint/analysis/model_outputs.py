@@ -21,7 +21,8 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tup
 
 from ..torch_facts import ops
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
-from .astutil import dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, walk_ast
+from .astutil import dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, walk_ast, \
+    walk_statements
 from .conditions import literal
 
 
@@ -91,7 +92,7 @@ def class_members(cls: ast.ClassDef) -> Dict[str, object]:
     for item in cls.body:
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        nodes = _statements(item) if item.name == "__init__" else item.body
+        nodes = walk_statements(item) if item.name == "__init__" else item.body
         for node in nodes:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 module = inplace_module(node.value)
@@ -109,24 +110,6 @@ def class_members(cls: ast.ClassDef) -> Dict[str, object]:
                     found[f"self.{call.args[0].value}"] = root.extend(
                         Step(StepKind.EXPAND, f".{value.func.attr}(...)", value.lineno))
     return found
-
-
-_STATEMENT_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
-
-
-def _statements(node: ast.AST):
-    """The statements under ``node``, in the order ``ast.walk`` visits them (breadth first), without
-    visiting a single expression: a class's ``__init__`` is scanned whole for every class."""
-    from collections import deque
-
-    todo = deque([node])
-    while todo:
-        node = todo.popleft()
-        if isinstance(node, ast.stmt):
-            yield node
-        for name in node._fields:
-            if name in _STATEMENT_FIELDS:
-                todo.extend(getattr(node, name))
 
 
 def _is_expand_chain(node: ast.AST) -> bool:

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Set
 
 from ..findings import Origin
 from . import conditions, fixplan, grad, model_outputs, narrowing
-from .astutil import dotted_name, is_false, last_name, walk_ast
+from .astutil import dotted_name, is_false, last_name, walk_ast, walk_statements
 from .local_conds import copy_reach, merge_reach
 from .env import EMPTY, cap, merge, merge_touched, negate, origin_key
 from .names import LITERAL_HEADS, import_bindings
@@ -346,7 +346,7 @@ class StatementsMixin:
     def stmt_FunctionDef(self, node) -> None:
         if self.grad_off_flags:
             # `def bump(): nonlocal flag; flag = True`: a call may rebind the name, which is then no flag
-            shared = {n for stmt in walk_ast(node) if isinstance(stmt, (ast.Nonlocal, ast.Global)) for n in stmt.names}
+            shared = {n for stmt in walk_statements(node) if isinstance(stmt, (ast.Nonlocal, ast.Global)) for n in stmt.names}
             self.shared_names |= shared
             self.grad_off_flags -= shared
         for dec in node.decorator_list:
