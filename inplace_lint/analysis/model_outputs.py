@@ -23,6 +23,7 @@ from ..torch_facts import ops
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from .astutil import dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, walk_ast, \
     walk_statements
+from . import layer_lists
 from .conditions import literal
 
 
@@ -256,6 +257,8 @@ def torch_stacks(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Optio
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
                 and counts.get(node.targets[0].attr) == 1:
             op = _stack_output(node.value, qualify, 0)
+            if op is None:
+                op = _listed_stack_output(cls, node, qualify)
             if op is not None and (op or (dotted_name(node.value.func) or "").endswith("Sequential")):
                 out[node.targets[0].attr] = op  # (a single layer other than an activation: torch's own rules)
     return out
@@ -280,6 +283,30 @@ def _stack_output(node: ast.expr, qualify: Callable[[str], str], depth: int) -> 
     if layer in ("ModuleList", "ModuleDict") or not layer[:1].isupper():
         return None
     return ops.MODULE_FUNCTIONALS.get(layer, "")
+
+
+def _listed_stack_output(cls: ast.ClassDef, node: ast.Assign, qualify: Callable[[str], str]) -> Optional[str]:
+    """:func:`_stack_output` of ``self.net = nn.Sequential(*layers)``, from the layers the list may end with on
+    every path through the method that builds it (:func:`.layer_lists.list_tail`): the last one that does not
+    return its input, when each path agrees and it is one of torch's own layers."""
+    value = node.value
+    if not (isinstance(value, ast.Call) and len(value.args) == 1 and isinstance(value.args[0], ast.Starred)
+            and isinstance(value.args[0].value, ast.Name) and not value.keywords
+            and qualify(dotted_name(value.func) or "") == "torch.nn.Sequential"):
+        return None
+    method = next((item for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and item.lineno <= node.lineno <= (item.end_lineno or item.lineno)), None)
+    tails = layer_lists.list_tail(method, value.args[0].value.id, node) if method is not None else None
+    outputs = set()
+    for elements in tails or ():
+        output = None
+        for element in reversed(elements):
+            output = _stack_output(element, qualify, 1)
+            if output is None or (output != "Identity" and last_name(element.func) not in RETURN_INPUT_LAYERS):
+                break
+            output = None  # (it may return what the layer before it made)
+        outputs.add(output)
+    return outputs.pop() if len(outputs) == 1 else None
 
 
 #: torch modules whose call may return its input itself: ``nn.Identity``, dropout in eval mode

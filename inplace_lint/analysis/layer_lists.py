@@ -1,0 +1,134 @@
+"""What a list of layers ends with, where ``nn.Sequential(*layers)`` is built from it.
+
+An MLP builder writes its stack as a list and drops the last activation::
+
+    layers = []
+    for h1, h2 in zip(l1, l2):
+        layers += [nn.Linear(h1, h2), act_fn]
+    layers.pop()
+    self.net = nn.Sequential(*layers)
+
+``self.net(x)`` returns what the list's last layer returns (``nn.Sequential.forward`` calls its modules in
+order and returns the last one's output: https://pytorch.org/docs/stable/generated/torch.nn.Sequential.html),
+so when that layer is one of torch's own, ``self.net`` is torch's code and no unknown head (a custom autograd
+``Function``) can have made its output. :func:`list_tail` follows the list through the statements of the
+function that builds it, on every path, and gives the layers it may end with; anything else done with the list
+(passed to a call, an item assigned, bound again otherwise, used in ``try``) leaves it unknown.
+"""
+from __future__ import annotations
+
+import ast
+from typing import List, Optional, Sequence, Tuple
+
+#: a state of the list: its last elements known, in order, and whether they are the whole list
+_State = Tuple[Tuple[ast.expr, ...], bool]
+_MAX_STATES = 8
+
+
+class _Unknown(Exception):
+    """The list's end cannot be told on some path."""
+
+
+def list_tail(func: ast.AST, name: str, at: ast.stmt) -> Optional[List[Tuple[ast.expr, ...]]]:
+    """The last elements (in order) the list bound to the local ``name`` of ``func`` may hold when ``at`` (a
+    statement of ``func``) runs, one tuple per path (loops run once or more; a path where ``pop()`` empties an
+    empty list raises there and is dropped); None when any path leaves them unknown."""
+    try:
+        states, reached = _run(func.body, [((), False)], name, at)
+    except _Unknown:
+        return None
+    if not reached or not states:
+        return None
+    return [elements for elements, _ in states]
+
+
+def _run(body: Sequence[ast.stmt], states: List[_State], name: str, at: ast.stmt) -> Tuple[List[_State], bool]:
+    for stmt in body:
+        if stmt is at:
+            return states, True
+        if not _mentions(stmt, name):
+            if _contains(stmt, at):
+                raise _Unknown  # `at` is inside a block that does not touch the list: keep it simple
+            continue
+        states = _step(stmt, states, name, at)
+        if isinstance(states, tuple):
+            return states
+        if len(states) > _MAX_STATES:
+            raise _Unknown
+    return states, False
+
+
+def _step(stmt: ast.stmt, states: List[_State], name: str, at: ast.stmt):
+    """The states after ``stmt`` (a statement that names the list), or ``(states, True)`` when ``at`` is in it."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _is(stmt.targets[0], name):
+        if not isinstance(stmt.value, (ast.List, ast.Tuple)) or _mentions(stmt.value, name):
+            raise _Unknown
+        return [_literal(stmt.value)]
+    if isinstance(stmt, ast.AugAssign) and _is(stmt.target, name) and isinstance(stmt.op, ast.Add):
+        return [_extend(s, stmt.value, name) for s in states]
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute) \
+            and _is(stmt.value.func.value, name) and not stmt.value.keywords:
+        call, method = stmt.value, stmt.value.func.attr
+        if method == "append" and len(call.args) == 1 and not _mentions(call.args[0], name):
+            return [(elements + (call.args[0],), whole) for elements, whole in states]
+        if method == "extend" and len(call.args) == 1:
+            return [_extend(s, call.args[0], name) for s in states]
+        if method == "pop" and (not call.args or _minus_one(call.args[0])):
+            out = []
+            for elements, whole in states:
+                if elements:
+                    out.append((elements[:-1], whole))
+                elif not whole:
+                    raise _Unknown
+            return out  # (a whole list that is empty: `pop()` raises on that path, which ends there)
+        raise _Unknown
+    if isinstance(stmt, (ast.For, ast.While)) and not stmt.orelse and not _mentions(
+            stmt.iter if isinstance(stmt, ast.For) else stmt.test, name):
+        # once or more: the last pass appends to whatever the earlier passes left (an unknown prefix)
+        after, reached = _run(stmt.body, [((), False)], name, at)
+        if reached or any(not elements for elements, _ in after):
+            raise _Unknown
+        return states + [(elements, False) for elements, _ in after]
+    if isinstance(stmt, ast.If) and not _mentions(stmt.test, name):
+        arms = []
+        for arm in (stmt.body, stmt.orelse):
+            got, reached = _run(arm, list(states), name, at)
+            if reached:
+                return got, True
+            arms.extend(got)
+        return arms
+    if isinstance(stmt, ast.With) and not any(_mentions(item, name) for item in stmt.items):
+        got, reached = _run(stmt.body, states, name, at)
+        return (got, True) if reached else got
+    raise _Unknown
+
+
+def _extend(state: _State, value: ast.expr, name: str) -> _State:
+    if not isinstance(value, (ast.List, ast.Tuple)) or _mentions(value, name):
+        raise _Unknown
+    added, whole = _literal(value)
+    return (added, False) if not whole else (state[0] + added, state[1])
+
+
+def _literal(value: ast.expr) -> _State:
+    """A list or tuple display: the elements after its last ``*starred`` one, whole when there is none."""
+    elements = list(value.elts)
+    starred = [i for i, e in enumerate(elements) if isinstance(e, ast.Starred)]
+    return (tuple(elements[starred[-1] + 1:]), False) if starred else (tuple(elements), True)
+
+
+def _minus_one(node: ast.expr) -> bool:
+    return isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
+        and isinstance(node.operand, ast.Constant) and node.operand.value == 1
+
+
+def _is(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+def _contains(node: ast.AST, inner: ast.AST) -> bool:
+    return any(n is inner for n in ast.walk(node))
