@@ -67,6 +67,14 @@ def inplace_flag(node: ast.Call, name: str) -> bool:
 
 
 
+def unknown_inplace_flag(node: ast.Call, name: str) -> bool:
+    """``F.relu(x, self.inplace)``, ``F.relu(x, inplace=flag)``: an ``inplace`` flag that is not a literal, so
+    the result may be ``x`` itself (torchvision's blocks pass their constructor's ``inplace``)."""
+    where = ops.inplace_argument(name, len(node.args), [k.arg for k in node.keywords])
+    flag = kw(node, "inplace") if where == "inplace" else None if where is None else node.args[where]
+    return flag is not None and not isinstance(flag, ast.Constant)
+
+
 def tensor_split_args(node: ast.Call) -> bool:
     """``x.split(3)``, ``x.split([2, 1], dim=-1)``: tensor-style arguments, not ``str.split(sep)``."""
     if kw(node, "dim") is not None or kw(node, "split_size") is not None or kw(node, "split_size_or_sections") is not None:

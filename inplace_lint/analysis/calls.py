@@ -16,7 +16,7 @@ from . import model_outputs
 from ..torch_facts import ops
 from .astutil import call_text, dotted_name, is_str_constant, is_true, kw, last_name, short
 from .call_args import (DROPOUTS, dropout_condition, expands_to_itself, inplace_flag, is_dtype_conversion,
-                        literal_args, module_condition, tensor_split_args, to_integer_dtype)
+                        literal_args, module_condition, tensor_split_args, to_integer_dtype, unknown_inplace_flag)
 from .call_grad import is_detached, known_origins, needs_no_grad_arg
 from .saved_ops import output_saved_here, returns_tuple
 from .expressions import cut_tracking, holder_of, index_text, is_basic_index
@@ -209,6 +209,10 @@ class CallsMixin:
         given, origins = list(node.args), list(args)
         if not given and kw(node, "input") is not None:
             given, origins = [kw(node, "input")], [kwargs.get("input", EMPTY)]
+        key = self.key_of(given[0]) if given and name in ops.INPLACE_KWARG_FUNCTIONS else None
+        if key and "." not in key and "[" not in key and unknown_inplace_flag(node, name):
+            # the result may be the input itself: a fix rebinding it must not leave `key` behind (plan_fix)
+            self.inplace_inputs.update({(o.root_text, o.root_line): key for o in result if o.root_line == node.lineno})
         self.note_saved_inputs(node, namespace, name, given, origins, lambda: ast.unparse(node.func))
         return result
 

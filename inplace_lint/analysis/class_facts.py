@@ -20,8 +20,9 @@ import ast
 import re
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
+from ..findings import RootKind
 from ..torch_facts import ops
-from .astutil import dotted_name, walk_ast
+from .astutil import dotted_name, is_true, kw, walk_ast
 from .init_builds import init_attributes
 from .model_outputs import RETURN_INPUT_LAYERS
 
@@ -375,3 +376,89 @@ def _fields(record: ast.expr, follow: _Sources) -> Optional[Dict[str, Set[str]]]
 
 def _name(node: ast.expr) -> Optional[str]:
     return dotted_name(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+
+
+#: what registers a forward hook: it receives each output of the module it is put on (every module's, for the
+#: global one) and may keep it
+_FORWARD_HOOKS = ("register_forward_hook", "register_module_forward_hook")
+
+
+def output_hooks(tree: ast.Module, source: Optional[str] = None) -> Tuple[int, ...]:
+    """The lines of the module's forward-hook registrations whose hook may keep the output it receives: a hook
+    the module does not define (imported, a ``partial``), or one that reads its ``output`` parameter at all (a
+    hook that stores it in a list, an attribute or a global keeps it after the call; the rewrite of a later
+    in-place write on that output would leave the kept tensor unchanged)."""
+    if source is not None and not any(h in source for h in _FORWARD_HOOKS):
+        return ()
+    nodes = list(walk_ast(tree))
+    defs: Dict[str, List[ast.AST]] = {}
+    for node in nodes:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs.setdefault(node.name, []).append(node)
+    out = []
+    for node in nodes:
+        if isinstance(node, ast.Call) and (dotted_name(node.func) or "").rpartition(".")[2] in _FORWARD_HOOKS:
+            hook = node.args[0] if node.args else kw(node, "hook")
+            if hook is None or _may_keep_output(hook, defs, 3 if is_true(kw(node, "with_kwargs")) else 2):
+                out.append(node.lineno)
+    return tuple(out)
+
+
+def _may_keep_output(hook: ast.expr, defs: Dict[str, List[ast.AST]], index: int) -> bool:
+    candidates = [hook] if isinstance(hook, ast.Lambda) else defs.get((dotted_name(hook) or "").rpartition(".")[2])
+    if not candidates:
+        return True
+    for fn in candidates:
+        params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        if params[:1] in (["self"], ["cls"]) and not isinstance(fn, ast.Lambda):
+            params = params[1:]
+        if len(params) <= index:
+            if fn.args.vararg is not None:
+                return True
+            continue
+        if any(isinstance(n, ast.Name) and n.id == params[index] for n in walk_ast(fn)):
+            return True
+    return False
+
+
+_SCRIPTED = re.compile(r"\bjit\.script\(\s*([A-Za-z_]\w*)\s*[(),]")
+
+
+def scripted_names(tree: ast.Module, source: Optional[str] = None) -> FrozenSet[str]:
+    """The names a module hands to ``torch.jit.script``: the class of ``torch.jit.script(Net(d))`` and the function
+    of ``torch.jit.script(fn)``. A class or function of that name anywhere in the project is compiled as
+    TorchScript, which compiles neither the DTensor guard nor the runtime call (a fix there breaks the script)."""
+    if source is not None:
+        return frozenset(_SCRIPTED.findall(source)) if "jit.script(" in source else frozenset()
+    out = set()
+    for node in walk_ast(tree):
+        if isinstance(node, ast.Call) and (dotted_name(node.func) or "").endswith("jit.script") and node.args:
+            arg = node.args[0].func if isinstance(node.args[0], ast.Call) else node.args[0]
+            if isinstance(arg, ast.Name):
+                out.add(arg.id)
+    return frozenset(out)
+
+
+#: :meth:`.resolve.Resolver.class_facts` where there is no project (one file alone)
+NO_PROJECT_FACTS: Tuple[tuple, tuple, tuple, tuple] = ((), (), (), ())
+
+
+def scripted_elsewhere(facts: tuple, func_name: Optional[str], cls_qual: Optional[str]) -> bool:
+    """The function walked, or its class, is handed to ``torch.jit.script`` somewhere in the project."""
+    scripted = facts[3]
+    return bool(scripted) and (func_name in scripted or (cls_qual or "").rpartition(".")[2] in scripted)
+
+
+def unseen_in_project(facts: tuple, origins) -> Optional[str]:
+    """Why something elsewhere in the project would not see what a rebinding rewrite leaves behind, or None: a
+    forward hook that may keep a module's output (on any module: every tensor a factory did not make), or a
+    tensor subclass (the copy a rewrite makes may not be one)."""
+    subclasses, _, hooks, _ = facts
+    if hooks and any(o.root is not RootKind.FRESH for o in origins):
+        return (f"a forward hook the project registers ({hooks[0]}) may keep a module's output, which would no "
+                "longer see the change")
+    if subclasses:
+        return (f"the project makes tensor-subclass instances ({subclasses[0]}): the copy a rewrite makes may not be "
+                "one (`clone()` drops what was set on the instance, and returns a plain `Tensor` where the subclass "
+                "disables `__torch_function__`)")
+    return None

@@ -46,7 +46,8 @@ _SHAPES = {
     LocalFinding: ("finding", "func", "grad_rule", "observed", "fix_if_callers", "grad_cond", "guess_params",
                    "param_rooted", "guards"),
     ModuleIndex: ("module", "path", "is_package", "imports", "functions", "classes", "attributes", "value_refs",
-                  "properties", "wrappers", "grad_off_wrappers", "torch_function_classes", "shared_fields"),
+                  "properties", "wrappers", "grad_off_wrappers", "torch_function_classes", "shared_fields",
+                  "output_hooks", "scripted"),
     FileResult: ("path", "module", "digest", "index", "functions", "calls", "findings", "deps", "error"),
 }
 CODEC_MATCHES = all(tuple(f.name for f in dataclasses.fields(t)) == names for t, names in _SHAPES.items())
@@ -150,7 +151,8 @@ class _Encoder:
                 {name: [list(bases), {m: [list(params), static] for m, (params, static) in methods.items()}]
                  for name, (bases, methods) in x.classes.items()},
                 x.attributes, x.value_refs, {k: sorted(v) for k, v in x.properties.items()}, sorted(x.wrappers),
-                sorted(x.grad_off_wrappers), sorted(x.torch_function_classes), [list(g) for g in x.shared_fields]]
+                sorted(x.grad_off_wrappers), sorted(x.torch_function_classes), [list(g) for g in x.shared_fields],
+                list(x.output_hooks), sorted(x.scripted)]
 
 
 def _text(part) -> str:
@@ -364,7 +366,7 @@ class _Decoder:
 
     def index(self, x) -> ModuleIndex:
         module, path, is_package, imports, functions, classes, attributes, value_refs, properties, wrappers, grad_off, \
-            torch_function, shared = _list(x, 13)
+            torch_function, shared, hooks, scripted = _list(x, 15)
         classes_out = {}
         for name, info in _dict(classes).items():
             bases, methods = _list(info, 2)
@@ -380,7 +382,7 @@ class _Decoder:
                            {k: _strs(v) for k, v in _dict(functions).items()}, classes_out, attributes_out,
                            _ostr(value_refs), {k: frozenset(_strs(v)) for k, v in _dict(properties).items()},
                            frozenset(_strs(wrappers)), frozenset(_strs(grad_off)), frozenset(_strs(torch_function)),
-                           tuple(_strs(g) for g in _list(shared)))
+                           tuple(_strs(g) for g in _list(shared)), _ints(hooks), frozenset(_strs(scripted)))
 
 
 def rebase(result: FileResult, path: str, root: Optional[str], old_root: Optional[str]) -> FileResult:

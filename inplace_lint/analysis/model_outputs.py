@@ -345,7 +345,20 @@ def _may_return_input(node: ast.expr) -> bool:
     layer = (dotted_name(node.func) or "").rpartition(".")[2]
     if layer == "Sequential":
         return all(_may_return_input(a) for a in node.args)
+    if layer in ops.INPLACE_KWARG_MODULES:
+        # `nn.ReLU(inplace=inplace)`, `nn.ReLU(True)`: in place unless the flag is literally false (it is the
+        # constructor's last parameter, so a positional one is the last of a full list)
+        flag = kw(node, "inplace") if kw(node, "inplace") is not None else \
+            node.args[-1] if len(node.args) == _INPLACE_MODULE_POSITION.get(layer, 0) + 1 else None
+        if flag is not None and not is_false(flag):
+            return True
     return layer in RETURN_INPUT_LAYERS
+
+
+#: where ``inplace`` stands among a torch activation module's positional parameters
+_INPLACE_MODULE_POSITION = {"LeakyReLU": 1, "ELU": 1, "CELU": 1, "Hardtanh": 2, "RReLU": 2, "Threshold": 2,
+                            "Dropout": 1, "Dropout1d": 1, "Dropout2d": 1, "Dropout3d": 1, "AlphaDropout": 1,
+                            "FeatureAlphaDropout": 1}
 
 
 def init_flags(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None) -> Dict[str, Tuple[str, int, tuple]]:

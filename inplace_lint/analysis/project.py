@@ -109,7 +109,8 @@ class Project(Resolver, AcrossCalls):
             self._order = None
         if old is None or old.module != module or old.index.imports != index.imports \
                 or old.index.classes != index.classes or old.index.shared_fields != index.shared_fields \
-                or old.index.torch_function_classes != index.torch_function_classes:
+                or old.index.torch_function_classes != index.torch_function_classes \
+                or old.index.output_hooks != index.output_hooks or old.index.scripted != index.scripted:
             self._classes_changed()
         if old is not None:  # new text of a file (an edited buffer): what it no longer defines is gone
             for qual in old.functions:

@@ -9,7 +9,7 @@ from typing import NamedTuple, Optional, Sequence, Set, Tuple
 from ..findings import HELPER_WRITE, SAVED_STEPS, Applicability, Finding, Origin, Related, RootKind, StepKind, WriteKind
 from ..rules import PRIORITY, Write
 from ..torch_facts import ops
-from . import conditions, fixplan, model_outputs
+from . import class_facts, conditions, fixplan, model_outputs
 from .astutil import dotted_name, short, walk_ast
 from .consumers import flows_into, only_gradless_readers
 from .env import origin_key
@@ -358,16 +358,14 @@ class ReportingMixin:
         if not self.no_grad and fixplan.raises_at_write(node, kind, target, origins):
             return None  # the original raises at the write itself: a rewrite that runs on would hide that
         stmt = self.stmt_stack[-1] if self.stmt_stack else None
-        subclasses, shared_fields = self.ctx.class_facts() if self.ctx is not None else ((), ())
+        project = self.ctx.class_facts() if self.ctx is not None else class_facts.NO_PROJECT_FACTS
+        if class_facts.scripted_elsewhere(project, getattr(self.func, "name", None), self.cls_qual):
+            return None  # `torch.jit.script(Net())` in another file compiles this code too
         fix = fixplan.plan(self.facts(), self.params, kind, node, target, op_name, origins, self.env, stmt,
                            self.loop_stack, callers_checked, self.kept_roots, holders=self.holders(origins),
-                           shared_fields=shared_fields)
+                           shared_fields=project[1])
         if fix is not None and fix.applicability is Applicability.SAFE:
-            hidden = self._unseen_holder(node, kind, target, origins)
-            if hidden is None and subclasses:
-                hidden = (f"the project makes tensor-subclass instances ({subclasses[0]}): the copy a rewrite makes "
-                          "may not be one (`clone()` drops what was set on the instance, and returns a plain `Tensor` "
-                          "where the subclass disables `__torch_function__`)")
+            hidden = self._unseen_holder(node, kind, target, origins) or class_facts.unseen_in_project(project, origins)
             if hidden is not None:
                 fix = replace(fix, applicability=Applicability.UNSAFE, reason=hidden)
         return fix

@@ -79,6 +79,8 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
     index.wrappers, index.grad_off_wrappers = module_wrappers(tree)
     index.torch_function_classes = class_facts.torch_function_classes(tree, source)
     index.shared_fields = class_facts.shared_output_fields(tree, index.attributes)
+    index.output_hooks = class_facts.output_hooks(tree, source)
+    index.scripted = class_facts.scripted_names(tree, source)
     return index
 
 
@@ -403,14 +405,15 @@ class Resolver:
         self._dispatch_memo = {}
         self._class_facts_memo = None
 
-    def class_facts(self) -> Tuple[Tuple[str, ...], Tuple[Tuple[str, ...], ...]]:
+    def class_facts(self) -> Tuple[Tuple[str, ...], Tuple[Tuple[str, ...], ...], Tuple[str, ...], Tuple[str, ...]]:
         """What classes anywhere in the project say about every tensor and model output (:mod:`.class_facts`):
         the tensor subclasses (qualified, sorted: those with their own ``__torch_function__``, those whose bases
         surely reach torch's tensor classes, and a module that makes instances of one the index cannot name),
-        and the groups of fields some function making a model's output returns one tensor under."""
+        the groups of fields some function making a model's output returns one tensor under, the forward hooks
+        that may keep a module's output (``module:line``), and the names handed to ``torch.jit.script``."""
         memo = getattr(self, "_class_facts_memo", None)
         if memo is None:
-            subclasses, groups = set(), set()
+            subclasses, groups, hooks, scripted = set(), set(), set(), set()
             for module, index in self.indexes.items():
                 for name in index.torch_function_classes:
                     if name == class_facts.SUBCLASSING:
@@ -420,9 +423,11 @@ class Resolver:
                 subclasses.update(f"{module}.{name}" for name in index.classes
                                   if self._surely_tensor_class(f"{module}.{name}"))
                 groups.update(index.shared_fields)
+                hooks.update(f"{module}:{line}" for line in index.output_hooks)
+                scripted.update(index.scripted)
             # (tuples in a fixed order: the answer's text is a cache dependency, the same under any hash seed)
             memo = self._class_facts_memo = (tuple(sorted(subclasses, key=lambda q: ("(" in q, q))),  # named first
-                                              tuple(sorted(groups)))
+                                              tuple(sorted(groups)), tuple(sorted(hooks)), tuple(sorted(scripted)))
         return memo
 
     def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:

@@ -335,6 +335,12 @@ class ModuleIndex:
     #: groups (sorted tuples) of fields that a function making a model's output returns one tensor under
     #: (:func:`.class_facts.shared_output_fields`)
     shared_fields: Tuple[Tuple[str, ...], ...] = ()
+    #: lines of the forward-hook registrations whose hook may keep the output it receives
+    #: (:func:`.class_facts.output_hooks`)
+    output_hooks: Tuple[int, ...] = ()
+    #: names handed to ``torch.jit.script`` (``torch.jit.script(Net())``, ``torch.jit.script(fn)``):
+    #: :func:`.class_facts.scripted_names`
+    scripted: FrozenSet[str] = frozenset()
 
 
 @dataclass

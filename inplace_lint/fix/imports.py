@@ -118,6 +118,14 @@ class Imports:
         while index < len(body) and isinstance(body[index], (ast.Import, ast.ImportFrom)) and \
                 not _shares_line(body, index):
             index += 1
+        torch_at = next((i for i, stmt in enumerate(body) if _imports_torch(stmt)), None)
+        if torch_at is not None and torch_at >= index:
+            # `import os; os.environ["OMP_NUM_THREADS"] = "1"; import torch`: what runs before the module's own
+            # `import torch` must still run first (the inserted imports import torch)
+            index = torch_at + 1
+            while index < len(body) and isinstance(body[index], (ast.Import, ast.ImportFrom)) and \
+                    not _shares_line(body, index):
+                index += 1
         self.lead = ""
         if index == 0:
             self.line = _first_line(body[0]) if body else len(lines) + 1
@@ -154,6 +162,14 @@ class Imports:
             return None
         content = self.lead + self.newline.join(join_from_imports(statements)) + ("" if self.lead else self.newline) + self.sep
         return Edit(self.line, self.col, self.line, self.col, content)
+
+
+def _imports_torch(stmt: ast.stmt) -> bool:
+    """A top-level statement that imports torch (``import torch``, ``from torch import nn``, in a ``try`` too)."""
+    return any(isinstance(n, ast.Import) and any(a.name == "torch" or a.name.startswith("torch.") for a in n.names)
+               or isinstance(n, ast.ImportFrom) and not n.level and n.module is not None
+               and (n.module == "torch" or n.module.startswith("torch.")) for n in ast.walk(stmt)
+               if isinstance(n, (ast.Import, ast.ImportFrom)))
 
 
 def _is_docstring_or_strict(stmt: ast.stmt) -> bool:

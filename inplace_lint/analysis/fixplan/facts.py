@@ -138,6 +138,10 @@ class FunctionFacts:
                 if isinstance(parent, ast.Attribute) and parent.value is load \
                         and isinstance(parent.ctx, (ast.Store, ast.Del)):
                     stores.setdefault(load.id, []).append(load)
+                elif isinstance(parent, ast.Attribute) and parent.value is load and parent.attr == "__dict__" \
+                        and isinstance(self.parents.get(id(parent)), ast.Subscript) \
+                        and isinstance(self.parents[id(parent)].ctx, (ast.Store, ast.Del)):
+                    stores.setdefault(load.id, []).append(load)  # `x.__dict__["tag"] = v` sets `x.tag`
         return stores.get(name, [])
 
     def path_to(self, node: ast.AST) -> List[ast.AST]:
@@ -228,14 +232,20 @@ def _call_role(call: ast.Call, current: ast.AST, facts: Optional["FunctionFacts"
         return "fresh" if isinstance(current, ast.Attribute) and current.attr in _FRESH_RESULTS else "alias"
     callee = dotted(call.func) or ""
     name = last_name(call.func) or ""
+    if callee == "sum" and (len(call.args) > 1 and current is call.args[1]
+                            or any(k.arg == "start" and k.value is current for k in call.keywords)):
+        return "alias"  # `sum(extra, logits)` with `extra` empty returns `logits` itself
     if callee in _PURE_CALLEES:
         return "fresh"
     if callee in _RETURNS_ARGUMENT:
         return "alias"
     if callee.startswith(_TORCH_PREFIXES):
-        if name.endswith("_") or any(k.arg == "inplace" and not (isinstance(k.value, ast.Constant)
-                                                                  and k.value.value is False) for k in call.keywords):
-            return "alias"  # torch.sigmoid_(h), F.relu(h, inplace=True): the result is `h`
+        where = ops.inplace_argument(name, len(call.args), [k.arg for k in call.keywords])
+        flag = call.keywords[[k.arg for k in call.keywords].index("inplace")].value if where == "inplace" \
+            else call.args[where] if where is not None else None
+        if name.endswith("_") or (flag is not None and not (isinstance(flag, ast.Constant) and flag.value is False)):
+            # torch.sigmoid_(h), F.relu(h, inplace=True), F.relu(h, self.inplace): the result is (or may be) `h`
+            return "alias"
         return "fresh" if name in _FRESH_RESULTS else "alias"  # torch.as_tensor(x), torch.atleast_2d(x), ...
     if isinstance(call.func, ast.Attribute) and name in _FRESH_RESULTS \
             and _surely_tensor(call.func.value, facts, 0):
@@ -350,6 +360,9 @@ def escape(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
     parent = facts.parent(top)
     if isinstance(getattr(top, "ctx", None), ast.Store):
         return None  # x[i] = v / x[i] += v: another write into the tensor, not a reference kept elsewhere
+    if isinstance(parent, ast.BinOp) and _container(parent.right if parent.left is top else parent.left):
+        # `outs + (t,)`, `out | {"t": t}`: a new tuple or dict holding the same objects
+        return f"is copied into a new container by `{ast.unparse(parent)}`"
     if parent is None or isinstance(parent, (ast.Expr, ast.Compare, ast.BinOp, ast.UnaryOp, ast.Assert,
                                              ast.If, ast.While, ast.Return, ast.JoinedStr, ast.FormattedValue,
                                              ast.Call, ast.keyword, ast.Attribute)):
@@ -369,6 +382,11 @@ def escape(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
     if isinstance(parent, (ast.AugAssign, ast.Subscript)):
         return "is stored in an attribute or item"
     return "is used in a way inplace-lint cannot follow"
+
+def _container(node: ast.AST) -> bool:
+    """A tuple, list, dict or set display or comprehension, or a call of their constructors."""
+    return isinstance(node, (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)) or (
+        isinstance(node, ast.Call) and dotted(node.func) in ("tuple", "list", "dict", "set"))
 
 def exclusive_spans(facts: FunctionFacts, write: ast.AST) -> List[Tuple[int, int]]:
     """Line spans that cannot run after ``write``: the other arm of each ``if`` (other cases of each

@@ -15,7 +15,7 @@ from ...torch_facts import ops
 from ..astutil import last_name, walk_ast
 from .facts import (HOIST_STATEMENTS, NO_HOIST_PARENTS, SIDE_EFFECTS, FunctionFacts, alias_closure, count_name,
                     loop_variable, module_names, root_base_name)
-from .safety import applicability, kept_reason
+from .safety import applicability, kept_reason, operand_shares_target
 from .scaling import scaling
 
 
@@ -136,6 +136,8 @@ def plan(facts: FunctionFacts, params: Sequence[str], kind: WriteKind, node: ast
                any((o.root, o.root_text, o.root_line) in roots for o in env_aliases[k])]
     applicable, reason = applicability(facts, params, name, origins, aliases, node, loops, callers_checked,
                                        shared_fields)
+    if operand_shares_target(facts, kind, node, name):
+        return None  # the original reads what it wrote: no out-of-place form computes the same
     held = kept_reason(origins, kept or {})
     if held:
         applicable, reason = Applicability.UNSAFE, f"`{name}` holds {held}"

@@ -78,6 +78,8 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
         if not facts.is_local(name) and not (callers_checked and facts.is_param(name)):
             return Applicability.UNSAFE, (
                 f"`{name}` comes from outside the function: other code would no longer see the change")
+    # the objects the written tensor is a field or an item of (`out` of `out.logits`, `outs` of `outs[0]`)
+    holders = {name for name, what in observers.items() if what != name and what.startswith(name)}
     key = frozenset(observers) | {target_name}
     start = (write.lineno, write.col_offset)
     end = (getattr(write, "end_lineno", write.lineno), getattr(write, "end_col_offset", 0))
@@ -129,6 +131,12 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
         if (pos < start and not any(lo <= load.lineno <= hi for lo, hi in exclusive)) or in_loop:
             # after the write, the target holds the same values either way; a load in an arm of an
             # `if` that excludes the write never ran before it
+            if name in holders and isinstance(facts.parent(load), ast.BinOp):
+                # `record = out | extra`, `outs + rest`: the object holding the written tensor, combined into a
+                # new container that holds the same tensor
+                return Applicability.UNSAFE, (
+                    f"`{name}` holds the written tensor and `{ast.unparse(facts.parent(load))}` (line {load.lineno}) "
+                    "may copy it into a new container, where the change would no longer be seen")
             escape = facts.escape_of(load)
             if escape is not None:
                 return Applicability.UNSAFE, (
@@ -188,7 +196,7 @@ def _other_field(facts: FunctionFacts, load: ast.Name, fields: FrozenSet[str]) -
         grand = facts.parent(parent)
         if isinstance(grand, ast.Call) and grand.func is parent:
             return False
-        return parent.attr not in fields
+        return parent.attr not in fields and not parent.attr.startswith("__")  # (`out.__dict__` is every field)
     if isinstance(parent, ast.Subscript) and parent.value is load and isinstance(parent.slice, ast.Constant) \
             and isinstance(parent.slice.value, str):
         return parent.slice.value not in fields
@@ -368,6 +376,42 @@ def raises_at_write(node: ast.AST, kind: WriteKind, target: ast.expr, origins: S
         if isinstance(base, ast.Name) and base.id == name and base is not operand:
             return True
     return False
+
+
+#: in-place methods that read each operand element only to write the element at the same place: an operand that
+#: is the written tensor itself (``x.mul_(x)``) gives what the out-of-place form gives
+_ELEMENTWISE_INPLACE = frozenset({
+    "add_", "sub_", "subtract_", "mul_", "multiply_", "div_", "divide_", "true_divide_", "floor_divide_", "pow_",
+    "fmod_", "remainder_", "clamp_", "clip_", "clamp_min_", "clamp_max_", "addcmul_", "addcdiv_", "lerp_", "copy_",
+    "maximum_", "minimum_", "fmax_", "fmin_", "hypot_", "atan2_", "logaddexp_", "copysign_", "xlogy_",
+})
+
+
+def operand_shares_target(facts, kind: WriteKind, node: ast.AST, name: str) -> Optional[str]:
+    """Why an operand of the write may share the written tensor's memory, or None: the tensor itself read by an
+    op that is not elementwise (``x.masked_scatter_(m, x)`` reads elements it already wrote;
+    ``x.index_copy_(0, i, x)`` raises "some elements of the input tensor and the written-to tensor refer to a
+    single memory location"), or another name for it or a view of it (``ref = x[:, :1]; x -= ref``: torch 2.13
+    zeroes the first column, then subtracts the zeros). The out-of-place form reads the old values, so it
+    computes something else (executed: tests/test_fix_review15.py)."""
+    if kind is WriteKind.METHOD and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        operands, elementwise = list(node.args) + [k.value for k in node.keywords], node.func.attr in _ELEMENTWISE_INPLACE
+    elif kind is WriteKind.AUGMENTED:
+        operands, elementwise = [node.value], not isinstance(node.op, ast.MatMult)
+    else:
+        return None
+    for operand in operands:
+        base = shared_base(operand)
+        if not isinstance(base, ast.Name):
+            continue
+        if base.id == name:
+            if base is operand and not elementwise:
+                return f"`{name}` is also an operand of the op, which reads elements it has already written"
+            continue  # (a view of the target other than itself: `raises_at_write`)
+        if base.id in alias_closure(facts, {name}) or name in alias_closure(facts, {base.id}):
+            return (f"`{base.id}` may share `{name}`'s memory: the in-place op reads elements it has already "
+                    "written, the out-of-place form the old ones")
+    return None
 
 
 def shared_base(node: ast.expr) -> ast.expr:
