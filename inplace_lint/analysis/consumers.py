@@ -21,7 +21,8 @@ from .astutil import dotted_name
 #: number, or a copy out of autograd)
 GRADLESS_CONSUMERS = frozenset({
     "multinomial", "argmax", "argmin", "argsort", "item", "tolist", "nonzero", "searchsorted", "bucketize",
-    "isnan", "isinf", "isfinite", "long", "int", "bool", "eq", "ne", "lt", "le", "gt", "ge", "any", "all",
+    "isnan", "isinf", "isfinite", "long", "int", "short", "byte", "char", "bool", "eq", "ne", "lt", "le", "gt", "ge",
+    "any", "all",
     "count_nonzero", "numpy", "detach",
 })
 #: builtins that make a Python number, string or count of a tensor (``float(t)``; not the ``t.float()`` method,
@@ -52,7 +53,8 @@ def flows_into(load: ast.AST, parents: Dict[int, ast.AST]) -> Optional[Set[str]]
         if isinstance(parent, ast.Compare):
             return set()
         if isinstance(parent, ast.Attribute) and parent.value is node:
-            if parent.attr in _METADATA or parent.attr == "indices":  # `torch.topk(h, k).indices`: integers
+            if parent.attr in _METADATA or parent.attr in ("indices", "data"):
+                # `torch.topk(h, k).indices`: integers; `h.data`: the values out of autograd
                 return set()
             call = parents.get(id(parent))
             if not (isinstance(call, ast.Call) and call.func is parent):
