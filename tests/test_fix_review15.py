@@ -107,6 +107,54 @@ UNSAFE = [
          with torch.no_grad():
              return Block(True)(torch.randn(2, 3))[1]
      """, "`self.act` may be a module that returns its input"),
+    ("another binding may hold the caller's tensor", """
+     def spread(emb, means, mask, use_emb):
+         variance = emb if use_emb else torch.norm(emb - means, dim=1)
+         if mask is not None:
+             variance *= mask  # <-
+         return variance.sum()
+
+
+     def observe():
+         torch.manual_seed(0)
+         emb = torch.randn(2, 3, requires_grad=True) * 1
+         spread(emb, torch.zeros(2, 3), torch.full((2, 3), 2.0), True)
+         return emb.detach()
+     """, "`variance` may be `emb` (line 21), a parameter"),
+    ("an activation made in place after it was built", """
+     class Block(nn.Module):
+         def __init__(self, inplace=False):
+             super().__init__()
+             self.lin = nn.Linear(3, 3)
+             self.act = nn.ReLU()
+             self.act.inplace = inplace
+
+         def forward(self, x):
+             g = self.lin(x)
+             y = self.act(g)
+             y.mul_(2)  # <-
+             return y, g
+
+
+     def observe():
+         torch.manual_seed(0)
+         with torch.no_grad():
+             return Block(True)(torch.randn(2, 3))[1]
+     """, "`self.act` may be a module that returns its input"),
+    ("a tag set through __dict__.update", """
+     def step(model, h, t):
+         logits = model(h).logits
+         logits.__dict__.update(scaled_by=t)
+         logits.div_(t)  # <-
+         return logits.scaled_by
+
+
+     def observe():
+         try:
+             return torch.as_tensor(step(*model_and_input(), 2.0))
+         except AttributeError:  # the rewrite's new tensor has no tag
+             return torch.tensor(-1.0)
+     """, "`logits.__dict__` is set on the tensor object"),
     ("the output's __dict__ is every field", """
      def step(model, h, t):
          out = model(h)
@@ -272,7 +320,7 @@ COUNT = []
 
 
 def attach(model):
-    model.lm_head.register_forward_hook({hook})
+    {register}({hook})
 """
 
 
@@ -303,16 +351,18 @@ def _package(tmp_path, files):
     return root
 
 
-def test_a_forward_hook_elsewhere_that_keeps_the_output_makes_the_fix_unsafe(tmp_path, capsys, own_cache):
-    root = _package(tmp_path, {"model.py": MODEL_PY, "train.py": TRAIN, "probe.py": PROBE.format(hook="count_calls")})
+@pytest.mark.parametrize("register", ["model.lm_head.register_forward_hook",
+                                      'getattr(model.lm_head, "register_forward_hook")'])
+def test_a_forward_hook_elsewhere_that_keeps_the_output_makes_the_fix_unsafe(tmp_path, capsys, own_cache, register):
+    root = _package(tmp_path, {"model.py": MODEL_PY, "train.py": TRAIN, "probe.py": PROBE.format(register="model.lm_head.register_forward_hook", hook="count_calls")})
     first = _check(root, capsys)  # a hook that never reads its output keeps nothing
     assert "train.py:4:5: IPV001" in first and "[fix: safe]" in first, first
-    (root / "pkg" / "probe.py").write_text(PROBE.format(hook="keep_output"))
+    (root / "pkg" / "probe.py").write_text(PROBE.format(register=register, hook="keep_output"))
     second = _check(root, capsys)  # the cached verdict is walked again
     assert "train.py:4:5: IPV001" in second and "[fix: unsafe]" in second, second
     # executed: the hook's tensor is divided by the original and not by the rewrite
     namespace: dict = {}
-    exec(compile(MODEL_PY + "\n" + PROBE.format(hook="keep_output"), "<probe>", "exec"), namespace)
+    exec(compile(MODEL_PY + "\n" + PROBE.format(register=register, hook="keep_output"), "<probe>", "exec"), namespace)
     kept = []
     for code in (TRAIN, fix_code(TRAIN).new_source):
         torch.manual_seed(0)
@@ -341,12 +391,16 @@ class Net(nn.Module):
 """
 
 
-def test_a_class_scripted_in_another_file_gets_no_fix(tmp_path, capsys, own_cache):
+@pytest.mark.parametrize("export", [
+    "import torch\nfrom .model import Net\n\n\ndef scripted():\n    return torch.jit.script(Net())\n",
+    "from torch.jit import script\nfrom . import model as M\n\n\ndef scripted():\n    net = M.Net()\n"
+    "    return script(net)\n",
+])
+def test_a_class_scripted_in_another_file_gets_no_fix(tmp_path, capsys, own_cache, export):
     root = _package(tmp_path, {"model.py": SCRIPTED_MODEL})
     first = _check(root, capsys)
     assert "model.py:12:9: IPV006" in first and "[fix: safe]" in first, first
-    (root / "pkg" / "export.py").write_text("import torch\nfrom .model import Net\n\n\n"
-                                           "def scripted():\n    return torch.jit.script(Net())\n")
+    (root / "pkg" / "export.py").write_text(export)
     second = _check(root, capsys)
     assert "model.py:12:9: IPV006" in second and "[fix:" not in second, second
     # executed: the rewrite's DTensor guard does not compile as TorchScript

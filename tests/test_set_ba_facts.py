@@ -49,3 +49,56 @@ def test_a_saved_output_read_only_without_gradient_is_no_finding_and_a_half_cast
     x = torch.randn(8, requires_grad=True)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         mod["still_differentiable"](x).float().sum().backward()
+
+
+PIPELINE = """import torch
+
+
+def i16_pcm(wav):
+    if wav.dtype.is_floating_point:
+        return (wav.clamp_(-1, 1) * (2**15 - 1)).short()
+    return wav
+
+
+def encode(wav, sink):
+    channels, length = wav.shape
+    wav = i16_pcm(wav)
+    sink.append(wav.data.cpu().numpy().tobytes())
+
+
+def prevent_clip(wav, mode="rescale"):
+    if mode == "none":
+        return wav
+    if mode == "rescale":
+        wav = wav / max(1.01 * wav.abs().max(), 1)
+    elif mode == "tanh":
+        wav = torch.tanh(wav)
+    return wav
+
+
+def save_audio(wav, sink, clip="rescale"):
+    wav = prevent_clip(wav, mode=clip)
+    encode(wav, sink)
+
+
+def train_step(wav, sink):
+    out = torch.tanh(wav)
+    encode(out, sink)
+    return out.sum()
+"""
+
+
+def test_a_saved_output_handed_to_functions_that_read_it_without_gradient_saves_nothing_reachable():
+    """demucs's ``save_audio``: ``torch.tanh``'s output goes to ``encode``, whose ``i16_pcm`` clamps it in place and
+    casts it to int16; nothing differentiable reads it, so no backward reaches ``tanh`` (the summaries'
+    ``gradless``). ``train_step`` also returns a sum of it: that backward raises, and is still found."""
+    findings = analyze_source(PIPELINE)
+    assert [(f.code, f.line) for f in findings] == [("IPV006", 6), ("IPV006", 33)]
+    assert "passed by the call at line 12" in findings[0].message and "train_step" not in findings[0].message
+    mod = load(PIPELINE)
+    sink: list = []
+    wav = torch.randn(2, 16, requires_grad=True)
+    mod["save_audio"](wav, sink, clip="tanh")  # runs; nothing it returns or keeps takes a gradient
+    assert len(sink) == 1 and wav.grad is None
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        mod["train_step"](torch.randn(2, 16, requires_grad=True), []).backward()

@@ -381,27 +381,37 @@ def _name(node: ast.expr) -> Optional[str]:
 #: what registers a forward hook: it receives each output of the module it is put on (every module's, for the
 #: global one) and may keep it
 _FORWARD_HOOKS = ("register_forward_hook", "register_module_forward_hook")
+#: the text of anything else that sees a module's or an op's output: a hook's registration made otherwise
+#: (``getattr(m, "register_forward_hook")``, an alias of the global one, a store into ``m._forward_hooks``), a
+#: mode that sees every op (``TorchDispatchMode``, ``TorchFunctionMode``), a torch layer's ``forward`` replaced
+_OUTPUT_WATCHERS = re.compile(r"register_forward_hook|register_module_forward_hook|_forward_hooks|TorchDispatchMode"
+                              r"|TorchFunctionMode|\bnn\.\w+\.forward\s*=")
 
 
 def output_hooks(tree: ast.Module, source: Optional[str] = None) -> Tuple[int, ...]:
-    """The lines of the module's forward-hook registrations whose hook may keep the output it receives: a hook
-    the module does not define (imported, a ``partial``), or one that reads its ``output`` parameter at all (a
-    hook that stores it in a list, an attribute or a global keeps it after the call; the rewrite of a later
-    in-place write on that output would leave the kept tensor unchanged)."""
-    if source is not None and not any(h in source for h in _FORWARD_HOOKS):
+    """The lines of what may keep a module's output it sees: each forward-hook registration whose hook may keep
+    its output (one the module does not define, one that reads its ``output`` parameter at all: a hook that stores
+    it keeps it after the call, and the rewrite of a later in-place write would leave the kept tensor unchanged),
+    and every other line of :data:`_OUTPUT_WATCHERS` (a review's routes, each executed)."""
+    if source is not None and not _OUTPUT_WATCHERS.search(source):
         return ()
     nodes = list(walk_ast(tree))
     defs: Dict[str, List[ast.AST]] = {}
     for node in nodes:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             defs.setdefault(node.name, []).append(node)
-    out = []
+    out, harmless = set(), set()
     for node in nodes:
         if isinstance(node, ast.Call) and (dotted_name(node.func) or "").rpartition(".")[2] in _FORWARD_HOOKS:
             hook = node.args[0] if node.args else kw(node, "hook")
             if hook is None or _may_keep_output(hook, defs, 3 if is_true(kw(node, "with_kwargs")) else 2):
-                out.append(node.lineno)
-    return tuple(out)
+                out.add(node.lineno)
+            else:
+                harmless.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    if source is not None:
+        out.update(line for line in (source.count("\n", 0, m.start()) + 1 for m in _OUTPUT_WATCHERS.finditer(source))
+                   if line not in harmless)
+    return tuple(sorted(out))
 
 
 def _may_keep_output(hook: ast.expr, defs: Dict[str, List[ast.AST]], index: int) -> bool:
@@ -421,32 +431,34 @@ def _may_keep_output(hook: ast.expr, defs: Dict[str, List[ast.AST]], index: int)
     return False
 
 
-_SCRIPTED = re.compile(r"\bjit\.script\(\s*([A-Za-z_]\w*)\s*[(),]")
+#: what compiles code as TorchScript (``torch.jit.script`` called, imported or aliased, as a decorator too)
+_SCRIPTS = re.compile(r"jit\.script\b|torch\.jit\s+import\b|import\s+torch\.jit\b")
+#: :func:`scripted_names`' answer for a module that compiles TorchScript
+ANY_SCRIPTED = "*"
 
 
 def scripted_names(tree: ast.Module, source: Optional[str] = None) -> FrozenSet[str]:
-    """The names a module hands to ``torch.jit.script``: the class of ``torch.jit.script(Net(d))`` and the function
-    of ``torch.jit.script(fn)``. A class or function of that name anywhere in the project is compiled as
-    TorchScript, which compiles neither the DTensor guard nor the runtime call (a fix there breaks the script)."""
+    """``{ANY_SCRIPTED}`` when the module compiles TorchScript (``torch.jit.script(Net())``, ``from torch.jit import
+    script``, ``compile_ts = torch.jit.script``, ``@torch.jit.script``): what it compiles may be any class or
+    function of the project (a variable, a factory's result, every submodule of a scripted module, every function a
+    scripted function calls), and TorchScript compiles neither the DTensor guard nor the runtime call, so no code of
+    the project gets a fix (a review's 8 ways to script a class of another file, each executed)."""
     if source is not None:
-        return frozenset(_SCRIPTED.findall(source)) if "jit.script(" in source else frozenset()
-    out = set()
-    for node in walk_ast(tree):
-        if isinstance(node, ast.Call) and (dotted_name(node.func) or "").endswith("jit.script") and node.args:
-            arg = node.args[0].func if isinstance(node.args[0], ast.Call) else node.args[0]
-            if isinstance(arg, ast.Name):
-                out.add(arg.id)
-    return frozenset(out)
+        return frozenset({ANY_SCRIPTED}) if _SCRIPTS.search(source) else frozenset()
+    return frozenset({ANY_SCRIPTED}) if any(
+        isinstance(n, ast.Attribute) and n.attr == "script" and (dotted_name(n.value) or "").endswith("jit")
+        or isinstance(n, ast.ImportFrom) and (n.module or "").startswith("torch.jit")
+        or isinstance(n, ast.Import) and any(a.name.startswith("torch.jit") for a in n.names)
+        for n in walk_ast(tree)) else frozenset()
 
 
 #: :meth:`.resolve.Resolver.class_facts` where there is no project (one file alone)
 NO_PROJECT_FACTS: Tuple[tuple, tuple, tuple, tuple] = ((), (), (), ())
 
 
-def scripted_elsewhere(facts: tuple, func_name: Optional[str], cls_qual: Optional[str]) -> bool:
-    """The function walked, or its class, is handed to ``torch.jit.script`` somewhere in the project."""
-    scripted = facts[3]
-    return bool(scripted) and (func_name in scripted or (cls_qual or "").rpartition(".")[2] in scripted)
+def scripted_elsewhere(facts: tuple) -> bool:
+    """Some module of the project compiles TorchScript (:func:`scripted_names`)."""
+    return ANY_SCRIPTED in facts[3]
 
 
 def unseen_in_project(facts: tuple, origins) -> Optional[str]:

@@ -13,7 +13,7 @@ an attribute) may reach a loss, and is a reader with a gradient.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, Optional, Set
+from typing import Callable, Dict, Iterable, Optional, Set
 
 from .astutil import dotted_name
 
@@ -23,11 +23,13 @@ GRADLESS_CONSUMERS = frozenset({
     "multinomial", "argmax", "argmin", "argsort", "item", "tolist", "nonzero", "searchsorted", "bucketize",
     "isnan", "isinf", "isfinite", "long", "int", "short", "byte", "char", "bool", "eq", "ne", "lt", "le", "gt", "ge",
     "any", "all",
-    "count_nonzero", "numpy", "detach",
+    "count_nonzero", "numpy", "detach", "tobytes",
 })
 #: builtins that make a Python number, string or count of a tensor (``float(t)``; not the ``t.float()`` method,
 #: which keeps the gradient)
 _GRADLESS_BUILTINS = frozenset({"len", "float", "int", "bool", "str", "repr", "print"})
+#: builtins whose result is one of their tensor arguments, or computed from them with a gradient
+_FLOWS_ON_BUILTINS = frozenset({"max", "min", "abs", "sum"})
 #: methods that take a gradient through the tensor, or keep it for one
 _GRADIENT_METHODS = frozenset({"backward", "register_hook", "retain_grad"})
 #: namespaces whose functions are out-of-place tensor ops (``torch.autograd.grad`` and ``torch.func`` are not)
@@ -42,11 +44,19 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.comprehension)
 #: builtins that read every local name
 _READ_EVERY_NAME = ("locals", "vars", "eval", "exec")
 _MAX_DEPTH = 16
+#: the name :func:`flows_into` gives a value that a ``return`` hands back (with ``returned``)
+RETURNED = "<return>"
+#: ``callee(call, argument)``: what an in-project call does with an argument (:meth:`.grad_reads.GradReadsMixin.
+#: callee_reads`): "gradless" (no read takes a gradient), "returned" (and it may reach the call's result), or None
+Callee = Callable[[ast.Call, ast.AST], Optional[str]]
 
 
-def flows_into(load: ast.AST, parents: Dict[int, ast.AST]) -> Optional[Set[str]]:
+def flows_into(load: ast.AST, parents: Dict[int, ast.AST], callee: Optional[Callee] = None,
+               returned: bool = False) -> Optional[Set[str]]:
     """Where the value ``load`` reads goes: None when something may take a gradient through it; else the plain
-    names it is bound to (empty: it ends without a gradient, or is only written)."""
+    names it is bound to (empty: it ends without a gradient, or is only written). ``callee`` judges an argument
+    of a call of the project's own code; with ``returned``, a ``return`` gives :data:`RETURNED` (the callers
+    follow the call's result)."""
     node = load
     for _ in range(_MAX_DEPTH):
         parent = parents.get(id(node))
@@ -74,7 +84,16 @@ def flows_into(load: ast.AST, parents: Dict[int, ast.AST]) -> Optional[Set[str]]
             if (last in GRADLESS_CONSUMERS and head in _OP_NAMESPACES) or (not head and last in _GRADLESS_BUILTINS) \
                     or head.split(".")[0] in ("np", "numpy"):
                 return set()
+            if not head and last in _FLOWS_ON_BUILTINS:
+                node = parent  # `max(1.01 * wav.abs().max(), 1)`: one of its arguments, or their sum
+                continue
             if head not in _OP_NAMESPACES:
+                verdict = callee(parent, node) if callee is not None else None
+                if verdict == "gradless":
+                    return set()
+                if verdict == "returned":
+                    node = parent  # (the project's function may hand it back: its result flows on)
+                    continue
                 return None  # other code (or autograd itself): it may keep the tensor or take a gradient
             node = parent  # an out-of-place torch op: its result flows on
             continue
@@ -88,6 +107,8 @@ def flows_into(load: ast.AST, parents: Dict[int, ast.AST]) -> Optional[Set[str]]
             continue
         if isinstance(parent, ast.Expr):
             return set()  # a value dropped where it is made: nothing can take a gradient through it
+        if returned and isinstance(parent, ast.Return):
+            return {RETURNED}
         if isinstance(parent, ast.Assign) and parent.value is node:
             names = set()
             for target in parent.targets:
@@ -138,7 +159,7 @@ def _arm(node: ast.If, child: ast.AST) -> str:
 
 def only_gradless_readers(names: Iterable[str], loads_of, parents: Dict[int, ast.AST], write: ast.AST,
                           skip: Set[int], captured: Set[int], params: Iterable[str],
-                          declared: Iterable[str] = (), unread: bool = False) -> bool:
+                          declared: Iterable[str] = (), unread: bool = False, callee: Optional[Callee] = None) -> bool:
     """Every read of ``names`` (``loads_of(name)``: its loads), followed through the names it is bound to,
     ends without a gradient; and there is one (``unread``: or there is none). ``skip``: ids of the write's own
     loads; ``captured``: loads inside nested functions and lambdas (run at another time: a reader with a
@@ -159,7 +180,7 @@ def only_gradless_readers(names: Iterable[str], loads_of, parents: Dict[int, ast
                 continue
             if id(load) in captured:
                 return False
-            targets = flows_into(load, parents)
+            targets = flows_into(load, parents, callee)
             if targets is None:
                 return False
             read = True
@@ -167,3 +188,30 @@ def only_gradless_readers(names: Iterable[str], loads_of, parents: Dict[int, ast
                 seen.add(target)
                 todo.append(target)
     return read or unread
+
+
+def param_reads(name: str, loads_of, parents: Dict[int, ast.AST], captured: Set[int], declared: Iterable[str],
+                callee: Optional[Callee] = None) -> Optional[bool]:
+    """How a function reads its parameter ``name``: None when a read may take a gradient through it (or keep
+    it); else whether it may be returned (True), every read ending without a gradient otherwise (False). A
+    summary's ``gradless``/``flows_out`` (what its callers' :func:`flows_into` asks through ``callee``)."""
+    if any(loads_of(reader) for reader in _READ_EVERY_NAME):
+        return None
+    declared = set(declared)
+    todo, seen, out = [name], {name}, False
+    while todo:
+        current = todo.pop()
+        if current in declared:
+            return None
+        for load in loads_of(current):
+            if id(load) in captured:
+                return None
+            targets = flows_into(load, parents, callee, returned=True)
+            if targets is None:
+                return None
+            if RETURNED in targets:
+                out = True
+            for target in targets - seen - {RETURNED}:
+                seen.add(target)
+                todo.append(target)
+    return out

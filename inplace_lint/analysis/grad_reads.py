@@ -4,9 +4,14 @@ A part of :class:`~.dataflow.Scope`, through :class:`~.call_grad.CallGradMixin`.
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
+from typing import Optional, Tuple
+
+from ..findings import Origin, RootKind
 
 from .astutil import walk_ast
-from .consumers import flows_into, only_gradless_readers
+from .consumers import flows_into, only_gradless_readers, param_reads
+from .summaries import param_index
 
 #: methods and builtins whose result takes no gradient from their receiver or argument (a Python number, an
 #: integer or bool tensor): what an op saved for backward is never read through them
@@ -78,3 +83,93 @@ class GradReadsMixin:
         values = parent.targets[0].elts[0].id
         return only_gradless_readers({values}, lambda name: facts.by_name.get(name, ((), ()))[1], facts.parents, call,
                                      set(), facts.captured_loads, self.params, facts.declared, unread=True)
+
+    def callee_reads(self, call: ast.Call, arg: ast.AST) -> Optional[str]:
+        """What the project's own function ``call`` runs does with the argument ``arg`` (its summaries'
+        ``gradless``/``flows_out``, for every function the call may run): "gradless" when no read takes a
+        gradient through it, "returned" when it may also come back as the call's result, None otherwise."""
+        if self.ctx is None or any(isinstance(a, ast.Starred) for a in call.args) \
+                or any(k.arg is None for k in call.keywords):
+            return None
+        callees = self.resolve_callees(call.func)
+        verdict = "gradless"
+        for qual, bound in callees or [(None, 0)]:
+            summary = self.ctx.summary(qual) if qual is not None else None
+            params = (self.ctx.params_of(qual) or ((), False))[0] if summary is not None else ()
+            index = next((bound + i for i, a in enumerate(call.args) if a is arg), None)
+            if index is None:
+                index = next((params.index(k.arg) for k in call.keywords if k.value is arg and k.arg in params), None)
+            if summary is None or index is None or index >= len(params) or params[index].startswith("*") \
+                    or index not in summary.gradless:
+                return None
+            if index in summary.flows_out:
+                verdict = "returned"
+        return verdict
+
+    def params_read_without_grad(self, params: Tuple[str, ...]) -> Tuple[frozenset, frozenset]:
+        """``(gradless, flows_out)`` of a summary: the parameters (by index in ``params``) every read of which
+        ends without a gradient or in a return, and of those the ones a return may hand back."""
+        if self.func is None or isinstance(self.func, (ast.Module, ast.Lambda)):
+            return frozenset(), frozenset()
+        facts = self.facts()
+        gradless, flows_out = set(), set()
+        for i, name in enumerate(params):
+            if name.startswith("*") or name in ("self", "cls"):
+                continue
+            verdict = param_reads(name, lambda n: facts.by_name.get(n, ((), ()))[1], facts.parents,
+                                  facts.captured_loads, facts.declared, self.callee_reads)
+            if verdict is not None:
+                gradless.add(i)
+                if verdict:
+                    flows_out.add(i)
+        return frozenset(gradless), frozenset(flows_out)
+
+    def _unreached_saved_outputs(self, node: ast.Call, summary, binding) -> None:
+        """A saved output passed for a parameter the callee reads only without a gradient (``summary.gradless``:
+        demucs's ``encode_mp3(wav)``, whose ``i16_pcm`` clamps it in place, then casts it to int16), where
+        nothing else here reads it with one (:meth:`only_gradless_consumers`, this call included): no backward can
+        reach the op that saved it, so it is passed on as saving nothing (a write to it, here or in the callee,
+        cannot fail)."""
+        for i, (origins, arg_node) in list(binding.items()):
+            # (made here, held by no attribute or item: the callers cannot hold it)
+            saved = [o for o in origins if o.root is RootKind.SAVED_OUTPUT and not o.root_no_grad
+                     and param_index(o) is None and self._made_here(o)]
+            if i in summary.gradless and saved and isinstance(arg_node, ast.Name) \
+                    and all(self.only_gradless_consumers(node, o, through_calls=True) for o in saved):
+                binding[i] = (frozenset(replace(o, root_no_grad=True) if o in saved else o for o in origins),
+                              arg_node)
+
+    def _made_here(self, origin: Origin) -> bool:
+        """``origin`` was made by a statement of the function walked, and only plain names hold it."""
+        func = self.func
+        if func is None or isinstance(func, ast.Module) \
+                or not func.lineno <= origin.root_line <= (func.end_lineno or func.lineno):
+            return False
+        same = (origin.root, origin.root_line, origin.root_text)
+        return not any(("." in k or "[" in k) and any((o.root, o.root_line, o.root_text) == same for o in os)
+                       for k, os in self.env.items())
+
+    def read_before(self, names, origin: Origin) -> set:
+        """Ids of the loads of ``names`` that read what they held before ``origin`` was bound to them: on an
+        earlier line, or in the value of the assignment binding it (``wav = prevent_clip(wav)``), outside any loop
+        around the binding (:meth:`only_gradless_consumers`)."""
+        facts = self.facts()
+        out = set()
+        for name in names:
+            for load in facts.by_name.get(name, ((), ()))[1]:
+                if load.lineno > origin.root_line:
+                    continue
+                stmt, looped, node = None, False, load
+                while id(node) in facts.parents:
+                    node = facts.parents[id(node)]
+                    if stmt is None and isinstance(node, ast.stmt):
+                        stmt = node
+                    if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and \
+                            node.lineno <= origin.root_line <= (node.end_lineno or node.lineno):
+                        looped = True
+                if looped:
+                    continue
+                if load.lineno < origin.root_line or isinstance(stmt, ast.Assign) and stmt.lineno == origin.root_line \
+                        and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+                    out.add(id(load))
+        return out

@@ -330,6 +330,9 @@ def identity_layers(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = None
     for node in (walk_ast(cls) if nodes is None else nodes):
         if isinstance(node, ast.Assign) and any(_self_attr(t) for t in node.targets) and _may_return_input(node.value):
             out.update(t.attr for t in node.targets if _self_attr(t))
+        elif isinstance(node, ast.Assign):  # `self.act.inplace = flag` after building it
+            out.update(t.value.attr for t in node.targets if isinstance(t, ast.Attribute) and t.attr == "inplace"
+                       and _self_attr(t.value) and not is_false(node.value))
     return frozenset(out)
 
 
@@ -350,8 +353,8 @@ def _may_return_input(node: ast.expr) -> bool:
         # constructor's last parameter, so a positional one is the last of a full list)
         flag = kw(node, "inplace") if kw(node, "inplace") is not None else \
             node.args[-1] if len(node.args) == _INPLACE_MODULE_POSITION.get(layer, 0) + 1 else None
-        if flag is not None and not is_false(flag):
-            return True
+        if flag is not None and not is_false(flag) or any(k.arg is None for k in node.keywords):
+            return True  # (`nn.ReLU(**kw)`: `kw` may hold `inplace=True`)
     return layer in RETURN_INPUT_LAYERS
 
 

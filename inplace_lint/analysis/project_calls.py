@@ -338,6 +338,8 @@ class ProjectCallsMixin:
         for k in node.keywords:
             if k.arg is not None and k.arg in params:
                 binding[params.index(k.arg)] = (kwargs.get(k.arg, EMPTY), k.value)
+        if summary is not None and summary.gradless and not self.no_grad:
+            self._unreached_saved_outputs(node, summary, binding)
         short_name = qual.rsplit(".", 1)[-1]
         unread = set()
         starred = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)

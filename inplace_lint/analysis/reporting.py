@@ -219,7 +219,7 @@ class ReportingMixin:
             return tuple(sorted(guesses))
         return None
 
-    def only_gradless_consumers(self, node: ast.AST, origin: Origin) -> bool:
+    def only_gradless_consumers(self, node: ast.AST, origin: Origin, through_calls: bool = False) -> bool:
         """Every read of the saved output written at ``node`` (through the names that hold it, or the write's
         own value) feeds an op whose result never requires grad (``torch.multinomial``, ``argmax``, a
         comparison, ``.item()``, ...): no backward passes through the op that saved it, so the write cannot
@@ -240,9 +240,11 @@ class ReportingMixin:
             pass
         elif not names:
             return flows_into(node, facts.parents) == set()
-        write_loads = {id(n) for n in walk_ast(node) if isinstance(n, ast.Name)}
+        # (`through_calls`: an output made during this call, read by the call at `node` too, through its summary)
+        skip = self.read_before(names, origin) if through_calls else {id(n) for n in walk_ast(node) if type(n) is ast.Name}
         return only_gradless_readers(names, lambda name: facts.by_name.get(name, ((), ()))[1], facts.parents, node,
-                                     write_loads, facts.captured_loads, self.params, facts.declared)
+                                     skip, facts.captured_loads, () if through_calls else self.params, facts.declared,
+                                     callee=self.callee_reads if through_calls else None)
 
     def param_rooted(self, origins: Sequence[Origin], write: Write, rule, no_grad: bool,
                      reached: Sequence[int] = ()) -> Optional[int]:
@@ -359,8 +361,8 @@ class ReportingMixin:
             return None  # the original raises at the write itself: a rewrite that runs on would hide that
         stmt = self.stmt_stack[-1] if self.stmt_stack else None
         project = self.ctx.class_facts() if self.ctx is not None else class_facts.NO_PROJECT_FACTS
-        if class_facts.scripted_elsewhere(project, getattr(self.func, "name", None), self.cls_qual):
-            return None  # `torch.jit.script(Net())` in another file compiles this code too
+        if class_facts.scripted_elsewhere(project):
+            return None  # `torch.jit.script(Net())` in another file may compile this code too
         fix = fixplan.plan(self.facts(), self.params, kind, node, target, op_name, origins, self.env, stmt,
                            self.loop_stack, callers_checked, self.kept_roots, holders=self.holders(origins),
                            shared_fields=project[1])

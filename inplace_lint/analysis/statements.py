@@ -487,9 +487,11 @@ class StatementsMixin:
         # the names as ctx.params_of gives them (`*args`/`**kwargs` starred): calls in other files bind by them
         args = getattr(self.func, "args", None)
         params = parameter_names(args) if isinstance(args, ast.arguments) else tuple(self.params)
+        gradless, flows_out = self.params_read_without_grad(params) if writes else (frozenset(), frozenset())
         return FunctionSummary(self.qual, params, capped, writes,
                                declared_no_grad, frozenset(self.observed), static, kept=kept, decorated=decorated,
-                               returns_when=when, saves=tuple(sorted((i, *v) for i, v in self.saved_params.items())))
+                               returns_when=when, saves=tuple(sorted((i, *v) for i, v in self.saved_params.items())),
+                               gradless=gradless, flows_out=flows_out)
 
 
 def _derived(made: frozenset, held: frozenset) -> bool:

@@ -249,6 +249,11 @@ class FunctionSummary:
     #: parameters an op or a layer in the function read for the gradient of its other input that requires grad
     #: (``self.fc(x)``): (parameter index, what read it, its line); the caller's argument is then saved too
     saves: Tuple[Tuple[int, str, int], ...] = ()
+    #: parameters every read of which ends without a gradient (:func:`.consumers.param_reads`), or in a return
+    #: (``flows_out``): what a caller passes for them reaches no backward through this function
+    gradless: FrozenSet[int] = frozenset()
+    #: of ``gradless``, those a return may hand back (the caller follows the call's result)
+    flows_out: FrozenSet[int] = frozenset()
 
     def digest(self) -> str:
         """Stable across processes (for the cache): what callers read from this summary."""
@@ -261,7 +266,7 @@ class FunctionSummary:
 
     def _compute_digest(self) -> str:
         if not self.returns and not self.writes and not self.observed and not self.kept and not self.decorated \
-                and not self.saves:
+                and not self.saves and not self.gradless:
             return ""
         parts = sorted(repr(o) for o in self.returns)
         parts += [repr(w) for w in self.returns_when]
@@ -271,6 +276,8 @@ class FunctionSummary:
         parts.append(repr((self.kept, self.decorated)))
         if self.saves:
             parts.append(repr(self.saves))
+        if self.gradless:
+            parts.append(repr((sorted(self.gradless), sorted(self.flows_out))))
         return hashlib.sha1("\n".join(parts).encode()).hexdigest()
 
 

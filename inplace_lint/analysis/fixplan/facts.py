@@ -138,10 +138,11 @@ class FunctionFacts:
                 if isinstance(parent, ast.Attribute) and parent.value is load \
                         and isinstance(parent.ctx, (ast.Store, ast.Del)):
                     stores.setdefault(load.id, []).append(load)
-                elif isinstance(parent, ast.Attribute) and parent.value is load and parent.attr == "__dict__" \
-                        and isinstance(self.parents.get(id(parent)), ast.Subscript) \
-                        and isinstance(self.parents[id(parent)].ctx, (ast.Store, ast.Del)):
-                    stores.setdefault(load.id, []).append(load)  # `x.__dict__["tag"] = v` sets `x.tag`
+                elif isinstance(parent, ast.Attribute) and parent.value is load and parent.attr == "__dict__" and (
+                        isinstance(self.parents.get(id(parent)), ast.Subscript)
+                        and isinstance(self.parents[id(parent)].ctx, (ast.Store, ast.Del))
+                        or isinstance(self.parents.get(id(parent)), ast.Attribute)):
+                    stores.setdefault(load.id, []).append(load)  # `x.__dict__["tag"] = v`, `x.__dict__.update(...)`
         return stores.get(name, [])
 
     def path_to(self, node: ast.AST) -> List[ast.AST]:

@@ -52,6 +52,12 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
         params = ()
     if target_name in params:
         return Applicability.UNSAFE, f"`{target_name}` is a parameter: the caller would no longer see the change"
+    held = next(((src, line) for src, line in _bound_sources(facts, target_name) if src in params), None)
+    if held is not None:
+        # `variance = emb if use_emb else torch.norm(...)`, `v = given or ...`, an `if`/`except`/loop binding:
+        # every binding may reach the write, and one holds the caller's tensor
+        return Applicability.UNSAFE, (f"`{target_name}` may be `{held[0]}` (line {held[1]}), a parameter: the caller "
+                                      "would no longer see the change")
     path = facts.path_to(write)
     if any(isinstance(p, ast.Try) and any(c is child for c in p.finalbody) for p, child in zip(path, path[1:])):
         return Applicability.UNSAFE, "the write is in a `finally` block, after what the `try` block returns"
@@ -114,7 +120,8 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
             continue  # `output.hidden_states`, `output["entropy"] = e`: another field of the output object
         if name == target_name and (pos < start or any(lo <= load.lineno <= hi for lo, hi in loop_spans)):
             attr = facts.parent(load)
-            if isinstance(attr, ast.Attribute) and attr.value is load and isinstance(attr.ctx, (ast.Store, ast.Del)):
+            if isinstance(attr, ast.Attribute) and attr.value is load and (isinstance(attr.ctx, (ast.Store, ast.Del))
+                                                                          or attr.attr == "__dict__"):
                 # `x.tag = v`: Python state on the tensor object; the rebound name is a new object without it
                 return Applicability.UNSAFE, (
                     f"`{name}.{attr.attr}` is set on the tensor object (line {load.lineno}): the rebound "
@@ -385,6 +392,26 @@ _ELEMENTWISE_INPLACE = frozenset({
     "fmod_", "remainder_", "clamp_", "clip_", "clamp_min_", "clamp_max_", "addcmul_", "addcdiv_", "lerp_", "copy_",
     "maximum_", "minimum_", "fmax_", "fmin_", "hypot_", "atan2_", "logaddexp_", "copysign_", "xlogy_",
 })
+
+
+def _bound_sources(facts, name: str):
+    """(name, line) of each plain name a binding of ``name`` in the function may hold itself (through both arms of
+    ``a if c else b``, the operands of ``or``/``and``, views and methods that may return their receiver)."""
+    for stmt in facts.assigns:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets) \
+                or isinstance(stmt, (ast.AnnAssign, ast.NamedExpr)) and isinstance(stmt.target, ast.Name) \
+                and stmt.target.id == name and stmt.value is not None:
+            todo = [stmt.value]
+            while todo:
+                node = todo.pop()
+                if isinstance(node, ast.IfExp):
+                    todo += [node.body, node.orelse]
+                elif isinstance(node, ast.BoolOp):
+                    todo += node.values
+                else:
+                    base = shared_base(node)
+                    if isinstance(base, ast.Name):
+                        yield base.id, stmt.lineno
 
 
 def operand_shares_target(facts, kind: WriteKind, node: ast.AST, name: str) -> Optional[str]:
