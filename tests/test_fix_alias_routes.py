@@ -339,7 +339,7 @@ ROUTES = [
          base = torch.arange(3.0)
          scaled(base)
          return base
-     """, 10, "`x` may share its storage with another tensor or array (`.detach()` shares the storage of what it was called on), which would no longer see the change"),
+     """, 10, "`x` may be `base` (line 8), a parameter: the caller would no longer see the change"),
     ("saved for the other input: from_numpy of an array", """
      import numpy as np
 
@@ -376,7 +376,7 @@ ROUTES = [
          inp = torch.arange(3.0)
          scaled(inp)
          return inp
-     """, 10, "`x` may share its storage with another tensor or array (where `x` comes from is not known here), which would no longer see the change"),
+     """, 10, "`x` may be `inp` (line 8), a parameter: the caller would no longer see the change"),
 ]
 
 
