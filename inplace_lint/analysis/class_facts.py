@@ -388,13 +388,17 @@ _OUTPUT_WATCHERS = re.compile(r"register_forward_hook|register_module_forward_ho
                               r"|TorchFunctionMode|\bnn\.\w+\.forward\s*=")
 
 
+_WATCHER_TEXTS = ("_forward_hook", "TorchDispatchMode", "TorchFunctionMode", ".forward")
+
+
 def output_hooks(tree: ast.Module, source: Optional[str] = None) -> Tuple[int, ...]:
     """The lines of what may keep a module's output it sees: each forward-hook registration whose hook may keep
     its output (one the module does not define, one that reads its ``output`` parameter at all: a hook that stores
     it keeps it after the call, and the rewrite of a later in-place write would leave the kept tensor unchanged),
     and every other line of :data:`_OUTPUT_WATCHERS` (a review's routes, each executed)."""
-    if source is not None and not _OUTPUT_WATCHERS.search(source):
-        return ()
+    if source is not None and not (any(text in source for text in _WATCHER_TEXTS)
+                                   and _OUTPUT_WATCHERS.search(source)):
+        return ()  # (substrings first: a regular expression over every file's text costs about 1% of a cold check)
     nodes = list(walk_ast(tree))
     defs: Dict[str, List[ast.AST]] = {}
     for node in nodes:
@@ -444,7 +448,7 @@ def scripted_names(tree: ast.Module, source: Optional[str] = None) -> FrozenSet[
     scripted function calls), and TorchScript compiles neither the DTensor guard nor the runtime call, so no code of
     the project gets a fix (a review's 8 ways to script a class of another file, each executed)."""
     if source is not None:
-        return frozenset({ANY_SCRIPTED}) if _SCRIPTS.search(source) else frozenset()
+        return frozenset({ANY_SCRIPTED}) if "jit" in source and _SCRIPTS.search(source) else frozenset()
     return frozenset({ANY_SCRIPTED}) if any(
         isinstance(n, ast.Attribute) and n.attr == "script" and (dotted_name(n.value) or "").endswith("jit")
         or isinstance(n, ast.ImportFrom) and (n.module or "").startswith("torch.jit")
