@@ -56,6 +56,9 @@ def _tails(src: str):
     ("layers = [A()]\nlayers.insert(0, B())", None),
     ("layers = [A()]\ntry:\n    layers.append(B())\nexcept E:\n    pass", None),
     ("layers = [A()]\nfor a in s:\n    if a:\n        layers.append(B())", None),  # a pass may append nothing
+    # a pass that may stop early does not run to its end (a review's case: `Head()` may be the last layer)
+    ("layers = []\nfor a in s:\n    layers.append(A(a))\n    if a == 3:\n        break\n    layers.append(B())", None),
+    ("layers = []\nfor a in s:\n    layers.append(A(a))\n    if a == 3:\n        continue\n    layers.append(B())", None),
 ])
 def test_the_tails_each_path_leaves(body, expected):
     src = "def f(s, f, base, helper, E):\n" + "".join(f"    {line}\n" for line in body.splitlines()) \

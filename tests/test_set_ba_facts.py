@@ -102,3 +102,45 @@ def test_a_saved_output_handed_to_functions_that_read_it_without_gradient_saves_
     assert len(sink) == 1 and wav.grad is None
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         mod["train_step"](torch.randn(2, 16, requires_grad=True), []).backward()
+
+
+REACHED_OTHERWISE = """import torch
+
+
+def encode(t):
+    t.clamp_(-1, 1)
+    return int((t * 100).long().sum())
+
+
+def bump(idx):
+    idx.add_(1)
+    return int(idx.sum())
+
+
+def walrus():
+    x = torch.randn(5, requires_grad=True)
+    loss = (h := x.exp()).sum()
+    encode(h)
+    loss.backward()
+
+
+def sorted_indices():
+    x = torch.randn(5, requires_grad=True)
+    v, i = x.sort()
+    bump(i)
+    (v * 2).sum().backward()
+"""
+
+
+def test_a_saved_output_that_a_backward_reaches_otherwise_is_still_found():
+    """A review's cases (/work/notes/rev15.md): the value also flows on where it is bound (``(h := x.exp()).sum()``),
+    or the op's other output runs its backward (``v, i = x.sort()``: the backward through ``v`` reads ``i``). Only
+    ``name = <expression>`` bindings are judged by the callees' summaries."""
+    findings = analyze_source(REACHED_OTHERWISE)
+    assert [(f.code, f.line) for f in findings] == [("IPV006", 5), ("IPV006", 10)]
+    assert "passed by the call at line 17" in findings[0].message
+    assert "passed by the call at line 24" in findings[1].message
+    mod = load(REACHED_OTHERWISE)
+    for name in ("walrus", "sorted_indices"):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            mod[name]()

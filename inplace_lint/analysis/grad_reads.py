@@ -140,10 +140,17 @@ class GradReadsMixin:
                               arg_node)
 
     def _made_here(self, origin: Origin) -> bool:
-        """``origin`` was made by a statement of the function walked, and only plain names hold it."""
+        """``origin`` was made by a statement of the function walked, ``name = <expression>`` with no other use of
+        the value (not unpacked from a tuple whose other outputs a backward may run through, ``v, i = x.sort()``;
+        no ``:=`` in it), and only plain names hold it."""
         func = self.func
         if func is None or isinstance(func, ast.Module) \
                 or not func.lineno <= origin.root_line <= (func.end_lineno or func.lineno):
+            return False
+        facts = self.facts()
+        binds = [s for s in facts.assigns if getattr(s, "lineno", None) == origin.root_line]
+        if not binds or any(not isinstance(s, ast.Assign) or not all(isinstance(t, ast.Name) for t in s.targets)
+                            or any(isinstance(n, ast.NamedExpr) for n in walk_ast(s.value)) for s in binds):
             return False
         same = (origin.root, origin.root_line, origin.root_text)
         return not any(("." in k or "[" in k) and any((o.root, o.root_line, o.root_text) == same for o in os)

@@ -83,7 +83,9 @@ def _step(stmt: ast.stmt, states: List[_State], name: str, at: ast.stmt):
             return out  # (a whole list that is empty: `pop()` raises on that path, which ends there)
         raise _Unknown
     if isinstance(stmt, (ast.For, ast.While)) and not stmt.orelse and not _mentions(
-            stmt.iter if isinstance(stmt, ast.For) else stmt.test, name):
+            stmt.iter if isinstance(stmt, ast.For) else stmt.test, name) \
+            and not any(isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise)) for n in ast.walk(stmt)):
+        # (a pass that may stop early, `if i == n - 1: break`, does not run to its end)
         # once or more: the last pass appends to whatever the earlier passes left (an unknown prefix)
         after, reached = _run(stmt.body, [((), False)], name, at)
         if reached or any(not elements for elements, _ in after):
