@@ -144,3 +144,19 @@ def test_a_saved_output_that_a_backward_reaches_otherwise_is_still_found():
     for name in ("walrus", "sorted_indices"):
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             mod[name]()
+
+
+def test_origins_alike_but_for_the_implementation_they_name_sort_the_same_in_every_process():
+    """``self.conditioner(...)`` from each project class it may be: the origins differ only in their condition
+    (``raises when `conditioner` is `MADE` ...``). Their order, and so the one a message names, followed the hash
+    seed (strnn's findings named another class from run to run); the order is total now."""
+    from inplace_lint.analysis.env import _MAX_ORIGINS, cap, origin_key
+    from inplace_lint.findings import Origin, RootKind
+
+    made = [Origin(RootKind.MODEL_OUTPUT_OBJECT, "self.conditioner(...)", 30,
+                   condition=f"raises when `conditioner` is `C{i}`, whose forward returns `self.net(...)`")
+            for i in range(_MAX_ORIGINS + 3)]
+    in_order = sorted(made, key=origin_key)
+    assert in_order == sorted(reversed(made), key=origin_key) == sorted(made, key=lambda o: o.condition)
+    kept = cap(made)
+    assert kept == cap(list(reversed(made))) and len(kept) == _MAX_ORIGINS

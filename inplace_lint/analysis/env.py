@@ -22,8 +22,10 @@ contradicted = conditions.contradicted
 
 def origin_key(o: Origin):
     # the files last: two origins alike but for the file of a line sort the same in every process
+    # (then what tells apart two origins alike in the rest: `self.kernel(...)` with the condition naming each
+    # implementation it may run; without it their order, and the one a message shows, followed the hash seed)
     return (o.root_line, o.root_text, len(o.steps), tuple(s.text for s in o.steps), o.root.value,
-            o.path or "", tuple(s.path or "" for s in o.steps))
+            o.path or "", tuple(s.path or "" for s in o.steps), o.condition or "", o.guess_param)
 
 
 def cap(origins) -> frozenset:
