@@ -5,6 +5,8 @@ import ast
 from collections import deque
 from typing import Iterator, Optional
 
+from ..torch_facts import ops
+
 
 #: fields that never hold a node worth walking: names and numbers, and the ``ctx``/operator singletons
 #: (``ast.Load()``, ``ast.Add()``) that every ``Name``, ``BinOp`` and ``Compare`` shares
@@ -151,3 +153,11 @@ def expr_base(node: ast.AST) -> ast.AST:
             node = node.value
         else:
             return node
+
+
+def inplace_flag_arg(call: ast.Call, name: str) -> Optional[ast.expr]:
+    """What ``call`` of the ``torch.nn.functional`` op ``name`` passes for ``inplace``, by keyword or by position
+    (:func:`~inplace_lint.torch_facts.ops.inplace_argument`): ``True`` of ``F.relu(x, True)``, ``self.inplace`` of
+    ``F.relu(x, inplace=self.inplace)``; None when it passes none."""
+    where = ops.inplace_argument(name, len(call.args), [k.arg for k in call.keywords])
+    return kw(call, "inplace") if where == "inplace" else None if where is None else call.args[where]

@@ -8,7 +8,7 @@ import ast
 from typing import Optional, Tuple
 
 from ..torch_facts import ops
-from .astutil import dotted_name, int_literal, is_false, is_true, kw, last_name, short
+from .astutil import dotted_name, inplace_flag_arg, int_literal, is_false, is_true, kw, last_name, short
 from .call_grad import is_literal
 
 
@@ -62,16 +62,14 @@ def module_condition(module: str, name: Optional[str]) -> Optional[str]:
 
 def inplace_flag(node: ast.Call, name: str) -> bool:
     """``F.relu(x, inplace=True)`` or ``F.relu(x, True)`` (by the parameter's position)."""
-    where = ops.inplace_argument(name, len(node.args), [k.arg for k in node.keywords])
-    return is_true(kw(node, "inplace") if where == "inplace" else None if where is None else node.args[where])
+    return is_true(inplace_flag_arg(node, name))
 
 
 
 def unknown_inplace_flag(node: ast.Call, name: str) -> bool:
     """``F.relu(x, self.inplace)``, ``F.relu(x, inplace=flag)``: an ``inplace`` flag that is not a literal, so
     the result may be ``x`` itself (torchvision's blocks pass their constructor's ``inplace``)."""
-    where = ops.inplace_argument(name, len(node.args), [k.arg for k in node.keywords])
-    flag = kw(node, "inplace") if where == "inplace" else None if where is None else node.args[where]
+    flag = inplace_flag_arg(node, name)
     return flag is not None and not isinstance(flag, ast.Constant)
 
 

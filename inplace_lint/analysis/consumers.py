@@ -13,7 +13,7 @@ an attribute) may reach a loss, and is a reader with a gradient.
 from __future__ import annotations
 
 import ast
-from typing import Callable, Dict, Iterable, Optional, Set
+from typing import Callable, Dict, Iterable, Optional, Set, Tuple
 
 from .astutil import dotted_name
 
@@ -164,30 +164,10 @@ def only_gradless_readers(names: Iterable[str], loads_of, parents: Dict[int, ast
     ends without a gradient; and there is one (``unread``: or there is none). ``skip``: ids of the write's own
     loads; ``captured``: loads inside nested functions and lambdas (run at another time: a reader with a
     gradient); ``declared``: names declared ``global``/``nonlocal`` (bound there, the value outlives the
-    function)."""
-    if any(loads_of(reader) for reader in _READ_EVERY_NAME):
-        return False  # `locals()`, `vars()`, `eval(...)`: any name may be read, by anything
-    params = set(params) | set(declared)
-    todo = list(names)
-    seen = set(todo)
-    read = False
-    while todo:
-        name = todo.pop()
-        if name in params:
-            return False  # the caller holds it too
-        for load in loads_of(name):
-            if id(load) in skip or exclusive(load, write, parents):
-                continue
-            if id(load) in captured:
-                return False
-            targets = flows_into(load, parents, callee)
-            if targets is None:
-                return False
-            read = True
-            for target in targets - seen:
-                seen.add(target)
-                todo.append(target)
-    return read or unread
+    function); ``params``: the caller holds them too."""
+    found = _follow(names, loads_of, parents, captured, set(params) | set(declared), callee,
+                    lambda load: id(load) in skip or exclusive(load, write, parents))
+    return found is not None and (found[0] or unread)
 
 
 def param_reads(name: str, loads_of, parents: Dict[int, ast.AST], captured: Set[int], declared: Iterable[str],
@@ -195,23 +175,36 @@ def param_reads(name: str, loads_of, parents: Dict[int, ast.AST], captured: Set[
     """How a function reads its parameter ``name``: None when a read may take a gradient through it (or keep
     it); else whether it may be returned (True), every read ending without a gradient otherwise (False). A
     summary's ``gradless``/``flows_out`` (what its callers' :func:`flows_into` asks through ``callee``)."""
+    found = _follow([name], loads_of, parents, captured, set(declared), callee, returned=True)
+    return None if found is None else found[1]
+
+
+def _follow(names: Iterable[str], loads_of, parents: Dict[int, ast.AST], captured: Set[int], held: Set[str],
+            callee: Optional[Callee], passed=None, returned: bool = False) -> Optional[Tuple[bool, bool]]:
+    """Every read of ``names``, followed through the names it is bound to (:func:`flows_into`): None when one
+    may take a gradient (or a name is ``held`` elsewhere, or the function reads every name); else (something read
+    them, a ``return`` hands them back). ``passed(load)``: a load not to judge."""
     if any(loads_of(reader) for reader in _READ_EVERY_NAME):
-        return None
-    declared = set(declared)
-    todo, seen, out = [name], {name}, False
+        return None  # `locals()`, `vars()`, `eval(...)`: any name may be read, by anything
+    todo = list(names)
+    seen = set(todo)
+    read = back = False
     while todo:
-        current = todo.pop()
-        if current in declared:
+        name = todo.pop()
+        if name in held:
             return None
-        for load in loads_of(current):
+        for load in loads_of(name):
+            if passed is not None and passed(load):
+                continue
             if id(load) in captured:
                 return None
-            targets = flows_into(load, parents, callee, returned=True)
+            targets = flows_into(load, parents, callee, returned)
             if targets is None:
                 return None
+            read = True
             if RETURNED in targets:
-                out = True
+                back = True
             for target in targets - seen - {RETURNED}:
                 seen.add(target)
                 todo.append(target)
-    return out
+    return read, back

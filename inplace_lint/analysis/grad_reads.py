@@ -166,16 +166,11 @@ class GradReadsMixin:
             for load in facts.by_name.get(name, ((), ()))[1]:
                 if load.lineno > origin.root_line:
                     continue
-                stmt, looped, node = None, False, load
-                while id(node) in facts.parents:
-                    node = facts.parents[id(node)]
-                    if stmt is None and isinstance(node, ast.stmt):
-                        stmt = node
-                    if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and \
-                            node.lineno <= origin.root_line <= (node.end_lineno or node.lineno):
-                        looped = True
-                if looped:
+                path = facts.path_to(load)
+                if any(isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+                       and node.lineno <= origin.root_line <= (node.end_lineno or node.lineno) for node in path):
                     continue
+                stmt = next((node for node in reversed(path) if isinstance(node, ast.stmt)), None)
                 if load.lineno < origin.root_line or isinstance(stmt, ast.Assign) and stmt.lineno == origin.root_line \
                         and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
                     out.add(id(load))

@@ -8,7 +8,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 from ...findings import Origin
 from ...torch_facts import ops
 from ..astutil import dotted_name as dotted, walk_ast
-from ..astutil import last_name
+from ..astutil import inplace_flag_arg, last_name
 
 #: a write under one of these is evaluated lazily, conditionally or out of order: never hoisted
 NO_HOIST_PARENTS = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.BoolOp,
@@ -241,9 +241,7 @@ def _call_role(call: ast.Call, current: ast.AST, facts: Optional["FunctionFacts"
     if callee in _RETURNS_ARGUMENT:
         return "alias"
     if callee.startswith(_TORCH_PREFIXES):
-        where = ops.inplace_argument(name, len(call.args), [k.arg for k in call.keywords])
-        flag = call.keywords[[k.arg for k in call.keywords].index("inplace")].value if where == "inplace" \
-            else call.args[where] if where is not None else None
+        flag = inplace_flag_arg(call, name)
         if name.endswith("_") or (flag is not None and not (isinstance(flag, ast.Constant) and flag.value is False)):
             # torch.sigmoid_(h), F.relu(h, inplace=True), F.relu(h, self.inplace): the result is (or may be) `h`
             return "alias"

@@ -12,7 +12,7 @@ from ...findings import (Applicability, Finding, Fix, FixKind, Origin, Recipe, R
                          WriteKind)
 from ...rules.ipv004_expanded import SILENT_BASE_WRITES
 from ...torch_facts import ops
-from ..astutil import last_name, walk_ast
+from ..astutil import inplace_flag_arg, last_name, walk_ast
 from .facts import (HOIST_STATEMENTS, NO_HOIST_PARENTS, SIDE_EFFECTS, FunctionFacts, alias_closure, count_name,
                     loop_variable, module_names, root_base_name)
 from .safety import applicability, kept_reason, operand_shares_target
@@ -52,8 +52,7 @@ def fix_kind(kind: WriteKind, node: ast.AST, op_name: Optional[str], stmt: Optio
 def _inplace_flag_in_call(node: ast.AST) -> bool:
     """The call itself passes ``inplace`` (``F.relu(x, inplace=True)``, ``F.relu(x, True)``); a module
     built with ``inplace=True`` and applied later (``self.dropout(x)``) has nothing in the call to drop."""
-    return isinstance(node, ast.Call) and ops.inplace_argument(
-        last_name(node.func) or "", len(node.args), [k.arg for k in node.keywords]) is not None
+    return isinstance(node, ast.Call) and inplace_flag_arg(node, last_name(node.func) or "") is not None
 
 def _hoistable(stmt: ast.stmt, node: ast.AST, target_name: str, facts: FunctionFacts) -> bool:
     """Moving the write (and its arguments) before ``stmt`` keeps the order of everything observable:
