@@ -12,6 +12,17 @@ def load(src: str) -> dict:
     return namespace
 
 
+def observe(src: str):
+    """What ``observe()`` in ``src`` returns (a case's observer of everything a write may change)."""
+    return load(src)["observe"]()
+
+
+def marked_line(src: str) -> int:
+    """The line marked ``# <-`` (a case's write)."""
+    [line] = [i for i, text in enumerate(src.splitlines(), 1) if text.endswith("# <-")]
+    return line
+
+
 def import_source(src: str, tmp_path, name: str):
     """``src`` as a module of its own in ``tmp_path`` (``torch.jit.trace`` needs the function's ``__module__``)."""
     path = tmp_path / f"{name}.py"

@@ -13,7 +13,7 @@ import pytest
 
 from inplace_lint import workspace
 from inplace_lint.adapters.cli import main
-from inplace_lint.analysis import analyze_source, cache
+from inplace_lint.analysis import analyze_source
 from inplace_lint.findings import Applicability
 from inplace_lint.fixing import fix_code
 
@@ -142,17 +142,6 @@ def test_a_torch_function_mode_is_no_tensor_subclass():
                .replace(".as_subclass(Scores)", "").replace("scores.top()", "scores.argmax(-1)"))
     finding = _finding(src)
     assert finding.fix.applicability is Applicability.SAFE, finding.fix.reason
-
-
-@pytest.fixture()
-def own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
-    monkeypatch.delenv(cache.ENV_KEY, raising=False)
-    workspace._PROJECTS.clear()
-    cache.reset()
-    yield
-    workspace._PROJECTS.clear()
-    cache.reset()
 
 
 def _check(root: pathlib.Path, capsys) -> str:

@@ -14,6 +14,7 @@ import pytest
 from inplace_lint.analysis import analyze_source
 from inplace_lint.findings import Applicability
 from inplace_lint.fixing import fix_code
+from tests.executed import marked_line, observe
 
 torch = pytest.importorskip("torch")
 
@@ -173,26 +174,15 @@ def _src(body: str) -> str:
     return HEADER + MODEL + "\n\n" + textwrap.dedent(body)
 
 
-def _marked(src: str) -> int:
-    [line] = [i for i, text in enumerate(src.splitlines(), 1) if text.endswith("# <-")]
-    return line
-
-
-def _observe(code: str):
-    namespace: dict = {}
-    exec(compile(code, "<case>", "exec"), namespace)
-    return namespace["observe"]()
-
-
 @pytest.mark.parametrize("name, body, reason", UNSAFE, ids=[c[0] for c in UNSAFE])
 def test_another_reference_makes_the_fix_unsafe_and_applying_it_changes_values(name, body, reason):
     src = _src(body)
-    [finding] = [f for f in fix_code(src).unsafe_skipped if f.line == _marked(src)]
+    [finding] = [f for f in fix_code(src).unsafe_skipped if f.line == marked_line(src)]
     assert finding.fix.applicability is Applicability.UNSAFE and finding.fix.reason.startswith(reason), \
         finding.fix.reason
     assert fix_code(src).new_source is None
     forced = fix_code(src, unsafe_fixes=True).new_source
-    assert forced is not None and not torch.equal(_observe(src), _observe(forced))
+    assert forced is not None and not torch.equal(observe(src), observe(forced))
 
 
 SHARED = [
@@ -216,7 +206,7 @@ SHARED = [
 @pytest.mark.parametrize("name, body, out_of_place", SHARED, ids=[c[0] for c in SHARED])
 def test_an_operand_sharing_the_target_gets_no_fix_the_out_of_place_form_computes_otherwise(name, body, out_of_place):
     src = _src(body)
-    [finding] = [f for f in analyze_source(src) if f.line == _marked(src)]
+    [finding] = [f for f in analyze_source(src) if f.line == marked_line(src)]
     assert finding.code == "IPV001" and finding.fix is None
     namespace: dict = {}
     exec(compile(src, "<case>", "exec"), namespace)
@@ -234,7 +224,7 @@ def test_an_elementwise_op_on_the_target_itself_keeps_its_safe_fix():
          logits.mul_(logits)  # <-
          return logits
      """)
-    [finding] = [f for f in analyze_source(src) if f.line == _marked(src)]
+    [finding] = [f for f in analyze_source(src) if f.line == marked_line(src)]
     assert finding.fix is not None and finding.fix.applicability is Applicability.SAFE
     fixed = fix_code(src).new_source
     run = {}
@@ -279,7 +269,6 @@ def test_the_dtensor_import_goes_after_the_modules_own_torch_import(tmp_path):
 
 from inplace_lint import workspace  # noqa: E402
 from inplace_lint.adapters.cli import main  # noqa: E402
-from inplace_lint.analysis import cache  # noqa: E402
 
 TRAIN = """def sample_scores(model, h, t):
     out = model(h)
@@ -322,17 +311,6 @@ COUNT = []
 def attach(model):
     {register}({hook})
 """
-
-
-@pytest.fixture
-def own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv(cache.ENV_KEY, raising=False)
-    workspace._PROJECTS.clear()
-    cache.reset()
-    yield
-    workspace._PROJECTS.clear()
-    cache.reset()
 
 
 def _check(root, capsys) -> str:

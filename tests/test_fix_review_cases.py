@@ -12,6 +12,7 @@ import pytest
 from inplace_lint.analysis import analyze_source
 from inplace_lint.findings import Applicability
 from inplace_lint.fixing import fix_code
+from tests.executed import marked_line, observe
 
 torch = pytest.importorskip("torch")
 
@@ -157,27 +158,15 @@ def _src(body: str) -> str:
     return HEADER + textwrap.dedent(body)
 
 
-def _marked(src: str) -> int:
-    """The line marked ``# <-`` (the write)."""
-    [line] = [i for i, text in enumerate(src.splitlines(), 1) if text.endswith("# <-")]
-    return line
-
-
-def _observe(code: str):
-    namespace: dict = {}
-    exec(compile(code, "<case>", "exec"), namespace)
-    return namespace["observe"]()
-
-
 @pytest.mark.parametrize("name, body, line, reason", UNSAFE, ids=[c[0] for c in UNSAFE])
 def test_another_reference_makes_the_fix_unsafe_and_applying_it_changes_values(name, body, line, reason):
     src = _src(body)
-    [finding] = [f for f in fix_code(src).unsafe_skipped if f.line == _marked(src)]
+    [finding] = [f for f in fix_code(src).unsafe_skipped if f.line == marked_line(src)]
     assert finding.fix.applicability is Applicability.UNSAFE and finding.fix.reason.startswith(reason), \
         finding.fix.reason
     assert fix_code(src).new_source is None
     forced = fix_code(src, unsafe_fixes=True).new_source
-    assert forced is not None and not torch.equal(_observe(src), _observe(forced))
+    assert forced is not None and not torch.equal(observe(src), observe(forced))
 
 
 #: (name, source after HEADER (the write marked `# <-`), unused, what the original raises there)
@@ -219,7 +208,7 @@ RAISES_AT_WRITE = [
 @pytest.mark.parametrize("name, body, line, error", RAISES_AT_WRITE, ids=[c[0] for c in RAISES_AT_WRITE])
 def test_a_write_that_raises_before_any_backward_gets_no_fix(name, body, line, error):
     src = _src(body)
-    [finding] = [f for f in analyze_source(src) if f.line == _marked(src)]
+    [finding] = [f for f in analyze_source(src) if f.line == marked_line(src)]
     assert finding.fix is None
     assert fix_code(src, unsafe_fixes=True).new_source is None
     namespace: dict = {}
@@ -306,7 +295,7 @@ def test_a_full_reduction_saves_its_output():
             v.mul_(2)
             return v
         """)
-    assert [(f.line, f.code) for f in analyze_source(src)] == [(_marked(src), "IPV006")]
+    assert [(f.line, f.code) for f in analyze_source(src)] == [(marked_line(src), "IPV006")]
     h = torch.randn(3, requires_grad=True)
     for reduce in (lambda t: t.max(), lambda t: torch.min(t)):
         m = reduce(h * 1)
