@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 from typing import List, Sequence
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+#: one line with its terminator (:func:`split_lines`; ``LINE.finditer`` splits only as far as it is read)
+LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 def split_lines(source: str) -> List[str]:
     """``source``'s lines with their terminators, numbered as ``ast`` numbers them (line n is item n-1)."""
-    return _LINE.findall(source)
+    return LINE.findall(source)
 
 
 def line_text(lines: Sequence[str], line: int) -> str:

@@ -42,7 +42,8 @@ _SHAPES = {
     CallSite: ("caller", "callee", "path", "line", "col", "args", "no_grad", "callback", "unread", "bound",
                "constants", "passed", "grad_off_args", "guards"),
     FunctionSummary: ("qual", "params", "returns", "writes", "declared_no_grad", "observed", "static", "kept",
-                      "decorated", "returns_when", "saves", "gradless", "flows_out"),
+                      "decorated", "returns_when", "saves", "gradless", "flows_out", "computed",
+                      "no_grad_result"),
     LocalFinding: ("finding", "func", "grad_rule", "observed", "fix_if_callers", "grad_cond", "guess_params",
                    "param_rooted", "guards"),
     ModuleIndex: ("module", "path", "is_package", "imports", "functions", "classes", "attributes", "value_refs",
@@ -123,7 +124,8 @@ class _Encoder:
         return [s.qual, list(s.params), [self.o(o) for o in s.returns], [self.write(w) for w in s.writes],
                 s.declared_no_grad, sorted(s.observed), s.static, s.digest(), s.kept, s.decorated,
                 [[self.o(o), [[conditions.encode(c) for c in conds] for conds in paths]] for o, paths in s.returns_when],
-                [list(e) for e in s.saves], sorted(s.gradless), sorted(s.flows_out)]
+                [list(e) for e in s.saves], sorted(s.gradless), sorted(s.flows_out), sorted(s.computed),
+                s.no_grad_result]
 
     def call(self, c: CallSite) -> list:
         return [c.caller, c.callee, self.p(c.path), c.line, c.col,
@@ -317,7 +319,7 @@ class _Decoder:
 
     def summary(self, x) -> FunctionSummary:
         qual, params, returns, writes, declared, observed, static, digest, kept, decorated, when, saves, gradless, \
-            flows_out = _list(x, 14)
+            flows_out, computed, no_grad_result = _list(x, 16)
         return _make(FunctionSummary, qual=_str(qual), params=_strs(params),
                      returns=frozenset(self.o(i) for i in _list(returns)),
                      writes=tuple(self.write(w) for w in _list(writes)), declared_no_grad=_bool(declared),
@@ -327,7 +329,9 @@ class _Decoder:
                                          tuple(tuple(self.cond(c) for c in _list(conds)) for conds in _list(w[1])))
                                         for w in _list(when)),
                      saves=tuple((int(e[0]), _str(e[1]), int(e[2])) for e in (_list(e, 3) for e in _list(saves))),
-                     gradless=frozenset(_ints(gradless)), flows_out=frozenset(_ints(flows_out)), _digest=_str(digest))
+                     gradless=frozenset(_ints(gradless)), flows_out=frozenset(_ints(flows_out)),
+                     computed=frozenset(_ints(computed)), no_grad_result=_bool(no_grad_result),
+                     _digest=_str(digest))
 
     def call(self, x) -> CallSite:
         caller, callee, path, line, col, args, no_grad, callback, unread, bound, constants, passed, off_args, \

@@ -186,6 +186,12 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     #: origin -> the condition tuples of the returns that give it; origins some return gives unconditionally
     return_conds: Dict[Origin, Set[tuple]] = field(default_factory=dict)
     uncond_returns: Set[Origin] = field(default_factory=set)
+    #: :attr:`.summaries.FunctionSummary.computed`, from the returns walked so far
+    computed_returns: Set[int] = field(default_factory=set)
+    #: the return statements walked, and those whose value surely needs no grad (:meth:`.param_guesses.
+    #: ParamGuessesMixin.note_return`): all of them makes :attr:`.summaries.FunctionSummary.no_grad_result`
+    return_count: int = 0
+    gradless_returns: int = 0
     #: a step (or a root) made by a statement walked under :attr:`path_conds` -> those conditions: a value
     #: bound in ``if n == 3: y = y.expand(s)`` and returned after the ``if`` is returned only when ``n == 3``
     made_conds: Dict[object, Tuple[tuple, ...]] = field(default_factory=dict)

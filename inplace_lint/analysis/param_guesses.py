@@ -11,7 +11,7 @@ from ..torch_facts import ops
 from .astutil import dotted_name, last_name, walk_ast
 from .env import EMPTY
 from .names import qualify_dotted
-from .summaries import param_index
+from .summaries import no_grad_value, param_index
 
 #: torch functions that return something other than one tensor
 _NOT_ONE_TENSOR = frozenset({"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "meshgrid",
@@ -32,6 +32,41 @@ _NOT_VALUE_CALLS = frozenset({"size", "dim", "numel", "len", "isinstance", "nele
 #: tensor methods whose result is computed from the receiver and arguments (a local bound to one reads them)
 _KNOWN_OPS = (ops.VIEW_METHODS | ops.MAY_ALIAS_METHODS | ops.MULTI_VIEW_METHODS | ops.SLICED_VIEW_METHODS
               | ops.EXPAND_METHODS | ops.SAVES_OUTPUT | ops.ARITHMETIC)
+
+
+#: tensor methods that make a factory's tensor (``requires_grad=False`` unless passed)
+_FACTORY_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
+#: torch functions and tensor methods that make a new tensor (not a view, not maybe the input itself)
+_NEW_TENSOR_OPS = (ops.SAVES_OUTPUT | ops.ARITHMETIC) - ops.VIEW_METHODS - ops.MAY_ALIAS_METHODS
+
+
+def _gradless_return(value: Optional[ast.expr], origins: frozenset, no_grad: bool) -> bool:
+    """:meth:`ParamGuessesMixin.note_return`'s first question, on the returned expression and what it evaluates to."""
+    if value is None or isinstance(value, (ast.Constant, ast.Compare)) or origins and no_grad_value(origins):
+        return True  # (`return`, `return 0.0`, `return x > 0`, `return torch.zeros(n)`)
+    if origins:
+        return False
+    if no_grad and (isinstance(value, (ast.BinOp, ast.UnaryOp)) or isinstance(value, ast.Call) and (
+            last_name(value.func) or "") in _NEW_TENSOR_OPS and (isinstance(value.func, ast.Attribute))):
+        return True  # a new tensor made with grad off (not a view, nor what a callable returns: maybe its argument)
+    return _gradless_expr(value)
+
+
+def _gradless_expr(node: ast.expr) -> bool:
+    """``node`` surely needs no grad whatever the names in it hold: a number, a comparison, an index
+    (``x.argmax(-1)``), a factory method (``x.new_zeros(n)``), and arithmetic or dtype conversions of those."""
+    if isinstance(node, (ast.Constant, ast.Compare)):
+        return True
+    if isinstance(node, ast.BinOp):
+        return _gradless_expr(node.left) and _gradless_expr(node.right)
+    if isinstance(node, ast.UnaryOp):
+        return _gradless_expr(node.operand)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        name = node.func.attr
+        return name in _GRADLESS_METHODS or name in _FACTORY_METHODS and not any(
+            k.arg == "requires_grad" for k in node.keywords) or (
+            name in ops.MAY_ALIAS_METHODS and _gradless_expr(node.func.value))  # (`ids.argmax(-1).float()`)
+    return False
 
 
 def guessed_params(origins: frozenset) -> Tuple[int, ...]:
@@ -76,8 +111,9 @@ class ParamGuessesMixin:
                         or isinstance(part.func, ast.Attribute) and name in _GRADLESS_METHODS:
                     continue  # (`float(t.mean())`, `logits.argmax(-1)`, `x.detach()`: no gradient flows through)
                 torch_op = (dotted_name(part.func) or "").startswith(("torch.", "F."))
-                if torch_op and (name in ops.FACTORY_FUNCTIONS or name.endswith("_like")):
-                    return None
+                if torch_op and (name in ops.FACTORY_FUNCTIONS or name.endswith("_like")) or not torch_op \
+                        and name in _FACTORY_METHODS and isinstance(part.func, ast.Attribute):
+                    return None  # (`x.new_zeros(n)`: a factory's tensor, whatever `x` is)
                 if depth and not torch_op and not (isinstance(part.func, ast.Attribute) and name in _KNOWN_OPS):
                     return None  # a local bound to what a callable returned (`m = convert(a)`) speaks for itself
                 if isinstance(part.func, ast.Name) and not torch_op:
@@ -108,6 +144,32 @@ class ParamGuessesMixin:
                 continue
             todo.extend(ast.iter_child_nodes(part))
         return found
+
+    def note_return(self, value: Optional[ast.expr], origins: frozenset) -> None:
+        """What a return statement gives, for the summary. Whether it surely needs no grad
+        (:attr:`.summaries.FunctionSummary.no_grad_result`): None, a number, an index or a comparison
+        (``x.argmax(-1)``), a factory's tensor (``x.new_zeros(n)``), an op run under ``torch.no_grad()``, or what
+        is tracked as needing none. And, when nothing tracks it (``return (features.relu() + 1e-6).pow(p)``),
+        whether torch ops, tensor methods and arithmetic compute it from parameters alone (:meth:`_computed_from`):
+        a new tensor that requires grad when what a call passes for one of them does
+        (:attr:`.summaries.FunctionSummary.computed`; the call decides,
+        :meth:`.project_calls.ProjectCallsMixin.project_call`). Not a container, an object's field, or what
+        another callable returns."""
+        if self.func is None:
+            return
+        self.return_count += 1
+        if _gradless_return(value, origins, self.no_grad):
+            self.gradless_returns += 1
+            return
+        if origins or value is None or self.no_grad or not (
+                isinstance(value, ast.BinOp) or isinstance(value, ast.UnaryOp) and not isinstance(value.op, ast.Not)
+                or isinstance(value, ast.Call) and (self.torch_op_call(value) or isinstance(value.func, ast.Attribute)
+                                                    and value.func.attr in _KNOWN_OPS)
+                or isinstance(value, ast.Name) and value.id in self.assigned):
+            return
+        found = self._computed_from(value, 0)
+        if found:
+            self.computed_returns |= found
 
     def untracked_guesses(self, name: str, line: int) -> Tuple[int, ...]:
         """The parameters an untracked local is computed from, when every binding of it is a torch op or a tensor

@@ -414,7 +414,11 @@ class ProjectCallsMixin:
                                       self.no_grad or self.grad_off_arm, unread=frozenset(unread),
                                       bound=None if starred else frozenset(binding),
                                       **self.site_facts(binding, values, handed_on, own_defaults, flag_args)))
-        if summary is None or not summary.returns:
+        if summary is not None and summary.no_grad_result and not summary.returns and not starred:
+            # every return needs no grad (an index, a factory's method, arithmetic under no_grad), and nothing
+            # tracks what they return (what is tracked, a factory's expanded view, comes with its own facts)
+            return frozenset({Origin(RootKind.FRESH, f"{short_name}(...)", node.lineno, root_no_grad=True)})
+        if summary is None or not summary.returns and not summary.computed:
             return EMPTY
         out = []
         skip = set()
@@ -438,11 +442,15 @@ class ProjectCallsMixin:
                 out.append(Origin(RootKind.FRESH, f"{short_name}(...)", node.lineno, root_no_grad=True))
                 continue
             guess = -1
+            certain, guessed = o.certain_tensor, o.guessed
             if o.guess_param >= 0 and param_index(o) is None:
                 # saved only if what this call passes for that parameter requires grad: the call decides
-                given = binding.get(o.guess_param, (EMPTY, None))[0]
-                if any(a.grad_evidence and param_index(a) is None for a in given):
+                given, given_node = binding.get(o.guess_param, (EMPTY, None))
+                if self._passes_grad(given, given_node):
                     guess = -1
+                    # arithmetic on that parameter (`x + 1e-6`, maybe a number) is a tensor: one was passed, and
+                    # it requires grad by evidence now (no longer a guess)
+                    certain, guessed = True, False
                 else:
                     guess = guessed_param(given) if given else -1
                     if guess < 0:
@@ -470,9 +478,17 @@ class ProjectCallsMixin:
                 given = binding.get(list(params).index(o.root_text), (EMPTY, None))[0]
                 guess = guessed_param(given) if given else -1
             out.append(Origin(o.root, text, node.lineno, steps, o.root_no_grad or self.no_grad,
-                              o.certain_tensor, condition=condition, guess_param=guess, guessed=o.guessed))
+                              certain, condition=condition, guess_param=guess, guessed=guessed))
             if summary.kept:
                 # the object is also held where the callee put it: a fix that rebinds its name is unsafe
                 reason = f"what `{short_name}()` returns, which is also reachable elsewhere: {summary.kept}"
                 self.kept_roots.setdefault((text, node.lineno), reason)
+        if summary.computed and not self.no_grad and not starred and any(
+                self._passes_grad(*binding.get(i, (EMPTY, None))) for i in summary.computed):
+            out.append(Origin(RootKind.TENSOR, f"{short_name}(...)", node.lineno))  # computed from it: requires grad
         return cap(out)
+
+    def _passes_grad(self, given: frozenset, given_node: Optional[ast.expr]) -> bool:
+        """What a call passes for a parameter requires grad by evidence (tracked, or ``self.fc(x)`` untracked)."""
+        return any(a.grad_evidence and param_index(a) is None for a in given) or (
+            not given and self.grad_source(given_node))

@@ -26,7 +26,7 @@ def refers(refs: str, name: str) -> bool:
 #: an identifier not followed by a call's ``(``: in code, comments and strings alike (a superset of the
 #: uses as a value, which only ever makes a fix "unsafe"); a regex over the text costs far less than a
 #: second walk of the tree
-_NOT_CALLED = re.compile(r"\b([A-Za-z_]\w*)\b(?!\s*\()")
+_NOT_CALLED = re.compile(r"(?<!\w)([A-Za-z_]\w*+)(?!\s*\()")
 #: a method called on a receiver other than ``self``/``cls``/``super()`` (``scaler.scale(out)``): the
 #: object's class is not known, so the call may run any project method of that name where no call site shows
 _METHOD_CALL = re.compile(r"\.\s*([A-Za-z_]\w*)\s*\(")
@@ -72,18 +72,26 @@ def unreached(qual: str, indexes, refs_of) -> bool:
 def value_refs_in_text(source: str, tree: ast.Module) -> str:
     """:func:`value_refs` from the source text: every identifier not directly followed by ``(``, outside
     the module's top-level imports (an import names a function without using it)."""
-    lines = [text.rstrip("\r\n") for text in textpos.split_lines(source)]
     top = list(tree.body)
     for node in tree.body:
         if isinstance(node, ast.If):
             top += node.body + node.orelse
         elif isinstance(node, ast.Try):
             top += node.body
+    blank = set()
     for node in top:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for i in range(node.lineno - 1, min(node.end_lineno or node.lineno, len(lines))):
-                lines[i] = ""
-    text = "\n".join(lines)
+            blank.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    text = source
+    if blank:  # each import's lines emptied; the lines are split only down to the last (imports come first)
+        pieces, end, last = [], 0, max(blank)
+        for number, line in enumerate(textpos.LINE.finditer(source), 1):
+            pieces.append("\n" if number in blank else line.group())
+            end = line.end()
+            if number >= last:
+                break
+        pieces.append(source[end:])
+        text = "".join(pieces)
     return refs_text(set(_NOT_CALLED.findall(text)) | _other_receiver_calls(text))
 
 

@@ -18,7 +18,7 @@ from .astutil import dotted_name, is_false, last_name, walk_ast, walk_statements
 from .local_conds import copy_reach, merge_reach
 from .env import EMPTY, cap, merge, merge_touched, negate, origin_key
 from .names import LITERAL_HEADS, import_bindings
-from .summaries import FunctionSummary, function_of, located_steps, param_index, parameter_names
+from .summaries import FunctionSummary, derived_any, function_of, located_steps, param_index, parameter_names
 
 
 #: ``if`` statements merge only the keys their arms touched (tests turn it off to compare with :func:`merge`)
@@ -95,19 +95,21 @@ class StatementsMixin:
 
     def stmt_Return(self, node: ast.Return) -> None:
         value = self.eval(node.value)
-        if value:
-            self.returns |= value
-            if self.ctx is None or not self.recording:
-                return
-            cond = self.param_condition(node.value.test) if isinstance(node.value, ast.IfExp) else None
-            if cond is None:
-                self._record_return(value, self.path_conds)
-                return
-            # return a if flag else b: each arm under its own condition
-            body, orelse = self.eval_quiet(node.value.body), self.eval_quiet(node.value.orelse)
-            self._record_return(body, self.path_conds + (cond,))
-            self._record_return(orelse, self.path_conds + (negate(cond),))
-            self._record_return(value - body - orelse, self.path_conds)
+        self.note_return(node.value, value)  # (computed from parameters alone, or needing no grad)
+        if not value:
+            return
+        self.returns |= value
+        if self.ctx is None or not self.recording:
+            return
+        cond = self.param_condition(node.value.test) if isinstance(node.value, ast.IfExp) else None
+        if cond is None:
+            self._record_return(value, self.path_conds)
+            return
+        # return a if flag else b: each arm under its own condition
+        body, orelse = self.eval_quiet(node.value.body), self.eval_quiet(node.value.orelse)
+        self._record_return(body, self.path_conds + (cond,))
+        self._record_return(orelse, self.path_conds + (negate(cond),))
+        self._record_return(value - body - orelse, self.path_conds)
 
     def _record_return(self, origins, conds) -> None:
         made = self.made_conds
@@ -182,7 +184,7 @@ class StatementsMixin:
         body, other = arms
         for key in {k for k, _ in self.bindings[mark:]}:
             b, e = body.get(key, EMPTY), other.get(key, EMPTY)
-            if b != e and not _derived(b, e) and not _derived(e, b):
+            if b != e and not derived_any(b, e) and not derived_any(e, b):
                 entries = [(o, cond) for o in b - e] + [(o, negate(cond)) for o in e - b]
                 if entries:
                     reach[key] = entries
@@ -491,10 +493,5 @@ class StatementsMixin:
         return FunctionSummary(self.qual, params, capped, writes,
                                declared_no_grad, frozenset(self.observed), static, kept=kept, decorated=decorated,
                                returns_when=when, saves=tuple(sorted((i, *v) for i, v in self.saved_params.items())),
-                               gradless=gradless, flows_out=flows_out)
-
-
-def _derived(made: frozenset, held: frozenset) -> bool:
-    """Some origin in ``made`` is one in ``held`` or a view of it (``pos = pos[:, :k]``, ``ts = ts.float()``, which
-    may return ``ts`` itself): the arm bound no copy, so what it holds still reaches the other arm's tensor."""
-    return any(m.derived_from(h) for m in made for h in held)
+                               gradless=gradless, flows_out=flows_out, computed=frozenset(self.computed_returns),
+                               no_grad_result=0 < self.return_count == self.gradless_returns)

@@ -60,6 +60,12 @@ def no_grad_value(origins) -> bool:
                                  for o in origins)
 
 
+def derived_any(made: frozenset, held: frozenset) -> bool:
+    """Some origin in ``made`` is one in ``held`` or a view of it (``pos = pos[:, :k]``, ``ts = ts.float()``, which
+    may return ``ts`` itself): the arm bound no copy, so what it holds still reaches the other arm's tensor."""
+    return any(m.derived_from(h) for m in made for h in held)
+
+
 def param_index(origin: Origin) -> Optional[int]:
     text = origin.root_text
     if text.startswith(PARAM_PREFIX):
@@ -254,6 +260,13 @@ class FunctionSummary:
     gradless: FrozenSet[int] = frozenset()
     #: of ``gradless``, those a return may hand back (the caller follows the call's result)
     flows_out: FrozenSet[int] = frozenset()
+    #: parameters a return that nothing tracks computes a new tensor from, by torch ops, tensor methods and
+    #: arithmetic alone (``return (x.relu() + eps).pow(p)``): it requires grad when what a call passes for one
+    #: of them does (:meth:`.param_guesses.ParamGuessesMixin.note_computed_return`)
+    computed: FrozenSet[int] = frozenset()
+    #: every return gives what needs no grad (an index, a factory's tensor, arithmetic under ``torch.no_grad()``,
+    #: a number, None): what a call returns needs none, whatever it is given
+    no_grad_result: bool = False
 
     def digest(self) -> str:
         """Stable across processes (for the cache): what callers read from this summary."""
@@ -266,7 +279,8 @@ class FunctionSummary:
 
     def _compute_digest(self) -> str:
         if not self.returns and not self.writes and not self.observed and not self.kept and not self.decorated \
-                and not self.saves and not self.gradless:
+                and not self.saves and not self.gradless and not self.computed \
+                and not self.no_grad_result:
             return ""
         parts = sorted(repr(o) for o in self.returns)
         parts += [repr(w) for w in self.returns_when]
@@ -278,6 +292,8 @@ class FunctionSummary:
             parts.append(repr(self.saves))
         if self.gradless:
             parts.append(repr((sorted(self.gradless), sorted(self.flows_out))))
+        if self.computed or self.no_grad_result:
+            parts.append(repr(("computed", sorted(self.computed), self.no_grad_result)))
         return hashlib.sha1("\n".join(parts).encode()).hexdigest()
 
 
