@@ -260,6 +260,7 @@ class BindingMixin:
                     self.local_instances[key] = cls
                 else:
                     self.local_instances.pop(key, None)
+                self.local_stacks.pop(key, None)
                 if self.is_submodule_call(value_node) and not self.no_grad:  # (made with grad off: needs none)
                     self.submodule_results.add(key)
                 else:
@@ -371,6 +372,11 @@ class BindingMixin:
                 self.local_instances[target.id] = cls
             else:
                 self.local_instances.pop(target.id, None)
+            stack = self.element_stack(iterable)
+            if stack:
+                self.local_stacks[target.id] = stack
+            else:
+                self.local_stacks.pop(target.id, None)
 
     def element_class(self, iterable: ast.expr) -> Optional[str]:
         """``self.blocks`` (or a slice of it), or ``self.heads.values()``, where ``__init__`` filled the
@@ -385,6 +391,21 @@ class BindingMixin:
                 or not isinstance(iterable.value, ast.Name) or iterable.value.id != self.self_name:
             return None
         return self.ctx.attribute_class(self.cls_qual, f"{iterable.attr}{ELEMENTS}")
+
+    def element_stack(self, iterable: ast.expr) -> Optional[str]:
+        """``self.us`` (or a slice of it), a ``ModuleList`` every element of which the class builds as a torch stack
+        ending in the same activation (:func:`.model_outputs.torch_stacks`): that activation's functional op."""
+        if isinstance(iterable, ast.Subscript) and isinstance(iterable.slice, ast.Slice):
+            iterable = iterable.value
+        if not (isinstance(iterable, ast.Attribute) and isinstance(iterable.value, ast.Name)
+                and iterable.value.id == self.self_name and self.cls_qual):
+            return None
+        return self.torch_stacks.get(f"{iterable.attr}{ELEMENTS}")
+
+    def indexed_stack(self, node: ast.expr) -> Optional[str]:
+        """``self.us[i]`` (an index, not a slice): :meth:`element_stack` of ``self.us``."""
+        return self.element_stack(node.value) if isinstance(node, ast.Subscript) \
+            and not isinstance(node.slice, ast.Slice) else None
 
     def indexed_element_class(self, node: ast.expr) -> Optional[str]:
         """``self.blocks[i]`` or ``self.heads["a"]`` (an index, not a slice): the one class

@@ -339,6 +339,13 @@ class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
             o for n, o in values if o or not (is_literal(n) or self.is_bool_value(n))]
         return bool(inputs) and all(no_grad_value(o) for o in inputs)
 
+    def returns_no_grad(self, func: ast.expr) -> bool:
+        """Every in-project function a call of ``func`` may run returns only what needs no grad, and nothing
+        tracked (:attr:`.summaries.FunctionSummary.no_grad_result`)."""
+        callees = self.resolve_callees(func) if self.ctx is not None else []
+        summaries = [self.ctx.summary(q) for q, _ in callees]
+        return bool(summaries) and all(s is not None and s.no_grad_result and not s.returns for s in summaries)
+
     def grad_source(self, node: Optional[ast.expr]) -> bool:
         """An untracked expression that requires grad by evidence: what a submodule returns in a module's
         method (``self.fc(x)``, a name bound to one), an arithmetic or call of such values. Anything else
@@ -361,6 +368,8 @@ class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
                 return self.submodule_call(node.func.attr)  # self.fc(x), self.proj(h)
             return self.grad_source(value)  # self.fc(x).view(...), h.float()
         if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and self.returns_no_grad(node.func):
+                return False  # `_norm(self.fc(x))` returning `.item()`: every return needs no grad
             return any(self.grad_source(a) for a in node.args)  # torch.sum(self.fc(x) * y)
         if isinstance(node, ast.BinOp):
             return self.grad_source(node.left) or self.grad_source(node.right)

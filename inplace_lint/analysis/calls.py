@@ -133,6 +133,8 @@ class CallsMixin:
                     return self.function_call(node, name, head == FUNCTIONAL_NAMESPACE, args, kwargs, head)
                 if is_non_tensor_library(qual):
                     return EMPTY
+            if func.id in self.local_stacks and node.args:  # `for up in self.us: x = up(x)`
+                return self.module_output(node, self.local_stacks[func.id], node.args[0], args[0])
             if func.id in self.local_instances:
                 forwards = self.resolve_callees(func)  # the class's forward
                 if forwards:
@@ -155,6 +157,9 @@ class CallsMixin:
                 self.hand_callables_to_model(node, result)
                 return result
             return EMPTY
+        if node.args and (stack := self.indexed_stack(func)):  # `self.us[i](x)`, each `nn.Sequential(..., nn.ReLU())`
+            self.eval(func)
+            return self.module_output(node, stack, node.args[0], args[0])
         if isinstance(func, ast.Subscript) and self.ctx is not None:
             forwards = self.resolve_callees(func)  # `self.blocks[i](x)`: the elements' class's forward
             if forwards:

@@ -23,7 +23,7 @@ GRADLESS_CONSUMERS = frozenset({
     "multinomial", "argmax", "argmin", "argsort", "item", "tolist", "nonzero", "searchsorted", "bucketize",
     "isnan", "isinf", "isfinite", "long", "int", "short", "byte", "char", "bool", "eq", "ne", "lt", "le", "gt", "ge",
     "any", "all",
-    "count_nonzero", "numpy", "detach", "tobytes",
+    "count_nonzero", "numpy", "detach", "tobytes", "is_floating_point", "is_complex", "equal", "allclose", "isclose",
 })
 #: builtins that make a Python number, string or count of a tensor (``float(t)``; not the ``t.float()`` method,
 #: which keeps the gradient)
@@ -149,6 +149,51 @@ def exclusive(load: ast.AST, write: ast.AST, parents: Dict[int, ast.AST]) -> boo
     return False
 
 
+def _not_float_here(load: ast.AST, parents: Dict[int, ast.AST]) -> bool:
+    """``load`` reads a name in the arm of an ``if`` whose test finds it not floating point (the ``else`` of
+    ``if x.dtype.is_floating_point:``, ``x.is_floating_point()``, ``torch.is_floating_point(x)``; the body of
+    ``if not ...:``): an integer or bool tensor there, which no gradient passes through, so the saved float
+    tensor being asked about never reaches that read (demucs's ``i16_pcm`` returns its argument only there).
+    A complex tensor is not floating point either and may require grad: taken as absent."""
+    name = getattr(load, "id", None)
+    child, node = load, parents.get(id(load))
+    while node is not None and name is not None:
+        if isinstance(node, ast.If) and child is not node.test:
+            test, negated = _float_test(node.test)
+            if test == name and any(s is child for s in (node.body if negated else node.orelse)):
+                return True
+        for block in (getattr(node, "body", None), getattr(node, "orelse", None)):
+            if isinstance(block, list) and any(s is child for s in block):
+                # after `if x.dtype.is_floating_point: return ...` (its body leaves): x is not floating point here
+                for stmt in block[:next(i for i, s in enumerate(block) if s is child)]:
+                    if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body \
+                            and isinstance(stmt.body[-1], (ast.Return, ast.Raise)) and _float_test(stmt.test) == (name, False):
+                        return True
+        child, node = node, parents.get(id(node))
+    return False
+
+
+def _float_test(test: ast.expr) -> Tuple[Optional[str], bool]:
+    """(the name a floating-point test asks about, whether it is negated with ``not``)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _float_test_of(test.operand), True
+    return _float_test_of(test), False
+
+
+def _float_test_of(test: ast.expr) -> Optional[str]:
+    """The name whose floating-point dtype ``test`` asks about, or None."""
+    if isinstance(test, ast.Attribute) and test.attr == "is_floating_point" and isinstance(test.value, ast.Attribute) \
+            and test.value.attr == "dtype" and isinstance(test.value.value, ast.Name):
+        return test.value.value.id  # `x.dtype.is_floating_point`
+    if isinstance(test, ast.Call) and not test.keywords and isinstance(test.func, ast.Attribute) \
+            and test.func.attr == "is_floating_point":
+        if not test.args and isinstance(test.func.value, ast.Name):
+            return test.func.value.id  # `x.is_floating_point()`
+        if len(test.args) == 1 and isinstance(test.args[0], ast.Name) and dotted_name(test.func.value) == "torch":
+            return test.args[0].id  # `torch.is_floating_point(x)`
+    return None
+
+
 def _arm(node: ast.If, child: ast.AST) -> str:
     if any(s is child for s in node.body):
         return "body"
@@ -194,7 +239,7 @@ def _follow(names: Iterable[str], loads_of, parents: Dict[int, ast.AST], capture
         if name in held:
             return None
         for load in loads_of(name):
-            if passed is not None and passed(load):
+            if passed is not None and passed(load) or _not_float_here(load, parents):
                 continue
             if id(load) in captured:
                 return None

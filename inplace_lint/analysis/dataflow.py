@@ -222,6 +222,9 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     #: ``step.advance(...)`` dispatches to the class's method (and its overrides), so a method called only
     #: from a grad-off function (an ``@torch.inference_mode()`` ``__call__``) is grad-off too
     local_instances: Dict[str, str] = field(default_factory=dict)
+    #: local names bound to an element of a ``ModuleList`` of torch stacks (``for up in self.us:``): name -> the
+    #: functional op each element's output comes from (:meth:`.binding.BindingMixin.element_stack`)
+    local_stacks: Dict[str, str] = field(default_factory=dict)
     #: names bound to a bool tensor (a comparison, ``torch.logical_or(...)``, views of one)
     bool_names: Set[str] = field(default_factory=set)
     #: names bound, on every path to here, to a value true only with grad off

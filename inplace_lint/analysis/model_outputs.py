@@ -24,6 +24,7 @@ from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from .astutil import dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, walk_ast, \
     walk_statements
 from . import layer_lists
+from .init_builds import ELEMENTS
 from .conditions import literal
 
 
@@ -261,7 +262,48 @@ def torch_stacks(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Optio
                 op = _listed_stack_output(cls, node, qualify)
             if op is not None and (op or (dotted_name(node.value.func) or "").endswith("Sequential")):
                 out[node.targets[0].attr] = op  # (a single layer other than an activation: torch's own rules)
+    for attr, elements in _module_list_elements(cls, qualify, counts, nodes).items():
+        found = {_stack_output(e, qualify, 0) for e in elements}
+        op = found.pop() if len(found) == 1 else None
+        if op and op != "Identity":
+            out[attr + ELEMENTS] = op  # `self.us[i](x)`, `for up in self.us: up(x)`: each element ends in `op`
     return out
+
+
+def _module_list_elements(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict[str, int],
+                          nodes: Optional[Sequence[ast.AST]]) -> Dict[str, List[ast.expr]]:
+    """``self.<attr> = nn.ModuleList(...)`` built once, and every element the class puts in it: the items of the
+    list (or comprehension) it is built from, and what ``self.<attr>.append(...)``/``.extend([...])``/``.insert(i,
+    ...)`` add. A list whose elements are not all written out (``.append(block)`` of a name, an item stored,
+    another mutation) is left out."""
+    lists: Dict[str, List[ast.expr]] = {}
+    unknown: Set[str] = set()
+    for node in (walk_ast(cls) if nodes is None else nodes):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
+                and counts.get(node.targets[0].attr) == 1 and isinstance(node.value, ast.Call) \
+                and qualify(dotted_name(node.value.func) or "") == "torch.nn.ModuleList":
+            items = node.value.args[0] if node.value.args else None
+            lists[node.targets[0].attr] = [] if items is None else [items.elt] if isinstance(
+                items, (ast.ListComp, ast.GeneratorExp)) else list(items.elts) if isinstance(items, (ast.List, ast.Tuple)) \
+                else [items]  # (anything else: not a layer, so no stack)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+            for t in node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]:
+                if isinstance(t, ast.Subscript) and _self_attr(t.value) or isinstance(node, ast.AugAssign) and _self_attr(t):
+                    unknown.add(t.value.attr if isinstance(t, ast.Subscript) else t.attr)
+    for node in (walk_ast(cls) if nodes is None else nodes):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _self_attr(node.func.value) \
+                and node.func.value.attr in lists:
+            attr, method = node.func.value.attr, node.func.attr
+            if method == "append" and len(node.args) == 1 and isinstance(node.args[0], ast.Call):
+                lists[attr].append(node.args[0])
+            elif method == "insert" and len(node.args) == 2 and isinstance(node.args[1], ast.Call):
+                lists[attr].append(node.args[1])
+            elif method == "extend" and len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple)):
+                lists[attr].extend(node.args[0].elts)
+            elif method not in ("parameters", "named_parameters", "children", "modules", "named_children", "to",
+                                "train", "eval", "requires_grad_", "apply", "__len__", "__iter__", "__getitem__"):
+                unknown.add(attr)
+    return {a: e for a, e in lists.items() if e and a not in unknown}
 
 
 def _stack_output(node: ast.expr, qualify: Callable[[str], str], depth: int) -> Optional[str]:

@@ -417,7 +417,9 @@ class ProjectCallsMixin:
         if summary is not None and summary.no_grad_result and not summary.returns and not starred:
             # every return needs no grad (an index, a factory's method, arithmetic under no_grad), and nothing
             # tracks what they return (what is tracked, a factory's expanded view, comes with its own facts)
-            return frozenset({Origin(RootKind.FRESH, f"{short_name}(...)", node.lineno, root_no_grad=True)})
+            # (maybe not a tensor at all: `.item()`, a comparison, None)
+            return frozenset({Origin(RootKind.FRESH, f"{short_name}(...)", node.lineno, root_no_grad=True,
+                                     certain_tensor=False)})
         if summary is None or not summary.returns and not summary.computed:
             return EMPTY
         out = []

@@ -233,14 +233,14 @@ class ReportingMixin:
             o.root is origin.root and o.root_line == origin.root_line and o.root_text == origin.root_text for o in os)}
         value = getattr(stmt, "value", None)
         if isinstance(stmt, ast.Assign) and value is not None and any(n is node for n in walk_ast(value)):
-            if not all(isinstance(t, ast.Name) for t in stmt.targets):
+            if not through_calls and not all(isinstance(t, ast.Name) for t in stmt.targets):
                 return False
-            names |= {t.id for t in stmt.targets}
+            names |= set() if through_calls else {t.id for t in stmt.targets}
         elif isinstance(stmt, ast.Expr) and stmt.value is node:
             pass
         elif not names:
             return flows_into(node, facts.parents) == set()
-        # (`through_calls`: an output made during this call, read by the call at `node` too, through its summary)
+        # (`through_calls`: read by the call at `node` too, whose summary says if its result holds it: followed so)
         skip = self.read_before(names, origin) if through_calls else {id(n) for n in walk_ast(node) if type(n) is ast.Name}
         return only_gradless_readers(names, lambda name: facts.by_name.get(name, ((), ()))[1], facts.parents, node,
                                      skip, facts.captured_loads, () if through_calls else self.params, facts.declared,
