@@ -99,6 +99,7 @@ class BlocksMixin:
             return
         saved = (self.no_grad, self.nograd_bound, self.eval_branch, self.grad_off_arm)
         self.no_grad = not mode
+        self.grad_off_block = self.grad_off_block or not mode
         self.nograd_bound = set() if self.no_grad else self.nograd_bound
         if mode:
             # `with torch.enable_grad():` inside a branch taken with grad off (or in eval mode only): grad is on

@@ -156,8 +156,10 @@ def _not_float_here(load: ast.AST, parents: Dict[int, ast.AST]) -> bool:
     tensor being asked about never reaches that read (demucs's ``i16_pcm`` returns its argument only there).
     A complex tensor is not floating point either and may require grad: taken as absent."""
     name = getattr(load, "id", None)
+    if name is None or _rebound(name, load, parents):
+        return False  # (`wav = torch.tanh(x)` after the test: the name may hold the float output there)
     child, node = load, parents.get(id(load))
-    while node is not None and name is not None:
+    while node is not None:
         if isinstance(node, ast.If) and child is not node.test:
             test, negated = _float_test(node.test)
             if test == name and any(s is child for s in (node.body if negated else node.orelse)):
@@ -171,6 +173,15 @@ def _not_float_here(load: ast.AST, parents: Dict[int, ast.AST]) -> bool:
                         return True
         child, node = node, parents.get(id(node))
     return False
+
+
+def _rebound(name: str, load: ast.AST, parents: Dict[int, ast.AST]) -> bool:
+    """``name`` is bound anywhere in the function ``load`` sits in (not only passed in as a parameter)."""
+    root = parents.get(id(load))
+    while root is not None and not isinstance(root, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)):
+        root = parents.get(id(root))
+    return root is None or any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+                               for n in ast.walk(root))
 
 
 def _float_test(test: ast.expr) -> Tuple[Optional[str], bool]:

@@ -188,6 +188,9 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     uncond_returns: Set[Origin] = field(default_factory=set)
     #: :attr:`.summaries.FunctionSummary.computed`, from the returns walked so far
     computed_returns: Set[int] = field(default_factory=set)
+    #: a ``yield`` was walked (a generator), a block with grad off was walked (what it made may be returned)
+    generator: bool = False
+    grad_off_block: bool = False
     #: the return statements walked, and those whose value surely needs no grad (:meth:`.param_guesses.
     #: ParamGuessesMixin.note_return`): all of them makes :attr:`.summaries.FunctionSummary.no_grad_result`
     return_count: int = 0

@@ -165,6 +165,13 @@ class ExpressionsMixin:
             self.eval(node.format_spec)
         return EMPTY
 
+    def eval_Yield(self, node) -> frozenset:
+        self.generator = True  # (what its returns give is not what a call gives: the summary's return facts)
+        self.eval(node.value)
+        return EMPTY
+
+    eval_YieldFrom = eval_Yield
+
     def eval_Slice(self, node: ast.Slice) -> frozenset:
         for part in (node.lower, node.upper, node.step):
             if part is not None:

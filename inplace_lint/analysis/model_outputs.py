@@ -272,10 +272,8 @@ def torch_stacks(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Optio
 
 def _module_list_elements(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict[str, int],
                           nodes: Optional[Sequence[ast.AST]]) -> Dict[str, List[ast.expr]]:
-    """``self.<attr> = nn.ModuleList(...)`` built once, and every element the class puts in it: the items of the
-    list (or comprehension) it is built from, and what ``self.<attr>.append(...)``/``.extend([...])``/``.insert(i,
-    ...)`` add. A list whose elements are not all written out (``.append(block)`` of a name, an item stored,
-    another mutation) is left out."""
+    """``self.<attr> = nn.ModuleList(...)`` built once, and each element the class puts in it (its items, what
+    ``.append``/``.extend([...])``/``.insert`` add); left out when one is not written out or one is changed."""
     lists: Dict[str, List[ast.expr]] = {}
     unknown: Set[str] = set()
     for node in (walk_ast(cls) if nodes is None else nodes):
@@ -288,10 +286,15 @@ def _module_list_elements(cls: ast.ClassDef, qualify: Callable[[str], str], coun
                 else [items]  # (anything else: not a layer, so no stack)
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
             for t in node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]:
-                if isinstance(t, ast.Subscript) and _self_attr(t.value) or isinstance(node, ast.AugAssign) and _self_attr(t):
-                    unknown.add(t.value.attr if isinstance(t, ast.Subscript) else t.attr)
+                if isinstance(node, ast.AugAssign) and _self_attr(t):
+                    unknown.add(t.attr)
+                elif not _self_attr(t) and _list_root(t):  # `self.us[0] = ...`, `del self.us[-1][-1]`
+                    unknown.add(_list_root(t))
     for node in (walk_ast(cls) if nodes is None else nodes):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _self_attr(node.func.value) \
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not _self_attr(node.func.value) \
+                and _list_root(node.func.value) and node.func.attr not in _READ_METHODS:
+            unknown.add(_list_root(node.func.value))  # `self.us[-1].append(nn.Conv2d(...))`: an element changed
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _self_attr(node.func.value) \
                 and node.func.value.attr in lists:
             attr, method = node.func.value.attr, node.func.attr
             if method == "append" and len(node.args) == 1 and isinstance(node.args[0], ast.Call):
@@ -300,10 +303,21 @@ def _module_list_elements(cls: ast.ClassDef, qualify: Callable[[str], str], coun
                 lists[attr].append(node.args[1])
             elif method == "extend" and len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple)):
                 lists[attr].extend(node.args[0].elts)
-            elif method not in ("parameters", "named_parameters", "children", "modules", "named_children", "to",
-                                "train", "eval", "requires_grad_", "apply", "__len__", "__iter__", "__getitem__"):
+            elif method not in _READ_METHODS:
                 unknown.add(attr)
     return {a: e for a, e in lists.items() if e and a not in unknown}
+
+
+#: methods of a module list (or of its elements) that leave its layers as they are
+_READ_METHODS = frozenset({"parameters", "named_parameters", "children", "modules", "named_children", "named_modules", "to",
+                           "train", "eval", "requires_grad_", "apply", "state_dict", "buffers", "named_buffers"})
+
+
+def _list_root(node: ast.AST) -> Optional[str]:
+    """``x`` of the ``self.x`` at the bottom of a chain of items and attributes (``self.us[-1][0].weight``)."""
+    while isinstance(node, (ast.Subscript, ast.Attribute)) and not _self_attr(node):
+        node = node.value
+    return node.attr if _self_attr(node) else None
 
 
 def _stack_output(node: ast.expr, qualify: Callable[[str], str], depth: int) -> Optional[str]:

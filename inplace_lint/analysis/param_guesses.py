@@ -9,6 +9,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from ..torch_facts import ops
 from .astutil import dotted_name, last_name, walk_ast
+from .consumers import GRADLESS_CONSUMERS
 from .env import EMPTY
 from .names import qualify_dotted
 from .summaries import no_grad_value, param_index
@@ -50,6 +51,27 @@ def _gradless_return(value: Optional[ast.expr], origins: frozenset, no_grad: boo
             last_name(value.func) or "") in _NEW_TENSOR_OPS and (isinstance(value.func, ast.Attribute))):
         return True  # a new tensor made with grad off (not a view, nor what a callable returns: maybe its argument)
     return _gradless_expr(value)
+
+
+#: integer and bool dtypes (a tensor of one never requires grad)
+_INTEGER_DTYPES = frozenset({"long", "int", "int64", "int32", "int16", "int8", "uint8", "short", "bool", "uint16",
+                             "uint32", "uint64"})
+
+
+def _integer_result(call: ast.Call) -> bool:
+    """``call`` may make an integer or bool tensor: an op whose result is an index or a count
+    (:data:`.consumers.GRADLESS_CONSUMERS`), or a cast to a dtype that is an integer one or not known here
+    (``.to(ref.dtype)``, ``.type(dtype)``)."""
+    name = last_name(call.func) or ""
+    if name in GRADLESS_CONSUMERS:
+        return True
+    if name not in ("to", "type") or not isinstance(call.func, ast.Attribute):
+        return False
+    for arg in list(call.args) + [k.value for k in call.keywords if k.arg == "dtype"]:
+        dtype = last_name(arg) or ""
+        if dtype in _INTEGER_DTYPES or dtype == "dtype":
+            return True
+    return False
 
 
 def _gradless_expr(node: ast.expr) -> bool:
@@ -167,6 +189,8 @@ class ParamGuessesMixin:
                                                     and value.func.attr in _KNOWN_OPS)
                 or isinstance(value, ast.Name) and value.id in self.assigned):
             return
+        if self.grad_off_block or any(isinstance(n, ast.Call) and _integer_result(n) for n in walk_ast(value)):
+            return  # (a local made with grad off; `torch.bucketize(x, e)`, `.to(ref.dtype)`: maybe integers)
         found = self._computed_from(value, 0)
         if found:
             self.computed_returns |= found

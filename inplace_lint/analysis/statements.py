@@ -493,5 +493,6 @@ class StatementsMixin:
         return FunctionSummary(self.qual, params, capped, writes,
                                declared_no_grad, frozenset(self.observed), static, kept=kept, decorated=decorated,
                                returns_when=when, saves=tuple(sorted((i, *v) for i, v in self.saved_params.items())),
-                               gradless=gradless, flows_out=flows_out, computed=frozenset(self.computed_returns),
-                               no_grad_result=0 < self.return_count == self.gradless_returns)
+                               gradless=gradless, flows_out=flows_out, computed=frozenset(self.computed_returns) if not
+                               self.generator else frozenset(), no_grad_result=0 < self.return_count ==
+                               self.gradless_returns and not self.generator)
