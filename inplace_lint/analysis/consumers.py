@@ -156,21 +156,20 @@ def _not_float_here(load: ast.AST, parents: Dict[int, ast.AST]) -> bool:
     tensor being asked about never reaches that read (demucs's ``i16_pcm`` returns its argument only there).
     A complex tensor is not floating point either and may require grad: taken as absent."""
     name = getattr(load, "id", None)
-    if name is None or _rebound(name, load, parents):
-        return False  # (`wav = torch.tanh(x)` after the test: the name may hold the float output there)
     child, node = load, parents.get(id(load))
-    while node is not None:
+    while node is not None and name is not None:
         if isinstance(node, ast.If) and child is not node.test:
             test, negated = _float_test(node.test)
             if test == name and any(s is child for s in (node.body if negated else node.orelse)):
-                return True
+                # (`wav = torch.tanh(x)` after the test: the name may hold the float output there)
+                return not _rebound(name, load, parents)
         for block in (getattr(node, "body", None), getattr(node, "orelse", None)):
             if isinstance(block, list) and any(s is child for s in block):
                 # after `if x.dtype.is_floating_point: return ...` (its body leaves): x is not floating point here
                 for stmt in block[:next(i for i, s in enumerate(block) if s is child)]:
                     if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body \
                             and isinstance(stmt.body[-1], (ast.Return, ast.Raise)) and _float_test(stmt.test) == (name, False):
-                        return True
+                        return not _rebound(name, load, parents)
         child, node = node, parents.get(id(node))
     return False
 

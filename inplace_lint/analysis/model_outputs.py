@@ -264,9 +264,8 @@ def torch_stacks(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Optio
                 out[node.targets[0].attr] = op  # (a single layer other than an activation: torch's own rules)
     for attr, elements in _module_list_elements(cls, qualify, counts, nodes).items():
         found = {_stack_output(e, qualify, 0) for e in elements}
-        op = found.pop() if len(found) == 1 else None
-        if op and op != "Identity":
-            out[attr + ELEMENTS] = op  # `self.us[i](x)`, `for up in self.us: up(x)`: each element ends in `op`
+        if len(found) == 1 and next(iter(found)) not in (None, "", "Identity"):
+            out[attr + ELEMENTS] = found.pop()  # `self.us[i](x)`, `for up in self.us: up(x)`: each element ends in `op`
     return out
 
 
@@ -276,7 +275,9 @@ def _module_list_elements(cls: ast.ClassDef, qualify: Callable[[str], str], coun
     ``.append``/``.extend([...])``/``.insert`` add); left out when one is not written out or one is changed."""
     lists: Dict[str, List[ast.expr]] = {}
     unknown: Set[str] = set()
-    for node in (walk_ast(cls) if nodes is None else nodes):
+    nodes = list(walk_ast(cls)) if nodes is None else nodes
+    for node in nodes if any(isinstance(n, ast.Call) and (dotted_name(n.func) or "").endswith("ModuleList")
+                             for n in nodes) else ():  # (most classes build none)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
                 and counts.get(node.targets[0].attr) == 1 and isinstance(node.value, ast.Call) \
                 and qualify(dotted_name(node.value.func) or "") == "torch.nn.ModuleList":
@@ -290,7 +291,7 @@ def _module_list_elements(cls: ast.ClassDef, qualify: Callable[[str], str], coun
                     unknown.add(t.attr)
                 elif not _self_attr(t) and _list_root(t):  # `self.us[0] = ...`, `del self.us[-1][-1]`
                     unknown.add(_list_root(t))
-    for node in (walk_ast(cls) if nodes is None else nodes):
+    for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not _self_attr(node.func.value) \
                 and _list_root(node.func.value) and node.func.attr not in _READ_METHODS:
             unknown.add(_list_root(node.func.value))  # `self.us[-1].append(nn.Conv2d(...))`: an element changed
@@ -299,10 +300,9 @@ def _module_list_elements(cls: ast.ClassDef, qualify: Callable[[str], str], coun
             attr, method = node.func.value.attr, node.func.attr
             if method == "append" and len(node.args) == 1 and isinstance(node.args[0], ast.Call):
                 lists[attr].append(node.args[0])
-            elif method == "insert" and len(node.args) == 2 and isinstance(node.args[1], ast.Call):
-                lists[attr].append(node.args[1])
-            elif method == "extend" and len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple)):
-                lists[attr].extend(node.args[0].elts)
+            elif method in ("insert", "extend") and node.args and isinstance(
+                    node.args[-1], (ast.List, ast.Tuple) if method == "extend" else ast.Call):
+                lists[attr].extend(node.args[-1].elts if method == "extend" else [node.args[-1]])
             elif method not in _READ_METHODS:
                 unknown.add(attr)
     return {a: e for a, e in lists.items() if e and a not in unknown}

@@ -189,11 +189,9 @@ class ParamGuessesMixin:
                                                     and value.func.attr in _KNOWN_OPS)
                 or isinstance(value, ast.Name) and value.id in self.assigned):
             return
-        if self.grad_off_block or any(isinstance(n, ast.Call) and _integer_result(n) for n in walk_ast(value)):
-            return  # (a local made with grad off; `torch.bucketize(x, e)`, `.to(ref.dtype)`: maybe integers)
-        found = self._computed_from(value, 0)
-        if found:
-            self.computed_returns |= found
+        found = self._computed_from(value, 0) if not self.grad_off_block else None  # (a local made with grad off)
+        if found and not any(isinstance(n, ast.Call) and _integer_result(n) for n in walk_ast(value)):
+            self.computed_returns |= found  # (`torch.bucketize(x, e)`, `.to(ref.dtype)`: maybe integers, not this)
 
     def untracked_guesses(self, name: str, line: int) -> Tuple[int, ...]:
         """The parameters an untracked local is computed from, when every binding of it is a torch op or a tensor
