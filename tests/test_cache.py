@@ -25,15 +25,9 @@ FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "projec
 
 
 @pytest.fixture(autouse=True)
-def fresh_process_state(tmp_path, monkeypatch):
+def fresh_process_state(own_cache):
     """Each test with its own user folder (its own signing key) and no project kept from another test."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
-    monkeypatch.delenv(cache.ENV_KEY, raising=False)
-    workspace._PROJECTS.clear()
-    cache.reset()
     yield
-    workspace._PROJECTS.clear()
-    cache.reset()
 
 
 def _copy(name: str, where: pathlib.Path) -> pathlib.Path:

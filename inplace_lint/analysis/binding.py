@@ -378,29 +378,30 @@ class BindingMixin:
             else:
                 self.local_stacks.pop(target.id, None)
 
-    def element_class(self, iterable: ast.expr) -> Optional[str]:
-        """``self.blocks`` (or a slice of it), or ``self.heads.values()``, where ``__init__`` filled the
-        ``ModuleList``/``ModuleDict`` with instances of one in-project class (:func:`.init_builds.container_elements`):
-        that class."""
+    def _own_container(self, iterable: ast.expr) -> Optional[str]:
+        """``blocks`` for ``self.blocks`` (or a slice of it) or ``self.blocks.values()``, in a class's method."""
         if isinstance(iterable, ast.Subscript) and isinstance(iterable.slice, ast.Slice):
             iterable = iterable.value
         elif isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) \
                 and iterable.func.attr == "values" and not iterable.args and not iterable.keywords:
             iterable = iterable.func.value
-        if self.ctx is None or not self.cls_qual or not isinstance(iterable, ast.Attribute) \
+        if not self.cls_qual or not isinstance(iterable, ast.Attribute) \
                 or not isinstance(iterable.value, ast.Name) or iterable.value.id != self.self_name:
             return None
-        return self.ctx.attribute_class(self.cls_qual, f"{iterable.attr}{ELEMENTS}")
+        return iterable.attr
+
+    def element_class(self, iterable: ast.expr) -> Optional[str]:
+        """``self.blocks`` (or a slice of it), or ``self.heads.values()``, where ``__init__`` filled the
+        ``ModuleList``/``ModuleDict`` with instances of one in-project class (:func:`.init_builds.container_elements`):
+        that class."""
+        attr = self._own_container(iterable) if self.ctx is not None else None
+        return self.ctx.attribute_class(self.cls_qual, f"{attr}{ELEMENTS}") if attr is not None else None
 
     def element_stack(self, iterable: ast.expr) -> Optional[str]:
         """``self.us`` (or a slice of it), a ``ModuleList`` every element of which the class builds as a torch stack
         ending in the same activation (:func:`.model_outputs.torch_stacks`): that activation's functional op."""
-        if isinstance(iterable, ast.Subscript) and isinstance(iterable.slice, ast.Slice):
-            iterable = iterable.value
-        if not (isinstance(iterable, ast.Attribute) and isinstance(iterable.value, ast.Name)
-                and iterable.value.id == self.self_name and self.cls_qual):
-            return None
-        return self.torch_stacks.get(f"{iterable.attr}{ELEMENTS}")
+        attr = self._own_container(iterable)
+        return self.torch_stacks.get(f"{attr}{ELEMENTS}") if attr is not None else None
 
     def indexed_stack(self, node: ast.expr) -> Optional[str]:
         """``self.us[i]`` (an index, not a slice): :meth:`element_stack` of ``self.us``."""

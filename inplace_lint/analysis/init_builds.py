@@ -5,7 +5,7 @@ reaches the project's ``forward`` (issue 20, "submodules by class hierarchy").""
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional, Set
+from typing import Dict, List, Optional, Set
 
 from ..torch_facts import ops
 from .astutil import dotted_name, walk_ast
@@ -63,6 +63,22 @@ ELEMENTS = "[]"
 _MODULE_CONTAINERS = frozenset({"ModuleList", "ModuleDict"})
 
 
+def container_items(call: ast.Call) -> Optional[List[ast.expr]]:
+    """The elements written out in a container's call: the items of ``nn.ModuleList([...])`` (or of a comprehension:
+    its element), the values of ``nn.ModuleDict({...})`` (or of a dict comprehension); [] for no argument, None
+    when they are not written out (``nn.ModuleList(layers)``)."""
+    if not call.args:
+        return []
+    items = call.args[0] if len(call.args) == 1 else None
+    if isinstance(items, (ast.ListComp, ast.GeneratorExp, ast.DictComp)):
+        return [items.value if isinstance(items, ast.DictComp) else items.elt]
+    if isinstance(items, (ast.List, ast.Tuple)):
+        return list(items.elts)
+    if isinstance(items, ast.Dict) and None not in items.keys:
+        return list(items.values)
+    return None
+
+
 def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
     """``self.blocks = nn.ModuleList([Block(...) for _ in range(n)])``, ``nn.ModuleList([Block(a), Block(b)])``,
     ``nn.ModuleDict({"a": Head(), "b": Head()})`` (or a dict comprehension), or ``self.blocks.append(Block(...))``
@@ -97,11 +113,7 @@ def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0], me):
             value = node.value
             if isinstance(value, ast.Call) and (dotted_name(value.func) or "").rpartition(".")[2] in _MODULE_CONTAINERS:
-                items = value.args[0] if len(value.args) == 1 else None
-                elements = [items.elt] if isinstance(items, (ast.ListComp, ast.GeneratorExp)) else (
-                    list(items.elts) if isinstance(items, (ast.List, ast.Tuple)) else (
-                        [items.value] if isinstance(items, ast.DictComp) else (
-                            list(items.values) if isinstance(items, ast.Dict) and None not in items.keys else [])))
+                elements = container_items(value)
                 if elements:
                     made.setdefault(node.targets[0].attr, set()).update(_builder(e) or "" for e in elements)
                 elif not value.args:

@@ -24,7 +24,7 @@ from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from .astutil import dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, walk_ast, \
     walk_statements
 from . import layer_lists
-from .init_builds import ELEMENTS
+from .init_builds import ELEMENTS, container_items
 from .conditions import literal
 
 
@@ -281,10 +281,10 @@ def _module_list_elements(cls: ast.ClassDef, qualify: Callable[[str], str], coun
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
                 and counts.get(node.targets[0].attr) == 1 and isinstance(node.value, ast.Call) \
                 and qualify(dotted_name(node.value.func) or "") == "torch.nn.ModuleList":
-            items = node.value.args[0] if node.value.args else None
-            lists[node.targets[0].attr] = [] if items is None else [items.elt] if isinstance(
-                items, (ast.ListComp, ast.GeneratorExp)) else list(items.elts) if isinstance(items, (ast.List, ast.Tuple)) \
-                else [items]  # (anything else: not a layer, so no stack)
+            items = container_items(node.value)
+            if items is None:  # (`nn.ModuleList(layers)`: not written out)
+                unknown.add(node.targets[0].attr)
+            lists[node.targets[0].attr] = items or []
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
             for t in node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]:
                 if isinstance(node, ast.AugAssign) and _self_attr(t):

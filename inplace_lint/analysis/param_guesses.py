@@ -43,8 +43,8 @@ _NEW_TENSOR_OPS = (ops.SAVES_OUTPUT | ops.ARITHMETIC) - ops.VIEW_METHODS - ops.M
 
 def _gradless_return(value: Optional[ast.expr], origins: frozenset, no_grad: bool) -> bool:
     """:meth:`ParamGuessesMixin.note_return`'s first question, on the returned expression and what it evaluates to."""
-    if value is None or isinstance(value, (ast.Constant, ast.Compare)) or origins and no_grad_value(origins):
-        return True  # (`return`, `return 0.0`, `return x > 0`, `return torch.zeros(n)`)
+    if value is None or origins and no_grad_value(origins):
+        return True  # (`return`, `return torch.zeros(n)`; `return 0.0`, `return x > 0`: below)
     if origins:
         return False
     if no_grad and (isinstance(value, (ast.BinOp, ast.UnaryOp)) or isinstance(value, ast.Call) and (
