@@ -17,6 +17,7 @@ from .local_conds import conflict
 from .env import _MAX_ORIGINS, EMPTY, cap
 from .names import qualify
 from .init_builds import ELEMENTS
+from .model_outputs import ALL_LAYERS
 from .summaries import element_kind, function_ref, is_tuple_item, no_grad_value, param_index, tuple_item_at
 
 #: libraries whose factories build ``nn.Module``\ s (a plain class's ``self.net = timm.create_model(...)``)
@@ -261,6 +262,7 @@ class BindingMixin:
                 else:
                     self.local_instances.pop(key, None)
                 self.local_stacks.pop(key, None)
+                self.local_input_layers.pop(key, None)
                 if self.is_submodule_call(value_node) and not self.no_grad:  # (made with grad off: needs none)
                     self.submodule_results.add(key)
                 else:
@@ -377,6 +379,12 @@ class BindingMixin:
                 self.local_stacks[target.id] = stack
             else:
                 self.local_stacks.pop(target.id, None)
+            attr = self._own_container(iterable)
+            layer = self.input_layers.get(f"{attr}{ELEMENTS}") if attr is not None else None
+            if layer and not {attr, ALL_LAYERS} & self.unsaved_layers:
+                self.local_input_layers[target.id] = layer  # `for conv in self.convs: x = conv(x)`
+            else:
+                self.local_input_layers.pop(target.id, None)
 
     def _own_container(self, iterable: ast.expr) -> Optional[str]:
         """``blocks`` for ``self.blocks`` (or a slice of it) or ``self.blocks.values()``, in a class's method."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from . import conditions, model_outputs
+from . import conditions, model_outputs, stack_inputs
 from .astutil import dotted_name
 from .names import qualify_dotted
 from .summaries import param_index, parameters
@@ -141,6 +141,8 @@ class ConditionsMixin:
         counts = model_outputs.assignment_counts(cls, nodes)
         self.init_flags = model_outputs.init_flags(cls, counts)
         self.torch_stacks = model_outputs.torch_stacks(
+            cls, lambda d: qualify_dotted(d, self.names, self.is_local_name)[0] or d, counts, nodes)
+        self.input_layers = stack_inputs.first_input_layers(
             cls, lambda d: qualify_dotted(d, self.names, self.is_local_name)[0] or d, counts, nodes)
         self.builder_args = model_outputs.builder_arguments(cls, counts, nodes)
         self.zero_dropouts = model_outputs.zero_rate_dropouts(self.identity_layers, self.builder_args)

@@ -18,6 +18,7 @@ from .grad_reads import GradReadsMixin
 from .param_guesses import ParamGuessesMixin
 from .param_guesses import guessed_param  # noqa: F401 (re-exported)
 from .env import EMPTY, cap
+from .init_builds import ELEMENTS
 from .model_outputs import ALL_LAYERS
 from .expressions import holder_of, is_basic_index
 from .saved_ops import returns_tuple
@@ -308,10 +309,18 @@ class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
                 and self.cls_qual and self.ctx is not None:
             layer = None if self.weights_unknown else self.ctx.torch_layer_base(self.cls_qual)
             return layer if layer in ops.LAYERS_SAVING_INPUT else None
+        if isinstance(func, ast.Name):  # `for conv in self.convs: x = conv(x)`: each element's first layer
+            return self.local_input_layers.get(func.id)
+        if isinstance(func, ast.Subscript) and not isinstance(func.slice, ast.Slice):  # `self.convs[i](x)`
+            attr = self._own_container(func.value)
+            return None if attr is None or {attr, ALL_LAYERS} & self.unsaved_layers else \
+                self.input_layers.get(f"{attr}{ELEMENTS}")
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                 and func.value.id == self.self_name and self.cls_qual and self.ctx is not None) \
                 or func.attr in self.unsaved_layers:
             return None
+        if func.attr in self.input_layers:  # `self.net = nn.Sequential(nn.Conv1d(...), ...)`
+            return None if ALL_LAYERS in self.unsaved_layers else self.input_layers[func.attr]
         builder = self.class_builders.get(func.attr) if self.class_builders is not None else \
             self.ctx.attribute_builder(self.cls_qual, func.attr)
         if builder is None:
@@ -443,11 +452,14 @@ class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
         the walk leaves untracked when its inputs are only guesses about parameters: ``torch.maximum(spot - k, z)``)."""
         if name in self.params or self.func is None or isinstance(self.func, ast.Module):
             return False
-        found = False
+        stores, made = 0, 0
         for node in walk_ast(self.func):
             if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
-                found = True
-            elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-                if len(node.targets) != 1 or not (isinstance(node.value, ast.Call) and self.torch_op_call(node.value)):
-                    return False
-        return found
+                stores += 1
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and node.targets[0].id == name and isinstance(node.value, ast.Call) and self.torch_op_call(node.value):
+                made += 1
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+                made += 1  # (`x += d` keeps a tensor a tensor)
+        # (any other binding, `lo, hi = float(a), float(b)` or `for name in ...`, may hold something else)
+        return stores > 0 and stores == made

@@ -54,7 +54,7 @@ class CallsMixin:
         kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
         if self.ctx is not None and self.recording and (node.args or node.keywords):
             self.hand_out_callables(node)
-
+        self.note_layer_input(node)  # (`self.fc(x)`, `self.convs[i](x)`, `conv(x)` of `for conv in self.convs`)
         if isinstance(func, ast.Attribute):
             func_dotted = dotted_name(func)  # the receiver's is its head (None when not a dotted name)
             ns, imported = qualify_dotted(func_dotted.rpartition(".")[0] if func_dotted else None, self.names,
@@ -88,7 +88,6 @@ class CallsMixin:
                 self.report(node, WriteKind.INPLACE_KWARG, f"`{inplace_module}(inplace=True)`", node.args[0], args[0],
                             condition=module_condition(inplace_module, func_dotted))
                 return self._inplace_result(node, inplace_module, args[0])
-            self.note_layer_input(node)
             if node.args and func.attr in self.torch_stacks and isinstance(func.value, ast.Name) \
                     and func.value.id == self.self_name and self.cls_qual:
                 return self.module_output(node, self.torch_stacks[func.attr], node.args[0], args[0])

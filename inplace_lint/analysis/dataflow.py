@@ -99,6 +99,9 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     #: torch layers -> the functional op its output comes from, "" for another layer
     #: (:func:`~.model_outputs.torch_stacks`)
     torch_stacks: Dict[str, str] = field(default_factory=dict)
+    #: in a class body and its methods: ``self.<attr>`` (``attr[]``: each element) built as a stack whose first layer
+    #: saves its input -> that layer (:func:`~.stack_inputs.first_input_layers`)
+    input_layers: Dict[str, str] = field(default_factory=dict)
     #: in a class body and its methods: the class may have made its inherited torch weights something other
     #: than parameters that require grad (:func:`~.model_outputs.inherited_weights_unknown`)
     weights_unknown: bool = False
@@ -228,6 +231,8 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     #: local names bound to an element of a ``ModuleList`` of torch stacks (``for up in self.us:``): name -> the
     #: functional op each element's output comes from (:meth:`.binding.BindingMixin.element_stack`)
     local_stacks: Dict[str, str] = field(default_factory=dict)
+    #: local names bound to an element of such a ``ModuleList`` whose first layer saves its input -> that layer
+    local_input_layers: Dict[str, str] = field(default_factory=dict)
     #: names bound to a bool tensor (a comparison, ``torch.logical_or(...)``, views of one)
     bool_names: Set[str] = field(default_factory=set)
     #: names bound, on every path to here, to a value true only with grad off
@@ -277,7 +282,7 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
                      unsaved_layers=self.unsaved_layers, frozen_layers=self.frozen_layers,
                      identity_layers=self.identity_layers,
                      output_hook=self.output_hook,
-                     torch_stacks=self.torch_stacks, weights_unknown=self.weights_unknown,
+                     torch_stacks=self.torch_stacks, input_layers=self.input_layers, weights_unknown=self.weights_unknown,
                      init_flags=self.init_flags, zero_dropouts=self.zero_dropouts,
                      builder_args=self.builder_args, self_called=self.self_called)
 
