@@ -123,6 +123,16 @@ def _layer_call(name):
         "BatchNorm3d": (lambda: nn.BatchNorm3d(4), (3, 4, 2, 2, 2)), "PReLU": (lambda: nn.PReLU(), (3, 4)),
         "LSTM": (lambda: nn.LSTM(4, 4), (2, 3, 4)), "GRU": (lambda: nn.GRU(4, 4), (2, 3, 4)),
         "RNN": (lambda: nn.RNN(4, 4), (2, 3, 4)), "MultiheadAttention": (lambda: nn.MultiheadAttention(4, 2), (3, 1, 4)),
+        # (a lazy layer becomes its eager twin at its first call)
+        "LazyLinear": (lambda: nn.LazyLinear(3), (2, 4)), "LazyConv1d": (lambda: nn.LazyConv1d(2, 3), (1, 4, 6)),
+        "LazyConv2d": (lambda: nn.LazyConv2d(2, 3), (1, 4, 6, 6)),
+        "LazyConv3d": (lambda: nn.LazyConv3d(2, 3), (1, 4, 5, 5, 5)),
+        "LazyConvTranspose1d": (lambda: nn.LazyConvTranspose1d(2, 3), (1, 4, 6)),
+        "LazyConvTranspose2d": (lambda: nn.LazyConvTranspose2d(2, 3), (1, 4, 6, 6)),
+        "LazyConvTranspose3d": (lambda: nn.LazyConvTranspose3d(2, 3), (1, 4, 5, 5, 5)),
+        "LazyBatchNorm1d": (lambda: nn.LazyBatchNorm1d(), (3, 4)),
+        "LazyBatchNorm2d": (lambda: nn.LazyBatchNorm2d(), (3, 4, 2, 2)),
+        "LazyBatchNorm3d": (lambda: nn.LazyBatchNorm3d(), (3, 4, 2, 2, 2)),
     }
     make, shape = makers[name]
     layer = make()

@@ -73,6 +73,25 @@ _NO_GRAD_METHODS = frozenset({"detach", "argmax", "argmin", "argsort", "long", "
                               "logical_and", "logical_or", "logical_xor"})
 
 
+def _values_bound(node: ast.AST, name: str) -> list:
+    """What an ``=``, ``x: T = v`` or ``:=`` binds to the local ``name``, where the statement says it: the value of
+    ``name = v``, the matching item of ``lo, hi = float(a), float(b)``; None for a name among several targets
+    (``a = b = v``). Nothing for an unpacking of something else (``q, r = torch.linalg.qr(a)``: its items)."""
+    if isinstance(node, ast.NamedExpr):
+        return [node.value] if node.target.id == name else []
+    if isinstance(node, ast.AnnAssign):
+        return [node.value] if node.value is not None and isinstance(node.target, ast.Name) \
+            and node.target.id == name else []
+    out = []
+    for target in node.targets:
+        if isinstance(target, ast.Name) and target.id == name:
+            out.append(node.value if len(node.targets) == 1 else None)
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(node.value, (ast.Tuple, ast.List)) \
+                and len(target.elts) == len(node.value.elts):
+            out.extend(v for t, v in zip(target.elts, node.value.elts) if isinstance(t, ast.Name) and t.id == name)
+    return out
+
+
 class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
     """Grad facts about a call's inputs (a part of :class:`~.dataflow.Scope`)."""
 
@@ -181,6 +200,10 @@ class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
         ``x`` is marked saved for another input's gradient."""
         layer = self.input_saving_layer(node.func) if node.args and not self.no_grad else None
         if not layer:
+            own = self.layer_reading_own_input(node.func) if node.args and not self.no_grad else None
+            if own and not self.read_without_grad(node):
+                for arg in node.args[:ops.LAYER_INPUTS.get(own, 1)]:  # (read for its own gradient: needs evidence)
+                    self.mark_saved_input(arg, saver_text(f"{short(node.func)}(...)", f"nn.{own}"), node.lineno, node)
             return
         given = [a for a in node.args[:ops.LAYER_INPUTS.get(layer, 1)] if holder_of(a) is not None]
         if given and not self.read_without_grad(node):
@@ -334,6 +357,23 @@ class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
             layer = self.ctx.torch_layer_base(found[1])
         return layer if layer in ops.LAYERS_SAVING_INPUT else None
 
+    def layer_reading_own_input(self, func: ast.expr) -> Optional[str]:
+        """``self.<attr>`` in ``self.<attr>(x)``, built once in ``__init__`` as a ``torch.nn`` layer whose backward
+        reads its input for the input's own gradient (:data:`ops.LAYERS_READING_OWN_INPUT`: a convolution or a
+        norm, not ``nn.Linear``), whether or not its weights require grad: frozen, ``affine=False``, or padding
+        first (``padding_mode="reflect"``: the pad reads the input), but not ``"circular"`` (a copy). Asked when
+        :meth:`input_saving_layer` is not: the input is saved only when it requires grad itself."""
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == self.self_name
+                and self.cls_qual and self.ctx is not None) or func.attr not in self.builder_args:
+            return None
+        builder = self.class_builders.get(func.attr) if self.class_builders is not None else \
+            self.ctx.attribute_builder(self.cls_qual, func.attr)
+        padding = self.builder_args[func.attr].get("=padding_mode", ("zeros",))
+        if not builder or not builder.startswith("torch.nn.") or padding not in (("zeros",), ("reflect",), ("replicate",)):
+            return None  # (`padding_mode="circular"` copies; a mode that is not a literal may be that)
+        layer = builder.rsplit(".", 1)[-1]
+        return layer if layer in ops.LAYERS_READING_OWN_INPUT else None
+
     def _inputs_need_no_grad(self, node: ast.Call, args: List[frozenset], kwargs: Dict[str, frozenset],
                              receiver: Optional[frozenset] = None) -> bool:
         """Every tensor input is known to need no grad (numbers, constants and bool masks aside; the elements of
@@ -452,14 +492,12 @@ class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
         the walk leaves untracked when its inputs are only guesses about parameters: ``torch.maximum(spot - k, z)``)."""
         if name in self.params or self.func is None or isinstance(self.func, ast.Module):
             return False
-        stores, made = 0, 0
+        found = False
         for node in walk_ast(self.func):
             if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
-                stores += 1
-            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                    and node.targets[0].id == name and isinstance(node.value, ast.Call) and self.torch_op_call(node.value):
-                made += 1
-            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
-                made += 1  # (`x += d` keeps a tensor a tensor)
-        # (any other binding, `lo, hi = float(a), float(b)` or `for name in ...`, may hold something else)
-        return stores > 0 and stores == made
+                found = True
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+                for value in _values_bound(node, name):
+                    if not (isinstance(value, ast.Call) and self.torch_op_call(value)):
+                        return False
+        return found

@@ -414,6 +414,8 @@ class ExpressionsMixin:
     def eval_NamedExpr(self, node: ast.NamedExpr) -> frozenset:
         value = self.eval(node.value)
         self.bind_name(node.target.id, value)
+        self.local_stacks.pop(node.target.id, None)
+        self.local_input_layers.pop(node.target.id, None)
         return value
 
     def eval_IfExp(self, node: ast.IfExp) -> frozenset:

@@ -64,6 +64,9 @@ class Project(Resolver, AcrossCalls):
         self._final_memo: Optional[tuple] = None
         #: :meth:`_ordered`'s answer, until a file is added or its module or imports change
         self._order: Optional[List[str]] = None
+        #: file -> the modules its functions import (``from pkg.mod import f`` inside a function): read for the
+        #: walking order only, not for names (:func:`lazy_imports`)
+        self._lazy_imports: Dict[str, List[str]] = {}
         #: files (open buffers) whose functions' walks are kept and reused (:mod:`.incremental`), and their text
         self._function_caches: Dict[str, object] = {}
         self._sources: Dict[str, str] = {}
@@ -105,8 +108,11 @@ class Project(Resolver, AcrossCalls):
             else:
                 self._sources.pop(path, None)
         old = self.results.get(path)
-        if old is None or old.module != module or old.index.imports != index.imports:
+        lazy = lazy_imports(source, module, is_package) if source else []
+        if old is None or old.module != module or old.index.imports != index.imports \
+                or self._lazy_imports.get(path) != lazy:
             self._order = None
+        self._lazy_imports[path] = lazy
         if old is None or old.module != module or old.index.imports != index.imports \
                 or old.index.classes != index.classes or old.index.shared_fields != index.shared_fields \
                 or old.index.torch_function_classes != index.torch_function_classes \
@@ -244,7 +250,31 @@ class Project(Resolver, AcrossCalls):
 
     def _compute_order(self) -> List[str]:
         by_module = {r.module: p for p, r in self.results.items()}
-        return post_order({p: imported_files(r.index.imports.values(), p, by_module) for p, r in self.results.items()})
+        return post_order({p: imported_files(list(r.index.imports.values()) + self._lazy_imports.get(p, []), p,
+                                             by_module) for p, r in self.results.items()})
+
+
+#: an import statement inside a function or method (indented): ``from .kernels import f``, ``import pkg.mod``
+_LAZY_IMPORT = re.compile(r"^[ \t]+(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t(]+(\w+)|import[ \t]+([\w.]+))", re.M)
+
+
+def lazy_imports(source: str, module: str, is_package: bool) -> List[str]:
+    """What a file's indented imports name (``pkg.mod.f``), relative ones resolved: a function that imports a
+    module when it runs (to avoid an import cycle, or a heavy import) calls into it, so walking that module
+    first saves walking the function again once the module's summaries exist (verl 0.9.1: most of the second
+    round). Read from the text: no walk of the function bodies."""
+    package = module if is_package else module.rpartition(".")[0]
+    out = []
+    for dots, base, name, plain in _LAZY_IMPORT.findall(source):
+        if plain:
+            out.append(plain)
+            continue
+        if dots:
+            parts = package.split(".") if package else []
+            parts = parts[:len(parts) - (len(dots) - 1)] if len(dots) > 1 else parts
+            base = ".".join(parts + ([base] if base else []))
+        out.append(f"{base}.{name}" if base else name)
+    return out
 
 
 def _dispatch_text(project: Project, key: str) -> str:

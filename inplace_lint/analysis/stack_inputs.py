@@ -9,7 +9,7 @@ the backward raise (docs/pytorch-facts.md#saved-for-other; torchaudio's Tacotron
 from __future__ import annotations
 
 import ast
-from typing import Callable, Dict, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence, Set
 
 from ..torch_facts import ops
 from .astutil import dotted_name
@@ -30,9 +30,13 @@ def first_input_layers(cls: ast.ClassDef, qualify: Callable[[str], str], counts:
     if not any(isinstance(n, ast.Call) and (dotted_name(n.func) or "").endswith(_STACKS) for n in nodes):
         return {}  # (most classes build neither)
     frozen = {_list_root(t) or (t.attr if _self_attr(t) else None)
-              for n in nodes if (t := _frozen_target(n)) is not None}
+              for n in nodes if (t := _frozen_target(n)) is not None} | _changed(nodes)
+    sequential_changed = _changed_in_place(nodes)
     out: Dict[str, str] = {}
     for node in nodes:
+        if isinstance(node, ast.Assign) and node.targets and _self_attr(node.targets[0]) \
+                and node.targets[0].attr in sequential_changed:
+            continue
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
                 and counts.get(node.targets[0].attr) == 1 and isinstance(node.value, ast.Call) \
                 and qualify(dotted_name(node.value.func) or "") == "torch.nn.Sequential":
@@ -54,7 +58,72 @@ def _first_layer(node: ast.expr, qualify: Callable[[str], str], depth: int) -> O
         return None
     layer = name.rsplit(".", 1)[-1]
     if layer == "Sequential":
-        if not node.args or node.keywords or isinstance(node.args[0], ast.Starred):
+        layers = [a for a in node.args if not (isinstance(a, ast.Call) and qualify(dotted_name(a.func) or "")
+                                               == "torch.nn.Identity")]  # (it hands its input on)
+        if not layers or node.keywords or isinstance(layers[0], ast.Starred):
             return None
-        return _first_layer(node.args[0], qualify, depth + 1)
+        return _first_layer(layers[0], qualify, depth + 1)
     return layer if layer in ops.LAYERS_SAVING_INPUT and not _builds_unsaved(node) else None
+
+
+#: methods of a stack (or of an element) that leave its layers and their order as they are
+_KEEPS = frozenset({"parameters", "named_parameters", "children", "modules", "named_children", "named_modules", "to",
+                    "train", "eval", "state_dict", "buffers", "named_buffers", "cuda", "cpu", "float", "double",
+                    "half", "bfloat16", "forward", "requires_grad_", "register_forward_hook",
+                    "register_forward_pre_hook", "register_full_backward_hook", "zero_grad", "extra_repr"})
+
+
+def _changed_in_place(nodes: Sequence[ast.AST]) -> Set[str]:
+    """Attributes whose ``nn.Sequential`` the class changes after building it: an item stored or deleted
+    (``self.net[0] = nn.Identity()``, ``del self.net[0]``) or a method that may change its layers
+    (``insert``, ``append``, ``apply``)."""
+    out: Set[str] = set()
+    for node in nodes:
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+            for t in node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]:
+                if not _self_attr(t) and (root := _list_root(t)):
+                    out.add(root)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr not in _KEEPS \
+                and (_self_attr(node.func.value) or _list_root(node.func.value)):
+            out.add(node.func.value.attr if _self_attr(node.func.value) else _list_root(node.func.value))
+    return out
+
+
+#: builtins that only read the container they are given (``len(self.convs)``, ``enumerate(self.convs)``)
+_READERS = frozenset({"len", "enumerate", "zip", "reversed", "list", "tuple", "iter", "isinstance", "hasattr",
+                      "getattr", "print", "repr", "str", "id", "type", "range", "sorted", "any", "all"})
+
+
+def _changed(nodes: Sequence[ast.AST]) -> Set[str]:
+    """Attributes whose stack (a ``Sequential``, a ``ModuleList``'s elements) may be changed where this class
+    does not show it: handed to a call (``set_requires_grad(self.net, False)``, ``freeze(self.convs[0])``; not
+    a weight, ``init.xavier_uniform_(self.net[0].weight)``), or changed through a loop's name (``for block in
+    self.convs: block[0] = nn.Identity()``)."""
+    out: Set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _READERS):
+            for arg in list(node.args) + [k.value for k in node.keywords]:
+                if _self_attr(arg):
+                    out.add(arg.attr)
+                elif isinstance(arg, ast.Subscript) and (root := _list_root(arg)):
+                    out.add(root)
+        elif isinstance(node, ast.For):
+            attrs = {n.attr for n in ast.walk(node.iter) if _self_attr(n)}
+            names = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+            if attrs and names and any(_changes_name(n, names) for stmt in node.body for n in ast.walk(stmt)):
+                out |= attrs
+    return out
+
+
+def _changes_name(node: ast.AST, names: Set[str]) -> bool:
+    """``node`` stores, deletes or calls a method that may change what one of ``names`` holds (``block[0] = ...``,
+    ``del block[-1]``, ``block.append(...)``, ``block.apply(freeze)``)."""
+    def rooted(t: ast.AST) -> bool:
+        while isinstance(t, (ast.Subscript, ast.Attribute)):
+            t = t.value
+        return isinstance(t, ast.Name) and t.id in names
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+        return any(not isinstance(t, ast.Name) and rooted(t) for t in targets)
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr not in _KEEPS \
+        and rooted(node.func.value)

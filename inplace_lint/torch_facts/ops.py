@@ -116,7 +116,22 @@ def saved_for_other(namespace: str, name: str) -> Tuple[int, ...]:
 LAYERS_SAVING_INPUT = frozenset({
     "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
     "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "PReLU", "LSTM", "GRU", "RNN",
-    "MultiheadAttention",
+    "MultiheadAttention", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+    "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+})
+
+
+#: ``torch.nn`` layers whose backward reads the input for the input's own gradient, so that one built without
+#: weights that require grad (frozen, ``affine=False``) or padding first still saves an input that requires
+#: grad: the norms need it for their statistics, a convolution's backward formula reads input and weight
+#: together, and a reflect or replicate pad reads it (a circular pad copies). Not ``nn.Linear`` (its input's
+#: gradient is ``grad @ weight``) nor the recurrent layers. Each executed on torch 2.13, train and eval:
+#: tests/test_frozen_layers.py.
+LAYERS_READING_OWN_INPUT = frozenset({
+    "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LayerNorm",
+    "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+    "PReLU", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+    "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
 })
 
 

@@ -1,0 +1,25 @@
+import torch
+from torch import nn
+
+
+def set_requires_grad(module, flag):
+    for p in module.parameters():
+        p.requires_grad = flag
+
+
+class M(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.pre = nn.Linear(n, n)
+        self.net = nn.Sequential(nn.Linear(n, n), nn.Tanh())
+        set_requires_grad(self.net, False)  # (a frozen Linear saves no input)
+
+    def forward(self, x):
+        h = self.pre(x)
+        out = self.net(h)
+        h.mul_(0.5)
+        return out
+
+
+def run():
+    return M(4)(torch.randn(3, 4))
