@@ -161,3 +161,22 @@ def inplace_flag_arg(call: ast.Call, name: str) -> Optional[ast.expr]:
     ``F.relu(x, inplace=self.inplace)``; None when it passes none."""
     where = ops.inplace_argument(name, len(call.args), [k.arg for k in call.keywords])
     return kw(call, "inplace") if where == "inplace" else None if where is None else call.args[where]
+
+
+def values_bound(node: ast.AST, name: str) -> list:
+    """What an ``=``, ``x: T = v`` or ``:=`` binds to the local ``name``, where the statement says it: the value of
+    ``name = v``, the matching item of ``lo, hi = float(a), float(b)``; None for a name among several targets
+    (``a = b = v``). Nothing for an unpacking of something else (``q, r = torch.linalg.qr(a)``: its items)."""
+    if isinstance(node, ast.NamedExpr):
+        return [node.value] if node.target.id == name else []
+    if isinstance(node, ast.AnnAssign):
+        return [node.value] if node.value is not None and isinstance(node.target, ast.Name) \
+            and node.target.id == name else []
+    out = []
+    for target in node.targets:
+        if isinstance(target, ast.Name) and target.id == name:
+            out.append(node.value if len(node.targets) == 1 else None)
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(node.value, (ast.Tuple, ast.List)) \
+                and len(target.elts) == len(node.value.elts):
+            out.extend(v for t, v in zip(target.elts, node.value.elts) if isinstance(t, ast.Name) and t.id == name)
+    return out

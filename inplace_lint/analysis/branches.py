@@ -125,6 +125,18 @@ class ConditionsMixin:
                 return conditions.literal(d)
         return ()
 
+    def empty_here(self, name: str, node: ast.stmt) -> bool:
+        """``node`` (the statement being walked) runs only where the tensor ``name`` holds is empty: in the body of
+        ``if x.numel() == 0:`` (``len(x) == 0``, ``x.shape[0] == 0``, ``x.size(0) == 0``, ``not x.numel()``, an
+        operand of ``and``), with no binding of ``name`` in that body before ``node``. A write reaches no element of
+        such a tensor (deepvisiontools' box helpers return their argument only when it is empty, set BH)."""
+        stack = self.stmt_stack
+        for outer, inner in zip(stack, stack[1:]):
+            if isinstance(outer, ast.If) and any(inner is s for s in outer.body) and _empty_test(outer.test, name):
+                return not any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+                               and n.lineno < node.lineno for s in outer.body for n in ast.walk(s))
+        return False
+
     def set_class_facts(self, cls: ast.ClassDef) -> None:
         """What a class's own code says, for its methods' walk: the attributes whose call may save no input
         (:func:`~.model_outputs.layers_not_saving`), the flags ``__init__`` copies from its parameters
@@ -146,3 +158,34 @@ class ConditionsMixin:
             cls, lambda d: qualify_dotted(d, self.names, self.is_local_name)[0] or d, counts, nodes)
         self.builder_args = model_outputs.builder_arguments(cls, counts, nodes)
         self.zero_dropouts = model_outputs.zero_rate_dropouts(self.identity_layers, self.builder_args)
+
+
+def _empty_test(test: ast.expr, name: str) -> bool:
+    """``test`` holds only where ``name`` is empty (:meth:`ConditionsMixin.empty_here`)."""
+    if isinstance(test, ast.BoolOp):  # (`a and b`: either says it; `a or b`: both must)
+        return (any if isinstance(test.op, ast.And) else all)(_empty_test(v, name) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _size_of(test.operand, name)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(left, ast.Constant) and not isinstance(right, ast.Constant):
+            left, right = right, left
+            op = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(), ast.GtE: ast.LtE()}.get(type(op), op)
+        if not (isinstance(right, ast.Constant) and type(right.value) is int and _size_of(left, name)):
+            return False
+        return isinstance(op, ast.Eq) and right.value == 0 or isinstance(op, ast.Lt) and right.value == 1 \
+            or isinstance(op, ast.LtE) and right.value == 0
+    return False
+
+
+def _size_of(node: ast.expr, name: str) -> bool:
+    """``x.numel()``, ``x.nelement()``, ``len(x)``, ``x.shape[i]`` or ``x.size(i)`` of the name ``name``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+            and node.func.value.id == name and not node.keywords:
+        return node.func.attr in ("numel", "nelement") and not node.args or node.func.attr == "size" \
+            and len(node.args) == 1 and isinstance(node.args[0], ast.Constant)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1:
+        return isinstance(node.args[0], ast.Name) and node.args[0].id == name
+    return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape" \
+        and isinstance(node.value.value, ast.Name) and node.value.value.id == name \
+        and isinstance(node.slice, ast.Constant)

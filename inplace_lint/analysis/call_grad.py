@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional
 
 from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind, saver_text
 from ..torch_facts import ops
-from .astutil import dotted_name, is_false, is_str_constant, kw, last_name, short, walk_ast
+from .astutil import dotted_name, is_false, is_str_constant, kw, last_name, short, values_bound, walk_ast
 from .grad_reads import GradReadsMixin
 from .param_guesses import ParamGuessesMixin
 from .param_guesses import guessed_param  # noqa: F401 (re-exported)
@@ -71,25 +71,6 @@ _NO_GRAD_METHODS = frozenset({"detach", "argmax", "argmin", "argsort", "long", "
                               # comparisons make bool tensors (`2 * x.ge(0) * buf[k - 1]` saves no row of `buf`)
                               "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "logical_not",
                               "logical_and", "logical_or", "logical_xor"})
-
-
-def _values_bound(node: ast.AST, name: str) -> list:
-    """What an ``=``, ``x: T = v`` or ``:=`` binds to the local ``name``, where the statement says it: the value of
-    ``name = v``, the matching item of ``lo, hi = float(a), float(b)``; None for a name among several targets
-    (``a = b = v``). Nothing for an unpacking of something else (``q, r = torch.linalg.qr(a)``: its items)."""
-    if isinstance(node, ast.NamedExpr):
-        return [node.value] if node.target.id == name else []
-    if isinstance(node, ast.AnnAssign):
-        return [node.value] if node.value is not None and isinstance(node.target, ast.Name) \
-            and node.target.id == name else []
-    out = []
-    for target in node.targets:
-        if isinstance(target, ast.Name) and target.id == name:
-            out.append(node.value if len(node.targets) == 1 else None)
-        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(node.value, (ast.Tuple, ast.List)) \
-                and len(target.elts) == len(node.value.elts):
-            out.extend(v for t, v in zip(target.elts, node.value.elts) if isinstance(t, ast.Name) and t.id == name)
-    return out
 
 
 class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
@@ -497,7 +478,7 @@ class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
             if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
                 found = True
             elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
-                for value in _values_bound(node, name):
+                for value in values_bound(node, name):
                     if not (isinstance(value, ast.Call) and self.torch_op_call(value)):
                         return False
         return found

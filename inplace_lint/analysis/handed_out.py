@@ -6,6 +6,7 @@ the strength of callers nobody sees. A part of :class:`~.dataflow.Scope`."""
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from ..findings import Origin, RootKind
 from . import conditions, grad
@@ -143,6 +144,23 @@ class HandedOutMixin:
         shared empty set when none (most calls pass no flag, and call sites are many)."""
         return frozenset(i for i, (_, n) in binding.items() if not isinstance(n, ast.Constant)
                          and grad.is_grad_off_flag(n, self.grad_off_flags)) or _NO_ARGS
+
+    def hand_out_returned(self, value: Optional[ast.expr]) -> None:
+        """``return ns_loop`` (or ``a if c else b``, a tuple of them): a project function returned as a value is
+        called by whoever receives it, with arguments nothing here shows (:meth:`record_handed_out`). muonium's
+        ``_get_orthogonalization_fn`` returned its Newton-Schulz loop, which the optimizer called on gradients
+        (set BH: the loop's guess about its parameter made 2 false findings)."""
+        if self.ctx is None or not self.recording or value is None:
+            return
+        todo = [value]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, ast.IfExp):
+                todo += [node.body, node.orelse]
+            elif isinstance(node, (ast.Tuple, ast.List)):
+                todo += node.elts
+            elif isinstance(node, (ast.Name, ast.Attribute)) and self._may_name_function(node):
+                self.record_handed_out(node)
 
     def record_handed_out(self, value: ast.expr, no_grad: bool = False) -> None:
         """A call site of each project function ``value`` may be, passing nothing (:meth:`hand_out_callables`);

@@ -95,9 +95,10 @@ class StatementsMixin:
 
     def stmt_Return(self, node: ast.Return) -> None:
         value = self.eval(node.value)
+        self.hand_out_returned(node.value)  # (`return ns_loop if fast else slow`: called by whoever gets it)
         self.note_return(node.value, value)  # (computed from parameters alone, or needing no grad)
-        if not value:
-            return
+        if not value or isinstance(node.value, ast.Name) and self.empty_here(node.value.id, node):
+            return  # (`if x.numel() == 0: return x`: an empty tensor, no element of which a write reaches)
         self.returns |= value
         if self.ctx is None or not self.recording:
             return
