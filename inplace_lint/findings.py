@@ -43,10 +43,13 @@ class StepKind(enum.Enum):
     #: tensor subclass, ``DTensor``): a parameter's placeholder there stands only for what the caller passed
     #: that may be such an instance; a torch factory's plain tensor passed for it never reaches that arm
     SUBCLASS_INSTANCE = "a tensor subclass instance here"
+    #: where a test found it empty (``if x.numel() == 0: return x``): the same tensor, with no element a write
+    #: reaches, so no two elements share memory (an expanded view there is no hazard; autograd's checks still run)
+    EMPTY = "empty here"
 
 
 #: steps that leave the tensor itself (not a view of it)
-SAME_TENSOR_STEPS = frozenset({StepKind.ALIAS, StepKind.SAVED_INPUT, StepKind.SAVED_FOR_OTHER})
+SAME_TENSOR_STEPS = frozenset({StepKind.ALIAS, StepKind.SAVED_INPUT, StepKind.SAVED_FOR_OTHER, StepKind.EMPTY})
 #: steps recording that an op ran with grad on and its backward reads the tensor
 SAVED_STEPS = frozenset({StepKind.SAVED_INPUT, StepKind.SAVED_FOR_OTHER})
 
@@ -142,7 +145,7 @@ class Origin:
         root = f"{self.root.value} `{self.root_text}`" if self.root is not RootKind.TENSOR else f"`{self.root_text}`"
         out = [Related(root, self.root_line, path=self.path)] if self.root_line else []
         out += [Related(f"{s.kind.value} `{s.text}`", s.line, path=s.path) for s in self.steps
-                if s.kind is not StepKind.ALIAS and s.line]
+                if s.kind not in (StepKind.ALIAS, StepKind.EMPTY) and s.line]
         return tuple(out)
 
     def describe(self) -> str:

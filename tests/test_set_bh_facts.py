@@ -1,4 +1,4 @@
-"""A helper that returns its argument only where that argument is empty hands back nothing a write can reach
+"""A helper that returns its argument only where that argument is empty hands back no expanded view
 (set BH: deepvisiontools' box helpers, ``if boxes.numel() == 0: return boxes`` before building new boxes, were
 given an expanded tensor, and their caller's ``clamp_`` on the result was reported as a write to an expanded view:
 4 false findings). No element of an empty tensor is written, so no two elements share memory; the write runs.
@@ -116,9 +116,10 @@ class Muon(torch.optim.Optimizer):
 
 
 def test_a_function_returned_as_a_value_is_called_by_whoever_receives_it():
-    """muonium's ``_get_orthogonalization_fn`` returns its Newton-Schulz loop, which the optimizer calls on
-    gradients: its guess about ``X`` (annotated ``Tensor``) is not kept on the strength of callers nobody sees.
-    The same loop, not returned anywhere, is an entry point and keeps it."""
+    """muonium's ``_get_orthogonalization_fn`` returns its Newton-Schulz loop, which ``zeropower`` calls with what
+    it got, and the optimizer calls ``zeropower`` on gradients: the call through the returned reference decides the
+    loop's guess about ``X`` (annotated ``Tensor``), and a gradient needs no grad. The same loop, not returned
+    anywhere, is an entry point and keeps it."""
     assert analyze_source(NEWTON_SCHULZ) == []
     entry = NEWTON_SCHULZ.replace("        return ns_loop\n", "        return None\n")
     assert [(f.code, f.line) for f in analyze_source(entry)] == [("IPV006", 9), ("IPV006", 10)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ..findings import Step, StepKind
 from . import conditions, model_outputs, stack_inputs
 from .astutil import dotted_name
 from .names import qualify_dotted
@@ -125,16 +126,32 @@ class ConditionsMixin:
                 return conditions.literal(d)
         return ()
 
+    def empty_return(self, node: ast.Return, value: frozenset) -> frozenset:
+        """What ``return x`` hands back where ``x`` is empty (:meth:`empty_here`): an expanded view made here is
+        dropped (no two elements of an empty tensor share memory), and the parameter's placeholder is marked
+        (:attr:`StepKind.EMPTY`), so that an expanded view a caller passed is none there. Every other origin
+        stays: autograd's checks (a saved output written, a view of a custom Function's output) still raise on
+        an empty tensor, executed under torch 2.13 (a review's cases)."""
+        if not value or not isinstance(node.value, ast.Name) or not self.empty_here(node.value.id, node):
+            return value
+        return frozenset(o.extend(Step(StepKind.EMPTY, "numel() == 0", node.lineno)) if param_index(o) is not None
+                         else o for o in value if not o.has(StepKind.EXPAND))
+
     def empty_here(self, name: str, node: ast.stmt) -> bool:
         """``node`` (the statement being walked) runs only where the tensor ``name`` holds is empty: in the body of
         ``if x.numel() == 0:`` (``len(x) == 0``, ``x.shape[0] == 0``, ``x.size(0) == 0``, ``not x.numel()``, an
-        operand of ``and``), with no binding of ``name`` in that body before ``node``. A write reaches no element of
-        such a tensor (deepvisiontools' box helpers return their argument only when it is empty, set BH)."""
+        operand of ``and``, every operand of ``or``), with no binding of ``name`` in that body before ``node``, in a
+        loop around it, or by a nested function (``nonlocal``). A write reaches no element of such a tensor
+        (deepvisiontools' box helpers return their argument only when it is empty, set BH)."""
         stack = self.stmt_stack
         for outer, inner in zip(stack, stack[1:]):
             if isinstance(outer, ast.If) and any(inner is s for s in outer.body) and _empty_test(outer.test, name):
-                return not any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
-                               and n.lineno < node.lineno for s in outer.body for n in ast.walk(s))
+                # (bound before it in that body, anywhere in a loop around it, or by a nested function: not empty)
+                loops = [s for s in stack if isinstance(s, (ast.For, ast.AsyncFor, ast.While))]
+                stores = [n.lineno for s in outer.body + loops for n in ast.walk(s)
+                          if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)]
+                return not any(line < node.lineno for line in stores) and not (loops and stores) \
+                    and not any(isinstance(n, ast.Nonlocal) and name in n.names for n in ast.walk(self.func or outer))
         return False
 
     def set_class_facts(self, cls: ast.ClassDef) -> None:
@@ -183,9 +200,16 @@ def _size_of(node: ast.expr, name: str) -> bool:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
             and node.func.value.id == name and not node.keywords:
         return node.func.attr in ("numel", "nelement") and not node.args or node.func.attr == "size" \
-            and len(node.args) == 1 and isinstance(node.args[0], ast.Constant)
+            and len(node.args) == 1 and _int_index(node.args[0])
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1:
         return isinstance(node.args[0], ast.Name) and node.args[0].id == name
     return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape" \
         and isinstance(node.value.value, ast.Name) and node.value.value.id == name \
-        and isinstance(node.slice, ast.Constant)
+        and _int_index(node.slice)
+
+
+def _int_index(node: ast.expr) -> bool:
+    """``0``, ``-1``: a dimension written as an integer literal."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int

@@ -13,7 +13,7 @@ from . import conditions, grad
 from .astutil import dotted_name, last_name, short
 from .env import EMPTY
 from .names import qualify_dotted
-from .summaries import CallSite, function_of
+from .summaries import CallSite, function_of, function_ref
 
 #: decorators (their module, or their last name) that keep a function called as itself, by its callers
 _KEEP_DECORATORS = frozenset({"torch", "functools", "typing", "abc", "staticmethod", "classmethod", "property",
@@ -145,22 +145,19 @@ class HandedOutMixin:
         return frozenset(i for i, (_, n) in binding.items() if not isinstance(n, ast.Constant)
                          and grad.is_grad_off_flag(n, self.grad_off_flags)) or _NO_ARGS
 
-    def hand_out_returned(self, value: Optional[ast.expr]) -> None:
-        """``return ns_loop`` (or ``a if c else b``, a tuple of them): a project function returned as a value is
-        called by whoever receives it, with arguments nothing here shows (:meth:`record_handed_out`). muonium's
-        ``_get_orthogonalization_fn`` returned its Newton-Schulz loop, which the optimizer called on gradients
-        (set BH: the loop's guess about its parameter made 2 false findings)."""
-        if self.ctx is None or not self.recording or value is None:
-            return
-        todo = [value]
-        while todo:
-            node = todo.pop()
-            if isinstance(node, ast.IfExp):
-                todo += [node.body, node.orelse]
-            elif isinstance(node, (ast.Tuple, ast.List)):
-                todo += node.elts
-            elif isinstance(node, (ast.Name, ast.Attribute)) and self._may_name_function(node):
-                self.record_handed_out(node)
+    def returned_functions(self, value: Optional[ast.expr], origins: frozenset) -> frozenset:
+        """``return ns_loop`` (or ``a if c else b``): the project functions returned as a value, as references
+        (:func:`~.summaries.function_ref`) beside what ``value`` evaluated to, so that a caller's ``fn = get(...);
+        fn(x)`` is a call of each with ``x`` (muonium's ``_get_orthogonalization_fn`` returned its Newton-Schulz
+        loop, which the optimizer called on gradients: set BH, 2 false findings). A function returned and called
+        nowhere here keeps what its own callers say (an entry point keeps its guess)."""
+        if self.ctx is None or value is None or not isinstance(value, (ast.Name, ast.Attribute, ast.IfExp)):
+            return origins
+        out = set(origins)
+        for node in (value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,):
+            if isinstance(node, (ast.Name, ast.Attribute)) and self._may_name_function(node):
+                out.update(function_ref(q, bound, node.lineno) for q, bound in self.callable_refs(node))
+        return frozenset(out)
 
     def record_handed_out(self, value: ast.expr, no_grad: bool = False) -> None:
         """A call site of each project function ``value`` may be, passing nothing (:meth:`hand_out_callables`);

@@ -23,7 +23,7 @@ from .env import EMPTY, cap, contradicted, origin_key
 from .expressions import as_tensor
 from .names import is_torch, qualify
 from .reporting import HelperWrite
-from .summaries import CallSite, param_index, ran_without_grad, with_steps
+from .summaries import CallSite, function_of, param_index, ran_without_grad, with_steps
 
 
 def _saved_text(call: ast.Call, inner: str) -> str:
@@ -435,7 +435,8 @@ class ProjectCallsMixin:
         inputs_no_grad = bool(binding) and not starred and bound == 0 and all(
             needs_no_grad_arg(n, o) for o, n in binding.values())
         for o in summary.returns:
-            if o in skip:
+            if o in skip or function_of(o) is not None:
+                out.extend(() if o in skip else (o,))  # (a function returned as a value: calling the result calls it)
                 continue  # only paths this call's constant arguments rule out return it
             if inputs_no_grad and o.root in (RootKind.CUSTOM_FUNCTION, RootKind.SAVED_OUTPUT) \
                     and param_index(o) is None:

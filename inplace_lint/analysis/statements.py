@@ -95,10 +95,11 @@ class StatementsMixin:
 
     def stmt_Return(self, node: ast.Return) -> None:
         value = self.eval(node.value)
-        self.hand_out_returned(node.value)  # (`return ns_loop if fast else slow`: called by whoever gets it)
         self.note_return(node.value, value)  # (computed from parameters alone, or needing no grad)
-        if not value or isinstance(node.value, ast.Name) and self.empty_here(node.value.id, node):
-            return  # (`if x.numel() == 0: return x`: an empty tensor, no element of which a write reaches)
+        value = self.returned_functions(node.value, value)  # (`return ns_loop if fast else slow`: callers call it)
+        value = self.empty_return(node, value)  # (`if x.numel() == 0: return x`: no two elements share memory)
+        if not value:
+            return
         self.returns |= value
         if self.ctx is None or not self.recording:
             return
@@ -449,8 +450,7 @@ class StatementsMixin:
 
     def summary(self, declared_no_grad: bool, static: bool) -> FunctionSummary:
         """This (function) scope's summary, after its body was walked."""
-        # a root made from a parameter's annotation is returned with the placeholder that travelled
-        # alongside it: a caller that passed something known drops it (ProjectCallsMixin.project_call)
+        # an annotation's root travels with the parameter's placeholder: a caller passing something known drops it
         returns = frozenset(o for o in self.returns if not model_outputs.is_guessed_object(o))
         returned = {param_index(o) for o in self.returns} - {None}
         for key in self.rooted_keys:

@@ -16,7 +16,8 @@ def applies(origin: Origin, write: Write) -> bool:
     # `unsqueeze_`, `t_`, `resize_`, `set_` (:data:`ops.METADATA_INPLACE_METHODS`) change the tensor's shape,
     # strides or storage and write no element: no overlap check runs, the base keeps its values
     # (docs/pytorch-facts.md#expanded-overlap)
-    return origin.has(StepKind.EXPAND) and origin.is_tensor and write.op_name not in FILLS \
+    return origin.has(StepKind.EXPAND) and not origin.has(StepKind.EMPTY) and origin.is_tensor \
+        and write.op_name not in FILLS \
         and write.op_name not in ops.METADATA_INPLACE_METHODS
 
 
