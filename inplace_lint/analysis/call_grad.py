@@ -175,6 +175,19 @@ class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
             RootKind.SAVED_OUTPUT, short(node), node.lineno, root_no_grad=self.no_grad, guess_param=g).extend(
                 Step(StepKind.TUPLE_ITEM, f"({i})", node.lineno, self.no_grad))))
 
+    def number_base_pow(self, node: ast.Call, namespace: str, args: List[frozenset]) -> Optional[frozenset]:
+        """``torch.pow(10.0, t)``: a number to a tensor's power, as ``10.0 ** t`` (``eval_BinOp``): ``pow.Scalar``'s
+        backward reads its result and the exponent (torch's derivatives.yaml, ``pow_backward_exponent(grad, self,
+        exponent, result)``; executed on torch 2.13, tests/test_set_bi_facts.py), so the result is a saved output
+        and the exponent is marked saved. None for any other ``pow`` (a tensor base: the table's answer)."""
+        base = node.args[0] if node.args else kw(node, "input")
+        if namespace != "torch" or len(node.args) != 2 or node.keywords or not (
+                isinstance(base, ast.Constant) and type(base.value) in (int, float)):
+            return None
+        if not self.no_grad:
+            self.mark_saved_input(node.args[1], short(node), node.lineno, node)
+        return self.saved_output(node, node.args[1], args[1])
+
     def note_layer_input(self, node: ast.Call) -> None:
         """``self.<attr>(x, ...)`` with ``self.<attr>`` a ``torch.nn`` layer that saves its input for its
         weights' gradient (:meth:`input_saving_layer`; its parameters require grad, as a layer's do unless frozen):

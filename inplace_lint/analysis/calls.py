@@ -186,9 +186,8 @@ class CallsMixin:
         return first
 
     def module_output(self, node: ast.Call, op: str, first: ast.expr, first_origins: frozenset) -> frozenset:
-        """``self.act(h)`` with ``self.act = nn.Sigmoid()``, or an ``nn.Sequential`` of torch layers ending in
-        one: the output of the functional ``op``, saved for backward when the saved table says so (as for
-        ``F.sigmoid(h)``); a stack ending in another torch layer gives a plain activation, not a model output."""
+        """``self.act(h)`` with ``self.act = nn.Sigmoid()``, or an ``nn.Sequential`` of torch layers ending in one:
+        the output of the functional ``op``, saved for backward when the saved table says so (``F.sigmoid(h)``)."""
         if not op or self.no_grad or not ops.saves_output(FUNCTIONAL_NAMESPACE, op):
             return EMPTY
         return self.saved_output(node, first, first_origins)
@@ -248,9 +247,10 @@ class CallsMixin:
             return self._inplace_result(node, name, first_origins)
         if functional and name.startswith(DROPOUTS) and not dropout_condition(node, name)[0]:
             return first_origins  # `F.dropout(h, p=0.0)`, out of training: what writes nothing returns `h` itself
-        tuple_saved = self.saved_tuple_outputs(node, namespace, name, first, first_origins)
+        tuple_saved = self.saved_tuple_outputs(node, namespace, name, first, first_origins) \
+            if name != "pow" else self.number_base_pow(node, namespace, args)
         if tuple_saved is not None:
-            return tuple_saved
+            return tuple_saved  # (or `torch.pow(10.0, t)`'s saved output)
         if output_saved_here(node, namespace, name) and not inplace_flag(node, name):
             return self.saved_output(node, first, first_origins)
         if name in ops.FACTORY_FUNCTIONS:
