@@ -11,14 +11,14 @@ import ast
 from dataclasses import replace
 from typing import Callable, Dict, List, Optional
 
-from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind, saver_text
+from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind
 from ..torch_facts import ops
 from .astutil import dotted_name, is_false, is_str_constant, kw, last_name, short, values_bound, walk_ast
 from .grad_reads import GradReadsMixin
+from .layer_inputs import LayerInputsMixin
 from .param_guesses import ParamGuessesMixin
 from .param_guesses import guessed_param  # noqa: F401 (re-exported)
 from .env import EMPTY, cap
-from .init_builds import ELEMENTS
 from .model_outputs import ALL_LAYERS
 from .expressions import holder_of, is_basic_index
 from .saved_ops import returns_tuple
@@ -73,7 +73,7 @@ _NO_GRAD_METHODS = frozenset({"detach", "argmax", "argmin", "argsort", "long", "
                               "logical_and", "logical_or", "logical_xor"})
 
 
-class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
+class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin):
     """Grad facts about a call's inputs (a part of :class:`~.dataflow.Scope`)."""
 
     def mark_saved_input(self, arg: ast.expr, op: str, line: int, call: ast.Call) -> None:
@@ -184,26 +184,15 @@ class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
         if namespace != "torch" or len(node.args) != 2 or node.keywords or not (
                 isinstance(base, ast.Constant) and type(base.value) in (int, float)):
             return None
-        if not self.no_grad:
-            self.mark_saved_input(node.args[1], short(node), node.lineno, node)
-        return self.saved_output(node, node.args[1], args[1])
+        return self.number_to_power(node, node.args[1], args[1])
 
-    def note_layer_input(self, node: ast.Call) -> None:
-        """``self.<attr>(x, ...)`` with ``self.<attr>`` a ``torch.nn`` layer that saves its input for its
-        weights' gradient (:meth:`input_saving_layer`; its parameters require grad, as a layer's do unless frozen):
-        ``x`` is marked saved for another input's gradient."""
-        layer = self.input_saving_layer(node.func) if node.args and not self.no_grad else None
-        if not layer:
-            own = self.layer_reading_own_input(node.func) if node.args and not self.no_grad else None
-            if own and not self.read_without_grad(node):
-                for arg in node.args[:ops.LAYER_INPUTS.get(own, 1)]:  # (read for its own gradient: needs evidence)
-                    self.mark_saved_input(arg, saver_text(f"{short(node.func)}(...)", f"nn.{own}"), node.lineno, node)
-            return
-        given = [a for a in node.args[:ops.LAYER_INPUTS.get(layer, 1)] if holder_of(a) is not None]
-        if given and not self.read_without_grad(node):
-            for arg in given:  # (`nn.Bilinear(x1, x2)`, `nn.MultiheadAttention(q, k, v)` save each input)
-                self.mark_saved_for_other(arg, saver_text(f"{short(node.func)}(...)", f"nn.{layer}"), node.lineno, node,
-                                          surely_tensor=True)
+    def number_to_power(self, node: ast.expr, exponent_node: ast.expr, exponent: frozenset) -> frozenset:
+        """``2 ** h`` / ``torch.pow(2, h)`` with a tensor ``h``: the output, saved for backward; its backward also
+        reads the exponent (``pow_backward_exponent`` tests ``exponent >= 0`` where the base is 0), so writing
+        ``h`` afterwards raises too (a review's case, executed)."""
+        if not self.no_grad:
+            self.mark_saved_input(exponent_node, short(node), node.lineno, node)
+        return self.saved_output(node, exponent_node, exponent)
 
     def needs_grad(self, node: ast.expr, origins: Optional[frozenset]) -> bool:
         """``node`` requires grad by evidence: a tracked tensor with :attr:`Origin.grad_evidence`, or, untracked,
@@ -315,58 +304,6 @@ class CallGradMixin(GradReadsMixin, ParamGuessesMixin):
             if any(s.kind in SAVED_STEPS for o in origins for s in o.steps):
                 self.hold(key, frozenset(replace(o, steps=tuple(s for s in o.steps if s.kind not in SAVED_STEPS))
                                          for o in origins))
-
-    def input_saving_layer(self, func: ast.expr) -> Optional[str]:
-        """``self.<attr>`` in ``self.<attr>(x)``, built in ``__init__`` from a ``torch.nn`` layer whose forward
-        saves its input for its weights' gradient (:data:`ops.LAYERS_SAVING_INPUT`): the layer's class name. Also
-        ``super().forward(x)`` in a subclass of such a layer (``class MyLinear(nn.Linear)``) whose weights are
-        torch's (not frozen or replaced: :attr:`weights_unknown`)."""
-        if isinstance(func, ast.Attribute) and func.attr == "forward" and isinstance(func.value, ast.Call) \
-                and isinstance(func.value.func, ast.Name) and func.value.func.id == "super" \
-                and self.cls_qual and self.ctx is not None:
-            layer = None if self.weights_unknown else self.ctx.torch_layer_base(self.cls_qual)
-            return layer if layer in ops.LAYERS_SAVING_INPUT else None
-        if isinstance(func, ast.Name):  # `for conv in self.convs: x = conv(x)`: each element's first layer
-            return self.local_input_layers.get(func.id)
-        if isinstance(func, ast.Subscript) and not isinstance(func.slice, ast.Slice):  # `self.convs[i](x)`
-            attr = self._own_container(func.value)
-            return None if attr is None or {attr, ALL_LAYERS} & self.unsaved_layers else \
-                self.input_layers.get(f"{attr}{ELEMENTS}")
-        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                and func.value.id == self.self_name and self.cls_qual and self.ctx is not None) \
-                or func.attr in self.unsaved_layers:
-            return None
-        if func.attr in self.input_layers:  # `self.net = nn.Sequential(nn.Conv1d(...), ...)`
-            return None if ALL_LAYERS in self.unsaved_layers else self.input_layers[func.attr]
-        builder = self.class_builders.get(func.attr) if self.class_builders is not None else \
-            self.ctx.attribute_builder(self.cls_qual, func.attr)
-        if builder is None:
-            return None
-        if builder.startswith("torch.nn."):
-            layer = builder.rsplit(".", 1)[-1]
-        else:  # `class MyLinear(nn.Linear)` with no `forward` of its own: torch's layer runs
-            found = self.ctx.resolve(builder)
-            if not found or found[0] != "class" or self.ctx.method(found[1], "forward"):
-                return None
-            layer = self.ctx.torch_layer_base(found[1])
-        return layer if layer in ops.LAYERS_SAVING_INPUT else None
-
-    def layer_reading_own_input(self, func: ast.expr) -> Optional[str]:
-        """``self.<attr>`` in ``self.<attr>(x)``, built once in ``__init__`` as a ``torch.nn`` layer whose backward
-        reads its input for the input's own gradient (:data:`ops.LAYERS_READING_OWN_INPUT`: a convolution or a
-        norm, not ``nn.Linear``), whether or not its weights require grad: frozen, ``affine=False``, or padding
-        first (``padding_mode="reflect"``: the pad reads the input), but not ``"circular"`` (a copy). Asked when
-        :meth:`input_saving_layer` is not: the input is saved only when it requires grad itself."""
-        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == self.self_name
-                and self.cls_qual and self.ctx is not None) or func.attr not in self.builder_args:
-            return None
-        builder = self.class_builders.get(func.attr) if self.class_builders is not None else \
-            self.ctx.attribute_builder(self.cls_qual, func.attr)
-        padding = self.builder_args[func.attr].get("=padding_mode", ("zeros",))
-        if not builder or not builder.startswith("torch.nn.") or padding not in (("zeros",), ("reflect",), ("replicate",)):
-            return None  # (`padding_mode="circular"` copies; a mode that is not a literal may be that)
-        layer = builder.rsplit(".", 1)[-1]
-        return layer if layer in ops.LAYERS_READING_OWN_INPUT else None
 
     def _inputs_need_no_grad(self, node: ast.Call, args: List[frozenset], kwargs: Dict[str, frozenset],
                              receiver: Optional[frozenset] = None) -> bool:

@@ -247,10 +247,11 @@ class CallsMixin:
             return self._inplace_result(node, name, first_origins)
         if functional and name.startswith(DROPOUTS) and not dropout_condition(node, name)[0]:
             return first_origins  # `F.dropout(h, p=0.0)`, out of training: what writes nothing returns `h` itself
-        tuple_saved = self.saved_tuple_outputs(node, namespace, name, first, first_origins) \
-            if name != "pow" else self.number_base_pow(node, namespace, args)
+        if name == "pow" and (powed := self.number_base_pow(node, namespace, args)) is not None:
+            return powed  # `torch.pow(10.0, t)`, as `10.0 ** t`
+        tuple_saved = self.saved_tuple_outputs(node, namespace, name, first, first_origins)
         if tuple_saved is not None:
-            return tuple_saved  # (or `torch.pow(10.0, t)`'s saved output)
+            return tuple_saved
         if output_saved_here(node, namespace, name) and not inplace_flag(node, name):
             return self.saved_output(node, first, first_origins)
         if name in ops.FACTORY_FUNCTIONS:

@@ -200,11 +200,7 @@ class ExpressionsMixin:
                     and isinstance(right.func.value, ast.Name) and right.func.value.id == self.self_name
                     and self.cls_qual and self.submodule_call(right.func.attr)):
                 return EMPTY  # `2.0 ** h.size(-1)`: a number to a number's power
-            if not self.no_grad:
-                # its backward also reads the exponent (`pow_backward_exponent` tests `exponent >= 0` where the base
-                # is 0): writing `h` after `2 ** h` raises too (a review's case, executed)
-                self.mark_saved_input(right, short(node), node.lineno, node)
-            return self.saved_output(node, node.right, exponent)
+            return self.number_to_power(node, right, exponent)
         # a + b + c + ... nests to the left: walk it as a loop, in evaluation order
         rights, levels = [], []
         top = node

@@ -13,7 +13,7 @@ from . import conditions, grad
 from .astutil import dotted_name, last_name, short
 from .env import EMPTY
 from .names import qualify_dotted
-from .summaries import CallSite, function_of, function_ref
+from .summaries import CallSite, function_of
 
 #: decorators (their module, or their last name) that keep a function called as itself, by its callers
 _KEEP_DECORATORS = frozenset({"torch", "functools", "typing", "abc", "staticmethod", "classmethod", "property",
@@ -153,11 +153,11 @@ class HandedOutMixin:
         nowhere here keeps what its own callers say (an entry point keeps its guess)."""
         if self.ctx is None or value is None or not isinstance(value, (ast.Name, ast.Attribute, ast.IfExp)):
             return origins
-        out = set(origins)
+        out = origins
         for node in (value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,):
             if isinstance(node, (ast.Name, ast.Attribute)) and self._may_name_function(node):
-                out.update(function_ref(q, bound, node.lineno) for q, bound in self.callable_refs(node))
-        return frozenset(out)
+                out |= self.function_value(node, EMPTY, ())  # (as for `g = f`: its references)
+        return out
 
     def record_handed_out(self, value: ast.expr, no_grad: bool = False) -> None:
         """A call site of each project function ``value`` may be, passing nothing (:meth:`hand_out_callables`);

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Set
 
 from ..findings import Origin
 from . import conditions, fixplan, grad, model_outputs, narrowing
-from .astutil import dotted_name, is_false, last_name, walk_ast, walk_statements
+from .astutil import dotted_name, is_false, last_name, walk_statements
 from .local_conds import copy_reach, merge_reach
 from .env import EMPTY, cap, merge, merge_touched, negate, origin_key
 from .names import LITERAL_HEADS, import_bindings
