@@ -17,6 +17,7 @@ from .astutil import dotted_name, is_false, is_str_constant, kw, last_name, shor
 from .grad_reads import GradReadsMixin
 from .layer_inputs import LayerInputsMixin
 from .param_guesses import ParamGuessesMixin
+from .storage import StorageMixin
 from .param_guesses import guessed_param  # noqa: F401 (re-exported)
 from .env import EMPTY, cap
 from .model_outputs import ALL_LAYERS
@@ -73,7 +74,7 @@ _NO_GRAD_METHODS = frozenset({"detach", "argmax", "argmin", "argsort", "long", "
                               "logical_and", "logical_or", "logical_xor"})
 
 
-class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin):
+class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, StorageMixin):
     """Grad facts about a call's inputs (a part of :class:`~.dataflow.Scope`)."""
 
     def mark_saved_input(self, arg: ast.expr, op: str, line: int, call: ast.Call) -> None:
@@ -108,7 +109,7 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin):
             return
         through_item = key is None and isinstance(arg, ast.Subscript) and not isinstance(arg.slice, (ast.Tuple, ast.Slice))
         step = Step(StepKind.SAVED_INPUT, op, line)
-        for name in self._sharing_storage(holder):
+        for name in self.sharing_storage(holder):
             held = self.env.get(name)
             if held:
                 self.hold(name, cap(o.extend(step) if o.is_tensor and (param_index(o) is not None or o.grad_evidence)
@@ -230,7 +231,7 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin):
             return
         through_item = isinstance(arg, ast.Subscript) and not isinstance(arg.slice, (ast.Tuple, ast.Slice))
         step = Step(StepKind.SAVED_FOR_OTHER, op, line)
-        for name in self._sharing_storage(key):
+        for name in self.sharing_storage(key):
             origins = self.env.get(name)
             if guess >= 0:
                 # (a tensor made here: the caller's own tensor, a parameter, is its callers' to decide)
@@ -265,32 +266,11 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin):
                 continue
             self.hold(name, cap(marked))
 
-    def note_view(self, key: str, value: Optional[ast.expr]) -> None:
-        """``key`` was just bound to ``value``: a view of another plain name (basic slicing with slices and
-        constants, or a view method), or not (then what ``key`` viewed, and what viewed ``key``, is forgotten)."""
-        for name in [n for n, base in self.view_bases.items() if base == key or n == key]:
-            del self.view_bases[name]
-        node = value
-        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ops.VIEW_METHODS \
-                and node.func.attr != "detach" or isinstance(node, ast.Subscript) and is_basic_index(node.slice) \
-                or isinstance(node, ast.Attribute) and node.attr in ops.VIEW_ATTRIBUTES and node.attr != "data":
-            node = node.func.value if isinstance(node, ast.Call) else node.value  # (`.data`: its own version counter)
-        if node is not value and isinstance(node, ast.Name) and node.id != key:
-            self.view_bases[key] = node.id
-
     def _parameter_attribute(self, arg: ast.expr) -> bool:
         """``self.w`` built as an ``nn.Parameter`` in ``__init__``, or a torch layer's ``self.proj.weight``: a tensor
         the module keeps, untracked by the walk until an op saves it (:meth:`grad_source`)."""
         return isinstance(arg, ast.Attribute) and isinstance(arg.value, (ast.Name, ast.Attribute)) \
             and arg.attr not in ("data", "grad") and self.grad_source(arg)
-
-    def _sharing_storage(self, key: str) -> List[str]:
-        """``key``, the name it views, and the names that view it (one level each way)."""
-        out = [key]
-        if key in self.view_bases:
-            out.append(self.view_bases[key])
-        out.extend(n for n, base in self.view_bases.items() if base == key)
-        return out
 
     def backward_ran(self, node: ast.Call, positional: int = 1) -> None:
         """``loss.backward()``, ``torch.autograd.grad(loss, params)``: the backward ran and freed what the ops

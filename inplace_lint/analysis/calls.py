@@ -22,7 +22,7 @@ from .saved_ops import output_saved_here, returns_tuple
 from .expressions import cut_tracking, holder_of, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, qualify, qualify_dotted
 from .env import EMPTY, cap
-from .summaries import function_of, no_grad_value, param_index
+from .summaries import PASS_THROUGH, function_of, no_grad_value, param_index
 
 #: ``torch.nn.functional`` functions named like a view method that return a new tensor (``F.unfold`` is im2col)
 _FUNCTIONAL_COPIES = frozenset({"unfold", "fold"})
@@ -142,12 +142,9 @@ class CallsMixin:
             if callee is not None:
                 return self.project_call(node, callee, args, kwargs)
             refs = [function_of(o) for o in self.env.get(func.id, EMPTY)]
-            if any(refs):  # func = _single_tensor_adam if ... else _multi_tensor_adam; func(...)
-                out = EMPTY
-                for ref in refs:
-                    if ref is not None:
-                        out = cap(out | self.project_call(node, ref, args, kwargs))
-                return out
+            if any(refs):  # `func = _adam if ... else _multi_adam; func(...)`; a returned `lambda x: x` passes `x` on
+                return cap(frozenset().union(*((args[0] if args else EMPTY) if ref[0] == PASS_THROUGH else
+                                               self.project_call(node, ref, args, kwargs) for ref in refs if ref)))
             if self.settings.is_model_call_name(func.id) and func.id not in self.submodule_names and not imported:
                 # (an imported name is a function or a class: `from torch.distributed.tensor import
                 # distribute_module` returns the module it is given, and the callables handed to it get no output)
@@ -177,8 +174,9 @@ class CallsMixin:
             known = known_origins(first)
             if key is not None and self.recording and not (no_grad_value(known) and known == first) and (
                     any(o.is_tensor for o in first) or self.grad_source(target) or self._guess_of(target, first) >= 0):
-                # `F.relu_(h)` alone, `h` known to be a tensor that may need grad: `h` now holds that output
-                self.hold(key, cap(self.env.get(key, EMPTY) | {saved}))
+                # `F.relu_(h)` alone, `h` known to be a tensor that may need grad: `h` (and what shares its
+                # storage: `self.relu(x.real)` saves a view of `x`) now holds that output
+                self.hold_saved_output(target, frozenset({saved}))
             if key is not None and "." not in key and "[" not in key:
                 # `y = F.relu(h, inplace=True)`: `y` is `h`, whatever `h` is known to be (:meth:`plan_fix`)
                 self.inplace_inputs[(saved.root_text, saved.root_line)] = key
@@ -349,9 +347,8 @@ class CallsMixin:
                     saved = self.guess_origins(recv_node, recv, lambda g: Origin(
                         RootKind.SAVED_OUTPUT, short(node), line, guess_param=g))
                     result = cap(result | saved)
-                    key = self.key_of(recv_node) or holder_of(recv_node)
-                    if key is not None and self.recording:  # `h.exp_()` alone: `h` now holds that output
-                        self.hold(key, cap(self.env.get(key, EMPTY) | saved))
+                    if self.recording:  # `h.exp_()` alone: `h` (and what shares its storage) now holds that output
+                        self.hold_saved_output(recv_node, saved)
             return result
         if name == "detach":
             return cut_tracking(recv, ".detach()", line)

@@ -13,7 +13,7 @@ from . import conditions, grad
 from .astutil import dotted_name, last_name, short
 from .env import EMPTY
 from .names import qualify_dotted
-from .summaries import CallSite, function_of
+from .summaries import PASS_THROUGH, CallSite, function_of, function_ref
 
 #: decorators (their module, or their last name) that keep a function called as itself, by its callers
 _KEEP_DECORATORS = frozenset({"torch", "functools", "typing", "abc", "staticmethod", "classmethod", "property",
@@ -28,6 +28,22 @@ _GRAD_CALLERS = frozenset({
     f"torch.func.{n}" for n in ("grad", "grad_and_value", "vjp", "jacrev", "hessian")} | {  # (jvp, jacfwd: forward mode)
     "torch.autograd.gradcheck", "torch.autograd.gradgradcheck", "torch.autograd.gradcheck.gradcheck"})
 _GRAD_CALLER_NAMES = frozenset(q.rpartition(".")[2] for q in _GRAD_CALLERS)
+
+
+def _may_pass_through(node: ast.expr) -> bool:
+    """A returned callable that may return its argument, which the analysis does not follow as a project function:
+    a lambda whose body is its parameter or a view or method chain on it (``lambda x: x``), ``functools.partial(...)``,
+    and torch's in-place functions and methods (``torch.relu_``, ``torch.Tensor.requires_grad_``: they return their
+    input)."""
+    if isinstance(node, ast.Lambda):
+        root = node.body
+        while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        return isinstance(root, ast.Name) and root.id in {a.arg for a in node.args.args}
+    if isinstance(node, ast.Call):
+        return last_name(node.func) == "partial"
+    name = dotted_name(node)
+    return name is not None and name.startswith("torch.") and name.endswith("_") and not name.endswith("__")
 
 
 class HandedOutMixin:
@@ -151,12 +167,15 @@ class HandedOutMixin:
         fn(x)`` is a call of each with ``x`` (muonium's ``_get_orthogonalization_fn`` returned its Newton-Schulz
         loop, which the optimizer called on gradients: set BH, 2 false findings). A function returned and called
         nowhere here keeps what its own callers say (an entry point keeps its guess)."""
-        if self.ctx is None or value is None or not isinstance(value, (ast.Name, ast.Attribute, ast.IfExp)):
+        if self.ctx is None or value is None or not isinstance(
+                value, (ast.Name, ast.Attribute, ast.IfExp, ast.Lambda, ast.Call)):
             return origins
         out = origins
         for node in (value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,):
             if isinstance(node, (ast.Name, ast.Attribute)) and self._may_name_function(node):
                 out |= self.function_value(node, EMPTY, ())  # (as for `g = f`: its references)
+            elif _may_pass_through(node):
+                out |= {function_ref(PASS_THROUGH, 0, node.lineno)}
         return out
 
     def record_handed_out(self, value: ast.expr, no_grad: bool = False) -> None:

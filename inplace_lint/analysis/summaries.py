@@ -46,6 +46,11 @@ def function_ref(qual: str, bound: int, line: int) -> Origin:
     return Origin(RootKind.FRESH, f"{FUNC_PREFIX}{bound}:{qual}", line, root_no_grad=True)
 
 
+#: the qualified name of a returned callable the analysis does not follow but that may return its argument
+#: (``lambda x: x``, ``functools.partial(f)``, ``torch.Tensor.requires_grad_``): calling it passes its arguments through
+PASS_THROUGH = "<pass-through>"
+
+
 def function_of(origin: Origin) -> Optional[Tuple[str, int]]:
     text = origin.root_text
     if text.startswith(FUNC_PREFIX):
