@@ -46,28 +46,27 @@ class StorageMixin:
         origins = self.env.get(name)
         return bool(origins) and all(o.is_tensor and o.certain_tensor and param_index(o) is None for o in origins)
 
+    def _view_root(self, name: str) -> str:
+        """The base ``name`` views, followed up to a name that views nothing (``name`` itself if it views nothing)."""
+        root, seen = name, {name}
+        while root in self.view_bases and self.view_bases[root] not in seen:
+            root = self.view_bases[root]
+            seen.add(root)
+        return root
+
     def sharing_storage(self, key: str) -> List[str]:
         """``key`` and the names that share its storage: when the base it views (followed up) is proven a tensor,
         the base and every name that views it, however deep; otherwise the name ``key`` views and the names
         that view ``key``, one level each way."""
-        root, seen = key, {key}
-        while root in self.view_bases and self.view_bases[root] not in seen:
-            root = self.view_bases[root]
-            seen.add(root)
-        if root == key and not self.proven_tensor(key) or root != key and not self.proven_tensor(root):
+        root = self._view_root(key)
+        if not self.proven_tensor(root):
             out = [key]
             if key in self.view_bases:
                 out.append(self.view_bases[key])
             out.extend(n for n, base in self.view_bases.items() if base == key)
             return out
         out = [key] + ([root] if root != key else [])
-        for name in self.view_bases:
-            up, path = name, {name}
-            while up in self.view_bases and self.view_bases[up] not in path:
-                up = self.view_bases[up]
-                path.add(up)
-            if up == root and name not in out:
-                out.append(name)
+        out.extend(name for name in self.view_bases if name not in out and self._view_root(name) == root)
         return out
 
     def storage_key(self, target: ast.expr) -> Optional[str]:
