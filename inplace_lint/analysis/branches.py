@@ -7,7 +7,7 @@ import ast
 from typing import Optional
 
 from ..findings import Step, StepKind
-from . import conditions, model_outputs, stack_inputs
+from . import conditions, local_conds, model_outputs, stack_inputs
 from .astutil import dotted_name
 from .names import qualify_dotted
 from .summaries import param_index, parameters
@@ -169,6 +169,7 @@ class ConditionsMixin:
                                and n.func.attr == "register_forward_hook" for n in nodes)
         counts = model_outputs.assignment_counts(cls, nodes)
         self.init_flags = model_outputs.init_flags(cls, counts)
+        self.steady_attrs = local_conds.steady_attributes(cls, nodes)
         self.torch_stacks = model_outputs.torch_stacks(
             cls, lambda d: qualify_dotted(d, self.names, self.is_local_name)[0] or d, counts, nodes)
         self.input_layers = stack_inputs.first_input_layers(

@@ -51,24 +51,35 @@ def literal(node: Optional[ast.expr]) -> tuple:
     return ()
 
 
-def comparison(test: ast.expr) -> Optional[Tuple[str, bool, str, object]]:
+def comparison(test: ast.expr, attributes: bool = False) -> Optional[Tuple[str, bool, str, object]]:
     """``p == 'rms'`` / ``'rms' != p`` / ``p in (1, 2)`` / ``p is None`` / ``p > 1`` -> (name, truth, op,
-    constant), the parameter named on either side of one comparison with a literal; else None."""
+    constant), the parameter named on either side of one comparison with a literal; else None. With
+    ``attributes``, ``self.mode == 'rms'`` too (name ``"self.mode"``)."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and len(test.comparators) == 1):
         return None
     op, truth = _COMPARE.get(type(test.ops[0]), (None, True))
     if op is None:
         return None
     left, right = test.left, test.comparators[0]
-    if isinstance(left, ast.Name) and literal(right):
-        name, constant = left.id, literal(right)[0]
-    elif isinstance(right, ast.Name) and literal(left) and op not in ("in", "is"):
-        name, constant, op = right.id, literal(left)[0], _FLIPPED.get(op, op)
+    named = (ast.Name, ast.Attribute) if attributes else ast.Name
+    if isinstance(left, named) and literal(right):
+        name, constant = _dotted(left), literal(right)[0]
+    elif isinstance(right, named) and literal(left) and op not in ("in", "is"):
+        name, constant, op = _dotted(right), literal(left)[0], _FLIPPED.get(op, op)
     else:
         return None
-    if op == "in" and not isinstance(constant, (tuple, str)):
+    if name is None or op == "in" and not isinstance(constant, (tuple, str)):
         return None
     return name, truth, op, constant
+
+
+def _dotted(node: ast.expr) -> Optional[str]:
+    """``a`` or ``a.b`` (one attribute of a name), else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return None
 
 
 def negate(cond: Cond) -> Cond:

@@ -110,6 +110,9 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     #: in a class body and its methods: ``self.<attr> = <param>`` in ``__init__`` -> (param, its position
     #: after ``self`` or -1, its literal default) (``model_outputs.init_flags``)
     init_flags: Dict[str, Tuple[str, int, tuple]] = field(default_factory=dict)
+    #: in a class body and its methods: ``self.<attr>`` that holds an immutable value -> the methods but
+    #: ``__init__`` that assign it (:func:`~.local_conds.steady_attributes`)
+    steady_attrs: Dict[str, FrozenSet[str]] = field(default_factory=dict)
     #: dropout modules built with a literal rate of 0, which return their input (``model_outputs.zero_rate_dropouts``)
     zero_dropouts: FrozenSet[str] = frozenset()
     #: in a class body and its methods: ``self.<attr> = Cls(...)`` in ``__init__`` -> the call's constant
@@ -283,7 +286,7 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
                      identity_layers=self.identity_layers,
                      output_hook=self.output_hook,
                      torch_stacks=self.torch_stacks, input_layers=self.input_layers, weights_unknown=self.weights_unknown,
-                     init_flags=self.init_flags, zero_dropouts=self.zero_dropouts,
+                     init_flags=self.init_flags, steady_attrs=self.steady_attrs, zero_dropouts=self.zero_dropouts,
                      builder_args=self.builder_args, self_called=self.self_called)
 
     def child_scope(self, args: ast.arguments, no_grad: bool, func: Optional[ast.AST], qual: str,

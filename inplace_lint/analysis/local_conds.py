@@ -99,7 +99,7 @@ class LocalConditionsMixin:
         truth = True
         while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             truth, test = not truth, test.operand
-        compared = conditions.comparison(test)
+        compared = conditions.comparison(test, attributes=True)
         if compared is not None:
             name, sense, op, constant = compared
             truth = truth == sense
@@ -108,18 +108,47 @@ class LocalConditionsMixin:
                 or (op == "is" and constant in (None, True, False))
         elif isinstance(test, ast.Name):
             name, op, constant, stable_test = test.id, "", None, False
+        elif isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name):
+            name, op, constant, stable_test = f"{test.value.id}.{test.attr}", "", None, False
         else:
             return None
+        if "." in name:
+            return self._attribute_condition(name, truth, op, constant)
         if name in self.params and name not in self.assigned:
             return None  # a parameter's test is :meth:`param_condition`'s
         ident = self.cond_ids.get(name)
         if ident is None and name in self.params:
-            ident = self.cond_ids[name] = next(_IDENTS)
-            if self.param_default(name) and isinstance(self.param_default(name)[0], _IMMUTABLE):
-                self.stable_idents.add(ident)
+            ident = self._param_ident(name)
         if ident is None or not (stable_test or ident in self.stable_idents) or name in self._unsteady_names():
             return None
         return f"{LOCAL}{ident}", truth, (), op, constant
+
+    def _attribute_condition(self, name: str, truth: bool, op: str, constant) -> Optional[tuple]:
+        """A test of ``self.<attr>`` as a condition on a local, when the attribute holds the same immutable value
+        all through this method (:func:`steady_attributes`, :meth:`_steady_in_function`): ``if not
+        self._hold_samples:`` twice in one loop picks the same arm on every pass."""
+        owner, _, attr = name.partition(".")
+        if owner != self.self_name or not self._steady_in_function(attr):
+            return None
+        ident = self.cond_ids.get(name)
+        if ident is None:
+            ident = self.cond_ids[name] = next(_IDENTS)
+            self.stable_idents.add(ident)
+        return f"{LOCAL}{ident}", truth, (), op, constant
+
+    def _steady_in_function(self, attr: str) -> bool:
+        """``self.<attr>`` cannot change while this method runs: every assignment in the class gives it an
+        immutable value, and this method neither assigns it nor calls (on ``self``) a method that does."""
+        key = ("attribute", attr)
+        got = self.local_cond_cache.get(key)
+        if got is None:
+            setters = self.steady_attrs.get(attr)
+            got = setters is not None and self.func is not None and not any(
+                isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == self.self_name
+                and (n.attr == attr and not isinstance(n.ctx, ast.Load) or n.attr in setters)
+                for n in walk_ast(self.func))
+            self.local_cond_cache[key] = got
+        return got
 
     def _unsteady_names(self) -> FrozenSet[str]:
         """Names bound in a loop that encloses the statement walked, or shared with nested functions."""
@@ -139,8 +168,17 @@ class LocalConditionsMixin:
             out |= bound
         return frozenset(out)
 
+    def _param_ident(self, name: str) -> int:
+        """The ident of parameter ``name``'s value on entry (stable when its default is immutable)."""
+        ident = self.cond_ids[name] = next(_IDENTS)
+        if self.param_default(name) and isinstance(self.param_default(name)[0], _IMMUTABLE):
+            self.stable_idents.add(ident)
+        return ident
+
     def new_ident(self, key: str, value: Optional[ast.expr]) -> None:
         """``key`` (a plain name) was bound to ``value``: a new ident, or a copy's (``a = b``)."""
+        if isinstance(value, ast.Name) and value.id not in self.cond_ids and value.id in self.params:
+            self._param_ident(value.id)  # `h = hold`, a copy of a parameter not tested yet
         if isinstance(value, ast.Name) and value.id in self.cond_ids:
             self.cond_ids[key] = self.cond_ids[value.id]
             return
@@ -175,6 +213,61 @@ class LocalConditionsMixin:
 
 
 _IDENTS = itertools.count(1)
+_IMMUTABLE_ANNOTATIONS = frozenset({"bool", "int", "float", "str"})
+
+
+def steady_attributes(cls: ast.ClassDef, nodes: Sequence[ast.AST]) -> Dict[str, FrozenSet[str]]:
+    """``self.<attr>`` that each assignment in the class's methods makes an immutable value -> the methods other
+    than ``__init__`` that assign it (``nodes``: the class's assignments, calls and loops,
+    :func:`~.model_outputs.class_nodes`). An immutable value is a literal, a comparison, ``not``, ``bool(...)``,
+    or a parameter of the method annotated ``bool``/``int``/``float``/``str`` or with such a literal default. An
+    attribute assigned otherwise (another value, a tuple target, ``del``, ``+=``, a loop target) has no entry;
+    a class with ``setattr(self, ...)`` has none at all."""
+    methods = [(m.lineno, m.end_lineno or m.lineno, m) for m in cls.body
+               if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.args.args]
+    kinds: Dict[int, FrozenSet[str]] = {}
+    found: Dict[str, set] = {}
+    bad: set = set()
+    for node in nodes:
+        method = next((m for first, last, m in methods if first <= node.lineno <= last), None)
+        if method is None:
+            continue
+        me = method.args.args[0].arg
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") and node.args \
+                    and isinstance(node.args[0], ast.Name) and node.args[0].id == me:
+                return {}
+            continue
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+        plain = isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
+        for target in targets:
+            if plain and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                    and target.value.id == me:
+                if id(method) not in kinds:
+                    kinds[id(method)] = _immutable_params(method.args)
+                value = node.value
+                if isinstance(value, ast.Name) and value.id in kinds[id(method)] or _immutable(value, {}, set()):
+                    found.setdefault(target.attr, set())
+                    if method.name != "__init__":
+                        found[target.attr].add(method.name)
+                    continue
+            bad.update(n.attr for n in walk_ast(target) if isinstance(n, ast.Attribute)
+                       and isinstance(n.value, ast.Name) and n.value.id == me)
+    return {a: frozenset(v) for a, v in found.items() if a not in bad}
+
+
+def _immutable_params(args: ast.arguments) -> FrozenSet[str]:
+    """The parameters annotated ``bool``/``int``/``float``/``str`` or with such a literal default."""
+    positional = args.posonlyargs + args.args
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+    out = set()
+    for a in positional + args.kwonlyargs:
+        default = defaults.get(a.arg)
+        if isinstance(a.annotation, ast.Name) and a.annotation.id in _IMMUTABLE_ANNOTATIONS \
+                or isinstance(default, ast.Constant) and isinstance(default.value, (bool, int, float, str)):
+            out.add(a.arg)
+    return frozenset(out)
 
 
 def _immutable(value: ast.expr, idents: Dict[str, int], stable: set) -> bool:
