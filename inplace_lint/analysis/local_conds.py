@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from . import conditions
@@ -143,12 +144,20 @@ class LocalConditionsMixin:
         got = self.local_cond_cache.get(key)
         if got is None:
             setters = self.steady_attrs.get(attr)
-            got = setters is not None and self.func is not None and not any(
-                isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == self.self_name
-                and (n.attr == attr and not isinstance(n.ctx, ast.Load) or n.attr in setters)
-                for n in walk_ast(self.func))
+            got = setters is not None and self.func is not None and _keeps_attribute(self.func, self.self_name, attr,
+                                                                                     setters)
             self.local_cond_cache[key] = got
         return got
+
+    def carried_unread(self, node, before: Dict[str, frozenset]) -> bool:
+        """Every name (or dotted key) whose value the first pass changed at the loop's head is bound again
+        before any read of it on each pass (:func:`exposed_reads`): a second pass would read the same values."""
+        exposed = self.local_cond_cache.get(("exposed", id(node)))
+        if exposed is None:
+            exposed = self.local_cond_cache[("exposed", id(node))] = exposed_reads(node)
+        env = self.env
+        return all(_KEY_ROOT.match(k).group(0) not in exposed
+                   for k in env.keys() | before.keys() if env.get(k) != before.get(k))
 
     def _unsteady_names(self) -> FrozenSet[str]:
         """Names bound in a loop that encloses the statement walked, or shared with nested functions."""
@@ -212,8 +221,48 @@ class LocalConditionsMixin:
         return False
 
 
+
+_KEY_ROOT = re.compile(r"[^.\[]*")
+
+
+def exposed_reads(loop) -> FrozenSet[str]:
+    """The names a pass of ``loop`` may read before binding them in that pass: those its head reads, and those a
+    statement of its body reads that no plain assignment earlier in the body (at its top level) has bound. A
+    name bound only inside a compound statement (an ``if`` arm, an inner loop, a ``with``) counts as not bound."""
+    head = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else loop.test
+    exposed = {n.id for n in walk_ast(head) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    bound = {n.id for n in walk_ast(loop.target) if isinstance(n, ast.Name)} \
+        if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
+    for statement in loop.body:
+        exposed.update(n.id for n in walk_ast(statement)
+                       if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in bound)
+        if isinstance(statement, ast.Assign):
+            bound.update(n.id for t in statement.targets for n in walk_ast(t)
+                         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None \
+                and isinstance(statement.target, ast.Name):
+            bound.add(statement.target.id)
+    return frozenset(exposed)
+
+
 _IDENTS = itertools.count(1)
 _IMMUTABLE_ANNOTATIONS = frozenset({"bool", "int", "float", "str"})
+
+
+def _keeps_attribute(func: ast.AST, me: str, attr: str, setters: FrozenSet[str]) -> bool:
+    """``func`` neither assigns ``me.<attr>`` nor calls a method in ``setters``, nor hands ``me`` itself to other
+    code (``toggle(self)``, ``m = self``, ``vars(self)``) or calls ``super()`` (a base class's method may assign
+    it)."""
+    viewed = set()
+    for n in walk_ast(func):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me:
+            viewed.add(id(n.value))
+            if n.attr == attr and not isinstance(n.ctx, ast.Load) or n.attr in setters or n.attr == "__dict__":
+                return False
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "super":
+            return False
+    return all(id(n) in viewed for n in walk_ast(func) if isinstance(n, ast.Name) and n.id == me
+               and isinstance(n.ctx, ast.Load))
 
 
 def steady_attributes(cls: ast.ClassDef, nodes: Sequence[ast.AST]) -> Dict[str, FrozenSet[str]]:
@@ -228,17 +277,29 @@ def steady_attributes(cls: ast.ClassDef, nodes: Sequence[ast.AST]) -> Dict[str, 
     kinds: Dict[int, FrozenSet[str]] = {}
     found: Dict[str, set] = {}
     bad: set = set()
+    calls: Dict[str, set] = {}  # method -> the methods it calls on its `self`
     for node in nodes:
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+                method = next((m for first, last, m in methods if first <= node.lineno <= last), None)
+                if method is not None and node.func.value.id == method.args.args[0].arg:
+                    calls.setdefault(method.name, set()).add(node.func.attr)
+                continue
+            if not (isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") and node.args
+                    and isinstance(node.args[0], ast.Name)):
+                continue
+        else:
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            if all(isinstance(t, ast.Name) for t in targets):
+                continue
         method = next((m for first, last, m in methods if first <= node.lineno <= last), None)
         if method is None:
             continue
         me = method.args.args[0].arg
         if isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") and node.args \
-                    and isinstance(node.args[0], ast.Name) and node.args[0].id == me:
+            if node.args[0].id == me:
                 return {}
             continue
-        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
         plain = isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
         for target in targets:
             if plain and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
@@ -253,7 +314,17 @@ def steady_attributes(cls: ast.ClassDef, nodes: Sequence[ast.AST]) -> Dict[str, 
                     continue
             bad.update(n.attr for n in walk_ast(target) if isinstance(n, ast.Attribute)
                        and isinstance(n.value, ast.Name) and n.value.id == me)
-    return {a: frozenset(v) for a, v in found.items() if a not in bad}
+    out = {}
+    for attr, setters in found.items():
+        if attr in bad:
+            continue
+        grown = True
+        while grown:  # `self.step()` that calls `self.flip()`, which assigns it
+            more = {m for m, called in calls.items() if m not in setters and m != "__init__" and called & setters}
+            setters |= more
+            grown = bool(more)
+        out[attr] = frozenset(setters)
+    return out
 
 
 def _immutable_params(args: ast.arguments) -> FrozenSet[str]:

@@ -158,10 +158,11 @@ class StatementsMixin:
                 self.reach_conds = merge_reach([reach_before, self.reach_conds], [before, self.env])
                 self.env = merge([before, self.env], self.big)
                 self.grad_off_flags &= state[6]  # a flag on entry that the body binds otherwise is none after
-                if first and self.env == before and self._loop_state()[:-1] == state[:-1] \
-                        and not (self.assigned - state[-1]) & LITERAL_HEADS:
+                if first and self._loop_state()[:-1] == state[:-1] and not (self.assigned - state[-1]) & LITERAL_HEADS \
+                        and (self.env == before or self.carried_unread(node, before)):
                     # nothing the walk reads changed in the first pass: the second would repeat it exactly
-                    # (three loops in four; nested loops were walked 2**depth times)
+                    # (three loops in four; nested loops were walked 2**depth times); a name the pass bound
+                    # but that every pass binds before reading it changes nothing a second pass reads
                     break
         finally:
             self.loop_stack.pop()
