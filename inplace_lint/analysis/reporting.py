@@ -6,7 +6,7 @@ import ast
 from dataclasses import replace
 from typing import NamedTuple, Optional, Sequence, Tuple
 
-from ..findings import HELPER_WRITE, Finding, Origin, Related, RootKind, StepKind, WriteKind
+from ..findings import HELPER_WRITE, Applicability, Finding, Origin, Related, RootKind, StepKind, WriteKind
 from ..rules import PRIORITY, Write
 from . import conditions, fixplan, model_outputs
 from .astutil import dotted_name, short, walk_ast
@@ -103,6 +103,7 @@ class ReportingMixin(FixPlanningMixin):
         for index, o in placeholders:
             self.record_param_write(node, kind, op, target, o, index, None, op_name,
                                     write_no_grad or self.param_name(index) in gated, condition)
+        unpruned = real
         real = self.reachable(_written_base(target), real)
         if not real:
             return
@@ -115,6 +116,8 @@ class ReportingMixin(FixPlanningMixin):
             return
         key = (node.lineno, node.col_offset)
         if key in self.sink:
+            if self.loop_stack and not no_fix and not self.no_grad:
+                self._replan_in_loop(key, node, kind, target, op_name, real, unpruned)
             return
         if origin.root is RootKind.SAVED_OUTPUT and rule.grad_at_origin and self.only_gradless_consumers(node, origin):
             return
@@ -129,16 +132,9 @@ class ReportingMixin(FixPlanningMixin):
         target_text = write.target
         fix = observed = alt = None
         if not no_fix:
-            fix = self.plan_fix(node, kind, target, op_name, real)
-            if fix is not None and fix.applicability.value == "unsafe" and self.params:
-                involved = self.involved_params(target, real)
-                if involved:
-                    alt = self.plan_fix(node, kind, target, op_name, real, callers_checked=True)
-                    if alt is not None and alt.applicability.value == "safe":
-                        observed = involved
-                        self.observed |= involved
-                    else:
-                        alt = None
+            fix, alt, observed = self._plan_fixes(node, kind, target, op_name, real, unpruned)
+            if observed:
+                self.observed |= observed
         here = self.ctx.path if self.ctx is not None else None
         related = tuple(r if r.path is None or r.path != here else replace(r, path=None) for r in origin.related())
         message = with_condition(rule.message(write, origin), origin)
@@ -165,6 +161,50 @@ class ReportingMixin(FixPlanningMixin):
                                           real, write, rule),
                                       guess_params=self.saved_guess(real, write, rule),
                                       guards=conditions.needs_true(self.path_conds))
+
+    def _plan_fixes(self, node: ast.AST, kind: WriteKind, target: ast.expr, op_name: Optional[str], real,
+                    unpruned=()):
+        """The write's fix; the fix that is safe once every caller is checked (when the first is unsafe only
+        because of the parameters it involves) and those parameters; ``(fix, None, None)`` otherwise.
+        ``unpruned``: the written name's values before the paths its conditions exclude were taken out; a
+        fix is safe only if it is safe with them too (which paths run is a guess a finding may rest on, a
+        rewrite may not: ``toggle(self)`` may flip the ``self.hold`` two tests read)."""
+        fix = self.plan_fix(node, kind, target, op_name, real)
+        if fix is not None and fix.applicability.value == "safe" and set(unpruned) - set(real):
+            wider = self.plan_fix(node, kind, target, op_name, unpruned)
+            if wider is None or wider.applicability.value != "safe":
+                reason = wider.reason if wider is not None and wider.reason else (
+                    f"on a path its conditions seem to exclude, `{short(target)}` holds another value")
+                fix = replace(fix, applicability=Applicability.UNSAFE, reason=reason)
+        if fix is not None and fix.applicability.value == "unsafe" and self.params:
+            involved = self.involved_params(target, real)
+            if involved:
+                alt = self.plan_fix(node, kind, target, op_name, real, callers_checked=True)
+                if alt is not None and alt.applicability.value == "safe":
+                    return fix, alt, involved
+        return fix, None, None
+
+    def _replan_in_loop(self, key, node: ast.AST, kind: WriteKind, target: ast.expr, op_name: Optional[str],
+                        real, unpruned) -> None:
+        """A write reported on a loop's first pass, met again on the second with what the loop carries
+        (``beta.mul_(0.5); beta = x`` in one body: from the second pass on ``beta`` is ``x``): its fix keeps
+        the less safe of the two plans (a fix planned from the first pass's values alone missed the name
+        the loop carries in, read after the loop)."""
+        local = self.sink[key]
+        before = local.finding.fix
+        if before is None or before.applicability.value != "safe" and local.fix_if_callers is None:
+            return
+        fix, alt, observed = self._plan_fixes(node, kind, target, op_name, real, unpruned)
+        if before.applicability.value == "safe":
+            if fix is None or fix.applicability.value != "safe":
+                local.finding = replace(local.finding, fix=fix)
+                local.fix_if_callers = alt
+                local.observed = frozenset(observed or ())
+                self.observed |= local.observed
+            return
+        if alt is None or alt.applicability.value != "safe" or not (observed or set()) <= local.observed:
+            local.fix_if_callers = None
+            local.observed = frozenset()
 
     def made_under_cond(self, origins: Sequence[Origin], write: Write, rule) -> Optional[tuple]:
         """The condition that turns grad off where every origin that makes ``rule`` apply was made (``with
@@ -348,8 +388,13 @@ class ReportingMixin(FixPlanningMixin):
         end = (call.end_lineno or call.lineno, call.end_col_offset or 0)
         if facts.loaded_after(arg.id, end):
             return False  # the caller reads what it passed (fix planning would only look at other names)
-        # other aliases read afterwards, escapes before the call, parameters, globals
-        applicable, _ = fixplan.applicability(facts, self.params, arg.id, [], [], call, self.loop_stack)
+        # other aliases read afterwards (`x = base`, `x = base.T`: the caller's `base` sees what the callee
+        # writes through `x`), escapes before the call, parameters, globals
+        origins = [o for o in self.env.get(arg.id, ()) if param_index(o) is None]
+        roots = {(o.root, o.root_text, o.root_line) for o in origins}
+        aliases = sorted(k for k in self.holders(origins) if "." not in k and "[" not in k and k != arg.id
+                         and any((o.root, o.root_text, o.root_line) in roots for o in self.env.get(k, ())))
+        applicable, _ = fixplan.applicability(facts, self.params, arg.id, origins, aliases, call, self.loop_stack)
         return applicable.value == "safe"
 
 

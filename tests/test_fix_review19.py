@@ -1,0 +1,141 @@
+"""The nineteenth session's fix review (each executed under torch 2.13): three routes by which a "safe" rebinding
+changed what the program computes.
+
+- A binding later in a loop's body reaches the write on the next pass (``beta.mul_(0.5); beta = x``): the fix
+  was planned from the loop's first pass alone. The second pass sees ``beta`` holding ``x``, read after the loop.
+- Two tests of ``self.hold`` that the analysis takes to agree, with the flag flipped inside the loop by another
+  route (``toggle(self)``). Which paths run is a guess a finding may rest on; a fix is safe only if it is safe on
+  the paths the conditions exclude too.
+- A helper that may return its argument, called with ``x`` bound to the caller's ``base`` (``x = base``,
+  ``base.T``, ``base.view(-1)``), and ``base`` read after the call. The check "no caller reads what it passed"
+  looked at ``x`` only, not at the names that share its storage.
+
+Each fix is unsafe, and forced, the rewrite changes what ``observe()`` returns."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from inplace_lint.analysis import analyze_source
+from inplace_lint.findings import Applicability
+from inplace_lint.fixing import fix_code
+from tests.executed import marked_line, observe
+
+torch = pytest.importorskip("torch")
+
+HEADER = "import torch\nfrom torch import nn\n\n\n"
+
+#: (name, source after HEADER (the write marked `# <-`), reason start): each defines `observe()`
+CASES = [
+    ("a loop carries a binding back to the write", """
+     class D(nn.Module):
+         def __init__(self):
+             super().__init__()
+             self.lin = nn.Linear(3, 3)
+
+         def forward(self, h, n: int = 3):
+             x = self.lin(h)
+             beta = torch.sqrt(x.abs() + 1.0)
+             for _ in range(n):
+                 beta.mul_(0.5)  # <-
+                 beta = x
+             return x
+
+
+     def observe():
+         torch.manual_seed(0)
+         with torch.no_grad():
+             return D()(torch.randn(2, 3))
+     """, "`x` is read after the write"),
+    ("a flag two tests read is flipped by a helper", """
+     def toggle(m):
+         m.hold = not m.hold
+
+
+     class S(nn.Module):
+         def __init__(self, hold: bool = False):
+             super().__init__()
+             self.hold = hold
+             self.lin = nn.Linear(3, 3)
+
+         def forward(self, h, n: int = 3):
+             x = self.lin(h)
+             beta = torch.sqrt(x.abs() + 1.0)
+             for _ in range(n):
+                 if not self.hold:
+                     beta.mul_(0.5)  # <-
+                 else:
+                     beta = x
+                 toggle(self)
+             return beta, x
+
+
+     def observe():
+         torch.manual_seed(0)
+         with torch.no_grad():
+             return S()(torch.randn(2, 3))[1]
+     """, "`x` is read after the write"),
+]
+
+#: the caller's route to its own tensor: `x` is bound to it, or to a view of it
+CALLER_ROUTES = ["base", "base.T", "base.view(-1)"]
+
+CALLER = """
+def _maybe(x, flag):
+    if flag:
+        return x
+    return torch.sigmoid(x)
+
+
+def _scale(x, k, flag):
+    y = _maybe(x, flag)
+    y.mul_(k)  # <-
+    return y
+
+
+class C(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, h, k, flag):
+        base = self.lin(h)
+        x = ROUTE
+        y = _scale(x, k, flag)
+        return y, base
+
+
+def observe():
+    torch.manual_seed(0)
+    with torch.no_grad():
+        return C()(torch.randn(2, 3), 2.0, True)[1]
+"""
+
+
+def _unsafe_and_changes(code: str, driver: str, reason: str) -> None:
+    line = marked_line(code)
+    [finding] = [f for f in fix_code(code).unsafe_skipped if f.line == line]
+    assert finding.fix.applicability is Applicability.UNSAFE and finding.fix.reason.startswith(reason), \
+        finding.fix.reason
+    forced = fix_code(code, unsafe_fixes=True).new_source
+    assert forced is not None and not torch.equal(observe(code + driver), observe(forced + driver))
+
+
+@pytest.mark.parametrize("name, body, reason", CASES, ids=[c[0] for c in CASES])
+def test_a_value_the_loop_carries_to_the_write_makes_the_fix_unsafe(name, body, reason):
+    code, driver = (HEADER + textwrap.dedent(body)).split("\n\ndef observe")
+    _unsafe_and_changes(code, "\n\ndef observe" + driver, reason)
+
+
+@pytest.mark.parametrize("route", CALLER_ROUTES)
+def test_a_caller_that_reads_what_its_argument_shares_storage_with_keeps_the_fix_unsafe(route):
+    code, driver = (HEADER + CALLER.replace("ROUTE", route)).split("\n\ndef observe")
+    _unsafe_and_changes(code, "\n\ndef observe" + driver, "`y` may hold the tensor passed as `x`")
+
+
+def test_a_caller_that_passes_a_temporary_leaves_the_fix_safe():
+    # the same helper and a caller that passes `self.lin(h)` itself: every caller is checked, none can read it after
+    code = (HEADER + CALLER.replace("        x = ROUTE\n        y = _scale(x, k, flag)\n",
+                                    "        y = _scale(self.lin(h), k, flag)\n")).split("\n\ndef observe")[0]
+    assert [(f.line, f.fix.applicability) for f in analyze_source(code)] == [(marked_line(code), Applicability.SAFE)]
