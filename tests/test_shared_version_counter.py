@@ -85,3 +85,31 @@ def test_a_write_to_any_view_of_a_base_fails_what_another_view_saved():
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             getattr(rows, name)(torch.randn(3, 4)).sum().backward()
     rows.list_items(torch.randn(3, 4)).sum().backward()
+
+
+TORCH_FUNCTION_VIEWS = """import torch
+import torch.nn as nn
+
+
+class Rows(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 4))
+        self.v = nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, h):
+        z = h @ self.v
+        a = torch.select(z, 0, 0)
+        b = torch.narrow(z, 0, 1, 1)
+        y = a @ self.w
+        b.zero_()
+        return y
+"""
+
+
+def test_views_taken_by_torch_functions_share_their_base_counter():
+    # `torch.select(z, 0, 0)` and `torch.narrow(z, ...)` are views of `z` as `z.select(...)` is (before, the
+    # walk took them for views of the name `torch`)
+    assert [(f.code, f.line, f.col) for f in analyze_source(TORCH_FUNCTION_VIEWS)] == [("IPV006", 16, 8)]
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        load(TORCH_FUNCTION_VIEWS)["Rows"]()(torch.randn(4, 4)).sum().backward()

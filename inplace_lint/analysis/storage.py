@@ -16,6 +16,7 @@ from ..torch_facts import ops
 from .astutil import dotted_name
 from .env import EMPTY, cap
 from .expressions import holder_of, is_basic_index, key_of
+from .names import qualify_dotted
 from .summaries import param_index
 
 
@@ -34,12 +35,28 @@ class StorageMixin:
         for name in [n for n, base in self.view_bases.items() if base == key or n == key]:
             del self.view_bases[name]
         node = value
-        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ops.VIEW_METHODS \
-                and node.func.attr != "detach" or isinstance(node, ast.Subscript) and is_basic_index(node.slice) \
-                or _view_attribute(node):
-            node = node.func.value if isinstance(node, ast.Call) else node.value
+        while True:
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr != "detach" \
+                    and (node.func.attr in ops.VIEW_METHODS or node.func.attr in ("real", "imag")):
+                if self._torch_function(node.func):  # `torch.select(z, 0, 0)`, `torch.real(z)`: a view of `z`
+                    if not node.args:
+                        break
+                    node = node.args[0]
+                elif node.func.attr in ops.VIEW_METHODS:
+                    node = node.func.value
+                else:
+                    break
+            elif isinstance(node, ast.Subscript) and is_basic_index(node.slice) or _view_attribute(node):
+                node = node.value
+            else:
+                break
         if node is not value and isinstance(node, ast.Name) and node.id != key:
             self.view_bases[key] = node.id
+
+    def _torch_function(self, func: ast.Attribute) -> bool:
+        """``func`` names a function of torch's namespace (``torch.select``, ``th.real`` with ``import torch as th``)."""
+        head = dotted_name(func.value)
+        return head is not None and qualify_dotted(head, self.names, self.is_local_name)[0] == "torch"
 
     def proven_tensor(self, name: str) -> bool:
         """Everything ``name`` may hold is a tensor made here (not a parameter's placeholder, not a list)."""
