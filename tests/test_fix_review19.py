@@ -9,6 +9,7 @@ changed what the program computes.
 - A helper that may return its argument, called with ``x`` bound to the caller's ``base`` (``x = base``,
   ``base.T``, ``base.view(-1)``), and ``base`` read after the call. The check "no caller reads what it passed"
   looked at ``x`` only, not at the names that share its storage.
+- A memo keyed by ``id(y)``: state on the tensor object, which the rebound name is not.
 
 Each fix is unsafe, and forced, the rewrite changes what ``observe()`` returns."""
 from __future__ import annotations
@@ -76,6 +77,25 @@ CASES = [
          with torch.no_grad():
              return S()(torch.randn(2, 3))[1]
      """, "`x` is read after the write"),
+    ("a memo keyed by the tensor's identity", """
+     class IdMemo(nn.Module):
+         def __init__(self):
+             super().__init__()
+             self.lin = nn.Linear(3, 3)
+             self.memo = {}
+
+         def forward(self, h):
+             y = torch.exp(self.lin(h))
+             self.memo[id(y)] = 1.0
+             y.mul_(2.0)  # <-
+             return y * self.memo.get(id(y), 0.0)
+
+
+     def observe():
+         torch.manual_seed(0)
+         with torch.no_grad():
+             return IdMemo()(torch.randn(2, 3))
+     """, "`y` has its identity read by `id(...)`"),
 ]
 
 #: the caller's route to its own tensor: `x` is bound to it, or to a view of it
@@ -123,7 +143,7 @@ def _unsafe_and_changes(code: str, driver: str, reason: str) -> None:
 
 
 @pytest.mark.parametrize("name, body, reason", CASES, ids=[c[0] for c in CASES])
-def test_a_value_the_loop_carries_to_the_write_makes_the_fix_unsafe(name, body, reason):
+def test_another_route_to_the_written_tensor_makes_the_fix_unsafe(name, body, reason):
     code, driver = (HEADER + textwrap.dedent(body)).split("\n\ndef observe")
     _unsafe_and_changes(code, "\n\ndef observe" + driver, reason)
 

@@ -353,6 +353,11 @@ def escape(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
     if isinstance(attr, ast.Attribute) and attr.value is load and attr.attr in TENSOR_OBJECT_STATE:
         # a hook or a retained grad belongs to this tensor object: the rebound name is another object
         return f"has `.{attr.attr}` on the tensor object"
+    call = facts.parent(load)
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "id" and call.args \
+            and call.args[0] is load:
+        # `memo[id(y)] = ...`: state keyed on the tensor object, which the rebound name is not
+        return "has its identity read by `id(...)`"
     top, keeper = climb(facts, load)
     if keeper is not None:
         return f"is passed to `{dotted(keeper.func) or ast.unparse(keeper.func)}`, which may keep it"
