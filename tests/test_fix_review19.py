@@ -25,7 +25,7 @@ from tests.executed import marked_line, observe
 
 torch = pytest.importorskip("torch")
 
-HEADER = "import torch\nfrom torch import nn\n\n\n"
+HEADER = "import contextlib\nimport copy\n\nimport torch\nfrom torch import nn\n\n\n"
 
 #: (name, source after HEADER (the write marked `# <-`), reason start): each defines `observe()`
 CASES = [
@@ -77,6 +77,47 @@ CASES = [
          with torch.no_grad():
              return S()(torch.randn(2, 3))[1]
      """, "`x` is read after the write"),
+    ("an augmented assignment reads the name the loop carries", """
+     class D(nn.Module):
+         def __init__(self):
+             super().__init__()
+             self.lin = nn.Linear(3, 3)
+
+         def forward(self, h, n: int = 3):
+             x = self.lin(h)
+             beta = torch.sqrt(x.abs() + 1.0)
+             for _ in range(n):
+                 beta *= 0.5  # <-
+                 beta = x
+             return x
+
+
+     def observe():
+         torch.manual_seed(0)
+         with torch.no_grad():
+             return D()(torch.randn(2, 3))
+     """, "`x` is read after the write"),
+    ("a with statement may bind its argument", """
+     class W(nn.Module):
+         def __init__(self):
+             super().__init__()
+             self.lin = nn.Linear(3, 3)
+
+         def forward(self, h, flag: bool = True):
+             x = self.lin(h)
+             beta = torch.sqrt(x.abs() + 1.0)
+             if flag:
+                 with contextlib.nullcontext(x) as beta:
+                     pass
+             beta.mul_(0.5)  # <-
+             return x
+
+
+     def observe():
+         torch.manual_seed(0)
+         with torch.no_grad():
+             return W()(torch.randn(2, 3))
+     """, "`x` "),
     ("a memo keyed by the tensor's identity", """
      class IdMemo(nn.Module):
          def __init__(self):
@@ -97,6 +138,39 @@ CASES = [
              return IdMemo()(torch.randn(2, 3))
      """, "`y` has its identity read by `id(...)`"),
 ]
+
+#: bindings the walk cannot follow that hand back the object they name
+HANDED_BACK = ["[x for _ in range(1)][0]", "next(iter([x]))", "next(t for t in (x,))", "{'a': x}.get('a')",
+               "[x].pop()", "(lambda: x)()", "copy.copy(x)", "max([x], key=id)", "types.SimpleNamespace(t=x).t"]
+
+HANDED = """import copy
+import types
+
+import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, h, flag: bool = True):
+        x = self.lin(h)
+        beta = torch.sqrt(x.abs() + 1.0)
+        if flag:
+            beta = EXPR
+        beta.mul_(0.5)  # <-
+        return x
+"""
+
+HANDED_DRIVER = """
+
+def observe():
+    torch.manual_seed(0)
+    with torch.no_grad():
+        return M()(torch.randn(2, 3))
+"""
 
 #: the caller's route to its own tensor: `x` is bound to it, or to a view of it
 CALLER_ROUTES = ["base", "base.T", "base.view(-1)"]
@@ -159,3 +233,15 @@ def test_a_caller_that_passes_a_temporary_leaves_the_fix_safe():
     code = (HEADER + CALLER.replace("        x = ROUTE\n        y = _scale(x, k, flag)\n",
                                     "        y = _scale(self.lin(h), k, flag)\n")).split("\n\ndef observe")[0]
     assert [(f.line, f.fix.applicability) for f in analyze_source(code)] == [(marked_line(code), Applicability.SAFE)]
+
+
+@pytest.mark.parametrize("expr", HANDED_BACK)
+def test_a_binding_that_may_hand_back_another_local_makes_the_fix_unsafe(expr):
+    # (the reason names `x`: read after the write, or an earlier read that lets it out of sight)
+    _unsafe_and_changes(HANDED.replace("EXPR", expr), HANDED_DRIVER, "`x` ")
+
+
+def test_a_torch_op_of_another_local_is_no_route_to_it():
+    code = HANDED.replace("EXPR", "torch.cat([x, x])[:2]")
+    [finding] = analyze_source(code)
+    assert finding.fix.applicability is Applicability.SAFE, finding.fix.reason

@@ -236,6 +236,9 @@ def exposed_reads(loop) -> FrozenSet[str]:
     for statement in loop.body:
         exposed.update(n.id for n in walk_ast(statement)
                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in bound)
+        # `beta *= 0.5` reads `beta` (its target is a store only in the tree)
+        exposed.update(n.target.id for n in walk_ast(statement)
+                       if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id not in bound)
         if isinstance(statement, ast.Assign):
             bound.update(n.id for t in statement.targets for n in walk_ast(t)
                          if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))

@@ -35,6 +35,7 @@ from ..class_facts import ANY_FIELD
 from ..astutil import last_name
 from .facts import (NON_ALIAS_ATTRS, FunctionFacts, alias_chain_top, alias_closure, climb, escape, exclusive_spans,
                     root_base_name)
+from .sources import held_sources
 
 
 def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str, origins: Sequence[Origin],
@@ -77,6 +78,8 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
         base = root_base_name(origin)
         if base is not None and base != target_name:
             observers.setdefault(base, origin.root_text)
+    for source, _ in held_sources(facts, target_name, write, loops):
+        observers.setdefault(source, source)  # `beta = [x][0]`, `with nullcontext(x) as beta`: `beta` may be `x`
     for name, what in sorted(observers.items()):
         if name in params:
             return Applicability.UNSAFE, (
