@@ -141,10 +141,31 @@ CASES = [
 
 #: bindings the walk cannot follow that hand back the object they name
 HANDED_BACK = ["[x for _ in range(1)][0]", "next(iter([x]))", "next(t for t in (x,))", "{'a': x}.get('a')",
-               "[x].pop()", "(lambda: x)()", "copy.copy(x)", "max([x], key=id)", "types.SimpleNamespace(t=x).t"]
+               "[x].pop()", "(lambda: x)()", "copy.copy(x)", "max([x], key=id)", "types.SimpleNamespace(t=x).t",
+               "typing.cast(torch.Tensor, x)", "dict(a=x)['a']", "next(itertools.chain([x]))",
+               "torch.broadcast_tensors(x)[0]", "operator.getitem([x], 0)"]
 
-HANDED = """import copy
+#: statement forms that hand `x` back to `beta` (the `if flag:` arm's body)
+HANDED_STATEMENTS = [
+    "d = {'a': x}\n            beta = d['a']",
+    "xs = []\n            xs.append(x)\n            beta = xs[0]",
+    "get = lambda: x\n            beta = get()",
+    "with contextlib.nullcontext((x, 1)) as (beta, _):\n                pass",
+    "match x:\n                case beta:\n                    pass",
+]
+
+#: bindings of fresh tensors: the fix stays safe
+FRESH = ["torch.cat([x, x])", "self.lin(x)", "[t.exp() for t in [x]][0]", "dict(a=x.exp())['a']",
+         "torch.stack([t * 2 for t in [x, x]])",
+         # a binding the next line replaces never reaches the write
+         "next(iter([x]))\n            beta = torch.sigmoid(self.lin(h))"]
+
+HANDED = """import contextlib
+import copy
+import itertools
+import operator
 import types
+import typing
 
 import torch
 from torch import nn
@@ -245,3 +266,23 @@ def test_a_torch_op_of_another_local_is_no_route_to_it():
     code = HANDED.replace("EXPR", "torch.cat([x, x])[:2]")
     [finding] = analyze_source(code)
     assert finding.fix.applicability is Applicability.SAFE, finding.fix.reason
+
+
+@pytest.mark.parametrize("block", HANDED_STATEMENTS)
+def test_a_statement_that_may_hand_back_another_local_makes_the_fix_unsafe(block):
+    _unsafe_and_changes(HANDED.replace("beta = EXPR", block), HANDED_DRIVER, "`x` ")
+
+
+@pytest.mark.parametrize("expr", FRESH)
+def test_a_binding_of_a_fresh_tensor_leaves_the_fix_safe(expr):
+    [finding] = analyze_source(HANDED.replace("EXPR", expr))
+    assert finding.fix.applicability is Applicability.SAFE, finding.fix.reason
+
+
+def test_a_value_handed_back_later_in_a_loop_reaches_the_write_on_the_next_pass():
+    code = HANDED.replace("""        if flag:
+            beta = EXPR
+        beta.mul_(0.5)  # <-""", """        for _ in range(3):
+            beta.mul_(0.5)  # <-
+            beta = typing.cast(torch.Tensor, x)""")
+    _unsafe_and_changes(code, HANDED_DRIVER, "`x` ")

@@ -37,6 +37,8 @@ class BindingMixin:
 
     def stmt_Assign(self, node: ast.Assign) -> None:
         value = self.function_value(node.value, self.eval(node.value), node.targets)
+        (self.tracked_values if value else self.untracked_values).add(
+            (node.value.lineno, node.value.col_offset))
         module = model_outputs.inplace_module(node.value)
         is_bool = None
         context = node.value if self.grad_mode_of(node.value) is not None or (
@@ -73,8 +75,10 @@ class BindingMixin:
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
-            self.assign(node.target, node.value,
-                        self.function_value(node.value, self.eval(node.value), [node.target]))
+            value = self.function_value(node.value, self.eval(node.value), [node.target])
+            (self.tracked_values if value else self.untracked_values).add(
+                (node.value.lineno, node.value.col_offset))
+            self.assign(node.target, node.value, value)
             if isinstance(node.target, ast.Name) and grad.is_grad_off_flag(node.value, self.grad_off_flags) \
                     and node.target.id not in self.shared_names:
                 self.grad_off_flags.add(node.target.id)

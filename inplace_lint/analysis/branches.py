@@ -170,10 +170,14 @@ class ConditionsMixin:
         counts = model_outputs.assignment_counts(cls, nodes)
         self.init_flags = model_outputs.init_flags(cls, counts)
         self.steady_attrs = local_conds.steady_attributes(cls, nodes)
-        self.torch_stacks = model_outputs.torch_stacks(
-            cls, lambda d: qualify_dotted(d, self.names, self.is_local_name)[0] or d, counts, nodes)
-        self.input_layers = stack_inputs.first_input_layers(
-            cls, lambda d: qualify_dotted(d, self.names, self.is_local_name)[0] or d, counts, nodes)
+        builders = self.layer_builders
+
+        def qualify(d: str) -> str:  # (a module function that builds one layer stands for it: `conv3x3(...)`)
+            d = builders.get(d, d)
+            return qualify_dotted(d, self.names, self.is_local_name)[0] or d
+
+        self.torch_stacks = model_outputs.torch_stacks(cls, qualify, counts, nodes)
+        self.input_layers = stack_inputs.first_input_layers(cls, qualify, counts, nodes)
         self.builder_args = model_outputs.builder_arguments(cls, counts, nodes)
         self.zero_dropouts = model_outputs.zero_rate_dropouts(self.identity_layers, self.builder_args)
 

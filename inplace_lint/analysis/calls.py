@@ -9,7 +9,7 @@ as Fn``; ``from torch.nn.functional import relu_``); ``math``/``numpy``/``random
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from . import model_outputs
@@ -67,6 +67,7 @@ class CallsMixin:
             if ns in TORCH_NAMESPACES:
                 return self.function_call(node, func.attr, ns == FUNCTIONAL_NAMESPACE, args, kwargs, ns)
             if is_non_tensor_library(ns):
+                self.unresolved_calls.add((node.lineno, node.col_offset))  # (`np.asarray(x)` shares its memory)
                 return EMPTY  # math.sqrt, np.exp, random.random: never tensors
             callees = self.resolve_callees(func, (ns, imported)) if self.ctx is not None else ()
             if callees:
@@ -78,10 +79,12 @@ class CallsMixin:
                 # matters. Only a head we cannot see counts as the model-call patterns say (it may be a custom
                 # Function)
                 return self.project_calls(node, forwards, args, kwargs, submodule=func.attr)
-            if imported and ns is not None and ns.split(".")[0] != "torch" and func.attr in _TENSOR_OPS:
-                return EMPTY  # PIL.ImageOps.expand(img, border=2): a library's function, not Tensor.expand
-            if imported and ns is not None and self.settings.is_model_call_name(func.attr):
-                return EMPTY  # `tensor_api.distribute_module(...)`: a module's function, named like a model only
+            if imported and ns is not None and (ns.split(".")[0] != "torch" and func.attr in _TENSOR_OPS
+                                                 or self.settings.is_model_call_name(func.attr)):
+                # PIL.ImageOps.expand(img, border=2), `itertools.repeat(x)`: a library's function, not Tensor.expand;
+                # `tensor_api.distribute_module(...)`: a module's function, named like a model only
+                self.unresolved_calls.add((node.lineno, node.col_offset))
+                return EMPTY
             recv = self.eval(func.value)
             inplace_module = self.inplace_modules.get(func_dotted or "")
             if inplace_module and node.args:
@@ -99,6 +102,8 @@ class CallsMixin:
             if node.args and func.attr in self.zero_dropouts and self._is_self(func.value):  # `nn.Dropout(0.0)`
                 return args[0]
             result = self.method_call(node, func.attr, func.value, recv)
+            if not recv and not result:
+                self.unresolved_calls.add((node.lineno, node.col_offset))  # `d.get(k)`, `[x].pop()`
             self.hand_callables_to_model(node, result)
             return result
 
@@ -108,6 +113,7 @@ class CallsMixin:
             if module and node.args:
                 self.report(node, WriteKind.INPLACE_KWARG, f"`{module}(inplace=True)`", node.args[0], args[0])
                 return self._inplace_result(node, module, args[0])
+            self.unresolved_calls.add((node.lineno, node.col_offset))
             return EMPTY
 
         if isinstance(func, ast.Name):
@@ -152,6 +158,7 @@ class CallsMixin:
                                            root_no_grad=self.no_grad)})
                 self.hand_callables_to_model(node, result)
                 return result
+            self.unresolved_calls.add((node.lineno, node.col_offset))  # a builtin, a library's function
             return EMPTY
         if node.args and (stack := self.indexed_stack(func)):  # `self.us[i](x)`, each `nn.Sequential(..., nn.ReLU())`
             self.eval(func)
@@ -162,6 +169,7 @@ class CallsMixin:
                 self.eval(func)
                 return self.project_calls(node, forwards, args, kwargs)
         self.eval(func)
+        self.unresolved_calls.add((node.lineno, node.col_offset))  # `(lambda: x)()`, `getattr(o, n)(x)`
         return EMPTY
 
     def _inplace_result(self, node: ast.Call, name: str, first: frozenset) -> frozenset:
@@ -266,26 +274,6 @@ class CallsMixin:
             return _evidence(self.arithmetic_result(node, nodes, list(args) + [
                 kwargs.get(k.arg, EMPTY) for k in node.keywords if k.arg is not None]))
         return EMPTY
-
-    def _display_value(self, node: Optional[ast.expr]) -> frozenset:
-        """What a list, tuple, dict or set display passes (``[mel, mel + post(mel)]``): its elements' origins
-        (the callee reaches them as items, ``mel, post = outputs``), or, when none is tracked, a plain
-        container known to be nothing risky; so the callee's parameter is decided by what the callers
-        pass, not by its name. A comprehension (``[p.grad for p in params]``) passes a container of what its
-        element gives, each item an element of it. EMPTY for anything else."""
-        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)}) \
-                if not self.eval_quiet(node) else EMPTY
-        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            parts = node.elts
-        elif isinstance(node, ast.Dict):
-            parts = [p for p in node.values if p is not None]
-        else:
-            return EMPTY
-        if any(isinstance(p, ast.Starred) for p in parts) or (isinstance(node, ast.Dict) and None in node.keys):
-            return EMPTY
-        held = cap(o for p in parts for o in self.eval_quiet(p))
-        return held or frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
 
     def _is_tensor_argument(self, node: ast.expr) -> bool:
         """``node`` is proven a tensor (a torch op's result, a model output, a ``torch.Tensor`` parameter)."""

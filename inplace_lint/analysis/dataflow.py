@@ -32,6 +32,7 @@ from typing import FrozenSet, Dict, List, Optional, Sequence, Set, Tuple
 from ..config import Settings
 from ..findings import Origin, RootKind, Step, StepKind
 from . import model_outputs
+from .init_builds import layer_builders
 from .call_grad import CallGradMixin
 from .binding import BindingMixin
 from .calls import CallsMixin
@@ -110,6 +111,17 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     #: in a class body and its methods: ``self.<attr> = <param>`` in ``__init__`` -> (param, its position
     #: after ``self`` or -1, its literal default) (``model_outputs.init_flags``)
     init_flags: Dict[str, Tuple[str, int, tuple]] = field(default_factory=dict)
+    #: positions of the values bound to plain names that the walk gives no tensor (``beta = next(iter([x]))``): a
+    #: fix may not assume what such a binding holds (:mod:`.fixplan.sources`)
+    untracked_values: Set[Tuple[int, int]] = field(default_factory=set)
+    #: and those it gives a tensor (a binding in neither, not walked yet, counts as not tracked)
+    tracked_values: Set[Tuple[int, int]] = field(default_factory=set)
+    #: positions of the calls the walk could not resolve (a builtin, a library's function, a method of what it
+    #: does not know): their result may be an argument (:mod:`.fixplan.sources`)
+    unresolved_calls: Set[Tuple[int, int]] = field(default_factory=set)
+    #: the module's top-level functions that build one torch layer and return it -> its dotted name
+    #: (:func:`~.init_builds.layer_builders`)
+    layer_builders: Dict[str, str] = field(default_factory=dict)
     #: in a class body and its methods: ``self.<attr>`` that holds an immutable value -> the methods but
     #: ``__init__`` that assign it (:func:`~.local_conds.steady_attributes`)
     steady_attrs: Dict[str, FrozenSet[str]] = field(default_factory=dict)
@@ -286,7 +298,7 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
                      identity_layers=self.identity_layers,
                      output_hook=self.output_hook,
                      torch_stacks=self.torch_stacks, input_layers=self.input_layers, weights_unknown=self.weights_unknown,
-                     init_flags=self.init_flags, steady_attrs=self.steady_attrs, zero_dropouts=self.zero_dropouts,
+                     init_flags=self.init_flags, steady_attrs=self.steady_attrs, layer_builders=self.layer_builders, zero_dropouts=self.zero_dropouts,
                      builder_args=self.builder_args, self_called=self.self_called)
 
     def child_scope(self, args: ast.arguments, no_grad: bool, func: Optional[ast.AST], qual: str,
@@ -343,7 +355,8 @@ def walk_module(tree: ast.Module, settings: Settings, ctx: Optional[AnalysisCont
     # deeply nested code (long call chains, nested brackets) must not crash a whole flake8 run
     sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
     try:
-        scope = Scope(settings, sink, params=(), func=tree, ctx=ctx, qual=module, package=package)
+        scope = Scope(settings, sink, params=(), func=tree, ctx=ctx, qual=module, package=package,
+                      layer_builders=layer_builders(tree))
         scope.run_body(tree.body)
         if ctx is not None:
             ctx.finish()  # the function bodies no caller asked for yet

@@ -44,6 +44,9 @@ class FixPlanningMixin:
         facts = self.facts_cache.get(id(self.func))
         if facts is None:
             facts = self.facts_cache[id(self.func)] = fixplan.FunctionFacts(self.func)
+        # (the walk's own sets: they grow as it goes on)
+        facts.untracked, facts.tracked, facts.unresolved = \
+            self.untracked_values, self.tracked_values, self.unresolved_calls
         return facts
 
     def plan_fix(self, node: ast.AST, kind: WriteKind, target: ast.expr, op_name: Optional[str],

@@ -11,7 +11,7 @@ from typing import Optional
 from ..findings import Origin, RootKind
 from . import conditions, grad
 from .astutil import dotted_name, last_name, short
-from .env import EMPTY
+from .env import EMPTY, cap
 from .names import qualify_dotted
 from .summaries import PASS_THROUGH, CallSite, function_of, function_ref
 
@@ -85,6 +85,26 @@ class HandedOutMixin:
             return
         for value in values:
             self.record_handed_out(value)
+
+    def _display_value(self, node: Optional[ast.expr]) -> frozenset:
+        """What a list, tuple, dict or set display passes (``[mel, mel + post(mel)]``): its elements' origins
+        (the callee reaches them as items, ``mel, post = outputs``), or, when none is tracked, a plain
+        container known to be nothing risky; so the callee's parameter is decided by what the callers
+        pass, not by its name. A comprehension (``[p.grad for p in params]``) passes a container of what its
+        element gives, each item an element of it. EMPTY for anything else."""
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)}) \
+                if not self.eval_quiet(node) else EMPTY
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            parts = node.elts
+        elif isinstance(node, ast.Dict):
+            parts = [p for p in node.values if p is not None]
+        else:
+            return EMPTY
+        if any(isinstance(p, ast.Starred) for p in parts) or (isinstance(node, ast.Dict) and None in node.keys):
+            return EMPTY
+        held = cap(o for p in parts for o in self.eval_quiet(p))
+        return held or frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
 
     def _may_name_function(self, node: ast.expr) -> bool:
         """``f`` (not a variable or parameter here) or ``self.m`` (not an attribute bound here): cheap to ask

@@ -150,3 +150,46 @@ def _builder(value: ast.expr) -> Optional[str]:
         if name and name.rpartition(".")[2][:1].isupper():
             return name
     return None
+
+
+#: keywords that change what a layer saves (``affine=False``, ``padding_mode="reflect"``): a builder that sets one is
+#: left alone (its call sites' constant arguments, not the layer's, are what the class facts read)
+_SAVING_KEYWORDS = frozenset({"affine", "elementwise_affine", "padding_mode"})
+
+
+def layer_builders(tree: ast.Module) -> Dict[str, str]:
+    """Top-level functions that build one torch layer and return it: ``def conv3x3(i, o): return nn.Conv2d(i, o, 3,
+    padding=1)``, or a name bound once to the layer, initialised, and returned (torchaudio's ``_get_conv1d_layer``).
+    Function name -> the layer's dotted name as the module writes it (``nn.Conv2d``), when every return gives the
+    same layer of :data:`ops.LAYERS_SAVING_INPUT` or :data:`ops.LAYERS_READING_OWN_INPUT` and no call sets a keyword
+    that changes what the layer saves. ``self.conv = conv3x3(...)`` then builds an ``nn.Conv2d``."""
+    layers = ops.LAYERS_SAVING_INPUT | ops.LAYERS_READING_OWN_INPUT
+    out: Dict[str, str] = {}
+    for func in tree.body:
+        if not isinstance(func, ast.FunctionDef):
+            continue
+        bound: Dict[str, List[ast.expr]] = {}
+        returns: List[Optional[ast.expr]] = []
+        for node in walk_ast(func):
+            if node is not func and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
+                                                      ast.Yield, ast.YieldFrom)):
+                returns = []
+                break
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    for name in walk_ast(target):
+                        if isinstance(name, ast.Name):
+                            bound.setdefault(name.id, []).append(node.value)
+            elif isinstance(node, ast.Return):
+                returns.append(node.value)
+        built = set()
+        for value in returns:
+            if isinstance(value, ast.Name) and len(bound.get(value.id, ())) == 1:
+                value = bound[value.id][0]
+            if not isinstance(value, ast.Call) or any(k.arg in _SAVING_KEYWORDS or k.arg is None for k in value.keywords):
+                built = set()
+                break
+            built.add(dotted_name(value.func))
+        if len(built) == 1 and (name := built.pop()) is not None and name.rpartition(".")[2] in layers:
+            out[func.name] = name
+    return out

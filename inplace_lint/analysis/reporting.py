@@ -71,7 +71,11 @@ def _unevidenced(origin: Origin, params: Sequence[str]) -> bool:
 
 
 def with_condition(message: str, origin: Origin) -> str:
-    """The rule's message, with the condition under which the write raises when there is one."""
+    """The rule's message, with the condition under which the write raises when there is one. Not the root's own
+    (``raises when `decoder` is `_Decoder` ...``) where an op saved the tensor for another input's gradient: the
+    backward raises whatever the tensor is (a guess about a parameter still names it)."""
+    if origin.condition and origin.guess_param < 0 and any(s.kind is StepKind.SAVED_FOR_OTHER for s in origin.steps):
+        return message
     return f"{message} ({origin.condition})" if origin.condition else message
 
 
@@ -114,6 +118,12 @@ class ReportingMixin(FixPlanningMixin):
                              grad_context=not write_no_grad, params=self.params)
         if rule is None:
             return
+        held_when = self._held_when(_written_base(target), origin)
+        if held_when and (condition is None or held_when not in condition):
+            # `if shift != 0: cloud = w * cloud` with no else: the expanded `cloud` reaches the write only where
+            # `shift == 0`, which the message states beside the write's own path
+            condition = f"{condition} and {held_when}" if condition else held_when
+            write = Write(op, op_name, kind, short(target), point_index(node, kind), condition)
         key = (node.lineno, node.col_offset)
         if key in self.sink:
             if self.loop_stack and not no_fix and not self.no_grad:
@@ -161,6 +171,15 @@ class ReportingMixin(FixPlanningMixin):
                                           real, write, rule),
                                       guess_params=self.saved_guess(real, write, rule),
                                       guards=conditions.needs_true(self.path_conds))
+
+    def _held_when(self, key: Optional[str], origin: Origin) -> str:
+        """The conditions on parameters (or ``__init__`` flags) under which ``key`` holds ``origin`` here
+        (:attr:`reach_conds`), as the message shows them; "" when it holds it on every path."""
+        if key is None or not self.reach_conds or self.loop_stack:
+            return ""  # (in a loop, what the passes merged is capped: a condition there is not stated)
+        conds = sorted({c for held, c in self.reach_conds.get(key, ()) if origin.derived_from(held)
+                        and (type(c[0]) is int or str(c[0]).startswith(conditions.INIT))}, key=conditions.sort_key)
+        return " and ".join(f"`{conditions.describe(c, self.params)}`" for c in conds)
 
     def _plan_fixes(self, node: ast.AST, kind: WriteKind, target: ast.expr, op_name: Optional[str], real,
                     unpruned=()):

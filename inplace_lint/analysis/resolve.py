@@ -21,7 +21,7 @@ from .decorators import module_wrappers
 from .refs import refers, refs_text, value_refs, value_refs_in_text  # noqa: F401  (re-exported)
 from .names import import_bindings
 from .roots import ROOT_MARKERS, find_root, is_loose, module_name  # noqa: F401  (re-exported)
-from .init_builds import init_attributes
+from .init_builds import init_attributes, layer_builders
 from .narrowing import PLAIN_BASES, plain_bases, torch_class_is_tensor
 from .summaries import ModuleIndex, parameter_names
 
@@ -45,6 +45,7 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
     """What other modules need to resolve names into this one (no function body is walked)."""
     package = module if is_package else module.rpartition(".")[0]
     index = ModuleIndex(module, path, is_package)
+    builders = layer_builders(tree)
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             index.imports.update(import_bindings(node, package))
@@ -65,6 +66,8 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
             if getters:
                 index.properties[node.name] = frozenset(getters)
             attributes = init_attributes(node)
+            if builders:  # `self.conv = conv3x3(...)`, with `conv3x3` returning `nn.Conv2d(...)`: an `nn.Conv2d`
+                attributes = {k: builders.get(v, v) for k, v in attributes.items()}
             if attributes:
                 index.attributes[node.name] = attributes
         elif isinstance(node, ast.If):  # if TYPE_CHECKING: / try-imports at top level

@@ -62,6 +62,11 @@ class FunctionFacts:
         self.parents: Dict[int, ast.AST] = {}
         self.loads: List[ast.Name] = []
         self.assigns: List[ast.stmt] = []
+        #: positions of the values bound to plain names that the walk gave no tensor (set by the walk,
+        #: :attr:`.dataflow.Scope.untracked_values`; read by :mod:`.sources`)
+        self.untracked: Set[Tuple[int, int]] = set()
+        self.tracked: Set[Tuple[int, int]] = set()
+        self.unresolved: Set[Tuple[int, int]] = set()
         #: the function's own ``return <value>`` statements (not those of nested functions)
         self.returns: List[ast.Return] = []
         #: ids of the loads inside a nested function, lambda, generator expression or class (run later)
