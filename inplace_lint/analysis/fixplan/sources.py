@@ -1,7 +1,7 @@
 """What a binding of the written name may hold that the walk does not know of (a part of fix safety).
 
 The walk follows a name's value through views, calls it can resolve and torch's ops. Where it gives a binding no
-tensor at all (``beta = next(iter([x]))``, ``beta = typing.cast(Tensor, x)``, ``beta = d["a"]`` with ``d = {"a":
+value at all (``beta = next(iter([x]))``, ``beta = typing.cast(Tensor, x)``, ``beta = d["a"]`` with ``d = {"a":
 x}``, ``with nullcontext(x) as beta``), a fix may not assume the name holds only what it held before: such a binding
 may hand back any local its expression names, through items, attributes, containers, comprehensions, lambdas and
 calls, unless the route passes through an op known to make a new tensor or a number (torch's arithmetic and
