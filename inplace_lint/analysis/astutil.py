@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 from collections import deque
-from typing import Iterator, Optional
+from typing import Dict, Iterator, Optional
 
 from ..torch_facts import ops
 
@@ -107,6 +107,15 @@ def call_text(node: ast.Call, method: str) -> str:
     if len(args) > 30:
         args = "..."
     return f".{method}({args})"
+
+
+def defaults(args: ast.arguments) -> Dict[str, ast.expr]:
+    """Each parameter with a default -> its default's node (positional ones aligned from the end, keyword-only ones
+    that have one)."""
+    positional = args.posonlyargs + args.args
+    out = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
+    out.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+    return out
 
 
 def kw(node: ast.Call, name: str) -> Optional[ast.expr]:

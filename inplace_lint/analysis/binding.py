@@ -37,8 +37,7 @@ class BindingMixin:
 
     def stmt_Assign(self, node: ast.Assign) -> None:
         value = self.function_value(node.value, self.eval(node.value), node.targets)
-        (self.tracked_values if value else self.untracked_values).add(
-            (node.value.lineno, node.value.col_offset))
+        self.note_bound_value(node.value, value)
         module = model_outputs.inplace_module(node.value)
         is_bool = None
         context = node.value if self.grad_mode_of(node.value) is not None or (
@@ -73,11 +72,15 @@ class BindingMixin:
             self.record_handed_out(value_node)  # `REGISTRY[key] = f`, `self.cb = f`: called from there
         return frozenset(function_ref(q, bound, value_node.lineno) for q, bound in refs)
 
+    def note_bound_value(self, node: ast.expr, value: frozenset) -> None:
+        """A name was bound to ``node``, whose value the walk knows (``tracked_values``) or gives nothing
+        (``untracked_values``: a fix may not assume what it holds, :mod:`.fixplan.sources`)."""
+        (self.tracked_values if value else self.untracked_values).add((node.lineno, node.col_offset))
+
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
             value = self.function_value(node.value, self.eval(node.value), [node.target])
-            (self.tracked_values if value else self.untracked_values).add(
-                (node.value.lineno, node.value.col_offset))
+            self.note_bound_value(node.value, value)
             self.assign(node.target, node.value, value)
             if isinstance(node.target, ast.Name) and grad.is_grad_off_flag(node.value, self.grad_off_flags) \
                     and node.target.id not in self.shared_names:

@@ -8,7 +8,7 @@ from typing import Optional
 
 from ..findings import Step, StepKind
 from . import conditions, local_conds, model_outputs, stack_inputs
-from .astutil import dotted_name
+from .astutil import defaults, dotted_name
 from .names import qualify_dotted
 from .summaries import param_index, parameters
 
@@ -116,15 +116,8 @@ class ConditionsMixin:
     def param_default(self, name: str) -> tuple:
         """``(value,)`` for a parameter's literal default, else ``()``."""
         args = getattr(self.func, "args", None)
-        if args is None:
-            return ()
-        positional = args.posonlyargs + args.args
-        pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-        for a, d in pairs:
-            if a.arg == name:
-                return conditions.literal(d)
-        return ()
+        default = defaults(args).get(name) if args is not None else None
+        return conditions.literal(default) if default is not None else ()
 
     def empty_return(self, node: ast.Return, value: frozenset) -> frozenset:
         """What ``return x`` hands back where ``x`` is empty (:meth:`empty_here`): an expanded view made here is

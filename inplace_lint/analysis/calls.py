@@ -67,8 +67,8 @@ class CallsMixin:
             if ns in TORCH_NAMESPACES:
                 return self.function_call(node, func.attr, ns == FUNCTIONAL_NAMESPACE, args, kwargs, ns)
             if is_non_tensor_library(ns):
-                self.unresolved_calls.add((node.lineno, node.col_offset))  # (`np.asarray(x)` shares its memory)
-                return EMPTY  # math.sqrt, np.exp, random.random: never tensors
+                # math.sqrt, np.exp, random.random: never tensors (but `np.asarray(x)` shares its memory)
+                return self._unresolved(node)
             callees = self.resolve_callees(func, (ns, imported)) if self.ctx is not None else ()
             if callees:
                 return self.project_calls(node, callees, args, kwargs)
@@ -83,8 +83,7 @@ class CallsMixin:
                                                  or self.settings.is_model_call_name(func.attr)):
                 # PIL.ImageOps.expand(img, border=2), `itertools.repeat(x)`: a library's function, not Tensor.expand;
                 # `tensor_api.distribute_module(...)`: a module's function, named like a model only
-                self.unresolved_calls.add((node.lineno, node.col_offset))
-                return EMPTY
+                return self._unresolved(node)
             recv = self.eval(func.value)
             inplace_module = self.inplace_modules.get(func_dotted or "")
             if inplace_module and node.args:
@@ -103,7 +102,7 @@ class CallsMixin:
                 return args[0]
             result = self.method_call(node, func.attr, func.value, recv)
             if not recv and not result:
-                self.unresolved_calls.add((node.lineno, node.col_offset))  # `d.get(k)`, `[x].pop()`
+                self._unresolved(node)  # `d.get(k)`, `[x].pop()`
             self.hand_callables_to_model(node, result)
             return result
 
@@ -113,8 +112,7 @@ class CallsMixin:
             if module and node.args:
                 self.report(node, WriteKind.INPLACE_KWARG, f"`{module}(inplace=True)`", node.args[0], args[0])
                 return self._inplace_result(node, module, args[0])
-            self.unresolved_calls.add((node.lineno, node.col_offset))
-            return EMPTY
+            return self._unresolved(node)
 
         if isinstance(func, ast.Name):
             if func.id == "getattr" and len(node.args) == 2 and is_str_constant(node.args[1]):
@@ -158,8 +156,7 @@ class CallsMixin:
                                            root_no_grad=self.no_grad)})
                 self.hand_callables_to_model(node, result)
                 return result
-            self.unresolved_calls.add((node.lineno, node.col_offset))  # a builtin, a library's function
-            return EMPTY
+            return self._unresolved(node)  # a builtin, a library's function
         if node.args and (stack := self.indexed_stack(func)):  # `self.us[i](x)`, each `nn.Sequential(..., nn.ReLU())`
             self.eval(func)
             return self.module_output(node, stack, node.args[0], args[0])
@@ -169,7 +166,12 @@ class CallsMixin:
                 self.eval(func)
                 return self.project_calls(node, forwards, args, kwargs)
         self.eval(func)
-        self.unresolved_calls.add((node.lineno, node.col_offset))  # `(lambda: x)()`, `getattr(o, n)(x)`
+        return self._unresolved(node)  # `(lambda: x)()`, `getattr(o, n)(x)`
+
+    def _unresolved(self, node: ast.Call) -> frozenset:
+        """A call the walk could not resolve: nothing known (:attr:`~.dataflow.Scope.unresolved_calls` notes it, its
+        result may be an argument: :mod:`.fixplan.sources`)."""
+        self.unresolved_calls.add((node.lineno, node.col_offset))
         return EMPTY
 
     def _inplace_result(self, node: ast.Call, name: str, first: frozenset) -> frozenset:

@@ -409,8 +409,7 @@ class ExpressionsMixin:
 
     def eval_NamedExpr(self, node: ast.NamedExpr) -> frozenset:
         value = self.eval(node.value)
-        (self.tracked_values if value else self.untracked_values).add(
-            (node.value.lineno, node.value.col_offset))
+        self.note_bound_value(node.value, value)
         self.bind_name(node.target.id, value)
         self.local_stacks.pop(node.target.id, None)
         self.local_input_layers.pop(node.target.id, None)

@@ -27,7 +27,7 @@ import re
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from . import conditions
-from .astutil import walk_ast, walk_statements
+from .astutil import defaults, walk_ast, walk_statements
 from .env import EMPTY
 
 #: conditions on locals use a string index of their own (never a parameter index nor an ``init:`` flag)
@@ -332,12 +332,10 @@ def steady_attributes(cls: ast.ClassDef, nodes: Sequence[ast.AST]) -> Dict[str, 
 
 def _immutable_params(args: ast.arguments) -> FrozenSet[str]:
     """The parameters annotated ``bool``/``int``/``float``/``str`` or with such a literal default."""
-    positional = args.posonlyargs + args.args
-    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
-    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+    given = defaults(args)
     out = set()
-    for a in positional + args.kwonlyargs:
-        default = defaults.get(a.arg)
+    for a in args.posonlyargs + args.args + args.kwonlyargs:
+        default = given.get(a.arg)
         if isinstance(a.annotation, ast.Name) and a.annotation.id in _IMMUTABLE_ANNOTATIONS \
                 or isinstance(default, ast.Constant) and isinstance(default.value, (bool, int, float, str)):
             out.add(a.arg)

@@ -21,7 +21,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tup
 
 from ..torch_facts import ops
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
-from .astutil import dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, walk_ast, \
+from .astutil import defaults, dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, walk_ast, \
     walk_statements
 from . import layer_lists
 from .init_builds import ELEMENTS, container_items
@@ -430,8 +430,7 @@ def init_flags(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None) -> Di
         return {}
     args = init.args
     positional = (args.posonlyargs + args.args)[1:]
-    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
-    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+    given = defaults(args)
     names = [a.arg for a in positional]
     kwonly = {a.arg for a in args.kwonlyargs}
     counts = assignment_counts(cls) if counts is None else counts
@@ -442,7 +441,7 @@ def init_flags(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None) -> Di
                 and counts.get(node.targets[0].attr) == 1:
             param = node.value.id
             out[node.targets[0].attr] = (param, names.index(param) if param in names else -1,
-                                         literal(defaults.get(param)))
+                                         literal(given.get(param)))
     return out
 
 

@@ -9,7 +9,7 @@ from typing import NamedTuple, Optional, Sequence, Tuple
 from ..findings import HELPER_WRITE, Applicability, Finding, Origin, Related, RootKind, StepKind, WriteKind
 from ..rules import PRIORITY, Write
 from . import conditions, fixplan, model_outputs
-from .astutil import dotted_name, short, walk_ast
+from .astutil import defaults as parameter_defaults, dotted_name, short, walk_ast
 from .consumers import flows_into, only_gradless_readers
 from .env import origin_key
 from .fix_planning import FixPlanningMixin
@@ -356,13 +356,7 @@ class ReportingMixin(FixPlanningMixin):
         args = getattr(self.func, "args", None)
         if args is None:
             return ()
-        defaults = {}
-        positional = args.posonlyargs + args.args
-        for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults):
-            defaults[a.arg] = d
-        for a, d in zip(args.kwonlyargs, args.kw_defaults):
-            if d is not None:
-                defaults[a.arg] = d
+        defaults = parameter_defaults(args)
         if not defaults:
             return ()
         out = []
