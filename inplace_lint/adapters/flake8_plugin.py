@@ -93,4 +93,5 @@ class InplaceLintPlugin:
                 found = None
             if found is not None:
                 return found
-        return analyze(self.tree, self.settings, self.filename, plan_fixes=False)  # flake8 shows no fixes
+        source = "".join(self.lines) if self.lines is not None else None
+        return analyze(self.tree, self.settings, self.filename, plan_fixes=False, source=source)  # flake8 shows no fixes

@@ -11,16 +11,17 @@ from .project import Project
 
 
 def analyze(tree: ast.Module, settings: Settings = DEFAULT_SETTINGS, path: Optional[str] = None,
-            plan_fixes: bool = True) -> List[Finding]:
+            plan_fixes: bool = True, source: Optional[str] = None) -> List[Finding]:
     """Return the findings in ``tree``, sorted by position.
 
     ``tree`` is what ``ast.parse`` returns (flake8 hands plugins the same). Calls between the
     functions of this one module are followed (a module is a project of one file); for the
     rest of the project see :class:`inplace_lint.analysis.project.Project`. Positions are
     ``ast``'s: 1-based lines, 0-based columns. ``plan_fixes=False``: the same findings, each with
-    ``fix=None`` (a surface that shows no fixes, such as flake8, skips their planning).
+    ``fix=None`` (a surface that shows no fixes, such as flake8, skips their planning). ``source``: the text
+    ``tree`` was parsed from, when the caller has it (it lets the index test the text before walking the tree).
     """
-    return analyze_single(tree, settings, path or "<unknown>", plan_fixes)
+    return analyze_single(tree, settings, path or "<unknown>", plan_fixes, source)
 
 
 def analyze_source(source: str, settings: Settings = DEFAULT_SETTINGS, filename: str = "<unknown>") -> List[Finding]:
@@ -28,11 +29,13 @@ def analyze_source(source: str, settings: Settings = DEFAULT_SETTINGS, filename:
     return analyze(ast.parse(source, filename=filename), settings, filename)
 
 
-def analyze_single(tree: ast.Module, settings: Settings, path: str, plan_fixes: bool = True) -> List[Finding]:
+def analyze_single(tree: ast.Module, settings: Settings, path: str, plan_fixes: bool = True,
+                   source: Optional[str] = None) -> List[Finding]:
     """One module as a project of its own: calls between its functions are followed."""
     project = Project(settings)
     project.plan_fixes = plan_fixes
+    project.lean = False  # the caller holds the tree: never parse it again
     module = pathlib.Path(path).stem if path and not path.startswith("<") else "__main__"
-    project.add_file(path, tree=tree, module=module.replace("-", "_") or "__main__", digest="")
+    project.add_file(path, source=source, tree=tree, module=module.replace("-", "_") or "__main__", digest="")
     project.build()
     return project.findings(path)
