@@ -51,9 +51,14 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
         return Applicability.UNSAFE, "module-level names can be imported by other code, which would no longer see the change"
     if callers_checked:
         params = ()
-    if target_name in params:
+    # a parameter's name bound again to a tensor made here before the write: the caller's tensor is not written, and
+    # the name's earlier loads read that older object
+    rebound = rebound_before(facts, target_name, write, params, origins) if target_name in params else None
+    if target_name in params and rebound is None:
         return Applicability.UNSAFE, f"`{target_name}` is a parameter: the caller would no longer see the change"
-    held = next(((src, line) for src, line in _bound_sources(facts, target_name) if src in params), None)
+    # (with `rebound`, no other binding of the name reaches the write)
+    held = None if rebound is not None else next(
+        ((src, line) for src, line in _bound_sources(facts, target_name) if src in params), None)
     if held is not None:
         # `variance = emb if use_emb else torch.norm(...)`, `v = given or ...`, an `if`/`except`/loop binding:
         # every binding may reach the write, and one holds the caller's tensor
@@ -108,7 +113,7 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
         candidates = sorted((n for name in watched for n in facts.by_name.get(name, ((), ()))[1]),
                             key=lambda n: (n.lineno, n.col_offset))
     else:
-        candidates = _candidate_loads(facts, watched, target_name, start, end, loop_spans, exclusive)
+        candidates = _candidate_loads(facts, watched, target_name, start, end, loop_spans, exclusive, rebound)
         stores = facts.attribute_stores(target_name)
         if stores:  # `x.tag = v` on the tensor object: not a kind _candidate_loads looks for
             seen = {id(n) for n in candidates}
@@ -129,7 +134,7 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
                 return Applicability.UNSAFE, (
                     f"`{name}.{attr.attr}` is set on the tensor object (line {load.lineno}): the rebound "
                     f"`{name}` would be a new tensor without it (AttributeError)")
-        if facts.captured(load):
+        if facts.captured(load):  # (a closure reads the name when it runs, so `rebound` does not help)
             return Applicability.UNSAFE, (
                 f"`{name}` is used by a nested function, lambda or generator (line {load.lineno}), "
                 "which would no longer see the change")
@@ -138,6 +143,8 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
         if later and name != target_name and not any(lo <= load.lineno <= hi for lo, hi in exclusive):
             return Applicability.UNSAFE, (
                 f"`{name}` is read after the write (line {load.lineno}) and would no longer see the change")
+        if name == target_name and rebound is not None and pos < rebound:
+            continue  # `x` of `x = torch.sigmoid(self.norm(x))`: the caller's tensor, not the written one
         if (pos < start and not any(lo <= load.lineno <= hi for lo, hi in exclusive)) or in_loop:
             # after the write, the target holds the same values either way; a load in an arm of an
             # `if` that excludes the write never ran before it
@@ -214,7 +221,7 @@ def _other_field(facts: FunctionFacts, load: ast.Name, fields: FrozenSet[str]) -
 
 def _candidate_loads(facts: FunctionFacts, watched: Set[str], target_name: str, start: Tuple[int, int],
                      end: Tuple[int, int], loop_spans: Sequence[Tuple[int, int]],
-                     exclusive: Sequence[Tuple[int, int]]) -> List[ast.Name]:
+                     exclusive: Sequence[Tuple[int, int]], rebound: Optional[Tuple[int, int]] = None) -> List[ast.Name]:
     """The loads of ``watched`` names that :func:`applicability` must judge, in source order: for each name,
     the first load of each kind that can make the fix unsafe (captured by a nested function; read after the
     write or in a loop around it; escaping before it or in such a loop). The first load that makes the fix
@@ -245,11 +252,13 @@ def _candidate_loads(facts: FunctionFacts, watched: Set[str], target_name: str, 
         escaping = facts.escaping(name)
         if name != target_name:
             first(positions, nodes, end, inf, True)
-        first(*escaping, (-1, -1), start, True)
+        # (``rebound``: the target's loads before it read an older object, not the written one)
+        floor = rebound if name == target_name and rebound is not None else (-1, -1)
+        first(*escaping, floor, start, True)
         for lo, hi in loop_spans:
             if name != target_name:
                 first(positions, nodes, (lo, -1), (hi + 1, -1), True)
-            first(*escaping, (lo, -1), (hi + 1, -1), False)
+            first(*escaping, max((lo, -1), floor), (hi + 1, -1), False)
     return sorted(found.values(), key=lambda n: (n.lineno, n.col_offset))
 
 def kept_reason(origins: Iterable[Origin], kept: Dict[Tuple[str, int], str]) -> str:
@@ -397,6 +406,86 @@ _ELEMENTWISE_INPLACE = frozenset({
 })
 
 
+def rebound_before(facts, name: str, write: ast.AST, params: Sequence[str],
+                   origins: Sequence[Origin]) -> Optional[Tuple[int, int]]:
+    """Where (line, column just past it) the statement stands that makes ``name`` hold, at ``write``, a tensor the
+    function made itself, not what the caller passed: ``x = torch.sigmoid(self.norm(x)); x.mul_(2)`` with ``x`` a
+    parameter. None unless all of these hold:
+
+    - a plain assignment to ``name`` (``x = ...``, ``x, y = ...``, ``x: T = ...``) stands earlier in a statement
+      list that holds the write or one of its enclosing statements, so every path to the write runs it; the last
+      such one counts;
+    - nothing else binds ``name`` between it and the write, nor in a loop around the write that does not hold it
+      too (the loop's next pass would reach the write with that binding), nor from a nested function;
+    - its value shares no storage with ``name`` or a parameter (``x = x.view(-1)`` still holds the caller's
+      tensor; :func:`shared_base`);
+    - every origin of the written tensor is the result of a call on those lines that makes a new tensor (an op
+      whose output autograd saves, a factory), reached through no alias step: ``x = self.block(x)`` may hand the
+      caller's tensor back (``nn.Identity``).
+
+    Loads of ``name`` before that statement read an older object, never the written one."""
+    if not origins or any(o.root not in (RootKind.SAVED_OUTPUT, RootKind.FRESH) or root_base_name(o) is not None
+                          or any(step.kind is StepKind.ALIAS for step in o.steps) for o in origins):
+        return None
+    path = facts.path_to(write)
+    binding = None
+    for parent, child in zip(path, path[1:]):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(parent, field, None)
+            if not isinstance(block, list) or not any(stmt is child for stmt in block):
+                continue
+            for stmt in block:
+                if stmt is child:
+                    break
+                if _binds(stmt, name):
+                    binding = stmt
+    if binding is None or any(not binding.lineno <= o.root_line <= (binding.end_lineno or binding.lineno)
+                              for o in origins):
+        return None
+    if any(base in params or base == name for base in _value_bases(binding.value)):
+        return None
+    after = (binding.end_lineno or binding.lineno, binding.end_col_offset or 0)
+    before = (write.lineno, write.col_offset)
+    loops = [p for p in path if isinstance(p, (ast.For, ast.AsyncFor, ast.While))
+             and not any(n is binding for n in walk_ast(p))]
+    spans = [(loop.lineno, loop.end_lineno or loop.lineno) for loop in loops]
+    for node in walk_ast(facts.func):
+        if isinstance(node, ast.Nonlocal) and name in node.names:
+            return None
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
+            pos = (node.lineno, node.col_offset)
+            if after <= pos < before or any(lo <= node.lineno <= hi for lo, hi in spans):
+                return None
+    return after
+
+
+def _binds(stmt: ast.stmt, name: str) -> bool:
+    if isinstance(stmt, ast.Assign):
+        targets = [n for t in stmt.targets for n in ([t] + (list(t.elts) if isinstance(t, (ast.Tuple, ast.List))
+                                                            else []))]
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        targets = [stmt.target]
+    else:
+        return False
+    return any(isinstance(t, ast.Name) and t.id == name for t in targets)
+
+
+def _value_bases(value: ast.expr):
+    """The plain names ``value`` may be itself or share storage with: both arms of ``a if c else b``, the operands
+    of ``or``/``and``, through :func:`shared_base`."""
+    todo = [value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.IfExp):
+            todo += [node.body, node.orelse]
+        elif isinstance(node, ast.BoolOp):
+            todo += node.values
+        else:
+            base = shared_base(node)
+            if isinstance(base, ast.Name):
+                yield base.id
+
+
 def _bound_sources(facts, name: str):
     """(name, line) of each plain name a binding of ``name`` in the function may hold itself (through both arms of
     ``a if c else b``, the operands of ``or``/``and``, views and methods that may return their receiver)."""
@@ -404,17 +493,8 @@ def _bound_sources(facts, name: str):
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets) \
                 or isinstance(stmt, (ast.AnnAssign, ast.NamedExpr)) and isinstance(stmt.target, ast.Name) \
                 and stmt.target.id == name and stmt.value is not None:
-            todo = [stmt.value]
-            while todo:
-                node = todo.pop()
-                if isinstance(node, ast.IfExp):
-                    todo += [node.body, node.orelse]
-                elif isinstance(node, ast.BoolOp):
-                    todo += node.values
-                else:
-                    base = shared_base(node)
-                    if isinstance(base, ast.Name):
-                        yield base.id, stmt.lineno
+            for base in _value_bases(stmt.value):
+                yield base, stmt.lineno
 
 
 def operand_shares_target(facts, kind: WriteKind, node: ast.AST, name: str) -> Optional[str]:

@@ -1,0 +1,202 @@
+"""A parameter's name bound again, before the write, to a tensor the function makes itself
+(``x = torch.sigmoid(self.norm(x)); x.mul_(2)``): the write does not reach the caller's tensor, and the loads of
+``x`` before that binding (``self.norm(x)``) read the caller's tensor, not the written one. The fix is safe
+(:func:`inplace_lint.analysis.fixplan.safety.rebound_before`); before, it was unsafe as "`x` is a parameter".
+
+Every route by which the caller's tensor may still reach the write keeps the fix unsafe, and forcing it changes
+what the program computes (each executed under torch)."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from inplace_lint.analysis import analyze_source
+from inplace_lint.findings import Applicability
+from inplace_lint.fixing import fix_code
+from tests.executed import load, marked_line, observe
+
+torch = pytest.importorskip("torch")
+
+HEADER = "import torch\nfrom torch import nn\n\n\n"
+
+BLOCK = HEADER + textwrap.dedent("""\
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = nn.LayerNorm(3)
+
+        def forward(self, x):
+            x = torch.sigmoid(self.norm(x))
+            x.mul_(2)  # <-
+            return x
+    """)
+
+
+def test_a_rebound_parameter_name_gets_a_safe_fix_with_the_same_values_and_gradients():
+    [finding] = analyze_source(BLOCK)
+    assert (finding.code, finding.line, finding.col) == ("IPV006", marked_line(BLOCK), 8)
+    assert finding.fix.applicability is Applicability.SAFE, finding.fix.reason
+    fixed = fix_code(BLOCK).new_source
+    assert "        x = x.clone().mul_(2)  # <-\n" in fixed
+
+    def run(src):
+        torch.manual_seed(0)
+        block = load(src)["Block"]()
+        x = torch.randn(2, 3, requires_grad=True)
+        out = block(x)
+        out.sum().backward()
+        return out.detach(), x.grad, block.norm.weight.grad
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        run(BLOCK)
+    reference = BLOCK.replace("x.mul_(2)  # <-", "x = x * 2")
+    for got, want in zip(run(fixed), run(reference)):
+        assert torch.equal(got, want) and got.dtype == want.dtype
+
+
+SAFE = [
+    ("the caller's tensor kept before the binding", """
+     def f(x, keep):
+         keep.append(x)
+         x = torch.exp(x)
+         x.mul_(2)  # <-
+         return x
+
+
+     def observe():
+         keep = []
+         x = torch.ones(3)
+         out = f(x, keep)
+         return torch.cat([out, keep[0], x])
+     """),
+    ("bound twice, the last binding a new tensor", """
+     def f(x):
+         x = x.view(-1)
+         x = torch.exp(x)
+         x.mul_(2)  # <-
+         return x
+
+
+     def observe():
+         x = torch.ones(3)
+         return torch.cat([f(x), x])
+     """),
+    ("bound again on each pass of a loop", """
+     def f(x, keep, n: int = 3):
+         for _ in range(n):
+             keep.append(x)
+             x = torch.exp(x)
+             x.mul_(0.5)  # <-
+         return x
+
+
+     def observe():
+         keep = []
+         x = torch.ones(3)
+         out = f(x, keep)
+         return torch.cat([out, x, *keep])
+     """),
+]
+
+
+@pytest.mark.parametrize("name, body", SAFE, ids=[c[0] for c in SAFE])
+def test_a_binding_that_every_path_runs_makes_the_fix_safe_and_keeps_the_values(name, body):
+    code, driver = (HEADER + textwrap.dedent(body)).split("\n\ndef observe")
+    driver = "\n\ndef observe" + driver
+    [finding] = [f for f in analyze_source(code) if f.line == marked_line(code)]
+    assert finding.fix.applicability is Applicability.SAFE, finding.fix.reason
+    fixed = fix_code(code).new_source
+    with torch.no_grad():
+        assert torch.equal(observe(code + driver), observe(fixed + driver))
+
+
+UNSAFE = [
+    ("bound only under a condition", """
+     def f(x, c: bool):
+         if c:
+             x = torch.exp(x)
+         x.mul_(2)  # <-
+         return x
+
+
+     def observe():
+         x = torch.ones(3)
+         f(x, False)
+         return x
+     """),
+    ("the caller's tensor bound back after", """
+     def f(x, c: bool):
+         old = x
+         x = torch.exp(x)
+         if c:
+             x = old
+         x.mul_(2)  # <-
+         return x
+
+
+     def observe():
+         x = torch.ones(3)
+         f(x, True)
+         return x
+     """),
+    ("a loop around the write binds the caller's tensor", """
+     def f(x, y, n: int = 2):
+         x = torch.exp(x)
+         for _ in range(n):
+             x.mul_(2)  # <-
+             x = y
+         return x
+
+
+     def observe():
+         y = torch.ones(3)
+         f(torch.ones(3), y)
+         return y
+     """),
+    ("either arm may be the caller's tensor", """
+     def f(x, c: bool):
+         x = torch.exp(x) if c else x
+         x.mul_(2)  # <-
+         return x
+
+
+     def observe():
+         x = torch.ones(3)
+         f(x, False)
+         return x
+     """),
+    ("a nested function binds the name", """
+     def f(x, c: bool):
+         keep = x
+
+         def swap():
+             nonlocal x
+             x = keep
+
+         x = torch.exp(x)
+         if c:
+             swap()
+         x.mul_(2)  # <-
+         return x
+
+
+     def observe():
+         x = torch.ones(3)
+         f(x, True)
+         return x
+     """),
+]
+
+
+@pytest.mark.parametrize("name, body", UNSAFE, ids=[c[0] for c in UNSAFE])
+def test_a_route_that_may_bring_the_callers_tensor_back_keeps_the_fix_unsafe(name, body):
+    code, driver = (HEADER + textwrap.dedent(body)).split("\n\ndef observe")
+    driver = "\n\ndef observe" + driver
+    line = marked_line(code)
+    found = [f for f in analyze_source(code) if f.line == line]
+    assert found, "no finding at the write"
+    assert found[0].fix.applicability is Applicability.UNSAFE, found[0].fix.reason
+    forced = fix_code(code, unsafe_fixes=True).new_source
+    with torch.no_grad():
+        assert not torch.equal(observe(code + driver), observe(forced + driver))
