@@ -1,7 +1,7 @@
 """A parameter's name bound again, before the write, to a tensor the function makes itself
 (``x = torch.sigmoid(self.norm(x)); x.mul_(2)``): the write does not reach the caller's tensor, and the loads of
 ``x`` before that binding (``self.norm(x)``) read the caller's tensor, not the written one. The fix is safe
-(:func:`inplace_lint.analysis.fixplan.safety.rebound_before`); before, it was unsafe as "`x` is a parameter".
+(:func:`inplace_lint.analysis.fixplan.bindings.rebound_before`); before, it was unsafe as "`x` is a parameter".
 
 Every route by which the caller's tensor may still reach the write keeps the fix unsafe, and forcing it changes
 what the program computes (each executed under torch)."""

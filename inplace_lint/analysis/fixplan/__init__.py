@@ -11,8 +11,8 @@ on clean code, so it costs nothing there); :mod:`inplace_lint.fix` only prints t
 from .facts import REPEATED, FunctionFacts, root_base_name
 from .recipe import MAX_REWRITE_DEPTH, plan, withdraw_unwritable, write_target_name
 from .remedy import call_remedy
-from .safety import (applicability, decorator_effects, kept_reason, raises_at_write, returned_elsewhere,
-                     shared_base)
+from .bindings import shared_base
+from .safety import applicability, decorator_effects, kept_reason, raises_at_write, returned_elsewhere
 
 __all__ = ["REPEATED", "FunctionFacts", "root_base_name", "MAX_REWRITE_DEPTH", "plan", "withdraw_unwritable",
            "write_target_name", "call_remedy", "applicability", "decorator_effects", "kept_reason", "returned_elsewhere",

@@ -29,12 +29,12 @@ import bisect
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ...findings import SAME_TENSOR_STEPS, Applicability, Origin, RootKind, StepKind, WriteKind
-from ...torch_facts import ops
 from ..astutil import dotted_name as dotted, walk_ast
 from ..class_facts import ANY_FIELD
 from ..astutil import last_name
 from .facts import (NON_ALIAS_ATTRS, FunctionFacts, alias_chain_top, alias_closure, climb, escape, exclusive_spans,
                     root_base_name)
+from .bindings import bound_sources, rebound_before, shared_base
 from .sources import held_sources
 
 
@@ -58,7 +58,7 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
         return Applicability.UNSAFE, f"`{target_name}` is a parameter: the caller would no longer see the change"
     # (with `rebound`, no other binding of the name reaches the write)
     held = None if rebound is not None else next(
-        ((src, line) for src, line in _bound_sources(facts, target_name) if src in params), None)
+        ((src, line) for src, line in bound_sources(facts, target_name) if src in params), None)
     if held is not None:
         # `variance = emb if use_emb else torch.norm(...)`, `v = given or ...`, an `if`/`except`/loop binding:
         # every binding may reach the write, and one holds the caller's tensor
@@ -406,97 +406,6 @@ _ELEMENTWISE_INPLACE = frozenset({
 })
 
 
-def rebound_before(facts, name: str, write: ast.AST, params: Sequence[str],
-                   origins: Sequence[Origin]) -> Optional[Tuple[int, int]]:
-    """Where (line, column just past it) the statement stands that makes ``name`` hold, at ``write``, a tensor the
-    function made itself, not what the caller passed: ``x = torch.sigmoid(self.norm(x)); x.mul_(2)`` with ``x`` a
-    parameter. None unless all of these hold:
-
-    - a plain assignment to ``name`` (``x = ...``, ``x, y = ...``, ``x: T = ...``) stands earlier in a statement
-      list that holds the write or one of its enclosing statements, so every path to the write runs it; the last
-      such one counts;
-    - nothing else binds ``name`` between it and the write, nor in a loop around the write that does not hold it
-      too (the loop's next pass would reach the write with that binding), nor from a nested function;
-    - its value shares no storage with ``name`` or a parameter (``x = x.view(-1)`` still holds the caller's
-      tensor; :func:`shared_base`);
-    - every origin of the written tensor is the result of a call on those lines that makes a new tensor (an op
-      whose output autograd saves, a factory), reached through no alias step: ``x = self.block(x)`` may hand the
-      caller's tensor back (``nn.Identity``).
-
-    Loads of ``name`` before that statement read an older object, never the written one."""
-    if not origins or any(o.root not in (RootKind.SAVED_OUTPUT, RootKind.FRESH) or root_base_name(o) is not None
-                          or any(step.kind is StepKind.ALIAS for step in o.steps) for o in origins):
-        return None
-    path = facts.path_to(write)
-    binding = None
-    for parent, child in zip(path, path[1:]):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(parent, field, None)
-            if not isinstance(block, list) or not any(stmt is child for stmt in block):
-                continue
-            for stmt in block:
-                if stmt is child:
-                    break
-                if _binds(stmt, name):
-                    binding = stmt
-    if binding is None or any(not binding.lineno <= o.root_line <= (binding.end_lineno or binding.lineno)
-                              for o in origins):
-        return None
-    if any(base in params or base == name for base in _value_bases(binding.value)):
-        return None
-    after = (binding.end_lineno or binding.lineno, binding.end_col_offset or 0)
-    before = (write.lineno, write.col_offset)
-    loops = [p for p in path if isinstance(p, (ast.For, ast.AsyncFor, ast.While))
-             and not any(n is binding for n in walk_ast(p))]
-    spans = [(loop.lineno, loop.end_lineno or loop.lineno) for loop in loops]
-    for node in walk_ast(facts.func):
-        if isinstance(node, ast.Nonlocal) and name in node.names:
-            return None
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
-            pos = (node.lineno, node.col_offset)
-            if after <= pos < before or any(lo <= node.lineno <= hi for lo, hi in spans):
-                return None
-    return after
-
-
-def _binds(stmt: ast.stmt, name: str) -> bool:
-    if isinstance(stmt, ast.Assign):
-        targets = [n for t in stmt.targets for n in ([t] + (list(t.elts) if isinstance(t, (ast.Tuple, ast.List))
-                                                            else []))]
-    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-        targets = [stmt.target]
-    else:
-        return False
-    return any(isinstance(t, ast.Name) and t.id == name for t in targets)
-
-
-def _value_bases(value: ast.expr):
-    """The plain names ``value`` may be itself or share storage with: both arms of ``a if c else b``, the operands
-    of ``or``/``and``, through :func:`shared_base`."""
-    todo = [value]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.IfExp):
-            todo += [node.body, node.orelse]
-        elif isinstance(node, ast.BoolOp):
-            todo += node.values
-        else:
-            base = shared_base(node)
-            if isinstance(base, ast.Name):
-                yield base.id
-
-
-def _bound_sources(facts, name: str):
-    """(name, line) of each plain name a binding of ``name`` in the function may hold itself (through both arms of
-    ``a if c else b``, the operands of ``or``/``and``, views and methods that may return their receiver)."""
-    for stmt in facts.assigns:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets) \
-                or isinstance(stmt, (ast.AnnAssign, ast.NamedExpr)) and isinstance(stmt.target, ast.Name) \
-                and stmt.target.id == name and stmt.value is not None:
-            for base in _value_bases(stmt.value):
-                yield base, stmt.lineno
-
-
 def operand_shares_target(facts, kind: WriteKind, node: ast.AST, name: str) -> Optional[str]:
     """Why an operand of the write may share the written tensor's memory, or None: the tensor itself read by an
     op that is not elementwise (``x.masked_scatter_(m, x)`` reads elements it already wrote;
@@ -522,19 +431,3 @@ def operand_shares_target(facts, kind: WriteKind, node: ast.AST, name: str) -> O
             return (f"`{base.id}` may share `{name}`'s memory: the in-place op reads elements it has already "
                     "written, the out-of-place form the old ones")
     return None
-
-
-def shared_base(node: ast.expr) -> ast.expr:
-    """The expression whose storage ``node`` may share: through basic views (``x[0]``, ``x.T``), view and
-    may-alias methods (``x.view(-1)``, ``x.float()``) and in-place methods (``x.mul_(2)`` returns ``x``)."""
-    while True:
-        if isinstance(node, ast.Subscript):
-            node = node.value
-        elif isinstance(node, ast.Attribute) and node.attr in ops.VIEW_ATTRIBUTES:
-            node = node.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
-                node.func.attr in ops.VIEW_METHODS or node.func.attr in ops.MAY_ALIAS_METHODS
-                or node.func.attr in ops.EXPAND_METHODS or node.func.attr in ops.TENSOR_INPLACE_METHODS):
-            node = node.func.value
-        else:
-            return node
