@@ -18,7 +18,7 @@ from tests.executed import load, marked_line, observe
 
 torch = pytest.importorskip("torch")
 
-HEADER = "import torch\nfrom torch import nn\n\n\n"
+HEADER = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n"
 
 BLOCK = HEADER + textwrap.dedent("""\
     class Block(nn.Module):
@@ -189,6 +189,113 @@ UNSAFE = [
 ]
 
 
+
+#: a fix review's routes (each broke the first version of the rule): the binding hands the caller's tensor back, or
+#: keeps the new one somewhere the rebound name is not
+UNSAFE += [
+    (f"bound to {call}", f"""
+     class Act(nn.Module):
+         def __init__(self, inplace: bool = True):
+             super().__init__()
+             self.inplace = inplace
+             self.act = nn.ReLU(inplace=True)
+
+         def sigmoid(self, t):
+             return t.sigmoid_()
+
+         def forward(self, x):
+             x = {call}
+             x.mul_(2)  # <-
+             return x
+
+
+     def observe():
+         x = torch.ones(3)
+         Act()(x)
+         return x
+     """) for call in ("F.relu(x, inplace=True)", "torch.sigmoid_(x)", "F.leaky_relu(x, 0.1, True)",
+                       "F.relu(x, inplace=self.inplace)", "self.act(x)", "self.sigmoid(x)", "torch.Tensor.exp_(x)")
+] + [
+    ("a helper that returns its argument in place", """
+     def act(t):
+         return torch.sigmoid_(t)
+
+
+     def f(x):
+         x = act(x)
+         x.mul_(2)  # <-
+         return x
+
+
+     def observe():
+         x = torch.ones(3)
+         f(x)
+         return x
+     """),
+    ("another name for the caller's tensor, written in place", """
+     def f(x):
+         h = x
+         x = F.relu(h, inplace=True)
+         x.mul_(2)  # <-
+         return x
+
+
+     def observe():
+         x = torch.ones(3)
+         f(x)
+         return x
+     """),
+] + [
+    (f"the new tensor also bound to {where}", f"""
+     class Keep(nn.Module):
+         def forward(self, x, d, outs):
+             {binding}
+             x.mul_(2)  # <-
+             return x
+
+
+     def observe():
+         d, outs = {{}}, [None]
+         keep = Keep()
+         keep(torch.ones(3), d, outs)
+         return torch.cat([getattr(keep, "cache", torch.zeros(3)), d.get("h", torch.zeros(3)),
+                           outs[0] if outs[0] is not None else torch.zeros(3)])
+     """) for where, binding in (("an attribute", "x = self.cache = torch.exp(x)"),
+                                 ("a dict item", 'd["h"] = x = torch.exp(x)'),
+                                 ("a list item", "x = outs[0] = torch.sigmoid(x)"))
+] + [
+    ("a local bound to a buffer written in place (older than the rule)", """
+     class M(nn.Module):
+         def __init__(self):
+             super().__init__()
+             self.register_buffer("h", torch.ones(3))
+
+         def forward(self):
+             y = F.relu(self.h, inplace=True)
+             y.mul_(2)  # <-
+             return y
+
+
+     def observe():
+         m = M()
+         m()
+         return m.h
+     """),
+    ("a local kept through a name bound inside its value (older than the rule)", """
+     def f(z, keep):
+         y = keep.append(e := torch.exp(z)) or e
+         y.mul_(2)  # <-
+         return y
+
+
+     def observe():
+         keep = []
+         f(torch.ones(3), keep)
+         return keep[0]
+     """),
+]
+
+
 @pytest.mark.parametrize("name, body", UNSAFE, ids=[c[0] for c in UNSAFE])
 def test_a_route_that_may_bring_the_callers_tensor_back_keeps_the_fix_unsafe(name, body):
     code, driver = (HEADER + textwrap.dedent(body)).split("\n\ndef observe")
@@ -200,3 +307,23 @@ def test_a_route_that_may_bring_the_callers_tensor_back_keeps_the_fix_unsafe(nam
     forced = fix_code(code, unsafe_fixes=True).new_source
     with torch.no_grad():
         assert not torch.equal(observe(code + driver), observe(forced + driver))
+
+
+def test_a_torch_submodule_function_is_no_holder_of_the_written_tensor():
+    """verl 0.8.0's torchtitan engine binds the written name again after the write with
+    `torch.nested.narrow(logits, ...)`: `torch.nested` is a module, not an attribute of a parameter holding the
+    tensor, so the fix its callers make safe stays safe (a first version of the holder check took it for one)."""
+    code = HEADER + textwrap.dedent("""\
+        def scale(logits, t, starts, lengths):
+            logits.div_(t)  # <-
+            logits = torch.nested.narrow(logits, 1, starts, lengths, layout=torch.jagged)
+            return logits
+
+
+        def caller(model, x, t, starts, lengths):
+            out = model(x)
+            return scale(out.logits, t, starts, lengths)
+        """)
+    [finding] = analyze_source(code)
+    assert (finding.code, finding.line) == ("IPV001", marked_line(code))
+    assert finding.fix.applicability is Applicability.SAFE, finding.fix.reason

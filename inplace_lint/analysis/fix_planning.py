@@ -71,18 +71,20 @@ class FixPlanningMixin:
                 fix = replace(fix, applicability=Applicability.UNSAFE, reason=hidden)
         return fix
 
-    def _held_parameters(self, kind: WriteKind, target: ast.expr) -> List[int]:
+    def _held_parameters(self, kind: WriteKind, target: ast.expr, itself: bool = False) -> List[int]:
         """The parameters whose tensor (or a view of it) the written name may hold at the write: a helper that
         returns its argument on some path (``if flag: return x``), a returned function that is an identity
         (``lambda x: x``), a branch that binds it (the walk keeps a parameter's placeholder in every value that
-        shares its storage)."""
+        shares its storage). ``itself``: also the parameter the written name is (``x = F.relu(x, inplace=True)``
+        binds ``x`` again to the caller's tensor)."""
         written = fixplan.write_target_name(kind, target)
         held = sorted({param_index(o) for o in self.env.get(written, ()) if param_index(o) is not None})
-        return [i for i in held if i < len(self.params) and self.params[i] != written]
+        return [i for i in held if i < len(self.params) and (itself or self.params[i] != written)]
 
     def _parameter_held(self, kind: WriteKind, target: ast.expr) -> Optional[str]:
-        """Why a rebinding would hide the write from a caller whose tensor the written name may hold, or None."""
-        held = self._held_parameters(kind, target)
+        """Why a rebinding would hide the write from a caller whose tensor the written name may hold, or None. (A
+        fix is safe for a written parameter only where its name was bound again first: :func:`fixplan.plan`.)"""
+        held = self._held_parameters(kind, target, itself=True)
         if not held:
             return None
         return (f"`{short(target)}` may hold the tensor passed as `{self.params[held[0]]}` (a call or a branch may "
@@ -99,8 +101,9 @@ class FixPlanningMixin:
         inplace = next((self.inplace_inputs[(o.root_text, o.root_line)] for o in origins
                         if (o.root_text, o.root_line) in self.inplace_inputs
                         and self.inplace_inputs[(o.root_text, o.root_line)] != written), None)
-        if inplace is not None and (
-                self.loop_stack or self.facts().loaded_after(inplace, (node.lineno, node.col_offset))):
+        if inplace is not None and (self.loop_stack or not self.facts().is_local(inplace)
+                                    or self.facts().loaded_after(inplace, (node.lineno, node.col_offset))):
+            # (`F.relu(self.h, inplace=True)`, of a parameter or a global: seen outside the function too)
             return (f"`{short(target)}` is `{inplace}` (the in-place call returned it), which would no longer see "
                     "the change")
         identity = self._identity_input(origins, node) if self.identity_layers else None

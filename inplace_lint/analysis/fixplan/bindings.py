@@ -13,7 +13,7 @@ from typing import Optional, Sequence, Tuple
 from ...findings import Origin, RootKind, StepKind
 from ...torch_facts import ops
 from ..astutil import walk_ast
-from .facts import root_base_name
+from .facts import _call_role, root_base_name
 
 
 def rebound_before(facts, name: str, write: ast.AST, params: Sequence[str],
@@ -27,8 +27,9 @@ def rebound_before(facts, name: str, write: ast.AST, params: Sequence[str],
       such one counts;
     - nothing else binds ``name`` between it and the write, nor in a loop around the write that does not hold it
       too (the loop's next pass would reach the write with that binding), nor from a nested function;
-    - its value shares no storage with ``name`` or a parameter (``x = x.view(-1)`` still holds the caller's
-      tensor; :func:`shared_base`);
+    - it binds ``name`` alone (``x = self.cache = ...`` keeps the new tensor elsewhere too), to a call that makes a new
+      tensor (:func:`_new_tensor`: not ``F.relu(x, inplace=True)``, nor a project helper that may return its
+      argument), whose value shares no storage with ``name`` or a parameter (:func:`shared_base`);
     - every origin of the written tensor is the result of a call on those lines that makes a new tensor (an op
       whose output autograd saves, a factory), reached through no alias step: ``x = self.block(x)`` may hand the
       caller's tensor back (``nn.Identity``).
@@ -52,6 +53,9 @@ def rebound_before(facts, name: str, write: ast.AST, params: Sequence[str],
     if binding is None or any(not binding.lineno <= o.root_line <= (binding.end_lineno or binding.lineno)
                               for o in origins):
         return None
+    targets = binding.targets if isinstance(binding, ast.Assign) else [binding.target]
+    if len(targets) != 1 or not isinstance(targets[0], ast.Name) or not _new_tensor(binding.value, facts):
+        return None
     if any(base in params or base == name for base in value_bases(binding.value)):
         return None
     after = (binding.end_lineno or binding.lineno, binding.end_col_offset or 0)
@@ -67,6 +71,17 @@ def rebound_before(facts, name: str, write: ast.AST, params: Sequence[str],
             if after <= pos < before or any(lo <= node.lineno <= hi for lo, hi in spans):
                 return None
     return after
+
+
+def _new_tensor(value: ast.expr, facts) -> bool:
+    """``value`` is a call that makes a new tensor, never its input: a torch op of :data:`.facts._FRESH_RESULTS`
+    (``torch.sigmoid(h)``, ``F.softmax(h, -1)``, ``h.exp()`` on a tensor), not an in-place form (``torch.sigmoid_``,
+    ``F.relu(h, inplace=True)``, ``inplace=self.inplace``), nor a project's function or module, which may return its
+    argument (``act(x)``, ``self.sigmoid(x)``, ``nn.Identity``) (:func:`.facts._call_role`)."""
+    if not isinstance(value, ast.Call):
+        return False
+    current = value.args[0] if value.args else value.func.value if isinstance(value.func, ast.Attribute) else None
+    return current is not None and _call_role(value, current, facts) == "fresh"
 
 
 def _binds(stmt: ast.stmt, name: str) -> bool:
