@@ -2,7 +2,10 @@
 
 Prints:
   1. flake8's default checks alone vs flake8 with this plugin installed (target <= 1.10):
-     flake8 runs every installed plugin on every file, so this is the cost every user pays.
+     flake8 runs every installed plugin on every file, so this is the cost every user pays. Twice: with a
+     project cache (``inplace-lint check`` wrote it; the plugin reads each file's findings from the project's
+     summaries) and without one (a tree never checked: the plugin analyses each file alone), each with a cache
+     folder of the run's own, whatever the tree holds.
   2. ``inplace-lint check -j 1`` in project mode (every file with its project's summaries), cold cache
      and warm cache, vs ``ast.parse`` of every file (issue 20's budgets: <= 2.5 and <= 0.5); one file with a warm cache
      (target <= 100 ms, in process: interpreter start-up not counted).
@@ -53,7 +56,7 @@ def _median_time(fn, repeat):
     return statistics.median(times)
 
 
-def _flake8(paths, with_plugin: bool):
+def _flake8(paths, with_plugin: bool, cache_dir=None):
     from flake8.main.cli import main as flake8_main
     from flake8.plugins import finder
 
@@ -65,7 +68,8 @@ def _flake8(paths, with_plugin: bool):
     finder._find_importlib_plugins = original if with_plugin else without_us
     try:
         try:
-            flake8_main(["--isolated", "-j1", "--exit-zero", f"--output-file={os.devnull}", *paths])
+            extra = [f"--ipv-cache-dir={cache_dir}"] if with_plugin and cache_dir else []
+            flake8_main(["--isolated", "-j1", "--exit-zero", f"--output-file={os.devnull}", *extra, *paths])
         except SystemExit:
             pass
     finally:
@@ -156,27 +160,29 @@ def main():
         return iter(out)
 
     InplaceLintPlugin.run = timed_run
-    pairs = []
-    # CPU time of this process (flake8 -j1 runs here): on a shared machine wall time also counts the
-    # other processes' turns
-    for _ in range(args.repeat):
-        start = time.process_time()
-        _flake8([str(root)], False)
-        alone = time.process_time() - start
-        inside[0] = 0.0
-        start = time.process_time()
-        _flake8([str(root)], True)
-        plugin = time.process_time() - start
-        pairs.append((alone, plugin, inside[0]))
+    # the plugin reads a project cache when one exists (`inplace-lint check` wrote it) and analyses each file alone
+    # otherwise: both are measured, each against flake8 alone, with a cache folder of the run's own (a filled one,
+    # and an empty one), whatever the tree holds
+    filled = tempfile.mkdtemp(prefix="ipv-bench-flake8-")
+    _forget(workspace)
+    state["mode"] = workspace.ProjectMode(True, use_cache=True, cache_dir=filled)
+    check_all()
+    state["mode"] = None
+    figures = {}
+    for label, cache_dir in (("with the project cache", filled),
+                             ("without one", tempfile.mkdtemp(prefix="ipv-bench-flake8-empty-"))):
+        pairs = []
+        for _ in range(args.repeat):
+            start = time.process_time()
+            _flake8([str(root)], False)
+            alone = time.process_time() - start
+            inside[0] = 0.0
+            start = time.process_time()
+            _flake8([str(root)], True, cache_dir)
+            plugin = time.process_time() - start
+            pairs.append((alone, plugin, inside[0]))
+        figures[label] = pairs
     InplaceLintPlugin.run = plugin_run
-    flake8_alone = statistics.median(p[0] for p in pairs)
-    flake8_plugin = statistics.median(p[1] for p in pairs)
-    pair_ratio = statistics.median(p[1] / p[0] for p in pairs)
-    share = statistics.median(p[2] / p[0] for p in pairs)
-    # the plugin's time over the rest of the same flake8 run: both halves measured at once, so a machine whose
-    # speed drifts between runs (CPU time of flake8 alone moved by up to 25% between consecutive runs on a
-    # shared 2-core VM) moves both alike; a pair ratio far above this one then says drift, not the plugin
-    same_run = statistics.median(p[2] / (p[1] - p[2]) for p in pairs)
     parse = _median_time(lambda: [ast.parse(s) for s in sources], args.repeat)
     single = _median_time(check_all, args.repeat)
     findings_single = sum(len(r.findings) for r in check_all())
@@ -190,12 +196,23 @@ def main():
 
     fix = _median_time(lambda: [fix_file(f, write=False) for f in files], args.repeat)
 
-    print(f"flake8 default checks alone      {flake8_alone:8.3f} s")
-    print(f"flake8 + inplace-lint plugin     {flake8_plugin:8.3f} s   ratio {pair_ratio:.3f}  (target <= 1.10; "
-          f"median of {len(pairs)} alternating pairs)")
-    print(f"  the plugin's own time inside that run: {share:.3f} of flake8 alone (ratio {1 + share:.3f} by this count)")
-    print(f"  the plugin's time over the rest of the same run: {same_run:.3f} (ratio {1 + same_run:.3f}; "
-          f"immune to drift between runs)")
+    for label, pairs in figures.items():
+        flake8_alone = statistics.median(p[0] for p in pairs)
+        flake8_plugin = statistics.median(p[1] for p in pairs)
+        pair_ratio = statistics.median(p[1] / p[0] for p in pairs)
+        share = statistics.median(p[2] / p[0] for p in pairs)
+        # the plugin's time over the rest of the same flake8 run: both halves measured at once, so a machine whose
+        # speed drifts between runs (CPU time of flake8 alone moved by up to 25% between consecutive runs on a
+        # shared 2-core VM) moves both alike; a pair ratio far above this one then says drift, not the plugin
+        same_run = statistics.median(p[2] / (p[1] - p[2]) for p in pairs)
+        print(f"flake8 + inplace-lint plugin, {label}:")
+        print(f"  flake8 default checks alone      {flake8_alone:8.3f} s")
+        print(f"  flake8 + inplace-lint plugin     {flake8_plugin:8.3f} s   ratio {pair_ratio:.3f}  (target <= 1.10; "
+              f"median of {len(pairs)} alternating pairs)")
+        print(f"  the plugin's own time inside that run: {share:.3f} of flake8 alone (ratio {1 + share:.3f} by this "
+              "count)")
+        print(f"  the plugin's time over the rest of the same run: {same_run:.3f} (ratio {1 + same_run:.3f}; "
+              f"immune to drift between runs)")
     print(f"ast.parse of every file          {parse:8.3f} s")
     print(f"check, each file alone ({findings_single} findings)  {single:8.3f} s   ratio {single / parse:.3f}")
     print(f"check -j 1, project, cold cache ({findings} findings)  {check_cold:8.3f} s   ratio {check_cold / parse:.3f}  (target <= 2.5)")
