@@ -141,7 +141,7 @@ CASES = [
          x = torch.arange(6.0).view(2, 3)
          f(x)
          return x
-     """, "`u` may hold the tensor passed as `x`"),
+     """, "`u` may be `x` (line 8), a parameter"),  # (torch.diagonal's input: `fixplan.shared_base`)
 ]
 
 

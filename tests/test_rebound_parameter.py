@@ -296,6 +296,131 @@ UNSAFE += [
 ]
 
 
+#: a second fix review's routes: flags passed unpacked, `out=`, function forms of in-place and view ops on an
+#: attribute or item of a parameter or a global, annotated bindings, a plain attribute alias, `getattr`, an unpacking
+#: second target, a loop that stores the rows
+UNSAFE += [
+    ("an inplace flag passed in **kw", """
+     def f(x, **kw):
+         x = F.relu(x, **kw)
+         x.mul_(2)  # <-
+         return x
+
+
+     def observe():
+         x = torch.ones(3)
+         f(x, inplace=True)
+         return x
+     """),
+    ("arguments unpacked from a tuple", """
+     def f(x, inplace: bool = True):
+         x = F.relu(*(x, inplace))
+         x.mul_(2)  # <-
+         return x
+
+
+     def observe():
+         x = torch.ones(3)
+         f(x)
+         return x
+     """),
+    ("an annotated binding to an in-place call on an attribute", """
+     class Block(nn.Module):
+         def __init__(self):
+             super().__init__()
+             self.fc = nn.Linear(3, 3)
+
+         def forward(self, x):
+             self.pre = self.fc(x)
+             act: torch.Tensor = F.relu(self.pre, inplace=True)
+             act.mul_(2)  # <-
+             return act
+
+
+     def observe():
+         torch.manual_seed(0)
+         m = Block()
+         with torch.no_grad():
+             m(torch.ones(2, 3))
+         return m.pre
+     """),
+    ("an in-place call on what getattr gives", """
+     class M(nn.Module):
+         def __init__(self):
+             super().__init__()
+             self.fc = nn.Linear(3, 3)
+
+         def forward(self, x, name: str = "pre"):
+             setattr(self, name, self.fc(x))
+             y = F.relu(getattr(self, name), inplace=True)
+             y.mul_(2)  # <-
+             return y
+
+
+     def observe():
+         torch.manual_seed(0)
+         m = M()
+         with torch.no_grad():
+             m(torch.ones(2, 3))
+         return m.pre
+     """),
+    ("an attribute bound to a local", """
+     class Attn(nn.Module):
+         def forward(self, scores, mask):
+             self.attn = torch.softmax(scores, -1)
+             attn = self.attn
+             attn.mul_(mask)  # <-
+             return attn
+
+
+     def observe():
+         m = Attn()
+         m(torch.zeros(1, 2), torch.tensor([[1.0, 0.0]]))
+         return m.attn
+     """),
+    ("an unpacking target beside an attribute", """
+     class M(nn.Module):
+         def forward(self, z):
+             y, = self.cache = (torch.exp(z),)
+             y.mul_(2)  # <-
+             return y
+
+
+     def observe():
+         m = M()
+         m(torch.zeros(2))
+         return m.cache[0]
+     """),
+    ("a function form of an in-place op on a parameter's item", """
+     def gate(z, batch):
+         g = torch.sigmoid_(batch["gate"])
+         g.mul_(2)  # <-
+         return z * g
+
+
+     def observe():
+         batch = {"gate": torch.zeros(3)}
+         gate(torch.ones(3), batch)
+         return batch["gate"]
+     """),
+    ("the rows kept by a loop's target", """
+     class M(nn.Module):
+         def forward(self, x):
+             x = torch.exp(x)
+             for self.last_row in x:
+                 pass
+             x.mul_(2)  # <-
+             return x
+
+
+     def observe():
+         m = M()
+         m(torch.zeros(2, 2))
+         return m.last_row
+     """),
+]
+
+
 @pytest.mark.parametrize("name, body", UNSAFE, ids=[c[0] for c in UNSAFE])
 def test_a_route_that_may_bring_the_callers_tensor_back_keeps_the_fix_unsafe(name, body):
     code, driver = (HEADER + textwrap.dedent(body)).split("\n\ndef observe")

@@ -106,15 +106,36 @@ def guessed_param(origins: frozenset) -> int:
     return indexes[0] if indexes else -1
 
 
+def _updates(value: ast.expr, name: str) -> bool:
+    """``phi = phi - buf[:, p:p + 1] * phi``, ``x = -x``: arithmetic on the local itself, which keeps it a tensor when
+    its other bindings make it one."""
+    return isinstance(value, (ast.BinOp, ast.UnaryOp)) and not (
+        isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)) and any(
+        isinstance(n, ast.Name) and n.id == name for n in walk_ast(value))
+
+
+def _factory_call(value: ast.expr) -> bool:
+    """``torch.zeros(n)``, ``torch.empty_like(x)``, ``x.new_zeros(n)``: a factory's tensor (no grad unless asked)."""
+    if not isinstance(value, ast.Call) or any(k.arg == "requires_grad" for k in value.keywords):
+        return False
+    name = last_name(value.func) or ""
+    torch_op = (dotted_name(value.func) or "").startswith(("torch.", "F."))
+    return torch_op and (name in ops.FACTORY_FUNCTIONS or name.endswith("_like")) \
+        or not torch_op and name in _FACTORY_METHODS and isinstance(value.func, ast.Attribute)
+
+
 class ParamGuessesMixin:
     """Guesses about parameters (a part of :class:`~.dataflow.Scope`)."""
 
-    def _computed_from(self, node: ast.expr, depth: int, seen: Optional[Set[str]] = None) -> Optional[Set[int]]:
+    def _computed_from(self, node: ast.expr, depth: int, seen: Optional[Set[str]] = None,
+                       fresh_ok: bool = False) -> Optional[Set[int]]:
         """The parameters ``node`` reads, through the locals it reads (every value each is bound to in the
         function), when it reads nothing else that could be a tensor; None when it reads a local bound another
         way (a loop variable, an unpacking) or to a factory's tensor (``torch.ones_like(x)``, ``torch.eye(n)``:
         the local speaks for itself, and the parameter may be a number), or locals more than three deep.
-        Shapes, devices and dtypes (``x.shape[0]``, ``x.size(1)``, ``len(x)``) are not reads of a tensor."""
+        Shapes, devices and dtypes (``x.shape[0]``, ``x.size(1)``, ``len(x)``) are not reads of a tensor.
+        ``fresh_ok``: a local bound only to factories' tensors adds nothing (in an update of a local that a torch op
+        already makes a tensor, where the factory's tensor cannot be what makes it one)."""
         found: Set[int] = set()
         seen = set() if seen is None else seen
         todo = [node]
@@ -127,6 +148,9 @@ class ParamGuessesMixin:
                     isinstance(part, ast.Subscript) and isinstance(part.slice, ast.Constant)
                     and isinstance(part.slice.value, str)):
                 return None  # `td["locs"]`, `batch.pos`: what an object or a mapping holds speaks for itself
+            if isinstance(part, ast.Subscript):
+                todo.append(part.value)  # (an index selects: `buf[:, p:p + 1]` reads `buf`, not the loop's `p`)
+                continue
             if isinstance(part, ast.Call):
                 name = last_name(part.func) or ""
                 if name in _NOT_VALUE_CALLS or isinstance(part.func, ast.Name) and name in _NUMBER_BUILTINS \
@@ -158,8 +182,11 @@ class ParamGuessesMixin:
                     if not values or depth >= 3:
                         return None
                     seen.add(part.id)
+                    if fresh_ok and all(_factory_call(v) for v in values):
+                        continue  # (`buf = torch.zeros(3, n)` read by `phi - buf[:, p:p + 1] * phi`)
                     for value in values:
-                        deps = self._computed_from(value, depth + 1, seen)
+                        deps = self._computed_from(value, depth + 1, seen, fresh_ok or (
+                            _updates(value, part.id) and not all(_updates(v, part.id) for v in values)))
                         if deps is None:
                             return None
                         found |= deps
@@ -212,6 +239,8 @@ class ParamGuessesMixin:
         values = [v for v in values if id(v) not in augmented
                   and (v.lineno < line or any(first <= v.lineno <= last for first, last in loops))]
         torch_op = False
+        updates = [v for v in values if _updates(v, name)]
+        values = [v for v in values if not any(v is u for u in updates)]
         for value in values:
             # (`F.unfold(x, k).transpose(1, 2)`: tensor methods down to a torch op)
             while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
@@ -224,9 +253,10 @@ class ParamGuessesMixin:
             elif not (isinstance(value.func, ast.Attribute) and value.func.attr in _KNOWN_OPS):
                 return ()
         found: Set[int] = set()
-        for value in values if torch_op else ():
-            # (what its bindings read: `x = torch.stack([x] + others)` is not only the parameter `x`)
-            deps = self._computed_from(value, 1)
+        for value in (values + updates) if torch_op else ():
+            # (what its bindings read: `x = torch.stack([x] + others)` is not only the parameter `x`; a factory's
+            # tensor an update reads, `phi - buf[:, p:p + 1] * phi`, adds no parameter and takes none away)
+            deps = self._computed_from(value, 1, fresh_ok=any(value is u for u in updates))
             if deps is None:
                 found = set()
                 break

@@ -12,7 +12,7 @@ from typing import Optional, Sequence, Tuple
 
 from ...findings import Origin, RootKind, StepKind
 from ...torch_facts import ops
-from ..astutil import walk_ast
+from ..astutil import dotted_name as dotted, walk_ast
 from .facts import _call_role, root_base_name
 
 
@@ -73,6 +73,68 @@ def rebound_before(facts, name: str, write: ast.AST, params: Sequence[str],
     return after
 
 
+def stored_elsewhere(facts, name: str, callers_checked: bool) -> Optional[ast.expr]:
+    """Where a binding of ``name`` also puts the tensor it binds, which a rebinding of ``name`` leaves behind, or None:
+    another target of the statement that is not a plain name (``y = self.cache = torch.exp(h)``, ``y, = self.c =
+    (...)``), a name bound inside the value (``y = keep.append(e := torch.exp(z)) or e``), or an attribute or item of
+    a name from outside the function that the value may be (:func:`_outside_base`). Plain, annotated and ``:=``
+    bindings alike."""
+    for stmt in facts.assigns:
+        if isinstance(stmt, ast.Assign):
+            holding = [t for t in stmt.targets if any(isinstance(n, ast.Name) and n.id == name for n in walk_ast(t))]
+            if not holding:
+                continue
+            other = next((t for t in stmt.targets if not any(t is h for h in holding) and not isinstance(t, ast.Name)),
+                         None)
+            if other is not None:
+                return other
+        elif isinstance(stmt, (ast.AnnAssign, ast.NamedExpr)) and isinstance(stmt.target, ast.Name) \
+                and stmt.target.id == name and stmt.value is not None:
+            pass
+        else:
+            continue
+        walrus = next((n.target for n in walk_ast(stmt.value) if isinstance(n, ast.NamedExpr)), None)
+        if walrus is not None:
+            return walrus
+        outside = _outside_base(stmt.value, facts, callers_checked)
+        if outside is not None:
+            return outside
+    return None
+
+
+def _outside_base(value: ast.expr, facts, callers_checked: bool = False) -> Optional[ast.expr]:
+    """What ``value`` may be, or share storage with, when that is an attribute or an item of a name from outside the
+    function (a parameter, a global, a closure's name: ``self.h`` of ``F.relu(self.h, inplace=True)``, ``attn =
+    self.attn``, ``getattr(self, name)``, ``batch["x"].view(-1)``, ``CFG.buf``), or None: a rebound name leaves it
+    behind. Both arms of ``a if c else b`` and the operands of ``or``/``and`` count."""
+    todo = [value]
+    while todo:
+        part = todo.pop()
+        if isinstance(part, ast.IfExp):
+            todo += [part.body, part.orelse]
+            continue
+        if isinstance(part, ast.BoolOp):
+            todo += part.values
+            continue
+        base = shared_base(part)
+        if isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "getattr" \
+                and len(base.args) >= 2:
+            base = ast.Attribute(value=base.args[0], attr="?", ctx=ast.Load(), lineno=base.lineno,
+                                 col_offset=base.col_offset)  # `getattr(self, name)`: an attribute of `self`
+        if isinstance(base, ast.Name) and base is not part and not facts.is_local(base.id) \
+                and not facts.is_param(base.id) and base.id not in ("torch", "F", "th", "np", "numpy"):
+            return base  # `F.relu(_ACT["h"], inplace=True)`, `G.view(-1)`: a global's tensor or an item of one
+        if not isinstance(base, (ast.Attribute, ast.Subscript)):
+            continue
+        root = base
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if not isinstance(root, ast.Name) or facts.is_local(root.id) or callers_checked and facts.is_param(root.id):
+            continue  # (a local's attribute is the local's; a parameter whose every caller was checked is private)
+        return base
+    return None
+
+
 def _new_tensor(value: ast.expr, facts) -> bool:
     """``value`` is a call that makes a new tensor, never its input: a torch op of :data:`.facts._FRESH_RESULTS`
     (``torch.sigmoid(h)``, ``F.softmax(h, -1)``, ``h.exp()`` on a tensor), not an in-place form (``torch.sigmoid_``,
@@ -81,7 +143,9 @@ def _new_tensor(value: ast.expr, facts) -> bool:
     if not isinstance(value, ast.Call):
         return False
     current = value.args[0] if value.args else value.func.value if isinstance(value.func, ast.Attribute) else None
-    return current is not None and _call_role(value, current, facts) == "fresh"
+    return current is not None and _call_role(value, current, facts) == "fresh" and shared_base(value) is value \
+        and not any(k.arg in (None, "out") for k in value.keywords) \
+        and not any(isinstance(a, ast.Starred) for a in value.args)
 
 
 def _binds(stmt: ast.stmt, name: str) -> bool:
@@ -124,15 +188,53 @@ def bound_sources(facts, name: str):
 
 def shared_base(node: ast.expr) -> ast.expr:
     """The expression whose storage ``node`` may share: through basic views (``x[0]``, ``x.T``), view and
-    may-alias methods (``x.view(-1)``, ``x.float()``) and in-place methods (``x.mul_(2)`` returns ``x``)."""
+    may-alias methods (``x.view(-1)``, ``x.float()``) and in-place methods (``x.mul_(2)`` returns ``x``), and their
+    function forms, whose input is the first argument (``torch.flatten(x)``, ``torch.sigmoid_(x)``,
+    ``F.relu(x, inplace=True)``, ``F.relu(x, **kw)``: :func:`torch_function_input`)."""
     while True:
         if isinstance(node, ast.Subscript):
             node = node.value
         elif isinstance(node, ast.Attribute) and node.attr in ops.VIEW_ATTRIBUTES:
             node = node.value
+        elif isinstance(node, ast.Call) and _torch_namespace(node.func):
+            given = torch_function_input(node)
+            if given is None:
+                return node
+            node = given
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
                 node.func.attr in ops.VIEW_METHODS or node.func.attr in ops.MAY_ALIAS_METHODS
                 or node.func.attr in ops.EXPAND_METHODS or node.func.attr in ops.TENSOR_INPLACE_METHODS):
             node = node.func.value
         else:
             return node
+
+
+#: how torch's modules are written where a function of theirs is called (``torch.flatten``, ``F.relu``)
+_TORCH_HEADS = ("torch", "F", "th", "nn.functional")
+
+
+def _torch_namespace(func: ast.expr) -> bool:
+    """``torch.flatten``, ``F.relu``, ``torch.nn.functional.relu``, ``torch.nested.narrow``: a function of a torch
+    module, not a method of a tensor."""
+    if not isinstance(func, ast.Attribute):
+        return False
+    head = dotted(func.value) or ""
+    return head in _TORCH_HEADS or head.startswith("torch.")
+
+
+def torch_function_input(call: ast.Call) -> Optional[ast.expr]:
+    """The input a torch function's result may be, or share storage with (its first argument, or ``input=``):
+    a view or alias function (``torch.reshape(x, s)``), an in-place one (``torch.relu_(x)``, ``F.relu_(x)``), or
+    one whose ``inplace`` flag is true or unknown, or whose arguments are unpacked (``F.relu(x, **kw)``,
+    ``F.relu(*args)``) (:func:`.facts._call_role`); None for a new tensor (``torch.sigmoid(x)``)."""
+    out = next((k.value for k in call.keywords if k.arg == "out"), None)
+    if out is not None:
+        return out  # `torch.exp(w, out=buf)` returns `buf`
+    given = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "input"), None)
+    if given is None or isinstance(given, ast.Starred):
+        return given.value if isinstance(given, ast.Starred) else None
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+    if name in ops.VIEW_METHODS or name in ops.MAY_ALIAS_METHODS or name in ops.EXPAND_METHODS \
+            or _call_role(call, given) == "alias":
+        return given
+    return None

@@ -247,6 +247,9 @@ def _call_role(call: ast.Call, current: ast.AST, facts: Optional["FunctionFacts"
         return "alias"
     if callee.startswith(_TORCH_PREFIXES):
         flag = inplace_flag_arg(call, name)
+        if any(k.arg is None or k.arg == "out" and k.value is current for k in call.keywords) \
+                or any(isinstance(a, ast.Starred) for a in call.args):
+            return "alias"  # `F.relu(x, **kw)`, `F.relu(*args)`: `inplace=True` or `out=x` may be among them
         if name.endswith("_") or (flag is not None and not (isinstance(flag, ast.Constant) and flag.value is False)):
             # torch.sigmoid_(h), F.relu(h, inplace=True), F.relu(h, self.inplace): the result is (or may be) `h`
             return "alias"
@@ -383,6 +386,9 @@ def escape(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
             return None  # bound to names: they are watched (alias closure)
         return "is stored in an attribute or item"
     if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is top:
+        if any(not isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Starred)) for n in walk_ast(parent.target)
+               if not isinstance(n, (ast.expr_context,))):
+            return "has its items stored in an attribute or item by the loop's target"  # `for self.last in x:`
         return None  # loop variables are watched (alias closure)
     if isinstance(parent, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
         return "is put in a container"

@@ -32,9 +32,9 @@ from ...findings import SAME_TENSOR_STEPS, Applicability, Origin, RootKind, Step
 from ..astutil import dotted_name as dotted, walk_ast
 from ..class_facts import ANY_FIELD
 from ..astutil import last_name
-from .facts import (NON_ALIAS_ATTRS, FunctionFacts, _call_role, alias_chain_top, alias_closure, climb, escape,
+from .facts import (NON_ALIAS_ATTRS, FunctionFacts, alias_chain_top, alias_closure, climb, escape,
                     exclusive_spans, root_base_name)
-from .bindings import bound_sources, rebound_before, shared_base
+from .bindings import bound_sources, rebound_before, shared_base, stored_elsewhere
 from .sources import held_sources
 
 
@@ -158,45 +158,12 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
             if escape is not None:
                 return Applicability.UNSAFE, (
                     f"`{name}` {escape} (line {load.lineno}), where the change would no longer be seen")
-    stored = next((t for stmt in facts.assigns if isinstance(stmt, ast.Assign) and len(stmt.targets) > 1
-                   and any(isinstance(t, ast.Name) and t.id == target_name for t in stmt.targets)
-                   for t in stmt.targets if not isinstance(t, ast.Name)), None)
-    if stored is None:
-        # `y = keep.append(e := torch.exp(h)) or e`: a name bound inside the value may be kept on the way
-        stored = next((n.target for stmt in facts.assigns if isinstance(stmt, ast.Assign)
-                       and any(isinstance(t, ast.Name) and t.id == target_name for t in stmt.targets)
-                       for n in walk_ast(stmt.value) if isinstance(n, ast.NamedExpr)), None)
-    if stored is None:
-        stored = next((b for b in (_outside_base(stmt.value, facts, callers_checked) for stmt in facts.assigns
-                                   if isinstance(stmt, ast.Assign)
-                                   and any(isinstance(t, ast.Name) and t.id == target_name for t in stmt.targets))
-                       if b is not None), None)
+    stored = stored_elsewhere(facts, target_name, callers_checked)
     if stored is not None:
         # `y = self.cache = torch.exp(h)`, `d["h"] = y = ...`: the tensor is stored where the rebound name is not
         return Applicability.UNSAFE, (f"`{ast.unparse(stored)}` is bound to the same tensor (line {stored.lineno}) "
                                       "and would no longer see the change")
     return Applicability.SAFE, ""
-
-
-def _outside_base(value: ast.expr, facts: FunctionFacts, callers_checked: bool = False) -> Optional[ast.expr]:
-    """What ``value`` shares storage with when that is reachable from outside the function through an attribute or
-    an item of a parameter or a ``global`` name (``self.h`` of ``F.relu(self.h, inplace=True)``, ``self.h.exp_()``,
-    ``batch["x"].view(-1)``), or None: a rebound name leaves it behind."""
-    base = shared_base(value)
-    if base is value and isinstance(value, ast.Call):
-        given = value.args[0] if value.args else None
-        if given is not None and _call_role(value, given, facts) == "alias":
-            base = shared_base(given)  # `torch.sigmoid_(h)`, `F.relu(h, inplace=True)`: the input itself
-    if base is value or isinstance(base, ast.Name) or not isinstance(base, (ast.Attribute, ast.Subscript)):
-        return None
-    root = base
-    while isinstance(root, (ast.Attribute, ast.Subscript)):
-        root = root.value
-    # (an attribute of a local, `output.logits`, is the local's: the holders and fields of the written tensor decide)
-    if not isinstance(root, ast.Name) or not (facts.is_param(root.id) or root.id in facts.declared) \
-            or callers_checked and facts.is_param(root.id):
-        return None  # (a module, `torch.nested`, is no holder; a parameter whose every caller was checked is private)
-    return base
 
 
 #: fields of a model output that may hold the same tensor: ``last_hidden_state`` is usually the last

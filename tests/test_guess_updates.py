@@ -1,0 +1,47 @@
+"""A local computed from a parameter annotated ``torch.Tensor`` stays a guess about that parameter when a loop
+updates it with arithmetic on itself (``phi = phi - buf[:, p:p + 1] * phi``), and an index (``p``, the loop's
+variable) is no read of a tensor: a slice of a buffer the update saved for ``phi``'s gradient, written on the next
+pass, raises at backward when the caller's tensor requires grad (torchcast's partial autocorrelation, set BM).
+Before, the update's reads of the loop variable and of the buffer (a factory's tensor) dropped the guess."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from inplace_lint.analysis import analyze_source
+from tests.executed import load, marked_line
+
+torch = pytest.importorskip("torch")
+
+UPDATE = textwrap.dedent("""\
+    import torch
+
+
+    def recurrence(series: torch.Tensor, n: int):
+        phi = series.mean(0)
+        buf = torch.zeros(series.shape[1], n)
+        for p in range(n):
+            buf[:, p] = 1.0  # <-
+            phi = phi - buf[:, p:p + 1] * phi
+        return phi
+    """)
+
+
+def test_a_buffer_saved_by_an_update_of_a_guess_is_reported_at_its_next_write_and_raises():
+    [finding] = analyze_source(UPDATE)
+    assert (finding.code, finding.line, finding.col) == ("IPV006", marked_line(UPDATE), 8)
+    assert finding.message.startswith("item assignment writes in place to `buf`, which `buf[:, p:p + 1] * phi` "
+                                      "(line 9) saved for backward")
+    assert finding.message.endswith("(it does when `series` requires grad)")
+    recurrence = load(UPDATE)["recurrence"]
+    series = torch.randn(4, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        recurrence(series, 3).sum().backward()
+    recurrence(torch.randn(4, 3), 3)  # (no grad: runs)
+
+
+def test_an_update_of_a_local_made_from_numbers_alone_is_no_guess():
+    """``phi`` made by a factory and a number parameter: nothing it is computed from can require grad."""
+    code = UPDATE.replace("phi = series.mean(0)", "phi = torch.ones(series.shape[1], 1) * n")
+    assert analyze_source(code) == []
