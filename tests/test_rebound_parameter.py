@@ -100,6 +100,27 @@ SAFE = [
 ]
 
 
+SAFE += [
+    ("bound to a tensor method's saved output", """
+     class Gate(nn.Module):
+         def __init__(self):
+             super().__init__()
+             self.norm = nn.LayerNorm(3)
+
+         def forward(self, x, m):
+             x = self.norm(x).softmax(-1)
+             x.masked_fill_(m, 0.0)  # <-
+             return x
+
+
+     def observe():
+         torch.manual_seed(0)
+         x, m = torch.randn(2, 3), torch.tensor([[True, False, False], [False, True, False]])
+         return torch.cat([Gate()(x, m), x])
+     """),
+]
+
+
 @pytest.mark.parametrize("name, body", SAFE, ids=[c[0] for c in SAFE])
 def test_a_binding_that_every_path_runs_makes_the_fix_safe_and_keeps_the_values(name, body):
     code, driver = (HEADER + textwrap.dedent(body)).split("\n\ndef observe")

@@ -137,15 +137,18 @@ def _outside_base(value: ast.expr, facts, callers_checked: bool = False) -> Opti
 
 def _new_tensor(value: ast.expr, facts) -> bool:
     """``value`` is a call that makes a new tensor, never its input: a torch op of :data:`.facts._FRESH_RESULTS`
-    (``torch.sigmoid(h)``, ``F.softmax(h, -1)``, ``h.exp()`` on a tensor), not an in-place form (``torch.sigmoid_``,
+    (``torch.sigmoid(h)``, ``F.softmax(h, -1)``), a tensor method whose output autograd saves (``x.sigmoid()``,
+    :data:`ops.SAVES_OUTPUT`), not an in-place form (``torch.sigmoid_``,
     ``F.relu(h, inplace=True)``, ``inplace=self.inplace``), nor a project's function or module, which may return its
     argument (``act(x)``, ``self.sigmoid(x)``, ``nn.Identity``) (:func:`.facts._call_role`)."""
-    if not isinstance(value, ast.Call):
+    if not isinstance(value, ast.Call) or shared_base(value) is not value \
+            or any(k.arg in (None, "out") for k in value.keywords) or any(isinstance(a, ast.Starred) for a in value.args):
         return False
+    if isinstance(value.func, ast.Attribute) and not _torch_namespace(value.func) \
+            and value.func.attr in ops.SAVES_OUTPUT:
+        return True  # `x.sigmoid()`, `self.norm(x).softmax(-1)`: a tensor method whose output autograd saves
     current = value.args[0] if value.args else value.func.value if isinstance(value.func, ast.Attribute) else None
-    return current is not None and _call_role(value, current, facts) == "fresh" and shared_base(value) is value \
-        and not any(k.arg in (None, "out") for k in value.keywords) \
-        and not any(isinstance(a, ast.Starred) for a in value.args)
+    return current is not None and _call_role(value, current, facts) == "fresh"
 
 
 def _binds(stmt: ast.stmt, name: str) -> bool:
