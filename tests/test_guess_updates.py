@@ -45,3 +45,45 @@ def test_an_update_of_a_local_made_from_numbers_alone_is_no_guess():
     """``phi`` made by a factory and a number parameter: nothing it is computed from can require grad."""
     code = UPDATE.replace("phi = series.mean(0)", "phi = torch.ones(series.shape[1], 1) * n")
     assert analyze_source(code) == []
+
+
+THROUGH_HELPERS = textwrap.dedent("""\
+    import torch
+
+
+    def autocorrelation(series: torch.Tensor, n_lags: int) -> torch.Tensor:
+        out = torch.stack([(series[:, :, k:] * series[:, :, :series.shape[2] - k]).sum(2).mean(0)
+                           for k in range(n_lags + 1)], 1)
+        return out / out[:, :1]
+
+
+    def partial_autocorrelation(series: torch.Tensor, n_lags: int) -> torch.Tensor:
+        autocorr = autocorrelation(series, n_lags)
+        pac = torch.empty_like(autocorr)
+        phi, pac[:, 0:2] = autocorr[:, 1:2], autocorr[:, 0:2]
+        for p in range(2, n_lags + 1):
+            pac[:, p] = phi.sum(1)  # <-
+            phi = phi - pac[:, p:(p + 1)] * torch.flip(phi, dims=(1,))
+            phi = torch.cat((phi, pac[:, p:p + 1]), dim=1)
+        return pac
+    """)
+
+
+def test_a_guess_handed_back_by_a_project_helper_reaches_the_buffer_it_saves():
+    """torchcast's partial autocorrelation, reduced (the released function reaches the series through more
+    helpers, lists filled in loops and an FFT branch, and is still missed): what a project function computes
+    from its annotated parameter (a comprehension over `range(...)` included) is a guess about the caller's
+    parameter passed there, which a tuple unpacking and `torch.flip(phi)` keep."""
+    [finding] = analyze_source(THROUGH_HELPERS)
+    assert (finding.code, finding.line, finding.col) == ("IPV006", marked_line(THROUGH_HELPERS), 8)
+    assert finding.message.endswith("(it does when `series` requires grad)")
+    pac = load(THROUGH_HELPERS)["partial_autocorrelation"]
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        pac(torch.randn(2, 3, 8, requires_grad=True), 4).sum().backward()
+
+
+def test_a_helper_computing_from_a_number_hands_back_no_guess():
+    code = THROUGH_HELPERS.replace("def autocorrelation(series: torch.Tensor, n_lags: int)",
+                                   "def autocorrelation(series, n_lags: int)").replace(
+        "def partial_autocorrelation(series: torch.Tensor, n_lags: int)", "def partial_autocorrelation(series, n_lags: int)")
+    assert analyze_source(code) == []

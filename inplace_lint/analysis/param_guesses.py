@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
+from ..findings import Origin, RootKind
 from ..torch_facts import ops
 from .astutil import dotted_name, last_name, walk_ast
 from .consumers import GRADLESS_CONSUMERS
@@ -28,7 +29,7 @@ _TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 _NUMBER_BUILTINS = frozenset({"float", "int", "bool", "complex"})
 _GRADLESS_METHODS = frozenset({"item", "tolist", "argmax", "argmin", "argsort", "long", "int", "bool", "detach",
                                "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "numpy"})
-_NOT_VALUE_CALLS = frozenset({"size", "dim", "numel", "len", "isinstance", "nelement", "get_device", "stride"})
+_NOT_VALUE_CALLS = frozenset({"size", "dim", "numel", "len", "isinstance", "nelement", "get_device", "stride", "range"})
 
 #: tensor methods whose result is computed from the receiver and arguments (a local bound to one reads them)
 _KNOWN_OPS = (ops.VIEW_METHODS | ops.MAY_ALIAS_METHODS | ops.MULTI_VIEW_METHODS | ops.SLICED_VIEW_METHODS
@@ -177,6 +178,9 @@ class ParamGuessesMixin:
                 if part.id in self.params:  # (a parameter bound again too: `cov = torch.nan_to_num(cov)`)
                     if part.id not in self.submodule_results:
                         found.add(list(self.params).index(part.id))
+                elif part.id in self.assigned and part.id not in seen and (held := guessed_params(
+                        self.env.get(part.id, EMPTY))) and not any(o.grad_evidence for o in self.env[part.id]):
+                    found.update(held)  # a local tracked only as a guess (`autocorr = autocorrelation(series)`)
                 elif part.id in self.assigned and part.id not in seen:  # (`x = x.permute(...)` reads x once)
                     values = self._bindings().get(part.id)
                     if not values or depth >= 3:
@@ -210,6 +214,12 @@ class ParamGuessesMixin:
         if _gradless_return(value, origins, self.no_grad):
             self.gradless_returns += 1
             return
+        if origins and not self.no_grad and not self.grad_off_block:
+            # a tensor tracked only as a guess about parameters (`torch.stack([...])` of an annotated `series`):
+            # computed from them, for the call to decide as below
+            guesses = guessed_params(origins)
+            if guesses and all(o.guessed or o.guess_param >= 0 or param_index(o) is not None for o in origins):
+                self.computed_returns |= set(guesses)
         if origins or value is None or self.no_grad or not (
                 isinstance(value, ast.BinOp) or isinstance(value, ast.UnaryOp) and not isinstance(value.op, ast.Not)
                 or isinstance(value, ast.Call) and (self.torch_op_call(value) or isinstance(value.func, ast.Attribute)
@@ -318,6 +328,15 @@ class ParamGuessesMixin:
                 if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
                     values.setdefault(stmt.targets[0].id, []).append(stmt.value)
                     plain.add(id(stmt.targets[0]))
+                elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                        and isinstance(stmt.targets[0], (ast.Tuple, ast.List)) and isinstance(stmt.value, (ast.Tuple, ast.List)) \
+                        and len(stmt.targets[0].elts) == len(stmt.value.elts) \
+                        and not any(isinstance(e, ast.Starred) for e in stmt.targets[0].elts + stmt.value.elts):
+                    # `phi, pac[:, 0:2] = autocorr[:, 1:2], autocorr[:, 0:2]`: each name is bound to its own element
+                    for target, value in zip(stmt.targets[0].elts, stmt.value.elts):
+                        if isinstance(target, ast.Name):
+                            values.setdefault(target.id, []).append(value)
+                            plain.add(id(target))
                 elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and isinstance(stmt.target, ast.Name) \
                         and stmt.value is not None:
                     values.setdefault(stmt.target.id, []).append(stmt.value)
@@ -336,6 +355,16 @@ class ParamGuessesMixin:
         """The names :meth:`_bindings` leaves out: bound by a loop, an unpacking, ``with ... as``, an import."""
         self._bindings()
         return self.local_cond_cache["bound otherwise"]
+
+    def computed_guess(self, computed: FrozenSet[int], binding: Dict[int, tuple], text: str, line: int) -> List[Origin]:
+        """What a project call returns when its callee computes the result from its parameters ``computed``
+        (:attr:`.summaries.FunctionSummary.computed`) and the call passes there nothing that requires grad by
+        evidence, but a guess about a parameter of this function annotated ``torch.Tensor`` (``autocorr =
+        autocorrelation(series, n)``): a tensor guessed from that parameter, for this function's callers to decide;
+        nothing otherwise."""
+        guesses = sorted({g for i in computed for g in guessed_params(binding.get(i, (EMPTY, None))[0])
+                          if 0 <= g < len(self.params) and self.annotated_tensor(g)})
+        return [Origin(RootKind.TENSOR, text, line, guessed=True, guess_param=guesses[0])] if guesses else []
 
     def tensor_param_guess(self, node: ast.expr, origins: Optional[frozenset]) -> int:
         """:meth:`_guess_of` ``node``, when that parameter is annotated ``torch.Tensor`` (a parameter that may be a

@@ -489,6 +489,8 @@ class ProjectCallsMixin:
         if summary.computed and not self.no_grad and not starred and any(
                 self._passes_grad(*binding.get(i, (EMPTY, None))) for i in summary.computed):
             out.append(Origin(RootKind.TENSOR, f"{short_name}(...)", node.lineno))  # computed from it: requires grad
+        elif summary.computed and not self.no_grad and not starred and not out:
+            out.extend(self.computed_guess(summary.computed, binding, f"{short_name}(...)", node.lineno))
         return cap(out)
 
     def _passes_grad(self, given: frozenset, given_node: Optional[ast.expr]) -> bool:
