@@ -87,3 +87,37 @@ def test_a_helper_computing_from_a_number_hands_back_no_guess():
                                    "def autocorrelation(series, n_lags: int)").replace(
         "def partial_autocorrelation(series: torch.Tensor, n_lags: int)", "def partial_autocorrelation(series, n_lags: int)")
     assert analyze_source(code) == []
+
+
+@pytest.mark.parametrize("binding", [
+    "h = h.detach()",  # truncated backpropagation through time
+    "h = float(h.sum())",
+    "h = torch.bucketize(h, torch.tensor([0.0]))",
+])
+def test_a_binding_that_needs_no_grad_drops_the_guess(binding):
+    """A fix review's false findings (each executed: the backward runs): the guess was the union of every binding
+    of the local, so it survived where the binding that reaches the saving op cannot require grad."""
+    code = textwrap.dedent(f"""\
+        import torch
+
+
+        def smooth(x: torch.Tensor, n: int):
+            h = x.mean(0)
+            decay = torch.zeros(x.shape[1], n)
+            for t in range(n):
+                {binding}
+                decay[:, t] = 0.9
+                h = h - decay[:, t] * h + x[t]
+            return h
+        """)
+    assert analyze_source(code) == []
+    x = torch.randn(4, 3, requires_grad=True)
+    out = load(code)["smooth"](x, 3)
+    (out.sum() + x.sum()).backward()  # no error
+
+
+def test_a_binding_made_without_grad_drops_the_guess():
+    code = UPDATE.replace("    phi = series.mean(0)\n", "    with torch.no_grad():\n        phi = series.mean(0)\n")
+    assert analyze_source(code) == []
+    series = torch.randn(4, 3, requires_grad=True)
+    (load(code)["recurrence"](series, 3).sum() + series.sum()).backward()  # no error

@@ -442,6 +442,116 @@ UNSAFE += [
 ]
 
 
+#: a third review's routes, older than the rebound rule but for `+x`: a local dict or object the written tensor is
+#: an item of, a local that is another name for an outside object, a tuple of attributes, a `:=` binding inside an
+#: expression that stores it, and `+x`, which is `x` itself
+UNSAFE += [
+    ("an item of a local dict read after the write", """
+     def f(scores, mask):
+         out = {}
+         out["attn"] = torch.softmax(scores, -1)
+         attn = out["attn"]
+         attn.mul_(mask)  # <-
+         return out["attn"].sum().reshape(1)
+
+
+     def observe():
+         return f(torch.zeros(1, 2), torch.tensor([[1.0, 0.0]]))
+     """),
+    ("an item of a local dict returned", """
+     def ppo_stats(logp, old_logp, eps: float = 0.2):
+         stats = {}
+         stats["ratio"] = torch.exp(logp - old_logp)
+         ratio = stats["ratio"]
+         ratio.clamp_(1 - eps, 1 + eps)  # <-
+         return ratio.mean(), stats
+
+
+     def observe():
+         return ppo_stats(torch.tensor([0.0, 1.0, -1.0]), torch.zeros(3))[1]["ratio"]
+     """),
+    ("an item of a caller's list bound to a local", """
+     class Attn(nn.Module):
+         def forward(self, scores, mask, caches, i: int):
+             cache = caches[i]
+             cache["attn"] = torch.softmax(scores, -1)
+             attn = cache["attn"]
+             attn.mul_(mask)  # <-
+             return attn
+
+
+     def observe():
+         caches = [{}]
+         Attn()(torch.zeros(1, 2), torch.tensor([[1.0, 0.0]]), caches, 0)
+         return caches[0]["attn"]
+     """),
+    ("a local that is another name for a submodule", """
+     class Sub(nn.Module):
+         def __init__(self):
+             super().__init__()
+             self.register_buffer("h", torch.ones(3))
+
+
+     class M(nn.Module):
+         def __init__(self):
+             super().__init__()
+             self.sub = Sub()
+
+         def forward(self):
+             m = self.sub
+             y = F.relu(m.h, inplace=True)
+             y.mul_(2)  # <-
+             return y
+
+
+     def observe():
+         m = M()
+         m()
+         return m.sub.h
+     """),
+    ("a tuple of an attribute and another value", """
+     class Attn(nn.Module):
+         def forward(self, scores, mask):
+             self.attn = torch.softmax(scores, -1)
+             attn, m = self.attn, mask
+             attn.mul_(m)  # <-
+             return attn
+
+
+     def observe():
+         a = Attn()
+         a(torch.zeros(1, 2), torch.tensor([[1.0, 0.0]]))
+         return a.attn
+     """),
+    ("a := binding passed to a call that keeps it", """
+     def f(h, keep):
+         keep.append(y := torch.exp(h))
+         y.mul_(2)  # <-
+         return y
+
+
+     def observe():
+         keep = []
+         f(torch.zeros(3), keep)
+         return keep[0]
+     """),
+    ("`+x`, the tensor itself, stored", """
+     class M(nn.Module):
+         def forward(self, x):
+             x = torch.exp(x)
+             self.k = +x
+             x.mul_(2)  # <-
+             return x
+
+
+     def observe():
+         m = M()
+         m(torch.zeros(3))
+         return m.k
+     """),
+]
+
+
 @pytest.mark.parametrize("name, body", UNSAFE, ids=[c[0] for c in UNSAFE])
 def test_a_route_that_may_bring_the_callers_tensor_back_keeps_the_fix_unsafe(name, body):
     code, driver = (HEADER + textwrap.dedent(body)).split("\n\ndef observe")

@@ -11,6 +11,7 @@ from ..findings import Origin, RootKind
 from ..torch_facts import ops
 from .astutil import dotted_name, last_name, walk_ast
 from .consumers import GRADLESS_CONSUMERS
+from .grad import grad_mode_of
 from .env import EMPTY
 from .names import qualify_dotted
 from .summaries import no_grad_value, param_index
@@ -183,8 +184,8 @@ class ParamGuessesMixin:
                     found.update(held)  # a local tracked only as a guess (`autocorr = autocorrelation(series)`)
                 elif part.id in self.assigned and part.id not in seen:  # (`x = x.permute(...)` reads x once)
                     values = self._bindings().get(part.id)
-                    if not values or depth >= 3:
-                        return None
+                    if not values or depth >= 3 or any(self._gradless_binding(v) for v in values):
+                        return None  # (`h = h.detach()`, `phi = phi.item()`, a binding made with grad off)
                     seen.add(part.id)
                     if fresh_ok and all(_factory_call(v) for v in values):
                         continue  # (`buf = torch.zeros(3, n)` read by `phi - buf[:, p:p + 1] * phi`)
@@ -249,6 +250,8 @@ class ParamGuessesMixin:
         values = [v for v in values if id(v) not in augmented
                   and (v.lineno < line or any(first <= v.lineno <= last for first, last in loops))]
         torch_op = False
+        if any(self._gradless_binding(v) for v in values):
+            return ()  # some binding needs no grad (`h = h.detach()` each pass): which one reaches the op is not known
         updates = [v for v in values if _updates(v, name)]
         values = [v for v in values if not any(v is u for u in updates)]
         for value in values:
@@ -344,6 +347,12 @@ class ParamGuessesMixin:
                     if isinstance(stmt, ast.AugAssign):
                         augmented.add(id(stmt.value))  # (`x -= m` keeps what `x` is; `m` is read)
             self.local_cond_cache["augmented"] = frozenset(augmented)
+            off = set()  # the values bound inside `with torch.no_grad():` (and the like): they need no grad
+            for node in nodes:
+                if isinstance(node, (ast.With, ast.AsyncWith)) \
+                        and any(grad_mode_of(item.context_expr) is False for item in node.items):
+                    off.update(id(n) for n in walk_ast(node) if isinstance(n, ast.expr))
+            self.local_cond_cache["made without grad"] = frozenset(off)
             for n in nodes:
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and id(n) not in plain:
                     bound_otherwise.add(n.id)
@@ -355,6 +364,18 @@ class ParamGuessesMixin:
         """The names :meth:`_bindings` leaves out: bound by a loop, an unpacking, ``with ... as``, an import."""
         self._bindings()
         return self.local_cond_cache["bound otherwise"]
+
+    def _gradless_binding(self, value: ast.expr) -> bool:
+        """A binding whose value never requires grad: ``x.detach()``, ``x.item()``, ``float(x)``, an index or a count
+        (``torch.bucketize``, :func:`_integer_result`), or a value made inside ``torch.no_grad()``."""
+        self._bindings()
+        if id(value) in self.local_cond_cache["made without grad"]:
+            return True
+        if not isinstance(value, ast.Call):
+            return False
+        name = last_name(value.func) or ""
+        return isinstance(value.func, ast.Attribute) and name in _GRADLESS_METHODS \
+            or isinstance(value.func, ast.Name) and name in _NUMBER_BUILTINS or _integer_result(value)
 
     def computed_guess(self, computed: FrozenSet[int], binding: Dict[int, tuple], text: str, line: int) -> List[Origin]:
         """What a project call returns when its callee computes the result from its parameters ``computed``

@@ -8,11 +8,11 @@ the write runs (:func:`rebound_before`).
 from __future__ import annotations
 
 import ast
-from typing import Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ...findings import Origin, RootKind, StepKind
 from ...torch_facts import ops
-from ..astutil import dotted_name as dotted, walk_ast
+from ..astutil import dotted_name as dotted, inplace_flag_arg, walk_ast
 from .facts import _call_role, root_base_name
 
 
@@ -88,7 +88,13 @@ def stored_elsewhere(facts, name: str, callers_checked: bool) -> Optional[ast.ex
                          None)
             if other is not None:
                 return other
-        elif isinstance(stmt, (ast.AnnAssign, ast.NamedExpr)) and isinstance(stmt.target, ast.Name) \
+        elif isinstance(stmt, ast.NamedExpr) and stmt.target.id == name:
+            parent = facts.parent(stmt)
+            if not isinstance(parent, (ast.Expr, ast.If, ast.While, ast.Compare, ast.IfExp, ast.BoolOp)) \
+                    and not (isinstance(parent, ast.Assign) and all(isinstance(t, ast.Name) for t in parent.targets)):
+                # `keep.append(y := torch.exp(h))`, `self.cache = (y := ...)`, `{"a": (y := ...)}`: kept where bound
+                return stmt
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
                 and stmt.target.id == name and stmt.value is not None:
             pass
         else:
@@ -102,20 +108,83 @@ def stored_elsewhere(facts, name: str, callers_checked: bool) -> Optional[ast.ex
     return None
 
 
-def _outside_base(value: ast.expr, facts, callers_checked: bool = False) -> Optional[ast.expr]:
-    """What ``value`` may be, or share storage with, when that is an attribute or an item of a name from outside the
-    function (a parameter, a global, a closure's name: ``self.h`` of ``F.relu(self.h, inplace=True)``, ``attn =
-    self.attn``, ``getattr(self, name)``, ``batch["x"].view(-1)``, ``CFG.buf``), or None: a rebound name leaves it
-    behind. Both arms of ``a if c else b`` and the operands of ``or``/``and`` count."""
-    todo = [value]
+def holding_locals(facts, name: str) -> Dict[str, str]:
+    """The locals whose item or attribute a binding of ``name`` is (``attn = out["attn"]``, ``h = feats[-1]``,
+    ``c = state.cache``), each with the expression: they hold the tensor too, so a read of them after the write, or
+    an escape, sees what a rebinding of ``name`` leaves behind."""
+    out: Dict[str, str] = {}
+    for stmt in facts.assigns:
+        if not (isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and any(
+                isinstance(n, ast.Name) and n.id == name
+                for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) for n in walk_ast(t))):
+            continue
+        for part in _arms(stmt.value):
+            base = shared_base(part)
+            if isinstance(base, ast.Name) and base is not part:
+                base = part  # `out["attn"]`: shared_base went down to the holder itself
+            if not isinstance(base, (ast.Attribute, ast.Subscript)):
+                continue
+            root = base
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id != name and facts.is_local(root.id):
+                out.setdefault(root.id, ast.unparse(base))
+    return out
+
+
+def from_outside(facts, name: str, callers_checked: bool) -> Optional[ast.expr]:
+    """A binding of the local ``name`` that makes it (or a view of it) an object from outside the function, or None:
+    an attribute or item of a parameter or a global (:func:`_outside_base`: ``cache = caches[i]``), a parameter
+    itself, or what a method of one returns (``layer = cache.setdefault("layer0", {})``, ``d = self.state.get(k)``),
+    which that object may hold."""
+    for stmt in facts.assigns:
+        if not (isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and any(
+                isinstance(n, ast.Name) and n.id == name
+                for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) for n in walk_ast(t))):
+            continue
+        outside = _outside_base(stmt.value, facts, callers_checked)
+        if outside is not None:
+            return outside
+        for part in _arms(stmt.value, displays=False):
+            # (a tuple or list display is a new container of this function's: its items are not the holder)
+            base = shared_base(part)
+            if isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute):
+                base = base.func.value  # a method's result: what its receiver may hold
+            root = base
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name) and not facts.is_local(root.id) and root.id not in _TORCH_HEADS \
+                    and (not facts.is_param(root.id) or not callers_checked):
+                return part
+    return None
+
+
+def _arms(value: ast.expr, displays: bool = True) -> List[ast.expr]:
+    """Both arms of ``a if c else b``, the operands of ``or``/``and``, and (``displays``) the elements of a tuple or
+    list display; a display itself otherwise."""
+    out, todo = [], [value]
     while todo:
         part = todo.pop()
         if isinstance(part, ast.IfExp):
             todo += [part.body, part.orelse]
-            continue
-        if isinstance(part, ast.BoolOp):
+        elif isinstance(part, ast.BoolOp):
             todo += part.values
+        elif isinstance(part, (ast.Tuple, ast.List)) and not displays:
             continue
+        elif isinstance(part, (ast.Tuple, ast.List)):
+            todo += [e.value if isinstance(e, ast.Starred) else e for e in part.elts]
+        else:
+            out.append(part)
+    return out
+
+
+def _outside_base(value: ast.expr, facts, callers_checked: bool = False, depth: int = 0) -> Optional[ast.expr]:
+    """What ``value`` may be, or share storage with, when that is an attribute or an item of a name from outside the
+    function (a parameter, a global, a closure's name: ``self.h`` of ``F.relu(self.h, inplace=True)``, ``attn =
+    self.attn``, ``getattr(self, name)``, ``batch["x"].view(-1)``, ``CFG.buf``), or None: a rebound name leaves it
+    behind. Both arms of ``a if c else b``, the operands of ``or``/``and`` and the elements of a tuple or list count,
+    and a local that is itself bound to such a thing (``m = self.sub; F.relu(m.h, inplace=True)``, ``me = self``)."""
+    for part in _arms(value):
         base = shared_base(part)
         if isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "getattr" \
                 and len(base.args) >= 2:
@@ -124,13 +193,29 @@ def _outside_base(value: ast.expr, facts, callers_checked: bool = False) -> Opti
         if isinstance(base, ast.Name) and base is not part and not facts.is_local(base.id) \
                 and not facts.is_param(base.id) and base.id not in ("torch", "F", "th", "np", "numpy"):
             return base  # `F.relu(_ACT["h"], inplace=True)`, `G.view(-1)`: a global's tensor or an item of one
-        if not isinstance(base, (ast.Attribute, ast.Subscript)):
-            continue
         root = base
         while isinstance(root, (ast.Attribute, ast.Subscript)):
             root = root.value
-        if not isinstance(root, ast.Name) or facts.is_local(root.id) or callers_checked and facts.is_param(root.id):
-            continue  # (a local's attribute is the local's; a parameter whose every caller was checked is private)
+        if not isinstance(root, ast.Name):
+            continue
+        if facts.is_local(root.id):
+            if depth < 3 and (root is not base or base is not part):
+                # (a local bound to an outside object, whose item, attribute or view this is: `m = self.sub`)
+                for stmt in facts.assigns:
+                    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and getattr(stmt, "value", None) \
+                            is not None and any(isinstance(n, ast.Name) and n.id == root.id for t in (
+                                stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) for n in walk_ast(t)):
+                        inner = stmt.value if not isinstance(stmt.value, ast.Name) or stmt.value.id != root.id else None
+                        if inner is not None and _outside_base(inner, facts, callers_checked, depth + 1) is not None:
+                            return base
+                        if isinstance(inner, ast.Name) and not facts.is_local(inner.id) and (
+                                facts.is_param(inner.id) and not callers_checked or inner.id in facts.declared):
+                            return base  # `me = self; F.relu(me.h, inplace=True)`
+            continue
+        if not isinstance(base, (ast.Attribute, ast.Subscript)):
+            continue
+        if callers_checked and facts.is_param(root.id):
+            continue  # (a parameter whose every caller was checked is as private as a local)
         return base
     return None
 
@@ -195,8 +280,15 @@ def shared_base(node: ast.expr) -> ast.expr:
     function forms, whose input is the first argument (``torch.flatten(x)``, ``torch.sigmoid_(x)``,
     ``F.relu(x, inplace=True)``, ``F.relu(x, **kw)``: :func:`torch_function_input`)."""
     while True:
-        if isinstance(node, ast.Subscript):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, (ast.List, ast.Tuple)) \
+                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int) \
+                and -len(node.value.elts) <= node.slice.value < len(node.value.elts) \
+                and not any(isinstance(e, ast.Starred) for e in node.value.elts):
+            node = node.value.elts[node.slice.value]  # `[self.attn][0]` is `self.attn`
+        elif isinstance(node, ast.Subscript):
             node = node.value
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
+            node = node.operand  # `+x` is `x` itself (`Tensor.__pos__`)
         elif isinstance(node, ast.Attribute) and node.attr in ops.VIEW_ATTRIBUTES:
             node = node.value
         elif isinstance(node, ast.Call) and _torch_namespace(node.func):
@@ -206,8 +298,9 @@ def shared_base(node: ast.expr) -> ast.expr:
             node = given
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
                 node.func.attr in ops.VIEW_METHODS or node.func.attr in ops.MAY_ALIAS_METHODS
-                or node.func.attr in ops.EXPAND_METHODS or node.func.attr in ops.TENSOR_INPLACE_METHODS):
-            node = node.func.value
+                or node.func.attr in ops.EXPAND_METHODS or node.func.attr in ops.TENSOR_INPLACE_METHODS
+                or node.func.attr in ops.MULTI_VIEW_METHODS or node.func.attr in ops.SLICED_VIEW_METHODS):
+            node = node.func.value  # (`self.states.unbind(0)[0]`, `x.chunk(2)`: views of the receiver)
         else:
             return node
 
@@ -237,7 +330,10 @@ def torch_function_input(call: ast.Call) -> Optional[ast.expr]:
     if given is None or isinstance(given, ast.Starred):
         return given.value if isinstance(given, ast.Starred) else None
     name = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+    flag = inplace_flag_arg(call, name)
     if name in ops.VIEW_METHODS or name in ops.MAY_ALIAS_METHODS or name in ops.EXPAND_METHODS \
-            or _call_role(call, given) == "alias":
+            or name in ops.MULTI_VIEW_METHODS or name in ops.SLICED_VIEW_METHODS or name.endswith("_") \
+            or flag is not None and not (isinstance(flag, ast.Constant) and flag.value is False) \
+            or any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
         return given
-    return None
+    return None  # (`torch.ones(self.n)`, `torch.sigmoid(x)`: a new tensor)

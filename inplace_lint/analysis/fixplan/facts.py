@@ -370,6 +370,8 @@ def escape(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
     if keeper is not None:
         return f"is passed to `{dotted(keeper.func) or ast.unparse(keeper.func)}`, which may keep it"
     parent = facts.parent(top)
+    while isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.UAdd):
+        top, parent = parent, facts.parent(parent)  # `+x` is `x` itself (`Tensor.__pos__`): `self.k = +x` keeps it
     if isinstance(getattr(top, "ctx", None), ast.Store):
         return None  # x[i] = v / x[i] += v: another write into the tensor, not a reference kept elsewhere
     if isinstance(parent, ast.BinOp) and _container(parent.right if parent.left is top else parent.left):

@@ -34,7 +34,8 @@ from ..class_facts import ANY_FIELD
 from ..astutil import last_name
 from .facts import (NON_ALIAS_ATTRS, FunctionFacts, alias_chain_top, alias_closure, climb, escape,
                     exclusive_spans, root_base_name)
-from .bindings import bound_sources, rebound_before, shared_base, stored_elsewhere
+from .bindings import (bound_sources, from_outside, holding_locals, rebound_before, shared_base,
+                       stored_elsewhere)
 from .sources import held_sources
 
 
@@ -85,6 +86,13 @@ def applicability(facts: FunctionFacts, params: Sequence[str], target_name: str,
             observers.setdefault(base, origin.root_text)
     for source, _ in held_sources(facts, target_name, write, loops):
         observers.setdefault(source, source)  # `beta = [x][0]`, `with nullcontext(x) as beta`: `beta` may be `x`
+    for holder, what in holding_locals(facts, target_name).items():
+        observers.setdefault(holder, what)  # `attn = out["attn"]`: `out` holds the written tensor too
+        outside = from_outside(facts, holder, callers_checked)
+        if outside is not None:  # `cache = caches[i]; attn = cache["attn"]`: the caller's dict holds it
+            return Applicability.UNSAFE, (f"`{holder}` holds the written tensor (`{what}`) and is "
+                                          f"`{ast.unparse(outside)}`, from outside the function, which would no "
+                                          "longer see the change")
     for name, what in sorted(observers.items()):
         if name in params:
             return Applicability.UNSAFE, (
