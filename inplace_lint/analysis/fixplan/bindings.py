@@ -113,12 +113,10 @@ def holding_locals(facts, name: str) -> Dict[str, str]:
     ``c = state.cache``), each with the expression: they hold the tensor too, so a read of them after the write, or
     an escape, sees what a rebinding of ``name`` leaves behind."""
     out: Dict[str, str] = {}
-    for stmt in facts.assigns:
-        if not (isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and any(
-                isinstance(n, ast.Name) and n.id == name
-                for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) for n in walk_ast(t))):
+    for stmt, value in _values_bound_to(facts, name):
+        if isinstance(stmt, ast.NamedExpr):
             continue
-        for part in _arms(stmt.value):
+        for part in _arms(value):
             base = shared_base(part)
             if isinstance(base, ast.Name) and base is not part:
                 base = part  # `out["attn"]`: shared_base went down to the holder itself
@@ -137,15 +135,13 @@ def from_outside(facts, name: str, callers_checked: bool) -> Optional[ast.expr]:
     an attribute or item of a parameter or a global (:func:`_outside_base`: ``cache = caches[i]``), a parameter
     itself, or what a method of one returns (``layer = cache.setdefault("layer0", {})``, ``d = self.state.get(k)``),
     which that object may hold."""
-    for stmt in facts.assigns:
-        if not (isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and any(
-                isinstance(n, ast.Name) and n.id == name
-                for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) for n in walk_ast(t))):
+    for stmt, value in _values_bound_to(facts, name):
+        if isinstance(stmt, ast.NamedExpr):
             continue
-        outside = _outside_base(stmt.value, facts, callers_checked)
+        outside = _outside_base(value, facts, callers_checked)
         if outside is not None:
             return outside
-        for part in _arms(stmt.value, displays=False):
+        for part in _arms(value, displays=False):
             # (a tuple or list display is a new container of this function's: its items are not the holder)
             base = shared_base(part)
             if isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute):
@@ -157,6 +153,20 @@ def from_outside(facts, name: str, callers_checked: bool) -> Optional[ast.expr]:
                     and (not facts.is_param(root.id) or not callers_checked):
                 return part
     return None
+
+
+def _values_bound_to(facts, name: str):
+    """The values the function binds ``name`` to (``=``, with the name anywhere in a target; ``x: T = v``;
+    ``:=``), each with its statement."""
+    for stmt in facts.assigns:
+        if isinstance(stmt, ast.Assign):
+            targets = stmt.targets
+        elif isinstance(stmt, (ast.AnnAssign, ast.NamedExpr)) and stmt.value is not None:
+            targets = [stmt.target]
+        else:
+            continue
+        if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in walk_ast(t)):
+            yield stmt, stmt.value
 
 
 def _arms(value: ast.expr, displays: bool = True) -> List[ast.expr]:
@@ -201,16 +211,14 @@ def _outside_base(value: ast.expr, facts, callers_checked: bool = False, depth: 
         if facts.is_local(root.id):
             if depth < 3 and (root is not base or base is not part):
                 # (a local bound to an outside object, whose item, attribute or view this is: `m = self.sub`)
-                for stmt in facts.assigns:
-                    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and getattr(stmt, "value", None) \
-                            is not None and any(isinstance(n, ast.Name) and n.id == root.id for t in (
-                                stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) for n in walk_ast(t)):
-                        inner = stmt.value if not isinstance(stmt.value, ast.Name) or stmt.value.id != root.id else None
-                        if inner is not None and _outside_base(inner, facts, callers_checked, depth + 1) is not None:
-                            return base
-                        if isinstance(inner, ast.Name) and not facts.is_local(inner.id) and (
-                                facts.is_param(inner.id) and not callers_checked or inner.id in facts.declared):
-                            return base  # `me = self; F.relu(me.h, inplace=True)`
+                for _, inner in _values_bound_to(facts, root.id):
+                    if isinstance(inner, ast.Name) and inner.id == root.id:
+                        continue
+                    if _outside_base(inner, facts, callers_checked, depth + 1) is not None:
+                        return base
+                    if isinstance(inner, ast.Name) and not facts.is_local(inner.id) and (
+                            facts.is_param(inner.id) and not callers_checked or inner.id in facts.declared):
+                        return base  # `me = self; F.relu(me.h, inplace=True)`
             continue
         if not isinstance(base, (ast.Attribute, ast.Subscript)):
             continue
@@ -250,17 +258,10 @@ def _binds(stmt: ast.stmt, name: str) -> bool:
 def value_bases(value: ast.expr):
     """The plain names ``value`` may be itself or share storage with: both arms of ``a if c else b``, the operands
     of ``or``/``and``, through :func:`shared_base`."""
-    todo = [value]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.IfExp):
-            todo += [node.body, node.orelse]
-        elif isinstance(node, ast.BoolOp):
-            todo += node.values
-        else:
-            base = shared_base(node)
-            if isinstance(base, ast.Name):
-                yield base.id
+    for node in _arms(value, displays=False):
+        base = shared_base(node)
+        if isinstance(base, ast.Name):
+            yield base.id
 
 
 def bound_sources(facts, name: str):
