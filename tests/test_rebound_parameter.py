@@ -552,6 +552,29 @@ UNSAFE += [
 ]
 
 
+#: a fourth review's routes: a module's method named like a tensor op, built where the class cannot say what it is
+UNSAFE += [
+    (f"a submodule {how}", f"""
+     class Block(nn.Module):
+         def __init__(self, act_layer=nn.ReLU, act: str = "ReLU"):
+             super().__init__()
+             self.relu = {built}
+
+         def forward(self, x):
+             x = self.relu(x)
+             x.mul_(2)  # <-
+             return x
+
+
+     def observe():
+         x = torch.tensor([-1.0, 1.0, 2.0])
+         Block()(x)
+         return x
+     """) for how, built in (("built by a layer class given as a default", "act_layer(inplace=True)"),
+                             ("built by getattr(nn, name)", "getattr(nn, act)(inplace=True)"))
+]
+
+
 @pytest.mark.parametrize("name, body", UNSAFE, ids=[c[0] for c in UNSAFE])
 def test_a_route_that_may_bring_the_callers_tensor_back_keeps_the_fix_unsafe(name, body):
     code, driver = (HEADER + textwrap.dedent(body)).split("\n\ndef observe")

@@ -239,7 +239,14 @@ def _new_tensor(value: ast.expr, facts) -> bool:
         return False
     if isinstance(value.func, ast.Attribute) and not _torch_namespace(value.func) \
             and value.func.attr in ops.SAVES_OUTPUT:
-        return True  # `x.sigmoid()`, `self.norm(x).softmax(-1)`: a tensor method whose output autograd saves
+        # `x.sigmoid()`, `self.norm(x).softmax(-1)`: a tensor method whose output autograd saves; not a module's or
+        # an object's method that takes the tensor as an argument (`self.relu(x)` may be `nn.ReLU(inplace=True)`,
+        # `nn.Identity`): the receiver is no attribute of `self`, and no argument names anything
+        root = value.func.value
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        return not (isinstance(root, ast.Name) and root.id in ("self", "cls")) and not any(
+            isinstance(n, ast.Name) for a in list(value.args) + [k.value for k in value.keywords] for n in walk_ast(a))
     current = value.args[0] if value.args else value.func.value if isinstance(value.func, ast.Attribute) else None
     return current is not None and _call_role(value, current, facts) == "fresh"
 
