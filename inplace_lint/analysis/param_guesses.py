@@ -118,12 +118,25 @@ def _updates(value: ast.expr, name: str) -> bool:
 
 def _factory_call(value: ast.expr) -> bool:
     """``torch.zeros(n)``, ``torch.empty_like(x)``, ``x.new_zeros(n)``: a factory's tensor (no grad unless asked)."""
-    if not isinstance(value, ast.Call) or any(k.arg == "requires_grad" for k in value.keywords):
-        return False
-    name = last_name(value.func) or ""
-    torch_op = (dotted_name(value.func) or "").startswith(("torch.", "F."))
+    return isinstance(value, ast.Call) and _factory_form(value) \
+        and not any(k.arg == "requires_grad" for k in value.keywords)
+
+
+def _factory_form(call: ast.Call) -> bool:
+    """``call`` is a torch factory (``torch.zeros``, ``torch.ones_like``) or a tensor's factory method
+    (``x.new_zeros``), whatever its ``requires_grad``."""
+    name = last_name(call.func) or ""
+    torch_op = (dotted_name(call.func) or "").startswith(("torch.", "F."))
     return torch_op and (name in ops.FACTORY_FUNCTIONS or name.endswith("_like")) \
-        or not torch_op and name in _FACTORY_METHODS and isinstance(value.func, ast.Attribute)
+        or not torch_op and name in _FACTORY_METHODS and isinstance(call.func, ast.Attribute)
+
+
+def _number_or_gradless(call: ast.Call) -> bool:
+    """``float(t.mean())``, ``logits.argmax(-1)``, ``x.detach()``: a number, or a method whose result takes no
+    gradient."""
+    name = last_name(call.func) or ""
+    return isinstance(call.func, ast.Name) and name in _NUMBER_BUILTINS \
+        or isinstance(call.func, ast.Attribute) and name in _GRADLESS_METHODS
 
 
 class ParamGuessesMixin:
@@ -155,12 +168,10 @@ class ParamGuessesMixin:
                 continue
             if isinstance(part, ast.Call):
                 name = last_name(part.func) or ""
-                if name in _NOT_VALUE_CALLS or isinstance(part.func, ast.Name) and name in _NUMBER_BUILTINS \
-                        or isinstance(part.func, ast.Attribute) and name in _GRADLESS_METHODS:
+                if name in _NOT_VALUE_CALLS or _number_or_gradless(part):
                     continue  # (`float(t.mean())`, `logits.argmax(-1)`, `x.detach()`: no gradient flows through)
                 torch_op = (dotted_name(part.func) or "").startswith(("torch.", "F."))
-                if torch_op and (name in ops.FACTORY_FUNCTIONS or name.endswith("_like")) or not torch_op \
-                        and name in _FACTORY_METHODS and isinstance(part.func, ast.Attribute):
+                if _factory_form(part):
                     return None  # (`x.new_zeros(n)`: a factory's tensor, whatever `x` is)
                 if depth and not torch_op and not (isinstance(part.func, ast.Attribute) and name in _KNOWN_OPS):
                     return None  # a local bound to what a callable returned (`m = convert(a)`) speaks for itself
@@ -373,9 +384,7 @@ class ParamGuessesMixin:
             return True
         if not isinstance(value, ast.Call):
             return False
-        name = last_name(value.func) or ""
-        return isinstance(value.func, ast.Attribute) and name in _GRADLESS_METHODS \
-            or isinstance(value.func, ast.Name) and name in _NUMBER_BUILTINS or _integer_result(value)
+        return _number_or_gradless(value) or _integer_result(value)
 
     def computed_guess(self, computed: FrozenSet[int], binding: Dict[int, tuple], text: str, line: int) -> List[Origin]:
         """What a project call returns when its callee computes the result from its parameters ``computed``

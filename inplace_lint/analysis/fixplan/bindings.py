@@ -79,30 +79,23 @@ def stored_elsewhere(facts, name: str, callers_checked: bool) -> Optional[ast.ex
     (...)``), a name bound inside the value (``y = keep.append(e := torch.exp(z)) or e``), or an attribute or item of
     a name from outside the function that the value may be (:func:`_outside_base`). Plain, annotated and ``:=``
     bindings alike."""
-    for stmt in facts.assigns:
+    for stmt, value in values_bound_to(facts, name):
         if isinstance(stmt, ast.Assign):
             holding = [t for t in stmt.targets if any(isinstance(n, ast.Name) and n.id == name for n in walk_ast(t))]
-            if not holding:
-                continue
             other = next((t for t in stmt.targets if not any(t is h for h in holding) and not isinstance(t, ast.Name)),
                          None)
             if other is not None:
                 return other
-        elif isinstance(stmt, ast.NamedExpr) and stmt.target.id == name:
+        elif isinstance(stmt, ast.NamedExpr):
             parent = facts.parent(stmt)
             if not isinstance(parent, (ast.Expr, ast.If, ast.While, ast.Compare, ast.IfExp, ast.BoolOp)) \
                     and not (isinstance(parent, ast.Assign) and all(isinstance(t, ast.Name) for t in parent.targets)):
                 # `keep.append(y := torch.exp(h))`, `self.cache = (y := ...)`, `{"a": (y := ...)}`: kept where bound
                 return stmt
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
-                and stmt.target.id == name and stmt.value is not None:
-            pass
-        else:
-            continue
-        walrus = next((n.target for n in walk_ast(stmt.value) if isinstance(n, ast.NamedExpr)), None)
+        walrus = next((n.target for n in walk_ast(value) if isinstance(n, ast.NamedExpr)), None)
         if walrus is not None:
             return walrus
-        outside = _outside_base(stmt.value, facts, callers_checked)
+        outside = _outside_base(value, facts, callers_checked)
         if outside is not None:
             return outside
     return None
@@ -113,7 +106,7 @@ def holding_locals(facts, name: str) -> Dict[str, str]:
     ``c = state.cache``), each with the expression: they hold the tensor too, so a read of them after the write, or
     an escape, sees what a rebinding of ``name`` leaves behind."""
     out: Dict[str, str] = {}
-    for stmt, value in _values_bound_to(facts, name):
+    for stmt, value in values_bound_to(facts, name):
         if isinstance(stmt, ast.NamedExpr):
             continue
         for part in _arms(value):
@@ -122,9 +115,7 @@ def holding_locals(facts, name: str) -> Dict[str, str]:
                 base = part  # `out["attn"]`: shared_base went down to the holder itself
             if not isinstance(base, (ast.Attribute, ast.Subscript)):
                 continue
-            root = base
-            while isinstance(root, (ast.Attribute, ast.Subscript)):
-                root = root.value
+            root = _chain_root(base)
             if isinstance(root, ast.Name) and root.id != name and facts.is_local(root.id):
                 out.setdefault(root.id, ast.unparse(base))
     return out
@@ -135,7 +126,7 @@ def from_outside(facts, name: str, callers_checked: bool) -> Optional[ast.expr]:
     an attribute or item of a parameter or a global (:func:`_outside_base`: ``cache = caches[i]``), a parameter
     itself, or what a method of one returns (``layer = cache.setdefault("layer0", {})``, ``d = self.state.get(k)``),
     which that object may hold."""
-    for stmt, value in _values_bound_to(facts, name):
+    for stmt, value in values_bound_to(facts, name):
         if isinstance(stmt, ast.NamedExpr):
             continue
         outside = _outside_base(value, facts, callers_checked)
@@ -146,16 +137,14 @@ def from_outside(facts, name: str, callers_checked: bool) -> Optional[ast.expr]:
             base = shared_base(part)
             if isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute):
                 base = base.func.value  # a method's result: what its receiver may hold
-            root = base
-            while isinstance(root, (ast.Attribute, ast.Subscript)):
-                root = root.value
+            root = _chain_root(base)
             if isinstance(root, ast.Name) and not facts.is_local(root.id) and root.id not in _TORCH_HEADS \
                     and (not facts.is_param(root.id) or not callers_checked):
                 return part
     return None
 
 
-def _values_bound_to(facts, name: str):
+def values_bound_to(facts, name: str):
     """The values the function binds ``name`` to (``=``, with the name anywhere in a target; ``x: T = v``;
     ``:=``), each with its statement."""
     for stmt in facts.assigns:
@@ -167,6 +156,13 @@ def _values_bound_to(facts, name: str):
             continue
         if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in walk_ast(t)):
             yield stmt, stmt.value
+
+
+def _chain_root(node: ast.expr) -> ast.expr:
+    """``self`` of ``self.cache["k"].v``: below every attribute and item."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node
 
 
 def _arms(value: ast.expr, displays: bool = True) -> List[ast.expr]:
@@ -203,15 +199,13 @@ def _outside_base(value: ast.expr, facts, callers_checked: bool = False, depth: 
         if isinstance(base, ast.Name) and base is not part and not facts.is_local(base.id) \
                 and not facts.is_param(base.id) and base.id not in ("torch", "F", "th", "np", "numpy"):
             return base  # `F.relu(_ACT["h"], inplace=True)`, `G.view(-1)`: a global's tensor or an item of one
-        root = base
-        while isinstance(root, (ast.Attribute, ast.Subscript)):
-            root = root.value
+        root = _chain_root(base)
         if not isinstance(root, ast.Name):
             continue
         if facts.is_local(root.id):
             if depth < 3 and (root is not base or base is not part):
                 # (a local bound to an outside object, whose item, attribute or view this is: `m = self.sub`)
-                for _, inner in _values_bound_to(facts, root.id):
+                for _, inner in values_bound_to(facts, root.id):
                     if isinstance(inner, ast.Name) and inner.id == root.id:
                         continue
                     if _outside_base(inner, facts, callers_checked, depth + 1) is not None:
@@ -242,9 +236,7 @@ def _new_tensor(value: ast.expr, facts) -> bool:
         # `x.sigmoid()`, `self.norm(x).softmax(-1)`: a tensor method whose output autograd saves; not a module's or
         # an object's method that takes the tensor as an argument (`self.relu(x)` may be `nn.ReLU(inplace=True)`,
         # `nn.Identity`): the receiver is no attribute of `self`, and no argument names anything
-        root = value.func.value
-        while isinstance(root, (ast.Attribute, ast.Subscript)):
-            root = root.value
+        root = _chain_root(value.func.value)
         return not (isinstance(root, ast.Name) and root.id in ("self", "cls")) and not any(
             isinstance(n, ast.Name) for a in list(value.args) + [k.value for k in value.keywords] for n in walk_ast(a))
     current = value.args[0] if value.args else value.func.value if isinstance(value.func, ast.Attribute) else None
@@ -274,12 +266,11 @@ def value_bases(value: ast.expr):
 def bound_sources(facts, name: str):
     """(name, line) of each plain name a binding of ``name`` in the function may hold itself (through both arms of
     ``a if c else b``, the operands of ``or``/``and``, views and methods that may return their receiver)."""
-    for stmt in facts.assigns:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets) \
-                or isinstance(stmt, (ast.AnnAssign, ast.NamedExpr)) and isinstance(stmt.target, ast.Name) \
-                and stmt.target.id == name and stmt.value is not None:
-            for base in value_bases(stmt.value):
-                yield base, stmt.lineno
+    for stmt, value in values_bound_to(facts, name):
+        if isinstance(stmt, ast.Assign) and not any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+            continue  # (bound inside an unpacking: the value is not what the name holds)
+        for base in value_bases(value):
+            yield base, stmt.lineno
 
 
 def shared_base(node: ast.expr) -> ast.expr:

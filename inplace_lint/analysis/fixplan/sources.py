@@ -15,6 +15,7 @@ from typing import Iterator, List, Optional, Sequence, Set, Tuple
 
 from ...torch_facts import ops
 from ..astutil import dotted_name, walk_ast
+from .bindings import values_bound_to
 from .facts import _TORCH_PREFIXES, NON_ALIAS_ATTRS, FunctionFacts, _call_role
 
 _STOPS = (ast.Compare, ast.JoinedStr, ast.FormattedValue)
@@ -158,13 +159,8 @@ def _bindings(facts: FunctionFacts, name: str, reaches, write: ast.AST) -> Itera
 
         def reaches(node: ast.AST) -> bool:
             return reached(node) and start <= (node.lineno, node.col_offset) < at
-    for stmt in facts.assigns:
-        value: Optional[ast.AST] = getattr(stmt, "value", None)
-        if value is None or isinstance(stmt, (ast.For, ast.AsyncFor)) or not reaches(stmt):
-            continue
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in walk_ast(t)) \
-                and not _replaced(facts, stmt, name, write):
+    for stmt, value in values_bound_to(facts, name):
+        if reaches(stmt) and not _replaced(facts, stmt, name, write):
             yield stmt, value
     for node in walk_ast(facts.func):
         if not isinstance(node, _OTHER_BINDINGS) or not reaches(node):
