@@ -20,7 +20,7 @@ def test_scaffold_adds_one_file_one_registry_line_and_a_fixture(root, tmp_path):
     assert after.replace('    "ipv042_inplace_on_leaf",\n', "", 1) == before
     # the scaffolded package imports and registers the new rule
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from inplace_lint.rules import RULES, PRIORITY;"
-            "r = RULES['IPV042']; print(r.name, r.severity, PRIORITY.index(r) == len(PRIORITY) - 2)")
+            "r = RULES['IPV042']; print(r.name, r.severity, PRIORITY.index(r) == PRIORITY.index(RULES['IPV001']) - 1)")
     out = subprocess.run([sys.executable, "-c", code, str(copy)], capture_output=True, text=True, cwd=tmp_path)
     assert out.stdout == "inplace-on-leaf warning True\n", out.stderr
     again = subprocess.run([sys.executable, str(copy / "scripts" / "add_rule.py"), "IPV042", "inplace-on-leaf", "x"],

@@ -59,7 +59,7 @@ def test_per_file_ignores_pyproject_table(tree, capsys):
     ("tests/*", "per-file-ignores: expected glob:CODES, found 'tests/*' without ':CODES'"),
     ("tests/*:", "per-file-ignores: expected glob:CODES, found no codes after 'tests/*':"),
     (":IPV001", "per-file-ignores: expected glob:CODES, found a misplaced ':' in ':IPV001'"),
-    ("tests/*:E501", "per-file-ignores: unknown code 'E501' (known: IPV001, IPV002, IPV003, IPV004, IPV005, IPV006)"),
+    ("tests/*:E501", "per-file-ignores: unknown code 'E501' (known: IPV001, IPV002, IPV003, IPV004, IPV005, IPV006, IPV007)"),
 ])
 def test_per_file_ignores_errors_name_file_and_key(tree, capsys, value, message):
     (tree / "tox.ini").write_text(f"[inplace_lint]\nper-file-ignores = {value}\n")
@@ -98,7 +98,7 @@ def test_fix_style(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ("[inplace_lint]\nreport-in-no-grad = maybe\n", "report-in-no-grad: expected true or false, got 'maybe'"),
-    ("[inplace_lint]\nignore = IPV9\n", "ignore: unknown code 'IPV9' (known: IPV001, IPV002, IPV003, IPV004, IPV005, IPV006)"),
+    ("[inplace_lint]\nignore = IPV9\n", "ignore: unknown code 'IPV9' (known: IPV001, IPV002, IPV003, IPV004, IPV005, IPV006, IPV007)"),
 ])
 def test_bad_values_name_file_and_key(tmp_path, capsys, text, message):
     (tmp_path / ".flake8").write_text(text)

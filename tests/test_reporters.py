@@ -36,7 +36,7 @@ def bad(tmp_path, monkeypatch):
 
 def test_levels_decided_in_one_table():
     assert {code: level(code) for code in RULES if level(code) == "error"} == {"IPV002": "error", "IPV004": "error"}
-    assert [level(code) for code in RULES] == ["warning", "error", "warning", "error", "warning", "warning"]
+    assert [level(code) for code in RULES] == ["warning", "error", "warning", "error", "warning", "warning", "warning"]
 
 
 def test_sarif_validates_against_official_schema(bad, capsys):

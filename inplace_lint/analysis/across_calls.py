@@ -426,7 +426,7 @@ class AcrossCalls:
                 continue  # a mutating helper: reported at the call (by the caller's walk)
             if w.guard and site.bound is not None and any(g not in site.bound for g in w.guard):
                 continue  # the call leaves a parameter at the default that skips the write
-            if w.when and site.bound is not None and conditions.contradicted(w.when, site_values(site)):
+            if w.when and site.bound is not None and conditions.contradicted(w.when, conditions.call_values(site)):
                 continue  # the call's constant arguments rule out the path to the write
             if origin.guess_param >= 0 and not calls_to.get(site.caller) and self._unreached_private(site.caller):
                 continue  # a guess about the parameter of a caller nothing calls or imports
@@ -477,12 +477,6 @@ class AcrossCalls:
             except ValueError:
                 pass
         return f"{shown}:{site.line}"
-
-
-def site_values(site: CallSite) -> Dict[int, tuple]:
-    """What a call gives each parameter it binds (:mod:`.conditions`): ``(literal,)`` or ``()``."""
-    constants = dict(site.constants)
-    return {i: ((constants[i],) if i in constants else ()) for i in site.bound or ()}
 
 
 def _enclosing(qual: str) -> Tuple[str, ...]:

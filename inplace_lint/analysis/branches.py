@@ -7,7 +7,7 @@ import ast
 from typing import Optional
 
 from ..findings import Step, StepKind
-from . import conditions, local_conds, model_outputs, stack_inputs
+from . import conditions, init_args, local_conds, model_outputs, stack_inputs
 from .astutil import defaults, dotted_name
 from .names import qualify_dotted
 from .summaries import param_index, parameters
@@ -47,6 +47,9 @@ class ConditionsMixin:
             # `getattr(self, "sigmoid", False)` is `self.sigmoid` (ultralytics' MLP; its flag is always set)
             test = ast.Attribute(value=test.args[0], attr=test.args[1].value, ctx=ast.Load())
         compared = conditions.comparison(test)
+        guarded = self._guarded_attribute(test, truth, compared)
+        if guarded is not None:
+            return guarded
         if compared is not None:
             name, sense, op, constant = compared
             truth = truth == sense
@@ -63,6 +66,39 @@ class ConditionsMixin:
         if name not in self.params or name in self.rebound_params or name in self.assigned:
             return None
         return list(self.params).index(name), truth, self.param_default(name), op, constant
+
+    def _guarded_attribute(self, test: ast.expr, truth: bool, compared) -> Optional[conditions.Cond]:
+        """``if self.act:`` or ``if self.act is not None:`` with ``self.act`` None wherever ``__init__``'s
+        ``activation`` is None (:func:`~.init_args.init_guards`): the branch needs ``activation`` not None.
+        (Only that way round: ``self.act`` may be None for other values too, so ``not self.act`` says nothing.)"""
+        if not self.init_guards or compared is not None:
+            return None
+        if isinstance(test, ast.Compare):
+            compared = conditions.comparison(test, attributes=True)
+            if compared is None or compared[2] != "is" or compared[3] is not None or compared[1] == truth:
+                return None
+            test = test.left
+        elif not truth:
+            return None
+        name = dotted_name(test) if isinstance(test, ast.Attribute) else None
+        attr = name[len(self.self_name) + 1:] if name and name.startswith(f"{self.self_name}.") \
+            and name.count(".") == 1 else None
+        if attr not in self.init_guards:
+            return None
+        param, position, default = self.init_guards[attr]
+        return f"{conditions.INIT}{attr}:{param}:{position}", False, default, "is", None
+
+    def submodule_builds(self, submodule: Optional[str], qual: str) -> tuple:
+        """What ``self.<submodule>`` (running ``qual``) was built with: one dict of constant arguments per build in
+        ``__init__`` (:func:`~.init_args.builder_arguments`, :func:`~.init_args.builder_alternatives`); none where
+        unknown, or where the attribute is a subclass of the callee's class (``self.head = SigmoidMLP(d, 1)`` running
+        MLP's forward: the constants map to the subclass's own ``__init__``, which may set the flag itself)."""
+        built = self.builder_args.get(submodule) if submodule is not None else None
+        builds = (built,) if built is not None else self.builder_alts.get(submodule, ()) if submodule else ()
+        if builds and self.cls_qual \
+                and self.ctx.attribute_class(self.cls_qual, submodule) not in (None, qual.rpartition(".")[0]):
+            return ()
+        return builds
 
     def implied_conditions(self, test: ast.expr) -> tuple:
         """What the body of ``if out is tensor:`` needs of a parameter beyond the test itself, with ``tensor`` a
@@ -150,7 +186,7 @@ class ConditionsMixin:
     def set_class_facts(self, cls: ast.ClassDef) -> None:
         """What a class's own code says, for its methods' walk: the attributes whose call may save no input
         (:func:`~.model_outputs.layers_not_saving`), the flags ``__init__`` copies from its parameters
-        (:func:`~.model_outputs.init_flags`) and the constant arguments each submodule was built with
+        (:func:`~.init_args.init_flags`) and the constant arguments each submodule was built with
         (:func:`~.model_outputs.builder_arguments`)."""
         nodes = model_outputs.class_nodes(cls)  # (one walk of the class for every fact)
         self.frozen_layers = model_outputs.frozen_layers(cls, nodes)
@@ -161,7 +197,8 @@ class ConditionsMixin:
         self.output_hook = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                                and n.func.attr == "register_forward_hook" for n in nodes)
         counts = model_outputs.assignment_counts(cls, nodes)
-        self.init_flags = model_outputs.init_flags(cls, counts)
+        self.init_flags = init_args.init_flags(cls, counts)
+        self.init_guards = init_args.init_guards(cls, counts)
         self.steady_attrs = local_conds.steady_attributes(cls, nodes)
         builders = self.layer_builders
 
@@ -171,7 +208,9 @@ class ConditionsMixin:
 
         self.torch_stacks = model_outputs.torch_stacks(cls, qualify, counts, nodes)
         self.input_layers = stack_inputs.first_input_layers(cls, qualify, counts, nodes)
-        self.builder_args = model_outputs.builder_arguments(cls, counts, nodes)
+        self.inplace_firsts = stack_inputs.first_inplace_layers(cls, qualify, counts, nodes)
+        self.builder_args = init_args.builder_arguments(cls, counts, nodes)
+        self.builder_alts = init_args.builder_alternatives(cls, counts, nodes)
         self.zero_dropouts = model_outputs.zero_rate_dropouts(self.identity_layers, self.builder_args)
 
 

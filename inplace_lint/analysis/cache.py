@@ -47,7 +47,7 @@ from .summaries import FileResult, LocalFinding, ModuleIndex
 
 CACHE_DIR_NAME = ".inplace_lint_cache"
 #: bump when the shape of a document changes
-FORMAT = 15
+FORMAT = 16
 _MAGIC = "inplace-lint-cache"
 #: results of one text kept per object (projects whose other files differ may each need their own)
 MAX_VARIANTS = 4

@@ -88,8 +88,14 @@ class CallsMixin:
             inplace_module = self.inplace_modules.get(func_dotted or "")
             if inplace_module and node.args:
                 self.report(node, WriteKind.INPLACE_KWARG, f"`{inplace_module}(inplace=True)`", node.args[0], args[0],
-                            condition=module_condition(inplace_module, func_dotted))
+                            condition=module_condition(inplace_module, func_dotted), layer=inplace_module)
                 return self._inplace_result(node, inplace_module, args[0])
+            first_layer = self.inplace_firsts.get(func.attr) if node.args and self._is_self(func.value) else None
+            if first_layer:
+                # `self.rep(x)` with `self.rep = nn.Sequential(nn.ReLU(inplace=True), ...)`: its first layer writes `x`
+                self.report(node, WriteKind.INPLACE_KWARG, f"`{func_dotted}`'s first layer `{first_layer}(inplace=True)`",
+                            node.args[0], args[0], condition=module_condition(first_layer, func_dotted),
+                            layer=first_layer)
             if node.args and func.attr in self.torch_stacks and isinstance(func.value, ast.Name) \
                     and func.value.id == self.self_name and self.cls_qual:
                 return self.module_output(node, self.torch_stacks[func.attr], node.args[0], args[0])
@@ -110,7 +116,8 @@ class CallsMixin:
             self.eval(func)
             module = model_outputs.inplace_module(func)
             if module and node.args:
-                self.report(node, WriteKind.INPLACE_KWARG, f"`{module}(inplace=True)`", node.args[0], args[0])
+                self.report(node, WriteKind.INPLACE_KWARG, f"`{module}(inplace=True)`", node.args[0], args[0],
+                            layer=module)
                 return self._inplace_result(node, module, args[0])
             return self._unresolved(node)
 
@@ -124,7 +131,7 @@ class CallsMixin:
             module = self.inplace_modules.get(func.id)
             if module and node.args:
                 self.report(node, WriteKind.INPLACE_KWARG, f"`{module}(inplace=True)`", node.args[0], args[0],
-                            condition=module_condition(module, func.id))
+                            condition=module_condition(module, func.id), layer=module)
                 return self._inplace_result(node, module, args[0])
             qual, imported = qualify(func, self.names, self.is_local_name)
             if imported and qual in ("torch.autograd.grad", "torch.autograd.backward"):

@@ -38,9 +38,9 @@ _SHAPES = {
               "fix", "related", "no_fix"),
     ParamWrite: ("func", "index", "path", "line", "col", "end_line", "end_col", "op", "kind", "steps", "target",
                  "no_grad", "kept", "via", "op_name", "point_index", "guard", "condition", "when", "fix",
-                 "fix_if_callers", "on_tensor"),
+                 "fix_if_callers", "on_tensor", "layer"),
     CallSite: ("caller", "callee", "path", "line", "col", "args", "no_grad", "callback", "unread", "bound",
-               "constants", "passed", "grad_off_args", "guards"),
+               "constants", "passed", "grad_off_args", "guards", "built"),
     FunctionSummary: ("qual", "params", "returns", "writes", "declared_no_grad", "observed", "static", "kept",
                       "decorated", "returns_when", "saves", "gradless", "flows_out", "computed",
                       "no_grad_result"),
@@ -118,7 +118,7 @@ class _Encoder:
         return [w.func, w.index, self.p(w.path), w.line, w.col, w.end_line, w.end_col, w.op, w.kind.value,
                 self.steps(w.steps), w.target, w.no_grad, w.kept, via,
                 w.op_name, w.point_index, list(w.guard), self.fix(w.fix), self.fix(w.fix_if_callers), w.condition,
-                [conditions.encode(c) for c in w.when], w.on_tensor]
+                [conditions.encode(c) for c in w.when], w.on_tensor, w.layer]
 
     def summary(self, s: FunctionSummary) -> list:
         return [s.qual, list(s.params), [self.o(o) for o in s.returns], [self.write(w) for w in s.writes],
@@ -133,7 +133,9 @@ class _Encoder:
                 sorted(c.unread), None if c.bound is None else sorted(c.bound),
                 [[i, conditions.encode_value(v)] for i, v in c.constants],
                 [[i, j, [conditions.encode_value(v) for v in d]] for i, j, d in c.passed],
-                sorted(c.grad_off_args), self.guards(c.guards)]
+                sorted(c.grad_off_args), self.guards(c.guards),
+                None if c.built is None else [[[k, [conditions.encode_value(v) for v in d]] for k, d in b]
+                                              for b in c.built]]
 
     def finding(self, lf: LocalFinding) -> list:
         f = lf.finding
@@ -305,7 +307,7 @@ class _Decoder:
 
     def write(self, x) -> ParamWrite:
         (func, index, path, line, col, end_line, end_col, op, kind, steps, target, no_grad, kept, via, op_name,
-         point_index, guard, fix, fix_if_callers, condition, when, on_tensor) = _list(x, 22)
+         point_index, guard, fix, fix_if_callers, condition, when, on_tensor, layer) = _list(x, 23)
         if via is not None:
             name, via_path, via_line, via_col = _list(via, 4)
             via = (_str(name), self.p(via_path), _int(via_line), _int(via_col))
@@ -315,7 +317,7 @@ class _Decoder:
                      kept=_bool(kept), via=via, op_name=_ostr(op_name), point_index=_bool(point_index),
                      guard=_ints(guard), fix=self.fix(fix), fix_if_callers=self.fix(fix_if_callers),
                      condition=_ostr(condition), when=tuple(self.cond(c) for c in _list(when)),
-                     on_tensor=_bool(on_tensor))
+                     on_tensor=_bool(on_tensor), layer=_ostr(layer))
 
     def summary(self, x) -> FunctionSummary:
         qual, params, returns, writes, declared, observed, static, digest, kept, decorated, when, saves, gradless, \
@@ -335,7 +337,7 @@ class _Decoder:
 
     def call(self, x) -> CallSite:
         caller, callee, path, line, col, args, no_grad, callback, unread, bound, constants, passed, off_args, \
-            guards = _list(x, 14)
+            guards, built = _list(x, 15)
         decoded_args = []
         for a in _list(args):
             i, origins = _list(a, 2)
@@ -346,7 +348,10 @@ class _Decoder:
                      constants=tuple((_int(_list(k, 2)[0]), self.literal(k[1])) for k in _list(constants)),
                      passed=tuple((_int(_list(k, 3)[0]), _int(k[1]), tuple(self.literal(v) for v in _list(k[2])))
                                   for k in _list(passed)),
-                     grad_off_args=frozenset(_ints(off_args)) or _NO_ARGS, guards=self.guards(guards))
+                     grad_off_args=frozenset(_ints(off_args)) or _NO_ARGS, guards=self.guards(guards),
+                     built=None if built is None else tuple(
+                         tuple((_str(_list(k, 2)[0]), tuple(self.literal(v) for v in _list(k[1]))) for k in _list(b))
+                         for b in _list(built)))
 
     def finding(self, x) -> LocalFinding:
         f, func, grad_rule, observed, fix_if_callers, param_rooted, grad_cond, guess_params, guards = _list(x, 9)

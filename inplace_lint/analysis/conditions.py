@@ -131,9 +131,20 @@ def value_at(cond: Cond, values: Dict[int, tuple]) -> tuple:
     return values[index] if index in values else default
 
 
+#: the key of a call's values that holds the argument sets of a submodule built in several ways
+#: (:func:`.init_args.builder_alternatives`): each is what :data:`INIT` conditions read under ``"built"``
+ALTS = "alts"
+
+
 def contradicted(conds: Iterable[Cond], values: Dict[int, tuple]) -> bool:
     """Some condition of a path is false for a call whose arguments are ``values`` (parameter index ->
-    ``(literal,)`` or ``()`` for a passed non-literal; a parameter left out takes its default)."""
+    ``(literal,)`` or ``()`` for a passed non-literal; a parameter left out takes its default). For a submodule
+    built in several ways (``values[ALTS]``), the path is ruled out only where it is for each way."""
+    alts = values.get(ALTS)
+    if alts:
+        conds = tuple(conds)
+        base = {k: v for k, v in values.items() if k != ALTS}
+        return all(contradicted(conds, {**base, **dict(alt), "built": ()}) for alt in alts)
     return any(holds(c, value_at(c, values)) is False for c in conds)
 
 
@@ -209,3 +220,25 @@ def _unjson(v):
     if not isinstance(v, _SCALARS):
         raise ValueError("literal")
     return v
+
+
+def write_path_condition(w, values: Dict[int, tuple], params, callee: str, starred: bool) -> Optional[str]:
+    """The helper's write's own condition, and the conditions on the helper's parameters that lead to it which
+    this call's arguments leave open (``save_peak_memory_factor is not None`` in ``chunked_evaluate()``): what
+    the message says the write needs."""
+    open_ = [] if starred else [c for c in w.when if holds(c, value_at(c, values)) is None]
+    path = " and ".join(f"`{describe(c, params)}`" for c in open_)
+    if path:
+        path = f"{path} in `{callee}()`"
+    return " and ".join(p for p in (w.condition, path) if p) or None
+
+
+def call_values(site) -> Dict[int, tuple]:
+    """What a call gives each parameter it binds (:mod:`.conditions`): ``(literal,)`` or ``()``."""
+    constants = dict(site.constants)
+    values = {i: ((constants[i],) if i in constants else ()) for i in site.bound or ()}
+    if site.built is not None and len(site.built) == 1:  # a submodule built with constant arguments: they decide
+        values.update(site.built[0], built=())  # its `__init__` flags
+    elif site.built is not None:
+        values[ALTS] = site.built
+    return values

@@ -103,14 +103,19 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     #: in a class body and its methods: ``self.<attr>`` (``attr[]``: each element) built as a stack whose first layer
     #: saves its input -> that layer (:func:`~.stack_inputs.first_input_layers`)
     input_layers: Dict[str, str] = field(default_factory=dict)
+    #: in a class body and its methods: ``self.<attr>`` built as an ``nn.Sequential`` whose first layer is an in-place
+    #: activation -> that layer (:func:`~.stack_inputs.first_inplace_layers`)
+    inplace_firsts: Dict[str, str] = field(default_factory=dict)
     #: in a class body and its methods: the class may have made its inherited torch weights something other
     #: than parameters that require grad (:func:`~.model_outputs.inherited_weights_unknown`)
     weights_unknown: bool = False
     #: the class registers a forward hook on itself: what its ``forward`` returns is also handed to the hook
     output_hook: bool = False
     #: in a class body and its methods: ``self.<attr> = <param>`` in ``__init__`` -> (param, its position
-    #: after ``self`` or -1, its literal default) (``model_outputs.init_flags``)
+    #: after ``self`` or -1, its literal default) (``init_args.init_flags``)
     init_flags: Dict[str, Tuple[str, int, tuple]] = field(default_factory=dict)
+    #: ``self.<attr>`` that is None wherever an ``__init__`` parameter is None (``init_args.init_guards``)
+    init_guards: Dict[str, Tuple[str, int, tuple]] = field(default_factory=dict)
     #: positions of the values bound to plain names that the walk gives no tensor (``beta = next(iter([x]))``): a
     #: fix may not assume what such a binding holds (:mod:`.fixplan.sources`)
     untracked_values: Set[Tuple[int, int]] = field(default_factory=set)
@@ -128,8 +133,11 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     #: dropout modules built with a literal rate of 0, which return their input (``model_outputs.zero_rate_dropouts``)
     zero_dropouts: FrozenSet[str] = frozenset()
     #: in a class body and its methods: ``self.<attr> = Cls(...)`` in ``__init__`` -> the call's constant
-    #: arguments (``model_outputs.builder_arguments``)
+    #: arguments (``init_args.builder_arguments``)
     builder_args: Dict[str, Dict[str, tuple]] = field(default_factory=dict)
+    #: the same for a submodule built in several arms of ``__init__``: each build's arguments
+    #: (:func:`~.init_args.builder_alternatives`)
+    builder_alts: Dict[str, Tuple[Dict[str, tuple], ...]] = field(default_factory=dict)
     #: per-function facts for fix safety, built on a function's first finding (shared by nested scopes)
     facts_cache: Dict[int, object] = field(default_factory=dict)
     #: imported names -> what they name (:mod:`.names`)
@@ -297,9 +305,10 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
                      unsaved_layers=self.unsaved_layers, frozen_layers=self.frozen_layers,
                      identity_layers=self.identity_layers,
                      output_hook=self.output_hook,
-                     torch_stacks=self.torch_stacks, input_layers=self.input_layers, weights_unknown=self.weights_unknown,
-                     init_flags=self.init_flags, steady_attrs=self.steady_attrs, layer_builders=self.layer_builders, zero_dropouts=self.zero_dropouts,
-                     builder_args=self.builder_args, self_called=self.self_called)
+                     torch_stacks=self.torch_stacks, input_layers=self.input_layers, inplace_firsts=self.inplace_firsts,
+                     weights_unknown=self.weights_unknown,
+                     init_flags=self.init_flags, init_guards=self.init_guards, steady_attrs=self.steady_attrs, layer_builders=self.layer_builders, zero_dropouts=self.zero_dropouts,
+                     builder_args=self.builder_args, builder_alts=self.builder_alts, self_called=self.self_called)
 
     def child_scope(self, args: ast.arguments, no_grad: bool, func: Optional[ast.AST], qual: str,
                     bound_first: bool = False) -> "Scope":

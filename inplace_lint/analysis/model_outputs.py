@@ -17,15 +17,14 @@ runtime sanitizer likewise counts only top-level module calls.
 from __future__ import annotations
 
 import ast
-from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set
 
 from ..torch_facts import ops
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
-from .astutil import defaults, dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, walk_ast, \
+from .astutil import dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, walk_ast, \
     walk_statements
 from . import layer_lists
 from .init_builds import ELEMENTS, container_items
-from .conditions import literal
 
 
 def is_guessed_object(origin: Origin) -> bool:
@@ -84,7 +83,8 @@ def saves_output_inplace(name: str) -> bool:
 def class_members(cls: ast.ClassDef) -> Dict[str, object]:
     """What ``__init__`` (and other methods' top level) set up on ``self``.
 
-    - ``self.act = nn.ReLU(inplace=True)`` -> ``{"self.act": "nn.ReLU"}`` (a str: an in-place module);
+    - ``self.act = nn.ReLU(inplace=True)`` -> ``{"self.act": "nn.ReLU"}`` (a str: an in-place module; of several
+      built for one attribute, one whose backward reads its output, :func:`saves_output_inplace`, when there is one);
     - ``self.register_buffer("w", x.expand(...))`` -> ``{"self.w": Origin(... expanded view ...)}``.
 
     Only statements directly in a method's body are scanned, ``__init__`` whole (modules built
@@ -101,7 +101,12 @@ def class_members(cls: ast.ClassDef) -> Dict[str, object]:
                 if module:
                     for t in node.targets:
                         key = dotted_name(t)
-                        if key and key.startswith("self."):
+                        if key and key.startswith("self.") and not (
+                                isinstance(found.get(key), str) and saves_output_inplace(found[key])
+                                and not saves_output_inplace(module)):
+                            # (built as one of several: `nn.ReLU(inplace=True)` for "relu", `nn.SiLU(inplace=True)`
+                            # for "silu"; the one whose backward reads what it wrote decides what a later write
+                            # to its output may break)
                             found[key] = module
             elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
                 call = node.value
@@ -408,72 +413,16 @@ def _may_return_input(node: ast.expr) -> bool:
         # `nn.ReLU(inplace=inplace)`, `nn.ReLU(True)`: in place unless the flag is literally false (it is the
         # constructor's last parameter, so a positional one is the last of a full list)
         flag = kw(node, "inplace") if kw(node, "inplace") is not None else \
-            node.args[-1] if len(node.args) == _INPLACE_MODULE_POSITION.get(layer, 0) + 1 else None
+            node.args[-1] if len(node.args) == INPLACE_MODULE_POSITION.get(layer, 0) + 1 else None
         if flag is not None and not is_false(flag) or any(k.arg is None for k in node.keywords):
             return True  # (`nn.ReLU(**kw)`: `kw` may hold `inplace=True`)
     return layer in RETURN_INPUT_LAYERS
 
 
 #: where ``inplace`` stands among a torch activation module's positional parameters
-_INPLACE_MODULE_POSITION = {"LeakyReLU": 1, "ELU": 1, "CELU": 1, "Hardtanh": 2, "RReLU": 2, "Threshold": 2,
+INPLACE_MODULE_POSITION = {"LeakyReLU": 1, "ELU": 1, "CELU": 1, "Hardtanh": 2, "RReLU": 2, "Threshold": 2,
                             "Dropout": 1, "Dropout1d": 1, "Dropout2d": 1, "Dropout3d": 1, "AlphaDropout": 1,
                             "FeatureAlphaDropout": 1}
-
-
-def init_flags(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None) -> Dict[str, Tuple[str, int, tuple]]:
-    """``self.relu = relu`` at the top level of ``__init__``, the only assignment to ``self.relu`` in the class:
-    ``{"relu": ("relu", position, default)}`` (the position after ``self``, -1 for a keyword-only parameter; the
-    parameter's literal default, ``()`` when none): a branch on ``self.relu`` is decided by what built the
-    instance (:mod:`.conditions`)."""
-    init = _init(cls)
-    if init is None:
-        return {}
-    args = init.args
-    positional = (args.posonlyargs + args.args)[1:]
-    given = defaults(args)
-    names = [a.arg for a in positional]
-    kwonly = {a.arg for a in args.kwonlyargs}
-    counts = assignment_counts(cls) if counts is None else counts
-    out = {}
-    for node in init.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
-                and isinstance(node.value, ast.Name) and (node.value.id in names or node.value.id in kwonly) \
-                and counts.get(node.targets[0].attr) == 1:
-            param = node.value.id
-            out[node.targets[0].attr] = (param, names.index(param) if param in names else -1,
-                                         literal(given.get(param)))
-    return out
-
-
-def builder_arguments(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None,
-                      nodes: Optional[Sequence[ast.AST]] = None) -> Dict[str, Dict[str, tuple]]:
-    """``self.conv = BasicConv(8, 8, relu=False)`` in ``__init__``, the only assignment to ``self.conv``:
-    ``{"conv": {"=relu": (False,), "#0": (8,), "#1": (8,)}}``, each argument's literal (``()`` when not one);
-    a call with ``*args`` or ``**kwargs`` says nothing. Read with :func:`.conditions.value_at`."""
-    init = _init(cls)
-    if init is None:
-        return {}
-    counts = assignment_counts(cls) if counts is None else counts
-    out: Dict[str, Dict[str, tuple]] = {}
-    for node in walk_ast(init):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
-                and isinstance(node.value, ast.Call) and counts.get(node.targets[0].attr) == 1:
-            call = node.value
-            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-                continue
-            given = {f"#{i}": literal(a) for i, a in enumerate(call.args)}
-            given.update((f"={k.arg}", literal(k.value)) for k in call.keywords)
-            out[node.targets[0].attr] = given
-    for node in (walk_ast(cls) if nodes is None else nodes):
-        # `self.head.sigmoid = True` or `setattr(self.head, "sigmoid", True)` anywhere in the class: the
-        # constants `self.head` was built with no longer decide its flags
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
-        if isinstance(target, ast.Attribute) and _self_attr(target.value):
-            out.pop(target.value.attr, None)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
-                and node.args and _self_attr(node.args[0]):
-            out.pop(node.args[0].attr, None)
-    return out
 
 
 def as_written_tensor(origin: Origin, kind: WriteKind) -> Origin:

@@ -32,17 +32,6 @@ def _saved_text(call: ast.Call, inner: str) -> str:
     return saver_text(f"{short(call.func)}(...)", layer or op)
 
 
-def _path_condition(w, values: Dict[int, tuple], params, callee: str, starred: bool) -> Optional[str]:
-    """The helper's write's own condition, and the conditions on the helper's parameters that lead to it which
-    this call's arguments leave open (``save_peak_memory_factor is not None`` in ``chunked_evaluate()``): what
-    the message says the write needs."""
-    open_ = [] if starred else [c for c in w.when if conditions.holds(c, conditions.value_at(c, values)) is None]
-    path = " and ".join(f"`{conditions.describe(c, params)}`" for c in open_)
-    if path:
-        path = f"{path} in `{callee}()`"
-    return " and ".join(p for p in (w.condition, path) if p) or None
-
-
 def _guess_of_known_param(o: Origin, returns: frozenset, params, binding) -> bool:
     """``o`` is the root made from a parameter's ``torch.Tensor`` annotation (named after it, on its
     line, returned with the parameter's placeholder and the same steps) and this call passes something
@@ -346,14 +335,11 @@ class ProjectCallsMixin:
         # what this call gives each parameter (a literal, or unknown, or this function's own parameter with its
         # default), for the callee's paths it rules out or hands on to this function's callers
         values = {i: conditions.literal(arg_node) for i, (_, arg_node) in binding.items()}
-        built = self.builder_args.get(submodule) if submodule is not None else None
-        if built is not None and self.cls_qual \
-                and ctx.attribute_class(self.cls_qual, submodule) not in (None, qual.rpartition(".")[0]):
-            # `self.head = SigmoidMLP(d, 1)` running MLP's forward: the constants map to the subclass's own
-            # `__init__`, which may set the flag itself (`super().__init__(..., sigmoid=True)`)
-            built = None
-        if built is not None:  # `self.conv(x)` with `self.conv = BasicConv(..., relu=False)`: its flags
-            values.update(built, built=())
+        builds = self.submodule_builds(submodule, qual)
+        if len(builds) == 1:  # `self.conv(x)` with `self.conv = BasicConv(..., relu=False)`: its flags
+            values.update(builds[0], built=())
+        elif builds:  # `self.conv2(x)`, built one way or another in `__init__`: a path needs one of them
+            values[conditions.ALTS] = builds
         handed_on = self.own_params_passed(binding)
         own_defaults = {j: self.param_default(self.params[j]) for j in set(handed_on.values())}
         flag_args = None  # (computed once, here or for the call site below)
@@ -394,14 +380,21 @@ class ProjectCallsMixin:
                         self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
                                     write_no_grad=w.no_grad or flagged,
                                     helper=HelperWrite(helper[0], *helper[1:4], twin, w.kept),
-                                    condition=_path_condition(w, values, params, short_name, starred))
+                                    condition=conditions.write_path_condition(w, values, params, short_name, starred), layer=w.layer)
                     finally:
                         self.path_conds = saved_conds
+                elif w.layer and isinstance(arg_node, ast.Name):
+                    # `out = self.conv1(x)` whose forward runs `self.act(x)`, an in-place layer, on its parameter:
+                    # this function reading `x` afterwards sees the layer's output (what `x` was decides nothing)
+                    self.report(node, w.kind, op, arg_node, EMPTY, w.op_name, no_fix=True,
+                                helper=HelperWrite(helper[0], *helper[1:4], None, w.kept),
+                                condition=conditions.write_path_condition(w, values, params, short_name, starred), layer=w.layer)
                 for o in sorted(origins, key=origin_key) if len(origins) > 1 else origins:  # a fixed order
                     i = param_index(o)
                     if i is not None:
                         self.record_param_write(node, w.kind, w.op, arg_node, with_steps(o, steps), i, helper,
-                                                w.op_name, w.no_grad or flagged, w.condition, when=when)
+                                                w.op_name, w.no_grad or flagged, w.condition, when=when,
+                                                layer=w.layer)
             for i in summary.observed:
                 if i in binding and self.is_unread_after(binding[i][1], node):
                     unread.add(i)
@@ -413,6 +406,7 @@ class ProjectCallsMixin:
                                       tuple((i, o) for i, o in passed if o),
                                       self.no_grad or self.grad_off_arm, unread=frozenset(unread),
                                       bound=None if starred else frozenset(binding),
+                                      built=tuple(tuple(sorted(b.items())) for b in builds) or None,
                                       **self.site_facts(binding, values, handed_on, own_defaults, flag_args)))
         if summary is not None and summary.no_grad_result and not summary.returns and not starred:
             # every return needs no grad (an index, a factory's method, arithmetic under no_grad), and nothing

@@ -7,8 +7,8 @@ from dataclasses import replace
 from typing import NamedTuple, Optional, Sequence, Tuple
 
 from ..findings import HELPER_WRITE, Applicability, Finding, Origin, Related, RootKind, StepKind, WriteKind
-from ..rules import PRIORITY, Write
-from . import conditions, fixplan, model_outputs
+from ..rules import PRIORITY, REREAD_CODE as rules_reread_code, Write
+from . import conditions, fixplan, model_outputs, rereads
 from .astutil import defaults as parameter_defaults, dotted_name, short, walk_ast
 from .consumers import flows_into, only_gradless_readers
 from .env import origin_key
@@ -82,12 +82,14 @@ def with_condition(message: str, origin: Origin) -> str:
 class ReportingMixin(FixPlanningMixin):
     def report(self, node: ast.AST, kind: WriteKind, op: str, target: ast.expr, origins, op_name: Optional[str] = None,
                no_fix: bool = False, write_no_grad: bool = False, helper: Optional["HelperWrite"] = None,
-               condition: Optional[str] = None) -> None:
+               condition: Optional[str] = None, layer: Optional[str] = None) -> None:
         """Report the write at ``node`` if ``target``'s origins match a rule; ``op_name`` is the in-place
         method it amounts to (``div_`` for ``x.div_(t)`` and ``x /= t``), for fix planning. ``helper``:
         ``node`` is a call whose callee writes ``target`` (its argument) there: the finding is reported at
         the call, its first related location is the write, and its message says what the caller can do.
-        ``condition``: the run-time condition under which the write happens (:attr:`rules.Write.condition`)."""
+        ``condition``: the run-time condition under which the write happens (:attr:`rules.Write.condition`).
+        ``layer``: the write is a call of a layer built with ``inplace=True`` (``self.act(x)``; its class name), so
+        the call does not show it: a later read of the written name is reported too (:attr:`rules.Write.reread`)."""
         write_no_grad = write_no_grad or self.eval_branch or (
             bool(self.nograd_keys) and _written_base(target) in self.nograd_keys)
         real = []
@@ -106,14 +108,18 @@ class ReportingMixin(FixPlanningMixin):
             placeholders.sort(key=lambda p: (p[0], origin_key(p[1])))
         for index, o in placeholders:
             self.record_param_write(node, kind, op, target, o, index, None, op_name,
-                                    write_no_grad or self.param_name(index) in gated, condition)
+                                    write_no_grad or self.param_name(index) in gated, condition, layer=layer)
         unpruned = real
         real = self.reachable(_written_base(target), real)
+        reread = self._reread(node, target, layer) if layer else None
+        if not real and reread is not None:  # (a parameter: this function reads what it wrote, whatever it was)
+            real = unpruned = [Origin(RootKind.TENSOR, reread[0], node.lineno)]
         if not real:
             return
         if condition is None and self.path_conds:  # `if prefix_trans is not None: trans *= prefix_trans`
             condition = " and ".join(f"`{conditions.describe(c, self.params)}`" for c in self.path_conds)
-        write = Write(op, op_name, kind, short(target), point_index(node, kind), condition)
+        write = Write(op, op_name, kind, short(target), point_index(node, kind), condition,
+                      reread[1:] if reread is not None else None)
         rule, origin = match(real, write, self.no_grad or write_no_grad, self.settings.report_in_no_grad,
                              grad_context=not write_no_grad, params=self.params)
         if rule is None:
@@ -123,7 +129,7 @@ class ReportingMixin(FixPlanningMixin):
             # `if shift != 0: cloud = w * cloud` with no else: the expanded `cloud` reaches the write only where
             # `shift == 0`, which the message states beside the write's own path
             condition = f"{condition} and {held_when}" if condition else held_when
-            write = Write(op, op_name, kind, short(target), point_index(node, kind), condition)
+            write = replace(write, condition=condition)
         key = (node.lineno, node.col_offset)
         if key in self.sink:
             if self.loop_stack and not no_fix and not self.no_grad:
@@ -147,13 +153,18 @@ class ReportingMixin(FixPlanningMixin):
                 self.observed |= observed
         here = self.ctx.path if self.ctx is not None else None
         related = tuple(r if r.path is None or r.path != here else replace(r, path=None) for r in origin.related())
+        if rule.code == rules_reread_code and write.reread is not None:
+            related = (Related(f"{write.reread[0]} read again", write.reread[1], write.reread[2]),) + related
         message = with_condition(rule.message(write, origin), origin)
         if condition and condition not in message:  # a rule whose message does not say it (IPV003, IPV004)
             message = f"{message}, when {condition}"
         if helper is not None:
             related = (Related(f"the write in `{helper.name}()`", helper.line, helper.col,
                                None if helper.path == here else helper.path, role=HELPER_WRITE),) + related
-            remedy = self.plan_call_remedy(node, target, real, helper.twin, helper.kept)
+            # (not for a later read of what an in-place layer wrote: cloning the name before the call would have the
+            # layer write the clone, which the later read still sees)
+            remedy = self.plan_call_remedy(node, target, real, helper.twin, helper.kept) \
+                if rule.code != rules_reread_code else None
             if remedy:
                 message = f"{message}; at this call: {remedy}"
         finding = Finding(
@@ -171,6 +182,32 @@ class ReportingMixin(FixPlanningMixin):
                                           real, write, rule),
                                       guess_params=self.saved_guess(real, write, rule),
                                       guards=conditions.needs_true(self.path_conds))
+
+    def _reread(self, node: ast.AST, target: ast.expr, layer: str) -> Optional[Tuple[str, str, int, int]]:
+        """Where a layer built with ``inplace=True`` wrote the local or parameter ``target``: the written name and
+        the first later load that may read what it wrote (``(name, text, line, col)``), or None."""
+        if not (isinstance(target, ast.Name) and isinstance(node, ast.Call) and self.func is not None
+                and not isinstance(self.func, ast.Module)):
+            return None
+        load = rereads.read_again(self.facts(), node, target.id, self._non_negative, layer)
+        if load is None:
+            return None
+        return target.id, f"`{load.id}`", load.lineno, load.col_offset
+
+    def _non_negative(self, value: ast.expr) -> bool:
+        """``value`` is never negative: a call of ``relu``, ``sigmoid``, ``exp``, ... or of ``self.<attr>`` built
+        as one (``nn.ReLU()``, an ``nn.Sequential`` ending in ``nn.Sigmoid()``: :attr:`torch_stacks`)."""
+        def stack_op(func: ast.expr) -> Optional[str]:
+            if isinstance(func, ast.Attribute) and self._is_self(func.value):
+                if func.attr in self.torch_stacks:
+                    return self.torch_stacks[func.attr]
+                module = self.inplace_modules.get(dotted_name(func) or "")
+                return "relu" if module and module.rpartition(".")[2] == "ReLU" else None
+            if isinstance(func, ast.Name):
+                module = self.inplace_modules.get(func.id)
+                return "relu" if module and module.rpartition(".")[2] == "ReLU" else None
+            return None
+        return rereads.non_negative_call(value, stack_op)
 
     def _held_when(self, key: Optional[str], origin: Origin) -> str:
         """The conditions on parameters (or ``__init__`` flags) under which ``key`` holds ``origin`` here
@@ -270,10 +307,16 @@ class ReportingMixin(FixPlanningMixin):
         names = {k for k, os in self.env.items() if "." not in k and any(
             o.root is origin.root and o.root_line == origin.root_line and o.root_text == origin.root_text for o in os)}
         value = getattr(stmt, "value", None)
+        consumed = False  # the write's own value went into a consumer without a gradient (`p.div_(q).argmax()`)
         if isinstance(stmt, ast.Assign) and value is not None and any(n is node for n in walk_ast(value)):
-            if not through_calls and not all(isinstance(t, ast.Name) for t in stmt.targets):
-                return False
-            names |= set() if through_calls else {t.id for t in stmt.targets}
+            if not through_calls:
+                # the names the write's own value is bound to: not those of `t = p.div_(q).argmax()`, whose value
+                # went through a consumer without a gradient
+                flow = flows_into(node, facts.parents)
+                if flow is None:
+                    return False
+                names |= flow
+                consumed = not flow
         elif isinstance(stmt, ast.Expr) and stmt.value is node:
             pass
         elif not names:
@@ -282,7 +325,7 @@ class ReportingMixin(FixPlanningMixin):
         skip = self.read_before(names, origin) if through_calls else {id(n) for n in walk_ast(node) if type(n) is ast.Name}
         return only_gradless_readers(names, lambda name: facts.by_name.get(name, ((), ()))[1], facts.parents, node,
                                      skip, facts.captured_loads, () if through_calls else self.params, facts.declared,
-                                     callee=self.callee_reads if through_calls else None)
+                                     unread=consumed, callee=self.callee_reads if through_calls else None)
 
     def param_rooted(self, origins: Sequence[Origin], write: Write, rule, no_grad: bool,
                      reached: Sequence[int] = ()) -> Optional[int]:
@@ -327,9 +370,10 @@ class ReportingMixin(FixPlanningMixin):
 
     def record_param_write(self, node: ast.AST, kind: WriteKind, op: str, target: ast.expr, origin: Origin, index: int,
                            via: Optional[Tuple[str, str, int, int]], op_name: Optional[str] = None,
-                           write_no_grad: bool = False, condition: Optional[str] = None, when: tuple = ()) -> None:
+                           write_no_grad: bool = False, condition: Optional[str] = None, when: tuple = (),
+                           layer: Optional[str] = None) -> None:
         """``when``: the conditions a helper's write needs, on this function's parameters (this path's own
-        conditions are added here)."""
+        conditions are added here). ``layer``: the write is a call of a layer built with ``inplace=True``."""
         if any(w.line == node.lineno and w.col == node.col_offset and w.index == index for w in self.param_writes):
             return
         fix = alt = None
@@ -348,7 +392,7 @@ class ReportingMixin(FixPlanningMixin):
             kept=via is None and self.read_after(target, node), via=via, op_name=op_name,
             point_index=point_index(node, kind), guard=self.default_guard(), fix=fix, fix_if_callers=alt,
             condition=condition, when=tuple(sorted(set(self.path_conds) | set(when), key=repr)),
-            on_tensor=kind is WriteKind.AUGMENTED and self.annotated_tensor(index)))
+            on_tensor=kind is WriteKind.AUGMENTED and self.annotated_tensor(index), layer=layer))
 
     def default_guard(self) -> tuple:
         """Parameters whose default skips the statement being walked: ``if t != 1.0:`` (``t=1.0``),

@@ -14,7 +14,9 @@ from typing import Callable, Dict, Optional, Sequence, Set
 from ..torch_facts import ops
 from .astutil import dotted_name
 from .init_builds import ELEMENTS
-from .model_outputs import _builds_unsaved, _frozen_target, _list_root, _module_list_elements, _self_attr
+from .astutil import is_true
+from .model_outputs import INPLACE_MODULE_POSITION, _builds_unsaved, _frozen_target, _list_root, \
+    _module_list_elements, _self_attr, inplace_module
 
 #: containers whose call runs their layers on the input
 _STACKS = ("Sequential", "ModuleList")
@@ -27,6 +29,21 @@ def first_input_layers(cls: ast.ClassDef, qualify: Callable[[str], str], counts:
     ``nn.Sequential`` written out that starts with one), when that layer saves its input and is built with its
     weights (not ``affine=False``, not padding first). Left out: a stack the class freezes any part of
     (``self.convs[0].requires_grad_(False)``), one built more than once or changed (:func:`_module_list_elements`)."""
+    return _first_layers(cls, qualify, counts, nodes, _saves_input, elements=True)
+
+
+def first_inplace_layers(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict[str, int],
+                         nodes: Sequence[ast.AST]) -> Dict[str, str]:
+    """``attr`` -> the layer an ``nn.Sequential`` built once as ``self.<attr>`` starts with, when that layer is a
+    torch activation or dropout built with a literal ``inplace=True`` (``nn.ReLU(inplace=True)``, ``nn.ReLU(True)``):
+    ``self.<attr>(x)`` then writes ``x`` in place before any other layer runs (``nn.Sequential.forward`` calls its
+    layers in order, each on the last one's output: https://pytorch.org/docs/stable/generated/torch.nn.Sequential.html).
+    The same exclusions as :func:`first_input_layers` (a stack changed after it is built, or built twice)."""
+    return _first_layers(cls, qualify, counts, nodes, _inplace_layer, elements=False)
+
+
+def _first_layers(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict[str, int],
+                  nodes: Sequence[ast.AST], leaf: Callable[[str, ast.Call], Optional[str]], elements: bool) -> Dict[str, str]:
     if not any(isinstance(n, ast.Call) and (dotted_name(n.func) or "").endswith(_STACKS) for n in nodes):
         return {}  # (most classes build neither)
     frozen = {_list_root(t) or (t.attr if _self_attr(t) else None)
@@ -40,17 +57,30 @@ def first_input_layers(cls: ast.ClassDef, qualify: Callable[[str], str], counts:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
                 and counts.get(node.targets[0].attr) == 1 and isinstance(node.value, ast.Call) \
                 and qualify(dotted_name(node.value.func) or "") == "torch.nn.Sequential":
-            layer = _first_layer(node.value, qualify, 0)
+            layer = _first_layer(node.value, qualify, 0, leaf)
             if layer:
                 out[node.targets[0].attr] = layer
-    for attr, elements in _module_list_elements(cls, qualify, counts, nodes).items():
-        found = {_first_layer(e, qualify, 0) for e in elements}
+    for attr, items in (_module_list_elements(cls, qualify, counts, nodes).items() if elements else ()):
+        found = {_first_layer(e, qualify, 0, leaf) for e in items}
         if len(found) == 1 and (layer := found.pop()):
             out[attr + ELEMENTS] = layer
     return {k: v for k, v in out.items() if k.replace(ELEMENTS, "") not in frozen}
 
 
-def _first_layer(node: ast.expr, qualify: Callable[[str], str], depth: int) -> Optional[str]:
+def _saves_input(layer: str, node: ast.Call) -> Optional[str]:
+    return layer if layer in ops.LAYERS_SAVING_INPUT and not _builds_unsaved(node) else None
+
+
+def _inplace_layer(layer: str, node: ast.Call) -> Optional[str]:
+    """The layer as the source spells it (``nn.ReLU``), when it is built with a literal ``inplace=True``."""
+    if inplace_module(node) is not None or layer in ops.INPLACE_KWARG_MODULES and not node.keywords \
+            and len(node.args) == INPLACE_MODULE_POSITION.get(layer, 0) + 1 and is_true(node.args[-1]):
+        return dotted_name(node.func)
+    return None
+
+
+def _first_layer(node: ast.expr, qualify: Callable[[str], str], depth: int,
+                 leaf: Callable[[str, ast.Call], Optional[str]]) -> Optional[str]:
     if depth > 4 or not isinstance(node, ast.Call):
         return None
     name = qualify(dotted_name(node.func) or "")
@@ -62,8 +92,8 @@ def _first_layer(node: ast.expr, qualify: Callable[[str], str], depth: int) -> O
                                                == "torch.nn.Identity")]  # (it hands its input on)
         if not layers or node.keywords or isinstance(layers[0], ast.Starred):
             return None
-        return _first_layer(layers[0], qualify, depth + 1)
-    return layer if layer in ops.LAYERS_SAVING_INPUT and not _builds_unsaved(node) else None
+        return _first_layer(layers[0], qualify, depth + 1, leaf)
+    return leaf(layer, node)
 
 
 #: methods of a stack (or of an element) that leave its layers and their order as they are

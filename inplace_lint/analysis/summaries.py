@@ -201,6 +201,9 @@ class ParamWrite:
     #: the written parameter is known to be a tensor (annotated ``Tensor``): what a caller passes for it is
     #: one, even a model call's result known only as an object (``input += adj`` in a loss's ``forward``)
     on_tensor: bool = False
+    #: the write is a call of a layer built with ``inplace=True`` (its class, ``nn.ReLU``): a caller that reads what
+    #: it passed after the call sees the layer's output (IPV007)
+    layer: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -233,6 +236,11 @@ class CallSite:
     #: (index, literal default) of the caller's own parameters the call runs only when true (``if
     #: inplace_safe: self.block(z)``: :func:`.conditions.needs_true`)
     guards: Tuple[Tuple[int, tuple], ...] = ()
+    #: for a call of a submodule built with constant arguments (``self.conv2 = ConvBlock(c, c, activation=None)``):
+    #: what it was built with, one entry per build (``(("=activation", (None,)), ("#0", ())),``;
+    #: :func:`.init_args.builder_arguments`, :func:`~.init_args.builder_alternatives`), which decides the
+    #: conditions on its ``__init__`` flags (:data:`.conditions.INIT`)
+    built: Optional[Tuple[Tuple[Tuple[str, tuple], ...], ...]] = None
 
 
 @dataclass(frozen=True)

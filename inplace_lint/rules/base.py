@@ -37,6 +37,9 @@ class Write:
     #: (``F.dropout(x, p, training=self.training, inplace=True)`` writes only in training mode with
     #: ``p`` above 0): messages say "raises when ..."
     condition: Optional[str] = None
+    #: where a layer built with ``inplace=True`` wrote it (``self.block(x)``, hidden at the call): the first later
+    #: load that may read what it wrote, as ``(text, line, col)`` (:func:`inplace_lint.analysis.rereads.read_again`)
+    reread: Optional[Tuple[str, int, int]] = None
 
 
 @dataclass(frozen=True)

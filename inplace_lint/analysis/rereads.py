@@ -1,0 +1,303 @@
+"""Whether code reads again a tensor that an in-place layer wrote (IPV007).
+
+``out = self.block(x)`` looks like a pure call. When ``self.block`` is ``nn.ReLU(inplace=True)``, or an
+``nn.Sequential`` whose first layer is one, the call rectifies ``x`` itself (``nn.Sequential.forward`` runs its
+first layer on the input it was given: https://pytorch.org/docs/stable/generated/torch.nn.Sequential.html), so a
+residual branch that reads ``x`` afterwards (``shortcut = self.skip(x)``, ``out + identity`` with ``identity = x``)
+sees the layer's output, not its input. No error is raised; the values differ from the model the code describes.
+timm's Xception port builds its block's first activation with ``inplace=False`` for this reason
+(``rep[0] = nn.ReLU(inplace=False)``, pytorch-image-models ``timm/models/xception.py``).
+
+:func:`read_again` finds the first load that may read the written tensor on some path after the write: in the same
+statement where the load's reference outlives the call (``x + self.block(x)``), in the statements that follow until
+the name is bound again on every path, in a loop around the write on its next pass, and through names bound to
+the same tensor before the write (``identity = x``). Reads of metadata only (``x.shape``, ``x.size(0)``,
+``len(x)``, ``x is None``) do not count: a write in place changes no shape.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Callable, List, Optional, Tuple
+
+from .astutil import last_name
+from .fixplan.facts import LOOPS, NON_ALIAS_ATTRS, FunctionFacts
+
+#: tensor methods that read only metadata
+_METADATA_METHODS = frozenset({"size", "dim", "numel", "nelement", "is_contiguous", "get_device", "element_size",
+                               "stride", "storage_offset", "data_ptr", "is_floating_point", "is_complex", "type"})
+#: builtins that read only what the object is, not its elements
+_METADATA_CALLS = frozenset({"len", "isinstance", "id", "type", "hasattr", "callable"})
+#: activations whose output is their input where the input is not negative (``relu(relu(x)) == relu(x)``)
+POSITIVE_IDENTITY = frozenset({"ReLU", "LeakyReLU", "ELU", "CELU", "RReLU"})
+#: functional ops (and ``torch_stacks`` endings) whose output is never negative
+NON_NEGATIVE_OPS = frozenset({"relu", "relu_", "sigmoid", "sigmoid_", "softmax", "exp", "exp_", "abs", "abs_",
+                              "square", "softplus", "hardsigmoid", "relu6"})
+#: containers that keep the reference they are given (``[x, self.block(x)]``)
+_KEEPS_REFERENCE = (ast.List, ast.Tuple, ast.Set, ast.Starred, ast.keyword)
+_EXCLUSIVE = (ast.IfExp, ast.BoolOp, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)
+
+_Result = Optional[Tuple[str, Optional[ast.Name]]]  # ("read", load) or ("end", None); None: falls through
+
+
+def value_load(facts: FunctionFacts, load: ast.Name) -> bool:
+    """``load`` reads the tensor's elements (or keeps a reference that may): not ``x.shape``, ``x.size(0)``,
+    ``len(x)``, ``isinstance(x, T)``, ``x is None``."""
+    parent = facts.parent(load)
+    if isinstance(parent, ast.Attribute) and parent.value is load:
+        if parent.attr in NON_ALIAS_ATTRS:
+            return False
+        call = facts.parent(parent)
+        if parent.attr in _METADATA_METHODS and isinstance(call, ast.Call) and call.func is parent:
+            return False
+    if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in _METADATA_CALLS:
+        return False
+    if isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+        return False
+    return True
+
+
+def _loads(facts: FunctionFacts, node: ast.AST, name: str) -> List[ast.Name]:
+    return sorted((n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name
+                   and isinstance(n.ctx, ast.Load) and value_load(facts, n)), key=lambda n: (n.lineno, n.col_offset))
+
+
+def _binds(stmt: ast.stmt, name: str) -> bool:
+    """``stmt`` (a simple statement) binds ``name`` again or deletes it."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        targets = [stmt.target]
+    elif isinstance(stmt, ast.Delete):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return any((a.asname or a.name.split(".")[0]) == name for a in stmt.names)
+    else:
+        return False
+    return any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)
+               if not isinstance(t, (ast.Attribute, ast.Subscript)))
+
+
+def _assign_binds(node: ast.AST, name: str) -> bool:
+    """A binding node of :attr:`FunctionFacts.assigns` (``=``, annotated ``=``, ``for``, ``:=``) binds ``name``."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        return _binds(node, name)
+    target = node.target if isinstance(node, (ast.For, ast.AsyncFor, ast.NamedExpr)) else None
+    return target is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
+
+
+def _scan_block(facts: FunctionFacts, stmts, name: str) -> _Result:
+    for stmt in stmts:
+        result = _scan(facts, stmt, name)
+        if result is not None:
+            return result
+    return None
+
+
+def _first(loads: List[ast.Name]) -> _Result:
+    return ("read", loads[0]) if loads else None
+
+
+def _scan(facts: FunctionFacts, stmt: ast.stmt, name: str) -> _Result:
+    """The first read of ``name`` in ``stmt``, "end" where ``stmt`` binds it again (or leaves) on every path."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return ("end", None) if stmt.name == name else None
+    if isinstance(stmt, ast.If):
+        head = _first(_loads(facts, stmt.test, name))
+        if head:
+            return head
+        body, orelse = _scan_block(facts, stmt.body, name), _scan_block(facts, stmt.orelse, name)
+        for result in (body, orelse):
+            if result is not None and result[0] == "read":
+                return result
+        return ("end", None) if body is not None and orelse is not None else None
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        head = _first(_loads(facts, stmt.iter, name))
+        if head:
+            return head
+        rebinds = any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt.target))
+        for block in ([] if rebinds else stmt.body, stmt.orelse):  # (a loop may run no pass: never "end")
+            result = _scan_block(facts, block, name)
+            if result is not None and result[0] == "read":
+                return result
+        return None
+    if isinstance(stmt, ast.While):
+        head = _first(_loads(facts, stmt.test, name))
+        if head:
+            return head
+        for block in (stmt.body, stmt.orelse):
+            result = _scan_block(facts, block, name)
+            if result is not None and result[0] == "read":
+                return result
+        return None
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        for item in stmt.items:
+            head = _first(_loads(facts, item.context_expr, name))
+            if head:
+                return head
+            if item.optional_vars is not None and any(isinstance(n, ast.Name) and n.id == name
+                                                      for n in ast.walk(item.optional_vars)):
+                return ("end", None)
+        return _scan_block(facts, stmt.body, name)
+    if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+        results = [_scan_block(facts, stmt.body, name)]
+        results += [_scan_block(facts, h.body, name) for h in stmt.handlers]
+        results += [_scan_block(facts, stmt.orelse, name), _scan_block(facts, stmt.finalbody, name)]
+        for result in results:
+            if result is not None and result[0] == "read":
+                return result
+        return results[-1]
+    if isinstance(stmt, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
+        return _first(_loads(facts, stmt, name)) or ("end", None)
+    if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.Assert,
+                             ast.Import, ast.ImportFrom, ast.Pass, ast.Global, ast.Nonlocal)):
+        return _first(_loads(facts, stmt, name))  # (`match`: any read)
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name:
+        return ("read", stmt.target)  # `x += y` reads `x`
+    loads = _loads(facts, stmt, name)
+    if loads:
+        return ("read", loads[0])
+    return ("end", None) if _binds(stmt, name) else None
+
+
+def _statement(facts: FunctionFacts, node: ast.AST) -> Optional[ast.stmt]:
+    while node is not None and not isinstance(node, ast.stmt):
+        node = facts.parent(node)
+    return node
+
+
+def _same_statement(facts: FunctionFacts, stmt: ast.stmt, call: ast.Call, name: str) -> Optional[ast.Name]:
+    """A load of ``name`` in the write's own statement whose reference is used after the call ran: after it in
+    evaluation order, or before it but kept as it is (an operand of the same operation, an item of a list)."""
+    inside = {id(n) for n in ast.walk(call)}
+    call_path = {id(n) for n in facts.path_to(call)}
+    for load in _loads(facts, stmt, name):
+        if id(load) in inside:
+            continue
+        chain = facts.path_to(load)
+        common = next((n for n in reversed(chain[:-1]) if id(n) in call_path), None)
+        if common is None or isinstance(common, _EXCLUSIVE):
+            continue  # (`self.block(x) if c else x`: one or the other)
+        if (load.lineno, load.col_offset) > (call.lineno, call.col_offset):
+            return load
+        below = chain[chain.index(common) + 1:-1]
+        if all(isinstance(n, _KEEPS_REFERENCE) for n in below):
+            return load  # `x + self.block(x)`, `torch.cat([x, self.block(x)])`: the op runs after the write
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name:
+        return stmt.target
+    return None
+
+
+def _following(facts: FunctionFacts, stmt: ast.stmt, name: str) -> Optional[ast.Name]:
+    """The first read of ``name`` after ``stmt`` on some path (in a loop around it: on its next pass too)."""
+    node: ast.AST = stmt
+    while True:
+        parent = facts.parent(node)
+        if parent is None or isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)):
+            block = getattr(parent, "body", []) if parent is not None else []
+            index = next((i for i, s in enumerate(block) if s is node), None)
+            result = _scan_block(facts, block[index + 1:], name) if index is not None else None
+            return result[1] if result is not None and result[0] == "read" else None
+        if isinstance(node, ast.excepthandler) or type(node).__name__ == "match_case":
+            node = parent
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(parent, field, None)
+            if isinstance(block, list) and any(s is node for s in block):
+                break
+        else:
+            block = []
+        index = next((i for i, s in enumerate(block) if s is node), None)
+        if index is None:
+            node = parent
+            continue
+        result = _scan_block(facts, block[index + 1:], name)
+        if result is not None:
+            return result[1] if result[0] == "read" else None
+        if isinstance(parent, LOOPS) and block is parent.body:
+            again = _scan_block(facts, block[:index], name)  # the next pass
+            if again is not None:
+                return again[1] if again[0] == "read" else None
+            if isinstance(parent, ast.While):
+                loads = _loads(facts, parent.test, name)
+                if loads:
+                    return loads[0]
+        node = parent
+
+
+def _aliases(facts: FunctionFacts, stmt: ast.stmt, name: str) -> List[str]:
+    """Names bound to ``name`` itself (``identity = x``) before ``stmt``, with ``name`` not bound again between."""
+    start = (stmt.lineno, stmt.col_offset)
+    out = []
+    stores = sorted((a.lineno, a.col_offset) for a in facts.assigns if _assign_binds(a, name))
+    for assign in facts.assigns:
+        if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1
+                and isinstance(assign.targets[0], ast.Name) and isinstance(assign.value, ast.Name)
+                and assign.value.id == name and (assign.lineno, assign.col_offset) < start):
+            continue
+        at = (assign.lineno, assign.col_offset)
+        if any(at < s < start for s in stores):
+            continue
+        alias = assign.targets[0].id
+        if any(at < (a.lineno, a.col_offset) < start for a in facts.assigns if _assign_binds(a, alias)):
+            continue
+        out.append(alias)
+    return out
+
+
+def last_binding(facts: FunctionFacts, stmt: ast.stmt, name: str) -> Optional[ast.expr]:
+    """The value of the last plain ``name = value`` before ``stmt`` in source order, when it is in a block that
+    holds ``stmt`` (so it reaches it, unless a later binding in between does)."""
+    start = (stmt.lineno, stmt.col_offset)
+    ancestors = {id(n) for n in facts.path_to(stmt)}
+    best = None
+    for assign in facts.assigns:
+        at = (assign.lineno, assign.col_offset)
+        if at >= start:
+            continue
+        if isinstance(assign, ast.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0], ast.Name) \
+                and assign.targets[0].id == name:
+            if id(facts.parent(assign)) in ancestors and (best is None or at > best[0]):
+                best = (at, assign.value)
+        elif _assign_binds(assign, name):
+            if best is None or at > best[0]:
+                best = (at, None)  # bound otherwise later: unknown
+    return best[1] if best is not None else None
+
+
+def read_again(facts: FunctionFacts, call: ast.Call, name: str,
+               non_negative: Optional[Callable[[ast.expr], bool]] = None,
+               layer: str = "") -> Optional[ast.Name]:
+    """The first load after ``call`` (an in-place layer applied to the local or parameter ``name``) that may read
+    what the layer wrote: of ``name`` before it is bound again, or of a name bound to the same tensor before the
+    call. None where there is none, or where the layer cannot change the value: an activation that keeps what is not
+    negative (:data:`POSITIVE_IDENTITY`) on a value ``non_negative`` says is never negative (``x = F.relu(h)``)."""
+    stmt = _statement(facts, call)
+    if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)):
+        return None
+    if layer.rpartition(".")[2] in POSITIVE_IDENTITY and non_negative is not None:
+        value = last_binding(facts, stmt, name)
+        if value is not None and non_negative(value):
+            return None
+    found = _same_statement(facts, stmt, call, name)
+    if found is None and not _binds(stmt, name):
+        found = _following(facts, stmt, name)
+    if found is not None:
+        return found
+    for alias in _aliases(facts, stmt, name):
+        found = _same_statement(facts, stmt, call, alias)
+        if found is None and not _binds(stmt, alias):
+            found = _following(facts, stmt, alias)
+        if found is not None:
+            return found
+    return None
+
+
+def non_negative_call(value: ast.expr, stack_op: Callable[[ast.expr], Optional[str]]) -> bool:
+    """``value`` is a call whose result is never negative: ``F.relu(h)``, ``torch.sigmoid(h)``, ``h.exp()``, or
+    ``self.<attr>(h)`` where ``stack_op`` says the attribute's output comes from such an op."""
+    if not isinstance(value, ast.Call):
+        return False
+    if last_name(value.func) in NON_NEGATIVE_OPS:
+        return True
+    op = stack_op(value.func)
+    return op is not None and op in NON_NEGATIVE_OPS
