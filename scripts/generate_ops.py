@@ -43,6 +43,15 @@ def _public_inplace(names):
     )
 
 
+def _forward_uses_inplace(cls) -> bool:
+    """The module's ``forward`` passes its ``inplace`` flag on: ``nn.AlphaDropout(inplace=True)`` takes the flag and
+    never writes in place (its forward calls ``F.alpha_dropout(input, p, training)``; torch 2.13)."""
+    try:
+        return "inplace" in inspect.getsource(cls.forward)
+    except (OSError, TypeError):
+        return True
+
+
 def _has_inplace_param(obj) -> bool:
     try:
         return "inplace" in inspect.signature(obj).parameters
@@ -72,7 +81,7 @@ def generate() -> str:
     modules = sorted(
         n for n in dir(nn)
         if inspect.isclass(getattr(nn, n)) and issubclass(getattr(nn, n), nn.Module)
-        and _has_inplace_param(getattr(nn, n))
+        and _has_inplace_param(getattr(nn, n)) and _forward_uses_inplace(getattr(nn, n))
     )
 
     def fs(name, items, doc):
@@ -94,7 +103,7 @@ def generate() -> str:
         "INPLACE_POSITION = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in sorted(positions.items())) + "}\n\n",
         "# In-place function (``torch.`` or ``F.`` namespace) -> its out-of-place twin, where one exists.\n"
         "FUNCTION_TWINS = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in sorted(function_twins.items())) + "}\n\n",
-        fs("INPLACE_KWARG_MODULES", modules, "torch.nn modules with an ``inplace`` constructor parameter."),
+        fs("INPLACE_KWARG_MODULES", modules, "torch.nn modules with an ``inplace`` constructor parameter that their forward passes on."),
     ]
     return "".join(out).rstrip() + "\n"
 

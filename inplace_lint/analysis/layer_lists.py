@@ -134,3 +134,92 @@ def _mentions(node: ast.AST, name: str) -> bool:
 
 def _contains(node: ast.AST, inner: ast.AST) -> bool:
     return any(n is inner for n in ast.walk(node))
+
+
+#: a list's first element, as far as the code shows it: the element, None for an empty list, or :data:`UNKNOWN_HEAD`
+UNKNOWN_HEAD = ast.Constant(value=Ellipsis)
+#: (first element, how many elements the list holds at least)
+_Head = Tuple[Optional[ast.expr], int]
+
+
+def list_heads(func: ast.AST, name: str, at: ast.stmt) -> Optional[List[Optional[ast.expr]]]:
+    """The first element the list bound to the local ``name`` of ``func`` may hold when ``at`` runs, one per path
+    (None for an empty list, :data:`UNKNOWN_HEAD` where the code does not show it: after ``rep = rep[1:]``); None
+    when anything else is done with the list. Xception's block builds ``rep`` with ``rep.append(self.relu)`` first,
+    then drops it (``rep = rep[1:]``) or replaces it (``rep[0] = nn.ReLU(inplace=False)``) by a flag."""
+    try:
+        states, reached = _run_heads(func.body, [(None, 0)], name, at)
+    except _Unknown:
+        return None
+    return [head for head, _ in states] if reached and states else None
+
+
+def _run_heads(body: Sequence[ast.stmt], states: List[_Head], name: str, at: ast.stmt) -> Tuple[List[_Head], bool]:
+    for stmt in body:
+        if stmt is at:
+            return states, True
+        if not _mentions(stmt, name):
+            if _contains(stmt, at):
+                raise _Unknown
+            continue
+        states = _head_step(stmt, states, name, at)
+        if isinstance(states, tuple):
+            return states
+        states = list(dict.fromkeys(states))[:_MAX_STATES * 2]
+    return states, False
+
+
+def _head_step(stmt: ast.stmt, states: List[_Head], name: str, at: ast.stmt):
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target, value = stmt.targets[0], stmt.value
+        if _is(target, name) and isinstance(value, (ast.List, ast.Tuple)) and not _mentions(value, name):
+            elements = list(value.elts)
+            if elements and isinstance(elements[0], ast.Starred):
+                return [(UNKNOWN_HEAD, 0)]
+            return [(elements[0] if elements else None, len(elements))]
+        if _is(target, name) and isinstance(value, ast.Subscript) and _is(value.value, name):
+            return [(UNKNOWN_HEAD, 0) for _ in states[:1]]  # `rep = rep[1:]`: the head is another element
+        if isinstance(target, ast.Subscript) and _is(target.value, name) and isinstance(target.slice, ast.Constant) \
+                and target.slice.value == 0 and not _mentions(value, name):
+            return [(value, max(n, 1)) for _, n in states]  # `rep[0] = nn.ReLU(inplace=False)`
+        raise _Unknown
+    if isinstance(stmt, ast.AugAssign) and _is(stmt.target, name) and isinstance(stmt.op, ast.Add) \
+            and isinstance(stmt.value, (ast.List, ast.Tuple)) and not _mentions(stmt.value, name):
+        return [_add_heads(s, list(stmt.value.elts)) for s in states]
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute) \
+            and _is(stmt.value.func.value, name) and not stmt.value.keywords \
+            and not any(_mentions(a, name) for a in stmt.value.args):
+        call, method = stmt.value, stmt.value.func.attr
+        if method == "append" and len(call.args) == 1:
+            return [_add_heads(s, [call.args[0]]) for s in states]
+        if method == "extend" and len(call.args) == 1 and isinstance(call.args[0], (ast.List, ast.Tuple)):
+            return [_add_heads(s, list(call.args[0].elts)) for s in states]
+        if method == "insert" and len(call.args) == 2 and isinstance(call.args[0], ast.Constant) \
+                and call.args[0].value == 0:
+            return [(call.args[1], n + 1) for _, n in states]
+        raise _Unknown
+    if isinstance(stmt, (ast.For, ast.While)) and not stmt.orelse and not _mentions(
+            stmt.iter if isinstance(stmt, ast.For) else stmt.test, name) \
+            and not any(isinstance(n, (ast.Break, ast.Return, ast.Raise)) for n in ast.walk(stmt)):
+        after, reached = _run_heads(stmt.body, list(states), name, at)  # (no pass, or one: a second adds no head)
+        if reached:
+            raise _Unknown
+        return states + after
+    if isinstance(stmt, ast.If) and not _mentions(stmt.test, name):
+        arms = []
+        for arm in (stmt.body, stmt.orelse):
+            got, reached = _run_heads(arm, list(states), name, at)
+            if reached:
+                return got, True
+            arms.extend(got)
+        return arms
+    raise _Unknown
+
+
+def _add_heads(state: _Head, added: List[ast.expr]) -> _Head:
+    head, n = state
+    if any(isinstance(e, ast.Starred) for e in added[:1]) and head is None:
+        return UNKNOWN_HEAD, n
+    if head is None and added:
+        return added[0], n + len(added)
+    return head, n + len(added)

@@ -67,8 +67,13 @@ def is_tensor_annotation(annotation: Optional[ast.expr]) -> bool:
 
 
 def inplace_module(call: ast.AST) -> Optional[str]:
-    """``nn.ReLU(inplace=True)`` -> ``nn.ReLU``."""
-    if isinstance(call, ast.Call) and last_name(call.func) in ops.INPLACE_KWARG_MODULES and is_true(kw(call, "inplace")):
+    """``nn.ReLU(inplace=True)`` -> ``nn.ReLU``; also with the flag given by position, as pix2pix and DCGAN write
+    it (``nn.ReLU(True)``, ``nn.LeakyReLU(0.2, True)``: :data:`INPLACE_MODULE_POSITION`)."""
+    if not (isinstance(call, ast.Call) and last_name(call.func) in ops.INPLACE_KWARG_MODULES):
+        return None
+    layer = last_name(call.func)
+    if is_true(kw(call, "inplace")) or kw(call, "inplace") is None and len(call.args) == \
+            INPLACE_MODULE_POSITION.get(layer, 0) + 1 and is_true(call.args[-1]):
         return ast.unparse(call.func)
     return None
 
@@ -399,11 +404,14 @@ def identity_layers(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = None
 
 def _may_return_input(node: ast.expr) -> bool:
     """An arm of ``node`` (through ``a if c else b`` and ``a or b``) builds a module that returns its input: a
-    layer of :data:`RETURN_INPUT_LAYERS`, or an ``nn.Sequential`` of nothing else."""
+    layer of :data:`RETURN_INPUT_LAYERS`, an ``nn.Sequential`` of nothing else, or ``lambda x: x``."""
     if isinstance(node, ast.IfExp):
         return _may_return_input(node.body) or _may_return_input(node.orelse)
     if isinstance(node, ast.BoolOp):
         return any(_may_return_input(v) for v in node.values)
+    if isinstance(node, ast.Lambda):  # `self.norm = lambda x: x` (where a flag turns the norm off)
+        first = (node.args.posonlyargs + node.args.args)[:1]
+        return bool(first) and isinstance(node.body, ast.Name) and node.body.id == first[0].arg
     if not isinstance(node, ast.Call):
         return False
     layer = (dotted_name(node.func) or "").rpartition(".")[2]

@@ -22,7 +22,8 @@ from .call_grad import guessed_param, needs_no_grad_arg
 from .env import EMPTY, cap, contradicted, origin_key
 from .expressions import as_tensor
 from .names import is_torch, qualify
-from .reporting import HelperWrite
+from ..rules import Write
+from .reporting import HelperWrite, match
 from .summaries import CallSite, function_of, param_index, ran_without_grad, with_steps
 
 
@@ -370,6 +371,8 @@ class ProjectCallsMixin:
                 # the helper's conditions to its write, seen from here: those on a parameter this function
                 # passes its own parameter for become conditions on that one
                 when = conditions.translate(w.when, values, handed_on, own_defaults) if w.when and not starred else ()
+                # an in-place layer in the callee, or a submodule's forward: the call shows no write (IPV007)
+                hidden = w.layer or (f"`self.{submodule}`" if submodule and qual.endswith(".forward") else None)
                 if real and not at_write:
                     twin = self.out_of_place_twin(qual, params, w.index) if not w.via else None
                     saved_conds = self.path_conds
@@ -380,15 +383,19 @@ class ProjectCallsMixin:
                         self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
                                     write_no_grad=w.no_grad or flagged,
                                     helper=HelperWrite(helper[0], *helper[1:4], twin, w.kept),
-                                    condition=conditions.write_path_condition(w, values, params, short_name, starred), layer=w.layer)
+                                    condition=conditions.write_path_condition(w, values, params, short_name, starred),
+                                    layer=hidden)
                     finally:
                         self.path_conds = saved_conds
-                elif w.layer and isinstance(arg_node, ast.Name):
-                    # `out = self.conv1(x)` whose forward runs `self.act(x)`, an in-place layer, on its parameter:
-                    # this function reading `x` afterwards sees the layer's output (what `x` was decides nothing)
+                elif hidden and isinstance(arg_node, ast.Name) and not (real and match(
+                        real, Write(w.op, w.op_name, w.kind, w.target, w.point_index, w.condition),
+                        self.no_grad or w.no_grad, self.settings.report_in_no_grad)[0]):
+                    # `out = self.conv1(x)` running `self.act(x)`, an in-place layer, on its parameter: a later read of
+                    # `x` here sees its output (not where the write is reported for what this call passes)
                     self.report(node, w.kind, op, arg_node, EMPTY, w.op_name, no_fix=True,
                                 helper=HelperWrite(helper[0], *helper[1:4], None, w.kept),
-                                condition=conditions.write_path_condition(w, values, params, short_name, starred), layer=w.layer)
+                                condition=conditions.write_path_condition(w, values, params, short_name, starred),
+                                layer=hidden)
                 for o in sorted(origins, key=origin_key) if len(origins) > 1 else origins:  # a fixed order
                     i = param_index(o)
                     if i is not None:

@@ -79,7 +79,7 @@ def with_condition(message: str, origin: Origin) -> str:
     return f"{message} ({origin.condition})" if origin.condition else message
 
 
-class ReportingMixin(FixPlanningMixin):
+class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
     def report(self, node: ast.AST, kind: WriteKind, op: str, target: ast.expr, origins, op_name: Optional[str] = None,
                no_fix: bool = False, write_no_grad: bool = False, helper: Optional["HelperWrite"] = None,
                condition: Optional[str] = None, layer: Optional[str] = None) -> None:
@@ -111,7 +111,7 @@ class ReportingMixin(FixPlanningMixin):
                                     write_no_grad or self.param_name(index) in gated, condition, layer=layer)
         unpruned = real
         real = self.reachable(_written_base(target), real)
-        reread = self._reread(node, target, layer) if layer else None
+        reread = self.hidden_write_reread(node, target, layer) if layer else None
         if not real and reread is not None:  # (a parameter: this function reads what it wrote, whatever it was)
             real = unpruned = [Origin(RootKind.TENSOR, reread[0], node.lineno)]
         if not real:
@@ -155,7 +155,9 @@ class ReportingMixin(FixPlanningMixin):
         related = tuple(r if r.path is None or r.path != here else replace(r, path=None) for r in origin.related())
         if rule.code == rules_reread_code and write.reread is not None:
             related = (Related(f"{write.reread[0]} read again", write.reread[1], write.reread[2]),) + related
-        message = with_condition(rule.message(write, origin), origin)
+        # (IPV007 is about who reads the written tensor again, not about what made it risky)
+        message = rule.message(write, origin) if rule.code == rules_reread_code else \
+            with_condition(rule.message(write, origin), origin)
         if condition and condition not in message:  # a rule whose message does not say it (IPV003, IPV004)
             message = f"{message}, when {condition}"
         if helper is not None:
@@ -182,32 +184,6 @@ class ReportingMixin(FixPlanningMixin):
                                           real, write, rule),
                                       guess_params=self.saved_guess(real, write, rule),
                                       guards=conditions.needs_true(self.path_conds))
-
-    def _reread(self, node: ast.AST, target: ast.expr, layer: str) -> Optional[Tuple[str, str, int, int]]:
-        """Where a layer built with ``inplace=True`` wrote the local or parameter ``target``: the written name and
-        the first later load that may read what it wrote (``(name, text, line, col)``), or None."""
-        if not (isinstance(target, ast.Name) and isinstance(node, ast.Call) and self.func is not None
-                and not isinstance(self.func, ast.Module)):
-            return None
-        load = rereads.read_again(self.facts(), node, target.id, self._non_negative, layer)
-        if load is None:
-            return None
-        return target.id, f"`{load.id}`", load.lineno, load.col_offset
-
-    def _non_negative(self, value: ast.expr) -> bool:
-        """``value`` is never negative: a call of ``relu``, ``sigmoid``, ``exp``, ... or of ``self.<attr>`` built
-        as one (``nn.ReLU()``, an ``nn.Sequential`` ending in ``nn.Sigmoid()``: :attr:`torch_stacks`)."""
-        def stack_op(func: ast.expr) -> Optional[str]:
-            if isinstance(func, ast.Attribute) and self._is_self(func.value):
-                if func.attr in self.torch_stacks:
-                    return self.torch_stacks[func.attr]
-                module = self.inplace_modules.get(dotted_name(func) or "")
-                return "relu" if module and module.rpartition(".")[2] == "ReLU" else None
-            if isinstance(func, ast.Name):
-                module = self.inplace_modules.get(func.id)
-                return "relu" if module and module.rpartition(".")[2] == "ReLU" else None
-            return None
-        return rereads.non_negative_call(value, stack_op)
 
     def _held_when(self, key: Optional[str], origin: Origin) -> str:
         """The conditions on parameters (or ``__init__`` flags) under which ``key`` holds ``origin`` here

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, List, Optional, Tuple
 
-from .astutil import last_name
+from .astutil import dotted_name, last_name
 from .fixplan.facts import LOOPS, NON_ALIAS_ATTRS, FunctionFacts
 
 #: tensor methods that read only metadata
@@ -27,6 +27,11 @@ _METADATA_METHODS = frozenset({"size", "dim", "numel", "nelement", "is_contiguou
                                "stride", "storage_offset", "data_ptr", "is_floating_point", "is_complex", "type"})
 #: builtins that read only what the object is, not its elements
 _METADATA_CALLS = frozenset({"len", "isinstance", "id", "type", "hasattr", "callable"})
+#: torch functions that read only the shape, dtype and device of their first argument
+_METADATA_FUNCTIONS = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+                                 "randint_like", "is_tensor", "is_floating_point", "is_complex", "numel"})
+#: tensor methods whose result takes only the receiver's dtype and device (``x.new_ones(x.shape)``)
+_NEW_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
 #: activations whose output is their input where the input is not negative (``relu(relu(x)) == relu(x)``)
 POSITIVE_IDENTITY = frozenset({"ReLU", "LeakyReLU", "ELU", "CELU", "RReLU"})
 #: functional ops (and ``torch_stacks`` endings) whose output is never negative
@@ -47,13 +52,37 @@ def value_load(facts: FunctionFacts, load: ast.Name) -> bool:
         if parent.attr in NON_ALIAS_ATTRS:
             return False
         call = facts.parent(parent)
-        if parent.attr in _METADATA_METHODS and isinstance(call, ast.Call) and call.func is parent:
+        if parent.attr in _METADATA_METHODS | _NEW_METHODS and isinstance(call, ast.Call) and call.func is parent:
             return False
     if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in _METADATA_CALLS:
         return False
+    if isinstance(parent, ast.Call) and parent.args and parent.args[0] is load \
+            and last_name(parent.func) in _METADATA_FUNCTIONS:
+        return False  # `torch.zeros_like(x)`, `torch.is_tensor(x)`
+    if _shadowed(facts, load):
+        return False  # `[f(x) for x in xs]`, `lambda x: ...`: another `x`
     if isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
         return False
     return True
+
+
+_SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)
+
+
+def _shadowed(facts: FunctionFacts, node: ast.AST) -> bool:
+    """The name ``node`` (a load, or a call's argument) is bound by a comprehension or lambda around it, not the
+    function's own name."""
+    name = node.id if isinstance(node, ast.Name) else None
+    parent = facts.parent(node)
+    while name is not None and parent is not None and not isinstance(parent, ast.stmt):
+        if isinstance(parent, ast.Lambda) and any(a.arg == name for a in parent.args.posonlyargs + parent.args.args
+                                                  + parent.args.kwonlyargs):
+            return True
+        if isinstance(parent, _SCOPES[:4]) and any(isinstance(n, ast.Name) and n.id == name
+                                                   for g in parent.generators for n in ast.walk(g.target)):
+            return True
+        parent = facts.parent(parent)
+    return False
 
 
 def _loads(facts: FunctionFacts, node: ast.AST, name: str) -> List[ast.Name]:
@@ -159,7 +188,7 @@ def _scan(facts: FunctionFacts, stmt: ast.stmt, name: str) -> _Result:
     return ("end", None) if _binds(stmt, name) else None
 
 
-def _statement(facts: FunctionFacts, node: ast.AST) -> Optional[ast.stmt]:
+def statement_of(facts: FunctionFacts, node: ast.AST) -> Optional[ast.stmt]:
     while node is not None and not isinstance(node, ast.stmt):
         node = facts.parent(node)
     return node
@@ -188,7 +217,10 @@ def _same_statement(facts: FunctionFacts, stmt: ast.stmt, call: ast.Call, name: 
 
 
 def _following(facts: FunctionFacts, stmt: ast.stmt, name: str) -> Optional[ast.Name]:
-    """The first read of ``name`` after ``stmt`` on some path (in a loop around it: on its next pass too)."""
+    """The first read of ``name`` after ``stmt`` on some path (in a loop around it: on its next pass too, unless the
+    loop binds the name again on each pass). Nothing runs after a ``return``."""
+    if isinstance(stmt, (ast.Return, ast.Raise)):
+        return None
     node: ast.AST = stmt
     while True:
         parent = facts.parent(node)
@@ -213,7 +245,9 @@ def _following(facts: FunctionFacts, stmt: ast.stmt, name: str) -> Optional[ast.
         result = _scan_block(facts, block[index + 1:], name)
         if result is not None:
             return result[1] if result[0] == "read" else None
-        if isinstance(parent, LOOPS) and block is parent.body:
+        if isinstance(parent, LOOPS) and block is parent.body and not (
+                isinstance(parent, (ast.For, ast.AsyncFor))
+                and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(parent.target))):
             again = _scan_block(facts, block[:index], name)  # the next pass
             if again is not None:
                 return again[1] if again[0] == "read" else None
@@ -224,23 +258,28 @@ def _following(facts: FunctionFacts, stmt: ast.stmt, name: str) -> Optional[ast.
         node = parent
 
 
-def _aliases(facts: FunctionFacts, stmt: ast.stmt, name: str) -> List[str]:
-    """Names bound to ``name`` itself (``identity = x``) before ``stmt``, with ``name`` not bound again between."""
+def _aliases(facts: FunctionFacts, stmt: ast.stmt, name: str) -> List[Tuple[str, bool]]:
+    """Names bound to ``name`` itself (``identity = x``) before ``stmt`` and not bound again since, each with whether
+    ``name`` may have been bound again in between (in a branch that ``stmt`` is not in: ``residual = x; if pre:
+    x = self.norm(x)``, so ``residual`` is the written tensor only on some paths). A binding of ``name`` in between
+    in a block that holds ``stmt`` ends the alias."""
     start = (stmt.lineno, stmt.col_offset)
+    ancestors = {id(n) for n in facts.path_to(stmt)}
+    stores = [a for a in facts.assigns if _assign_binds(a, name)]
     out = []
-    stores = sorted((a.lineno, a.col_offset) for a in facts.assigns if _assign_binds(a, name))
     for assign in facts.assigns:
         if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1
                 and isinstance(assign.targets[0], ast.Name) and isinstance(assign.value, ast.Name)
                 and assign.value.id == name and (assign.lineno, assign.col_offset) < start):
             continue
         at = (assign.lineno, assign.col_offset)
-        if any(at < s < start for s in stores):
+        between = [a for a in stores if at < (a.lineno, a.col_offset) < start]
+        if any(id(facts.parent(a)) in ancestors for a in between):
             continue
         alias = assign.targets[0].id
         if any(at < (a.lineno, a.col_offset) < start for a in facts.assigns if _assign_binds(a, alias)):
             continue
-        out.append(alias)
+        out.append((alias, bool(between)))
     return out
 
 
@@ -265,39 +304,133 @@ def last_binding(facts: FunctionFacts, stmt: ast.stmt, name: str) -> Optional[as
 
 
 def read_again(facts: FunctionFacts, call: ast.Call, name: str,
-               non_negative: Optional[Callable[[ast.expr], bool]] = None,
-               layer: str = "") -> Optional[ast.Name]:
-    """The first load after ``call`` (an in-place layer applied to the local or parameter ``name``) that may read
-    what the layer wrote: of ``name`` before it is bound again, or of a name bound to the same tensor before the
-    call. None where there is none, or where the layer cannot change the value: an activation that keeps what is not
-    negative (:data:`POSITIVE_IDENTITY`) on a value ``non_negative`` says is never negative (``x = F.relu(h)``)."""
-    stmt = _statement(facts, call)
+               aliases: bool = True) -> Optional[Tuple[ast.Name, bool]]:
+    """The first load after ``call`` (which wrote the tensor the local or parameter ``name`` holds) that may read
+    what it wrote, and whether only on some paths: of ``name`` before it is bound again, or (``aliases``) of a name
+    bound to the same tensor before the call. None where there is none."""
+    stmt = statement_of(facts, call)
     if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)):
         return None
-    if layer.rpartition(".")[2] in POSITIVE_IDENTITY and non_negative is not None:
-        value = last_binding(facts, stmt, name)
-        if value is not None and non_negative(value):
-            return None
+    if any(isinstance(a, ast.Name) and a.id == name and _shadowed(facts, a) for a in call.args[:1]):
+        return None  # `[self.act(x) for x in feats]`: each pass writes its own `x`
     found = _same_statement(facts, stmt, call, name)
     if found is None and not _binds(stmt, name):
         found = _following(facts, stmt, name)
-    if found is not None:
-        return found
-    for alias in _aliases(facts, stmt, name):
+    if found is not None or not aliases:
+        return (found, False) if found is not None else None
+    for alias, may in _aliases(facts, stmt, name):
         found = _same_statement(facts, stmt, call, alias)
         if found is None and not _binds(stmt, alias):
             found = _following(facts, stmt, alias)
         if found is not None:
-            return found
+            return found, may
     return None
+
+
+def unchanged(facts: FunctionFacts, call: ast.Call, name: str, non_negative: Callable[[ast.expr], bool],
+              layer: str) -> bool:
+    """The layer leaves the value as it is: a ReLU-like layer (:data:`POSITIVE_IDENTITY`) on a value
+    ``non_negative`` says is never negative (``x = F.relu(h)``; ``relu(relu(x)) == relu(x)``)."""
+    stmt = statement_of(facts, call)
+    value = last_binding(facts, stmt, name) if stmt is not None else None
+    return layer.rpartition(".")[2] in POSITIVE_IDENTITY and value is not None and non_negative(value)
 
 
 def non_negative_call(value: ast.expr, stack_op: Callable[[ast.expr], Optional[str]]) -> bool:
     """``value`` is a call whose result is never negative: ``F.relu(h)``, ``torch.sigmoid(h)``, ``h.exp()``, or
     ``self.<attr>(h)`` where ``stack_op`` says the attribute's output comes from such an op."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Pow) and isinstance(value.right, ast.Constant) \
+            and type(value.right.value) is int and value.right.value % 2 == 0:
+        return True  # `h ** 2`
     if not isinstance(value, ast.Call):
         return False
-    if last_name(value.func) in NON_NEGATIVE_OPS:
+    name = last_name(value.func)
+    if name in NON_NEGATIVE_OPS:
         return True
+    if name in ("clamp", "clip", "clamp_min", "clamp_"):
+        low = next((k.value for k in value.keywords if k.arg == "min"), None)
+        if low is None:  # (positional: `torch.clamp(x, 0)` or `x.clamp(0)`)
+            given = value.args[1:] if isinstance(value.func, ast.Name) or _torch_call(value) else value.args
+            low = given[0] if given else None
+        return isinstance(low, ast.Constant) and isinstance(low.value, (int, float)) and low.value >= 0
+    if name in _KEEPS_SIGN:  # pooling and reshaping keep every element's sign: `F.max_pool2d(F.relu(h), 2)`
+        inner = value.args[0] if value.args and (isinstance(value.func, ast.Name) or _torch_call(value)) else (
+            value.func.value if isinstance(value.func, ast.Attribute) else None)
+        return inner is not None and non_negative_call(inner, stack_op)
     op = stack_op(value.func)
     return op is not None and op in NON_NEGATIVE_OPS
+
+
+#: ops whose output elements are elements (or means or maxima) of their input: a non-negative input stays so
+_KEEPS_SIGN = frozenset({"max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+                         "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "adaptive_avg_pool1d",
+                         "adaptive_avg_pool2d", "adaptive_avg_pool3d", "view", "reshape", "flatten", "permute",
+                         "transpose", "contiguous", "squeeze", "unsqueeze", "float", "to"})
+
+
+def _torch_call(call: ast.Call) -> bool:
+    """``torch.f(x, ...)`` / ``F.f(x, ...)``: the first argument is the input, not the receiver."""
+    head = dotted_name(call.func.value) if isinstance(call.func, ast.Attribute) else None
+    return head in ("torch", "F", "nn.functional", "torch.nn.functional")
+
+
+class RereadsMixin:
+    """A later read of what a call wrote without showing it (a part of :class:`~.dataflow.Scope`, through
+    :class:`~.reporting.ReportingMixin`)."""
+
+    def hidden_write_reread(self, node: ast.AST, target: ast.expr, layer: str) -> Optional[Tuple[str, str, int, int]]:
+        """Where a call wrote the local or parameter ``target`` without saying so (a layer built with ``inplace=True``,
+        a submodule whose forward writes its input): the written name and the first later load that may read what it
+        wrote (``(name, text, line, col)``; the text says "on some paths" where the load may read something else)."""
+        if not (isinstance(target, ast.Name) and isinstance(node, ast.Call) and self.func is not None
+                and not isinstance(self.func, ast.Module)):
+            return None
+        facts = self.facts()
+        if layer and unchanged(facts, node, target.id, self._non_negative, layer):
+            return None
+        found = read_again(facts, node, target.id)
+        written = self.env.get(target.id, ())
+        if found is None and written:
+            # another name the analysis knows holds the same tensor, or a view of it (a parameter handed through
+            # a pass-through helper: `x, _ = self.norm((resid, mask))` with `self.norm = lambda x: x`)
+            for name in sorted(self.holders(list(written))):
+                held = self.env.get(name, ())
+                if "." in name or "[" in name or name == target.id or not held or any(h.guessed for h in held) \
+                        or not all(any(h.derived_from(o) for o in written) for h in held):
+                    continue
+                found = read_again(facts, node, name, aliases=False)
+                if found is not None:
+                    found = (found[0], not all(any(o.derived_from(h) or h.derived_from(o) for h in held)
+                                               for o in written))
+                    break
+        if found is None:
+            # `x = self.pre(resid)` with `self.pre` a layer that may return its input (`nn.Identity()`, `lambda t: t`
+            # where a flag turns it off, a dropout in eval mode): `resid` may be the written tensor
+            stmt = statement_of(facts, node)
+            value = last_binding(facts, stmt, target.id) if stmt is not None else None
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and self._is_self(value.func.value) \
+                    and value.func.attr in self.identity_layers and value.args and isinstance(value.args[0], ast.Name):
+                found = read_again(facts, node, value.args[0].id)
+                found = (found[0], True) if found is not None else None
+        if found is None:
+            return None
+        load, may = found
+        text = f"`{load.id}`" + (" (on some paths)" if may else "")
+        if (load.lineno, load.col_offset) < (node.lineno, node.col_offset):
+            text += " (on the loop's next pass)"
+        return target.id, text, load.lineno, load.col_offset
+
+    def _non_negative(self, value: ast.expr) -> bool:
+        """``value`` is never negative: a call of ``relu``, ``sigmoid``, ``exp``, ... or of ``self.<attr>`` built
+        as one (``nn.ReLU()``, an ``nn.Sequential`` ending in ``nn.Sigmoid()``: :attr:`torch_stacks`)."""
+        def stack_op(func: ast.expr) -> Optional[str]:
+            if isinstance(func, ast.Attribute) and self._is_self(func.value):
+                if func.attr in self.torch_stacks:
+                    return self.torch_stacks[func.attr]
+                module = self.inplace_modules.get(dotted_name(func) or "")
+                return "relu" if module and module.rpartition(".")[2] == "ReLU" else None
+            if isinstance(func, ast.Name):
+                module = self.inplace_modules.get(func.id)
+                return "relu" if module and module.rpartition(".")[2] == "ReLU" else None
+            return None
+        return non_negative_call(value, stack_op)

@@ -14,9 +14,9 @@ from typing import Callable, Dict, Optional, Sequence, Set
 from ..torch_facts import ops
 from .astutil import dotted_name
 from .init_builds import ELEMENTS
-from .astutil import is_true
-from .model_outputs import INPLACE_MODULE_POSITION, _builds_unsaved, _frozen_target, _list_root, \
-    _module_list_elements, _self_attr, inplace_module
+from . import layer_lists
+from .model_outputs import _builds_unsaved, _frozen_target, _list_root, _module_list_elements, _self_attr, \
+    class_members, inplace_module
 
 #: containers whose call runs their layers on the input
 _STACKS = ("Sequential", "ModuleList")
@@ -39,7 +39,29 @@ def first_inplace_layers(cls: ast.ClassDef, qualify: Callable[[str], str], count
     ``self.<attr>(x)`` then writes ``x`` in place before any other layer runs (``nn.Sequential.forward`` calls its
     layers in order, each on the last one's output: https://pytorch.org/docs/stable/generated/torch.nn.Sequential.html).
     The same exclusions as :func:`first_input_layers` (a stack changed after it is built, or built twice)."""
-    return _first_layers(cls, qualify, counts, nodes, _inplace_layer, elements=False)
+    out = _first_layers(cls, qualify, counts, nodes, _inplace_layer, elements=False)
+    members = None
+    changed = _changed(nodes) | _changed_in_place(nodes)
+    for node in nodes:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0])
+                and counts.get(node.targets[0].attr) == 1 and isinstance(node.value, ast.Call)
+                and node.value.args and isinstance(node.value.args[0], ast.Starred)
+                and isinstance(node.value.args[0].value, ast.Name) and not node.value.keywords
+                and node.targets[0].attr not in out and node.targets[0].attr not in changed
+                and qualify(dotted_name(node.value.func) or "") == "torch.nn.Sequential"):
+            continue
+        # `self.rep = nn.Sequential(*rep)`: the first layer `rep` may start with on some path
+        func = next((f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and any(n is node for n in ast.walk(f))), None)
+        for head in (layer_lists.list_heads(func, node.value.args[0].value.id, node) or ()) if func else ():
+            layer = _first_layer(head, qualify, 0, _inplace_layer) if isinstance(head, ast.Call) else None
+            if layer is None and _self_attr(head):  # `rep.append(self.relu)`, `self.relu = nn.ReLU(inplace=True)`
+                members = class_members(cls) if members is None else members
+                layer = members.get(f"self.{head.attr}") if isinstance(members.get(f"self.{head.attr}"), str) else None
+            if layer:
+                out[node.targets[0].attr] = layer
+                break
+    return out
 
 
 def _first_layers(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict[str, int],
@@ -73,10 +95,7 @@ def _saves_input(layer: str, node: ast.Call) -> Optional[str]:
 
 def _inplace_layer(layer: str, node: ast.Call) -> Optional[str]:
     """The layer as the source spells it (``nn.ReLU``), when it is built with a literal ``inplace=True``."""
-    if inplace_module(node) is not None or layer in ops.INPLACE_KWARG_MODULES and not node.keywords \
-            and len(node.args) == INPLACE_MODULE_POSITION.get(layer, 0) + 1 and is_true(node.args[-1]):
-        return dotted_name(node.func)
-    return None
+    return dotted_name(node.func) if inplace_module(node) is not None else None
 
 
 def _first_layer(node: ast.expr, qualify: Callable[[str], str], depth: int,
@@ -124,6 +143,10 @@ _READERS = frozenset({"len", "enumerate", "zip", "reversed", "list", "tuple", "i
                       "getattr", "print", "repr", "str", "id", "type", "range", "sorted", "any", "all"})
 
 
+#: functions that run the module they are given on its inputs and change nothing of it (activation checkpointing)
+_RUNNERS = frozenset({"checkpoint", "checkpoint_sequential"})
+
+
 def _changed(nodes: Sequence[ast.AST]) -> Set[str]:
     """Attributes whose stack (a ``Sequential``, a ``ModuleList``'s elements) may be changed where this class
     does not show it: handed to a call (``set_requires_grad(self.net, False)``, ``freeze(self.convs[0])``; not
@@ -131,7 +154,8 @@ def _changed(nodes: Sequence[ast.AST]) -> Set[str]:
     self.convs: block[0] = nn.Identity()``)."""
     out: Set[str] = set()
     for node in nodes:
-        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _READERS):
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _READERS) \
+                and (dotted_name(node.func) or "").rpartition(".")[2] not in _RUNNERS:
             for arg in list(node.args) + [k.value for k in node.keywords]:
                 if _self_attr(arg):
                     out.add(arg.attr)

@@ -4,36 +4,45 @@ from .base import Example, Rule, Write
 
 
 def applies(origin: Origin, write: Write) -> bool:
-    return write.reread is not None and write.kind is WriteKind.INPLACE_KWARG
+    # (set only where the call does not show its write: a layer built with `inplace=True`, a submodule's forward)
+    return write.reread is not None
 
 
 def message(write: Write, origin: Origin) -> str:
     text, line, _ = write.reread
-    if text == f"`{write.target}`":
-        return (f"{write.op} writes in place to `{write.target}`, which is read again on line {line}: "
-                f"that read sees the layer's output, not its input")
-    return (f"{write.op} writes in place to `{write.target}`; {text}, read again on line {line}, holds the same "
-            f"tensor and sees the layer's output, not its input")
+    # (a layer built with `inplace=True` rectifies what it was given; a submodule's forward writes it otherwise)
+    sees = "the layer's output, not its input" if write.kind is WriteKind.INPLACE_KWARG else \
+        "what the call wrote, not what it was given"
+    name, _, qualifier = text.partition(" (")  # ("(on some paths)", "(on the loop's next pass)")
+    qualifier = f" ({qualifier}" if qualifier else ""
+    if name == f"`{write.target}`":
+        return (f"{write.op} writes in place to `{write.target}`, which is read again on line {line}{qualifier}: "
+                f"that read sees {sees}")
+    return (f"{write.op} writes in place to `{write.target}`; {name}, read again on line {line}{qualifier}, holds "
+            f"the same tensor and sees {sees}")
 
 
 RULE = Rule(
     code="IPV007",
     name="reread-after-inplace-layer",
     severity="warning",
-    summary="A layer built with `inplace=True` (or an `nn.Sequential` that starts with one) writes a tensor the "
-            "code reads again afterwards.",
+    summary="A layer built with `inplace=True` (or an `nn.Sequential` that starts with one, or a submodule whose "
+            "forward writes its input in place) writes a tensor the code reads again afterwards.",
     applies=applies,
     message=message,
     without_grad=True,
     what=(
-        "Finds calls of a layer built with `inplace=True` (`self.act = nn.ReLU(inplace=True)`; "
+        "Finds calls of a layer built with `inplace=True` (`self.act = nn.ReLU(inplace=True)`, or `nn.ReLU(True)`; "
         "`nn.LeakyReLU`, `nn.ELU`, `nn.Dropout`, ... likewise), or of an `nn.Sequential` whose first layer is "
-        "one, on a name that is read again afterwards on some path: later in the function before the name is "
+        "one (written out, or a list that starts with one on some path), on a name that is read again afterwards "
+        "on some path: later in the function before the name is "
         "bound again, in the same expression (`x + self.block(x)`), on a loop's next pass, or through a name "
         "bound to the same tensor before the call (`identity = x`). Reads of metadata only (`x.shape`, "
         "`x.size(0)`, `len(x)`) do not count, nor does a ReLU-like layer on a value that is never negative "
-        "(`x = F.relu(h)`), which it leaves as it is. Other rules come first: when the written tensor is also "
-        "saved for backward, a view of a split output, ..., that rule reports the write."
+        "(`x = F.relu(h)`), which it leaves as it is. A call of a submodule whose `forward` writes its input in "
+        "place (`x.masked_fill_(...)` on a view of it, an in-place activation on it) is reported the same way, "
+        "with the write inside named. Other rules come first: when the written tensor is also saved for "
+        "backward, a view of a split output, ..., that rule reports the write."
     ),
     why=(
         "The call does not show that it writes its argument: `nn.Sequential` runs its first layer on the tensor "

@@ -549,17 +549,15 @@ FUNCTION_TWINS = {
     'torch.xlogy_': 'torch.xlogy',
 }
 
-# torch.nn modules with an ``inplace`` constructor parameter.
+# torch.nn modules with an ``inplace`` constructor parameter that their forward passes on.
 INPLACE_KWARG_MODULES = frozenset(
     {
-        'AlphaDropout',
         'CELU',
         'Dropout',
         'Dropout1d',
         'Dropout2d',
         'Dropout3d',
         'ELU',
-        'FeatureAlphaDropout',
         'Hardsigmoid',
         'Hardswish',
         'Hardtanh',
