@@ -109,3 +109,15 @@ def test_a_block_built_from_a_list_that_starts_with_the_in_place_relu_rectifies_
         x = x0.clone()
         getattr(module, cls)(3)(x)
         assert (not torch.equal(x, x0)) == changed, cls  # the skip connection read the rectified input
+
+
+def test_the_skip_input_of_a_unet_block_whose_list_starts_with_the_in_place_relu_is_rectified(root):
+    module = _module(root)
+    torch.manual_seed(0)
+    x0 = torch.randn(2, 3, 4, 4)
+    for outermost, changed in ((False, True), (True, False)):
+        x = x0.clone()
+        out = module.UnetBlock(3, outermost)(x)
+        assert (not torch.equal(x, x0)) == changed
+        if changed:  # the concatenated skip half is the rectified input, not the input
+            assert torch.equal(out[:, :3], torch.nn.functional.leaky_relu(x0, 0.2))

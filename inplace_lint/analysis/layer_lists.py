@@ -142,19 +142,19 @@ UNKNOWN_HEAD = ast.Constant(value=Ellipsis)
 _Head = Tuple[Optional[ast.expr], int]
 
 
-def list_heads(func: ast.AST, name: str, at: ast.stmt) -> Optional[List[Optional[ast.expr]]]:
+def list_heads(func: ast.AST, name: str, at: ast.stmt, depth: int = 0) -> Optional[List[Optional[ast.expr]]]:
     """The first element the list bound to the local ``name`` of ``func`` may hold when ``at`` runs, one per path
     (None for an empty list, :data:`UNKNOWN_HEAD` where the code does not show it: after ``rep = rep[1:]``); None
     when anything else is done with the list. Xception's block builds ``rep`` with ``rep.append(self.relu)`` first,
     then drops it (``rep = rep[1:]``) or replaces it (``rep[0] = nn.ReLU(inplace=False)``) by a flag."""
     try:
-        states, reached = _run_heads(func.body, [(None, 0)], name, at)
+        states, reached = _run_heads(func.body, [(None, 0)], name, at, (func, depth))
     except _Unknown:
         return None
     return [head for head, _ in states] if reached and states else None
 
 
-def _run_heads(body: Sequence[ast.stmt], states: List[_Head], name: str, at: ast.stmt) -> Tuple[List[_Head], bool]:
+def _run_heads(body: Sequence[ast.stmt], states: List[_Head], name: str, at: ast.stmt, where) -> Tuple[List[_Head], bool]:
     for stmt in body:
         if stmt is at:
             return states, True
@@ -162,16 +162,18 @@ def _run_heads(body: Sequence[ast.stmt], states: List[_Head], name: str, at: ast
             if _contains(stmt, at):
                 raise _Unknown
             continue
-        states = _head_step(stmt, states, name, at)
+        states = _head_step(stmt, states, name, at, where)
         if isinstance(states, tuple):
             return states
         states = list(dict.fromkeys(states))[:_MAX_STATES * 2]
     return states, False
 
 
-def _head_step(stmt: ast.stmt, states: List[_Head], name: str, at: ast.stmt):
+def _head_step(stmt: ast.stmt, states: List[_Head], name: str, at: ast.stmt, where):
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         target, value = stmt.targets[0], stmt.value
+        if _is(target, name) and isinstance(value, ast.BinOp) and not _mentions(value, name):
+            return _concatenated(value, stmt, where)  # `model = down + [submodule] + up`
         if _is(target, name) and isinstance(value, (ast.List, ast.Tuple)) and not _mentions(value, name):
             elements = list(value.elts)
             if elements and isinstance(elements[0], ast.Starred):
@@ -201,19 +203,50 @@ def _head_step(stmt: ast.stmt, states: List[_Head], name: str, at: ast.stmt):
     if isinstance(stmt, (ast.For, ast.While)) and not stmt.orelse and not _mentions(
             stmt.iter if isinstance(stmt, ast.For) else stmt.test, name) \
             and not any(isinstance(n, (ast.Break, ast.Return, ast.Raise)) for n in ast.walk(stmt)):
-        after, reached = _run_heads(stmt.body, list(states), name, at)  # (no pass, or one: a second adds no head)
+        after, reached = _run_heads(stmt.body, list(states), name, at, where)  # (no pass, or one: no second head)
         if reached:
             raise _Unknown
         return states + after
     if isinstance(stmt, ast.If) and not _mentions(stmt.test, name):
         arms = []
         for arm in (stmt.body, stmt.orelse):
-            got, reached = _run_heads(arm, list(states), name, at)
+            got, reached = _run_heads(arm, list(states), name, at, where)
             if reached:
                 return got, True
             arms.extend(got)
         return arms
     raise _Unknown
+
+
+def _concatenated(value: ast.BinOp, stmt: ast.stmt, where) -> List[_Head]:
+    """The heads of ``a + b + ...``: of the first operand that is not empty, each a list display or another local
+    list (its heads where ``stmt`` runs)."""
+    func, depth = where
+    operands = []
+    while isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        operands.insert(0, value.right)
+        value = value.left
+    operands.insert(0, value)
+    states: List[_Head] = [(None, 0)]
+    for operand in operands:
+        if isinstance(operand, (ast.List, ast.Tuple)):
+            heads = [_literal_head(operand)]
+        elif isinstance(operand, ast.Name) and depth < 3:
+            found = list_heads(func, operand.id, stmt, depth + 1)
+            if found is None:
+                raise _Unknown
+            heads = [(h, 1 if h is not None else 0) for h in found]
+        else:
+            raise _Unknown
+        states = [(h, n) if n or h is not None else (h2, n2) for h, n in states for h2, n2 in heads]
+    return states
+
+
+def _literal_head(value: ast.expr) -> _Head:
+    elements = list(value.elts)
+    if elements and isinstance(elements[0], ast.Starred):
+        return UNKNOWN_HEAD, 0
+    return (elements[0] if elements else None), len(elements)
 
 
 def _add_heads(state: _Head, added: List[ast.expr]) -> _Head:

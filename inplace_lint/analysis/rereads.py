@@ -416,7 +416,8 @@ class RereadsMixin:
             return None
         load, may = found
         text = f"`{load.id}`" + (" (on some paths)" if may else "")
-        if (load.lineno, load.col_offset) < (node.lineno, node.col_offset):
+        if (load.lineno, load.col_offset) < (node.lineno, node.col_offset) \
+                and statement_of(facts, load) is not statement_of(facts, node):
             text += " (on the loop's next pass)"
         return target.id, text, load.lineno, load.col_offset
 

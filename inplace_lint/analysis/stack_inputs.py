@@ -42,24 +42,32 @@ def first_inplace_layers(cls: ast.ClassDef, qualify: Callable[[str], str], count
     out = _first_layers(cls, qualify, counts, nodes, _inplace_layer, elements=False)
     members = None
     changed = _changed(nodes) | _changed_in_place(nodes)
+    builds: Dict[str, list] = {}
     for node in nodes:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0])
-                and counts.get(node.targets[0].attr) == 1 and isinstance(node.value, ast.Call)
-                and node.value.args and isinstance(node.value.args[0], ast.Starred)
-                and isinstance(node.value.args[0].value, ast.Name) and not node.value.keywords
-                and node.targets[0].attr not in out and node.targets[0].attr not in changed
-                and qualify(dotted_name(node.value.func) or "") == "torch.nn.Sequential"):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]):
+            builds.setdefault(node.targets[0].attr, []).append(node)
+    for attr, assigns in builds.items():
+        if attr in out or attr in changed or counts.get(attr, 0) - _bare_annotations(nodes, attr) != len(assigns) \
+                or not all(_starred_sequential(a.value, qualify) for a in assigns):
             continue
-        # `self.rep = nn.Sequential(*rep)`: the first layer `rep` may start with on some path
-        func = next((f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     and any(n is node for n in ast.walk(f))), None)
-        for head in (layer_lists.list_heads(func, node.value.args[0].value.id, node) or ()) if func else ():
-            layer = _first_layer(head, qualify, 0, _inplace_layer) if isinstance(head, ast.Call) else None
-            if layer is None and _self_attr(head):  # `rep.append(self.relu)`, `self.relu = nn.ReLU(inplace=True)`
-                members = class_members(cls) if members is None else members
-                layer = members.get(f"self.{head.attr}") if isinstance(members.get(f"self.{head.attr}"), str) else None
-            if layer:
-                out[node.targets[0].attr] = layer
+        # `self.rep = nn.Sequential(*rep)` (in one arm or several): the first layer `rep` may start with on some path
+        for node in assigns:
+            func = next((f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                         and any(n is node for n in ast.walk(f))), None)
+            for head in (layer_lists.list_heads(func, node.value.args[0].value.id, node) or ()) if func else ():
+                if isinstance(head, ast.Name):  # `down_relu = nn.LeakyReLU(0.2, True)`, bound once in `__init__`
+                    bound = [a.value for a in ast.walk(func) if isinstance(a, ast.Assign) and len(a.targets) == 1
+                             and isinstance(a.targets[0], ast.Name) and a.targets[0].id == head.id]
+                    head = bound[0] if len(bound) == 1 else None
+                layer = _first_layer(head, qualify, 0, _inplace_layer) if isinstance(head, ast.Call) else None
+                if layer is None and _self_attr(head):  # `rep.append(self.relu)`, `self.relu = nn.ReLU(inplace=True)`
+                    members = class_members(cls) if members is None else members
+                    layer = members.get(f"self.{head.attr}") if isinstance(members.get(f"self.{head.attr}"), str) \
+                        else None
+                if layer:
+                    out[attr] = layer
+                    break
+            if attr in out:
                 break
     return out
 
@@ -87,6 +95,19 @@ def _first_layers(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict
         if len(found) == 1 and (layer := found.pop()):
             out[attr + ELEMENTS] = layer
     return {k: v for k, v in out.items() if k.replace(ELEMENTS, "") not in frozen}
+
+
+def _starred_sequential(value: ast.expr, qualify: Callable[[str], str]) -> bool:
+    """``nn.Sequential(*rep, ...)``: a stack whose first layers come from the local list ``rep``."""
+    return isinstance(value, ast.Call) and bool(value.args) and isinstance(value.args[0], ast.Starred) \
+        and isinstance(value.args[0].value, ast.Name) and not value.keywords \
+        and qualify(dotted_name(value.func) or "") == "torch.nn.Sequential"
+
+
+def _bare_annotations(nodes: Sequence[ast.AST], attr: str) -> int:
+    """``self.model: nn.Module`` without a value: counted as an assignment, binds nothing."""
+    return sum(1 for n in nodes if isinstance(n, ast.AnnAssign) and n.value is None and _self_attr(n.target)
+               and n.target.attr == attr)
 
 
 def _saves_input(layer: str, node: ast.Call) -> Optional[str]:
