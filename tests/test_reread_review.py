@@ -67,6 +67,26 @@ CASES = [
         except RuntimeError:
             y = x
         return y + x""", True),
+    ("method_receiver", """
+        return x.add(self.body(x))""", True),
+    ("read_in_finally", """
+        try:
+            y = self.act(x)
+        finally:
+            z = x * 2
+        return y + z""", True),
+    ("detached_before", """
+        ref = x.detach()
+        y = self.act(x)
+        return y + ref""", True),
+    ("view_before", """
+        flat = x.view(-1)
+        y = self.act(x)
+        return y.sum() + flat.sum()""", True),
+    ("cloned_before", """
+        ref = x.clone()
+        y = self.act(x)
+        return y + ref""", False),
     ("next_pass", """
         outs = []
         for _ in range(2):

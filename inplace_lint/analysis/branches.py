@@ -209,8 +209,7 @@ class ConditionsMixin:
         self.torch_stacks = model_outputs.torch_stacks(cls, qualify, counts, nodes)
         self.input_layers = stack_inputs.first_input_layers(cls, qualify, counts, nodes)
         self.inplace_firsts = stack_inputs.first_inplace_layers(cls, qualify, counts, nodes)
-        self.builder_args = init_args.builder_arguments(cls, counts, nodes)
-        self.builder_alts = init_args.builder_alternatives(cls, counts, nodes)
+        self.builder_args, self.builder_alts = init_args.builder_facts(cls, counts, nodes)
         self.zero_dropouts = model_outputs.zero_rate_dropouts(self.identity_layers, self.builder_args)
 
 

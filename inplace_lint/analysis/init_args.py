@@ -52,6 +52,9 @@ def init_guards(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None) -> D
     names = [a.arg for a in (args.posonlyargs + args.args)[1:]]
     kwonly = {a.arg for a in args.kwonlyargs}
     given = defaults(args)
+    if not any(isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and n.value.value is None
+               for n in init.body):
+        return {}  # (most classes set no attribute to None first)
     rebound = {t.id for n in walk_ast(init) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
     counts = assignment_counts(cls) if counts is None else counts
@@ -88,6 +91,15 @@ def _not_none_param(test: ast.expr) -> Optional[str]:
             and test.comparators[0].value is None:
         return test.left.id
     return None
+
+
+def builder_facts(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None,
+                  nodes: Optional[Sequence[ast.AST]] = None
+                  ) -> Tuple[Dict[str, Dict[str, tuple]], Dict[str, Tuple[Dict[str, tuple], ...]]]:
+    """:func:`builder_arguments` and :func:`builder_alternatives` from one walk of ``__init__``."""
+    builds = _builds(cls, counts, nodes)
+    return ({attr: b[0] for attr, b in builds.items() if len(b) == 1},
+            {attr: tuple(b) for attr, b in builds.items() if len(b) > 1})
 
 
 def builder_arguments(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None,

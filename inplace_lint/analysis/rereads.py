@@ -20,6 +20,7 @@ import ast
 from typing import Callable, List, Optional, Tuple
 
 from .astutil import dotted_name, last_name
+from .fixplan.bindings import shared_base
 from .fixplan.facts import LOOPS, NON_ALIAS_ATTRS, FunctionFacts
 
 #: tensor methods that read only metadata
@@ -211,6 +212,9 @@ def _same_statement(facts: FunctionFacts, stmt: ast.stmt, call: ast.Call, name: 
         below = chain[chain.index(common) + 1:-1]
         if all(isinstance(n, _KEEPS_REFERENCE) for n in below):
             return load  # `x + self.block(x)`, `torch.cat([x, self.block(x)])`: the op runs after the write
+        if len(below) == 1 and isinstance(below[0], ast.Attribute) and isinstance(common, ast.Call) \
+                and common.func is below[0]:
+            return load  # `x.add(self.block(x))`: the method reads its receiver after its argument ran
     if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name:
         return stmt.target
     return None
@@ -230,6 +234,10 @@ def _following(facts: FunctionFacts, stmt: ast.stmt, name: str) -> Optional[ast.
             result = _scan_block(facts, block[index + 1:], name) if index is not None else None
             return result[1] if result is not None and result[0] == "read" else None
         if isinstance(node, ast.excepthandler) or type(node).__name__ == "match_case":
+            if isinstance(node, ast.excepthandler):  # (a handler's `finally:` runs next)
+                result = _scan_block(facts, getattr(parent, "finalbody", []), name)
+                if result is not None:
+                    return result[1] if result[0] == "read" else None
             node = parent
             continue
         for field in ("body", "orelse", "finalbody"):
@@ -242,7 +250,12 @@ def _following(facts: FunctionFacts, stmt: ast.stmt, name: str) -> Optional[ast.
         if index is None:
             node = parent
             continue
-        result = _scan_block(facts, block[index + 1:], name)
+        rest = block[index + 1:]
+        if isinstance(parent, ast.Try) or type(parent).__name__ == "TryStar":
+            # after a `try` body its `else:`, then its `finally:`; after `else:`, the `finally:`
+            rest = rest + (parent.orelse if block is parent.body else []) + (
+                parent.finalbody if block is not parent.finalbody else [])
+        result = _scan_block(facts, rest, name)
         if result is not None:
             return result[1] if result[0] == "read" else None
         if isinstance(parent, LOOPS) and block is parent.body and not (
@@ -259,7 +272,9 @@ def _following(facts: FunctionFacts, stmt: ast.stmt, name: str) -> Optional[ast.
 
 
 def _aliases(facts: FunctionFacts, stmt: ast.stmt, name: str) -> List[Tuple[str, bool]]:
-    """Names bound to ``name`` itself (``identity = x``) before ``stmt`` and not bound again since, each with whether
+    """Names bound to ``name`` itself (``identity = x``) or to a view of it that shares its storage (``x.view(...)``,
+    ``x.detach()``, ``x.data``, ``x[0]``; :func:`~.fixplan.bindings.shared_base`) before ``stmt`` and not bound again
+    since, each with whether
     ``name`` may have been bound again in between (in a branch that ``stmt`` is not in: ``residual = x; if pre:
     x = self.norm(x)``, so ``residual`` is the written tensor only on some paths). A binding of ``name`` in between
     in a block that holds ``stmt`` ends the alias."""
@@ -269,8 +284,10 @@ def _aliases(facts: FunctionFacts, stmt: ast.stmt, name: str) -> List[Tuple[str,
     out = []
     for assign in facts.assigns:
         if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1
-                and isinstance(assign.targets[0], ast.Name) and isinstance(assign.value, ast.Name)
-                and assign.value.id == name and (assign.lineno, assign.col_offset) < start):
+                and isinstance(assign.targets[0], ast.Name) and (assign.lineno, assign.col_offset) < start):
+            continue
+        base = shared_base(assign.value)  # `identity = x`, and views: `flat = x.view(n, -1)`, `d = x.detach()`
+        if not (isinstance(base, ast.Name) and base.id == name) or assign.targets[0].id == name:
             continue
         at = (assign.lineno, assign.col_offset)
         between = [a for a in stores if at < (a.lineno, a.col_offset) < start]

@@ -40,15 +40,17 @@ def first_inplace_layers(cls: ast.ClassDef, qualify: Callable[[str], str], count
     layers in order, each on the last one's output: https://pytorch.org/docs/stable/generated/torch.nn.Sequential.html).
     The same exclusions as :func:`first_input_layers` (a stack changed after it is built, or built twice)."""
     out = _first_layers(cls, qualify, counts, nodes, _inplace_layer, elements=False)
-    members = None
-    changed = _changed(nodes) | _changed_in_place(nodes)
+    members = changed = None
     builds: Dict[str, list] = {}
     for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]):
             builds.setdefault(node.targets[0].attr, []).append(node)
     for attr, assigns in builds.items():
-        if attr in out or attr in changed or counts.get(attr, 0) - _bare_annotations(nodes, attr) != len(assigns) \
-                or not all(_starred_sequential(a.value, qualify) for a in assigns):
+        if attr in out or not all(_starred_sequential(a.value, qualify) for a in assigns) \
+                or counts.get(attr, 0) - _bare_annotations(nodes, attr) != len(assigns):
+            continue
+        changed = _changed(nodes) | _changed_in_place(nodes) if changed is None else changed  # (rarely needed)
+        if attr in changed:
             continue
         # `self.rep = nn.Sequential(*rep)` (in one arm or several): the first layer `rep` may start with on some path
         for node in assigns:
