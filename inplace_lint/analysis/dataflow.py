@@ -161,6 +161,8 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     returns: frozenset = EMPTY
     param_writes: List[ParamWrite] = field(default_factory=list)
     observed: Set[int] = field(default_factory=set)
+    #: why the write being reported gets no fix, when planning says (:data:`.fix_planning.TORCHSCRIPT`)
+    withheld: str = ""
     #: a plain name bound to a view of another plain name (``v = x[:, :2]``, ``v = x.view(-1)``) -> that name:
     #: an op that saves one saves the storage both share (:meth:`~.call_grad.CallGradMixin.note_view`)
     view_bases: Dict[str, str] = field(default_factory=dict)

@@ -37,6 +37,11 @@ def _storage_phrase(origin: Origin) -> str:
     return f"where `{origin.root_text}` comes from is not known here"
 
 
+#: why a write the project may compile with TorchScript gets no fix (:attr:`.findings.Finding.no_fix`)
+TORCHSCRIPT = ("the project compiles TorchScript (`torch.jit.script`), which may compile this code and compiles "
+               "neither the DTensor guard nor the runtime call")
+
+
 class FixPlanningMixin:
     """The fix a write gets, and why a safe-looking one is not (a part of :class:`~.dataflow.Scope`)."""
 
@@ -54,12 +59,14 @@ class FixPlanningMixin:
         if self.func is None or (self.ctx is not None and not self.ctx.plan_fixes):
             return None  # class bodies; a surface that shows findings only
         if self.scripted or (self.ctx is not None and self.ctx.compiles_torchscript()):
+            self.withheld = TORCHSCRIPT  # (the finding says why it has no fix: :attr:`.findings.Finding.no_fix`)
             return None  # compiled by `torch.jit.script`: TorchScript compiles neither the DTensor guard nor the runtime
         if not self.no_grad and fixplan.raises_at_write(node, kind, target, origins):
             return None  # the original raises at the write itself: a rewrite that runs on would hide that
         stmt = self.stmt_stack[-1] if self.stmt_stack else None
         project = self.ctx.class_facts() if self.ctx is not None else class_facts.NO_PROJECT_FACTS
         if class_facts.scripted_elsewhere(project):
+            self.withheld = TORCHSCRIPT
             return None  # `torch.jit.script(Net())` in another file may compile this code too
         fix = fixplan.plan(self.facts(), self.params, kind, node, target, op_name, origins, self.env, stmt,
                            self.loop_stack, callers_checked, self.kept_roots, holders=self.holders(origins),

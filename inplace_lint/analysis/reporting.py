@@ -147,10 +147,15 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
             no_fix = True
         target_text = write.target
         fix = observed = alt = None
-        if not no_fix:
+        self.withheld = ""
+        if not no_fix and rule.code != rules_reread_code:
             fix, alt, observed = self._plan_fixes(node, kind, target, op_name, real, unpruned)
             if observed:
                 self.observed |= observed
+        withheld = self.withheld if fix is None else ""
+        if rule.code == rules_reread_code:  # (what to change is where the layer is built, not this call)
+            withheld = ("the flag is set where the layer is built: build it with `inplace=False`, or pass "
+                        f"`{short(target)}.clone()` here")
         here = self.ctx.path if self.ctx is not None else None
         related = tuple(r if r.path is None or r.path != here else replace(r, path=None) for r in origin.related())
         if rule.code == rules_reread_code and write.reread is not None:
@@ -173,7 +178,7 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
             code=rule.code, line=node.lineno, col=node.col_offset,
             end_line=node.end_lineno or node.lineno, end_col=node.end_col_offset or node.col_offset,
             message=message, op=op, write_kind=kind,
-            target=target_text, origin=origin, fix=fix, related=related,
+            target=target_text, origin=origin, fix=fix, related=related, no_fix=withheld,
         )
         rooted = self.param_rooted(real, write, rule, self.no_grad or write_no_grad, {i for i, _ in placeholders})
         if rooted is not None:
