@@ -2,7 +2,6 @@
 module's ``inplace`` flag turned off; the rule reports exactly the cases whose values differ."""
 from __future__ import annotations
 
-import copy
 import textwrap
 
 import pytest
@@ -87,6 +86,15 @@ CASES = [
         ref = x.clone()
         y = self.act(x)
         return y + ref""", False),
+    ("functional_value_used", """
+        h = F.relu(x, inplace=True)
+        return self.proj(h) + x""", True),
+    ("method_value_used", """
+        h = x.relu_()
+        return self.proj(h) + x""", True),
+    ("written_on_purpose", """
+        x.relu_()
+        return self.proj(x) + x""", False),
     ("next_pass", """
         outs = []
         for _ in range(2):
@@ -113,7 +121,12 @@ def test_reported_exactly_where_the_values_differ(name, body, reported):
     assert (codes == ["IPV007"]) == reported and set(codes) <= {"IPV007"}, codes
     model = load(source)["M"]()
     model.train()
-    plain = copy.deepcopy(model)
+    # the same model written out of place: layers' flags off, and an in-place activation whose result is taken for a
+    # new tensor (`h = ...`) in its out-of-place form; a write on its own line is meant, and stays
+    plain = load(source.replace("h = F.relu(x, inplace=True)", "h = F.relu(x)").replace("h = x.relu_()",
+                                                                                        "h = x.relu()"))["M"]()
+    plain.load_state_dict(model.state_dict())
+    plain.train()
     for layer in plain.modules():
         if hasattr(layer, "inplace"):
             layer.inplace = False

@@ -390,10 +390,10 @@ class ProjectCallsMixin:
                 elif hidden and isinstance(arg_node, ast.Name) and not (real and match(
                         real, Write(w.op, w.op_name, w.kind, w.target, w.point_index, w.condition),
                         self.no_grad or w.no_grad, self.settings.report_in_no_grad)[0]):
-                    # `out = self.conv1(x)` running `self.act(x)`, an in-place layer, on its parameter: a later read of
-                    # `x` here sees its output (not where the write is reported for what this call passes)
-                    self.report(node, w.kind, op, arg_node, EMPTY, w.op_name, no_fix=True,
-                                helper=HelperWrite(helper[0], *helper[1:4], None, w.kept),
+                    # `out = self.conv1(x)` running an in-place layer on `x`, read here later (`D.forward`, not `forward`)
+                    method = ".".join(qual.split(".")[-2:]) if submodule and not w.via else helper[0]
+                    self.report(node, w.kind, f"{w.op} in `{method}()` ({self.where(helper[1], helper[2])})", arg_node,
+                                EMPTY, w.op_name, no_fix=True, helper=HelperWrite(method, *helper[1:4], None, w.kept),
                                 condition=conditions.write_path_condition(w, values, params, short_name, starred),
                                 layer=hidden)
                 for o in sorted(origins, key=origin_key) if len(origins) > 1 else origins:  # a fixed order

@@ -111,6 +111,12 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
                                     write_no_grad or self.param_name(index) in gated, condition, layer=layer)
         unpruned = real
         real = self.reachable(_written_base(target), real)
+        if layer is None and helper is None and isinstance(target, ast.Name) and isinstance(node, ast.Call) \
+                and self.func is not None and not isinstance(self.func, ast.Module) and (
+                    kind is WriteKind.INPLACE_KWARG or kind in (WriteKind.METHOD, WriteKind.FUNCTION)
+                    and (op_name or "").rstrip("_") in rereads.ACTIVATION_OPS) \
+                and rereads.value_used(self.facts(), node, target.id):
+            layer = rereads.VALUE_USED  # `h = F.relu(x, inplace=True); ... + x`: `h` is `x`, which reads as the input
         reread = self.hidden_write_reread(node, target, layer) if layer else None
         if not real and reread is not None:  # (a parameter: this function reads what it wrote, whatever it was)
             real = unpruned = [Origin(RootKind.TENSOR, reread[0], node.lineno)]
@@ -154,12 +160,12 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
                 self.observed |= observed
         withheld = self.withheld if fix is None else ""
         if rule.code == rules_reread_code:  # (what to change is where the layer is built, not this call)
-            withheld = ("the flag is set where the layer is built: build it with `inplace=False`, or pass "
-                        f"`{short(target)}.clone()` here")
+            withheld = rereads.remedy(short(target), op, helper.name if helper is not None else None,
+                                      helper.line if helper is not None else 0, layer)
         here = self.ctx.path if self.ctx is not None else None
         related = tuple(r if r.path is None or r.path != here else replace(r, path=None) for r in origin.related())
-        if rule.code == rules_reread_code and write.reread is not None:
-            related = (Related(f"{write.reread[0]} read again", write.reread[1], write.reread[2]),) + related
+        if rule.code == rules_reread_code and write.reread is not None:  # (where it is read, not where it came from)
+            related = (Related(f"{write.reread[0]} read again", write.reread[1], write.reread[2]),)
         # (IPV007 is about who reads the written tensor again, not about what made it risky)
         message = rule.message(write, origin) if rule.code == rules_reread_code else \
             with_condition(rule.message(write, origin), origin)

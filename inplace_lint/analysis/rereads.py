@@ -344,6 +344,37 @@ def read_again(facts: FunctionFacts, call: ast.Call, name: str,
     return None
 
 
+#: in-place activations and dropout whose result is taken for a new tensor (``h = x.relu_()``)
+ACTIVATION_OPS = frozenset({"relu", "relu6", "leaky_relu", "elu", "selu", "celu", "rrelu", "sigmoid", "tanh",
+                            "hardtanh", "hardsigmoid", "hardswish", "silu", "mish", "threshold", "dropout",
+                            "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout", "softplus"})
+#: ``layer`` of a write whose call states it (``h = F.relu(x, inplace=True)``, ``h = x.relu_()``) but whose value
+#: goes on under another name: the later read of ``x`` is reported as for a layer
+VALUE_USED = "value"
+
+
+def remedy(target: str, op: str, helper: Optional[str], line: int, layer: str) -> str:
+    """What to change, for an IPV007 finding (it has no automatic fix: the later read should see the input, so the
+    program's values change): where the layer is built, in the helper that writes, or at the call itself."""
+    if helper is not None:
+        return (f"the write is in `{helper}()` (line {line}): make it out of place there, or pass `{target}.clone()` "
+                "here")
+    if layer == VALUE_USED:
+        return f"the call returns `{target}` itself: use its out-of-place form, or bind its result to `{target}`"
+    return f"the flag is set where the layer is built: build it with `inplace=False`, or pass `{target}.clone()` here"
+
+
+def value_used(facts: FunctionFacts, call: ast.AST, name: str) -> bool:
+    """``call`` (an in-place op on ``name`` that says so) hands its result on under another name or into an
+    expression (``h = F.relu(x, inplace=True)``, ``return fc(x.relu_()) + x``): not a statement of its own, nor a
+    binding of ``name`` itself (``x = F.relu(x, inplace=True)``), where the author means the write."""
+    stmt = statement_of(facts, call)
+    if stmt is None or isinstance(stmt, ast.Expr) and stmt.value is call or _binds(stmt, name) \
+            or isinstance(stmt, ast.AugAssign):
+        return False
+    return isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return, ast.Expr))
+
+
 def unchanged(facts: FunctionFacts, call: ast.Call, name: str, non_negative: Callable[[ast.expr], bool],
               layer: str) -> bool:
     """The layer leaves the value as it is: a ReLU-like layer (:data:`POSITIVE_IDENTITY`) on a value

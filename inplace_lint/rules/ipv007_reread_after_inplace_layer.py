@@ -11,8 +11,8 @@ def applies(origin: Origin, write: Write) -> bool:
 def message(write: Write, origin: Origin) -> str:
     text, line, _ = write.reread
     # (a layer built with `inplace=True` rectifies what it was given; a submodule's forward writes it otherwise)
-    sees = "the layer's output, not its input" if write.kind is WriteKind.INPLACE_KWARG else \
-        "what the call wrote, not what it was given"
+    sees = "the layer's output, not its input" if write.kind is WriteKind.INPLACE_KWARG and "(..." not in write.op \
+        else "what the call wrote, not what it was given"
     name, _, qualifier = text.partition(" (")  # ("(on some paths)", "(on the loop's next pass)")
     qualifier = f" ({qualifier}" if qualifier else ""
     if name == f"`{write.target}`":
@@ -41,7 +41,9 @@ RULE = Rule(
         "`x.size(0)`, `len(x)`) do not count, nor does a ReLU-like layer on a value that is never negative "
         "(`x = F.relu(h)`), which it leaves as it is. A call of a submodule whose `forward` writes its input in "
         "place (`x.masked_fill_(...)` on a view of it, an in-place activation on it) is reported the same way, "
-        "with the write inside named. Other rules come first: when the written tensor is also saved for "
+        "with the write inside named; so is an in-place activation that says so (`h = F.relu(x, inplace=True)`, "
+        "`h = x.relu_()`) whose result goes on under another name while `x` is read again (a statement of its own, "
+        "or a result bound to `x` itself, means the write). Other rules come first: when the written tensor is also saved for "
         "backward, a view of a split output, ..., that rule reports the write."
     ),
     why=(
