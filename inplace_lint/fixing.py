@@ -43,7 +43,8 @@ class FixResult:
 
     @property
     def remaining(self) -> List[Finding]:
-        return self.unsafe_skipped + self.unfixed
+        """The findings left, in source order (an unsafe fix skipped and one with none, mixed as the file has them)."""
+        return sorted(self.unsafe_skipped + self.unfixed, key=lambda f: (f.line, f.col, f.code))
 
 
 

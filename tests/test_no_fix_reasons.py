@@ -69,3 +69,22 @@ def test_a_project_that_compiles_torchscript_gets_no_fix_and_is_told_why(project
     assert main(["check", "--no-cache", "--format", "json", "pkg"]) == 1
     [item] = json.loads(capsys.readouterr().out)
     assert (item["code"], item["fix"], item["no_fix"]) == ("IPV006", None, TORCHSCRIPT)
+
+
+MIXED = LAYER + '''
+
+def scale(model, ids, t):
+    out = model(ids)
+    logits = out.logits
+    logits.div_(t)
+    return out
+'''
+
+
+def test_fix_lists_what_it_left_in_source_order(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mixed.py").write_text(MIXED)
+    assert main(["fix", "--no-cache", "mixed.py"]) == 1
+    captured = capsys.readouterr()
+    left = [line.split(":")[1] for line in (captured.out + captured.err).splitlines() if line.startswith("mixed.py:")]
+    assert left == ["11", "18"], captured  # the IPV007 call (no fix), then the unsafe `div_` (skipped)
