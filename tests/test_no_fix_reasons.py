@@ -88,3 +88,16 @@ def test_fix_lists_what_it_left_in_source_order(tmp_path, monkeypatch, capsys):
     captured = capsys.readouterr()
     left = [line.split(":")[1] for line in (captured.out + captured.err).splitlines() if line.startswith("mixed.py:")]
     assert left == ["11", "18"], captured  # the IPV007 call (no fix), then the unsafe `div_` (skipped)
+
+
+def test_flake8_shows_what_to_do_where_there_is_no_fix(tmp_path):
+    import ast
+
+    from inplace_lint.adapters.flake8_plugin import InplaceLintPlugin
+
+    path = tmp_path / "head.py"
+    path.write_text(LAYER)
+    plugin = InplaceLintPlugin(ast.parse(LAYER), str(path), LAYER.splitlines(keepends=True))
+    [(line, col, text, _)] = list(plugin.run())
+    assert (line, col) == (11, 24) and text.endswith(
+        "[no fix: the flag is set where the layer is built: build it with `inplace=False`, or pass `h.clone()` here]")

@@ -77,7 +77,10 @@ class InplaceLintPlugin:
 
     def run(self) -> Iterator[Tuple[int, int, str, Type["InplaceLintPlugin"]]]:
         for finding in self._findings():
-            yield finding.line, finding.col, finding.text, type(self)
+            # what to do where no fix exists (IPV007: where the flag is set), as `check` says it; flake8 applies no
+            # fixes, so a fix's own note is not shown
+            note = f" [no fix: {finding.no_fix}]" if finding.no_fix else ""
+            yield finding.line, finding.col, finding.text + note, type(self)
 
     def _findings(self):
         """With a project cache (written by ``inplace-lint check``), the file is analysed with the cached
