@@ -12,6 +12,8 @@ from tests.executed import load
 torch = pytest.importorskip("torch")
 
 HEAD = """
+from collections import OrderedDict
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -25,6 +27,7 @@ class M(nn.Module):
         self.alpha = nn.AlphaDropout(0.5, inplace=True)
         self.body = nn.Sequential(nn.ReLU(inplace=True), nn.Linear(c, c))
         self.proj = nn.Linear(c, c)
+        self.ordered = nn.Sequential(OrderedDict([("act", nn.ReLU(inplace=True)), ("proj", nn.Linear(c, c))]))
 
 """
 
@@ -95,6 +98,9 @@ CASES = [
     ("written_on_purpose", """
         x.relu_()
         return self.proj(x) + x""", False),
+    ("ordered_dict_stack", """
+        y = self.ordered(x)
+        return y + x""", True),
     ("next_pass", """
         outs = []
         for _ in range(2):

@@ -130,8 +130,16 @@ def _first_layer(node: ast.expr, qualify: Callable[[str], str], depth: int,
         return None
     layer = name.rsplit(".", 1)[-1]
     if layer == "Sequential":
-        layers = [a for a in node.args if not (isinstance(a, ast.Call) and qualify(dotted_name(a.func) or "")
-                                               == "torch.nn.Identity")]  # (it hands its input on)
+        args = node.args
+        if len(args) == 1 and isinstance(args[0], ast.Call) and (dotted_name(args[0].func) or "").endswith(
+                "OrderedDict") and len(args[0].args) == 1 and isinstance(args[0].args[0], (ast.List, ast.Tuple)):
+            # `nn.Sequential(OrderedDict([("relu", nn.ReLU(inplace=True)), ("conv", ...)]))`: the pairs' layers, in order
+            pairs = args[0].args[0].elts
+            if not all(isinstance(p, ast.Tuple) and len(p.elts) == 2 for p in pairs):
+                return None
+            args = [p.elts[1] for p in pairs]
+        layers = [a for a in args if not (isinstance(a, ast.Call) and qualify(dotted_name(a.func) or "")
+                                          == "torch.nn.Identity")]  # (it hands its input on)
         if not layers or node.keywords or isinstance(layers[0], ast.Starred):
             return None
         return _first_layer(layers[0], qualify, depth + 1, leaf)
