@@ -44,6 +44,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         _report_crashes(outcomes)
         _show_fixes(args, results)
         changed = sum(1 for r in results if r.new_source is not None)
+        applied = sum(len(r.applied) for r in results if r.new_source is not None)
+        if applied and not args.quiet:  # (ruff: "N fixed"; what is left follows, as `check` reports it)
+            print(f"Fixed {applied} finding{'s' if applied != 1 else ''} in {changed} file"
+                  f"{'s' if changed != 1 else ''}.", file=sys.stderr)
         code = _check_files(args, opts, files, mode)  # what is left, where it now is
         return _exit(args, 1 if (code or (args.exit_non_zero_on_fix and changed)) else 0)
     if args.add_noqa:
