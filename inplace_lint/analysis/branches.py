@@ -90,7 +90,7 @@ class ConditionsMixin:
 
     def submodule_builds(self, submodule: Optional[str], qual: str) -> tuple:
         """What ``self.<submodule>`` (running ``qual``) was built with: one dict of constant arguments per build in
-        ``__init__`` (:func:`~.init_args.builder_arguments`, :func:`~.init_args.builder_alternatives`); none where
+        ``__init__`` (:func:`~.init_args.builder_facts`); none where
         unknown, or where the attribute is a subclass of the callee's class (``self.head = SigmoidMLP(d, 1)`` running
         MLP's forward: the constants map to the subclass's own ``__init__``, which may set the flag itself)."""
         built = self.builder_args.get(submodule) if submodule is not None else None
@@ -187,7 +187,7 @@ class ConditionsMixin:
         """What a class's own code says, for its methods' walk: the attributes whose call may save no input
         (:func:`~.model_outputs.layers_not_saving`), the flags ``__init__`` copies from its parameters
         (:func:`~.init_args.init_flags`) and the constant arguments each submodule was built with
-        (:func:`~.model_outputs.builder_arguments`)."""
+        (:func:`~.init_args.builder_facts`)."""
         nodes = model_outputs.class_nodes(cls)  # (one walk of the class for every fact)
         self.frozen_layers = model_outputs.frozen_layers(cls, nodes)
         self.unsaved_layers = model_outputs.layers_not_saving(cls, nodes, self.frozen_layers)

@@ -132,7 +132,7 @@ def value_at(cond: Cond, values: Dict[int, tuple]) -> tuple:
 
 
 #: the key of a call's values that holds the argument sets of a submodule built in several ways
-#: (:func:`.init_args.builder_alternatives`): each is what :data:`INIT` conditions read under ``"built"``
+#: (:func:`.init_args.builder_facts`): each is what :data:`INIT` conditions read under ``"built"``
 ALTS = "alts"
 
 

@@ -133,10 +133,10 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     #: dropout modules built with a literal rate of 0, which return their input (``model_outputs.zero_rate_dropouts``)
     zero_dropouts: FrozenSet[str] = frozenset()
     #: in a class body and its methods: ``self.<attr> = Cls(...)`` in ``__init__`` -> the call's constant
-    #: arguments (``init_args.builder_arguments``)
+    #: arguments (``init_args.builder_facts``)
     builder_args: Dict[str, Dict[str, tuple]] = field(default_factory=dict)
     #: the same for a submodule built in several arms of ``__init__``: each build's arguments
-    #: (:func:`~.init_args.builder_alternatives`)
+    #: (:func:`~.init_args.builder_facts`)
     builder_alts: Dict[str, Tuple[Dict[str, tuple], ...]] = field(default_factory=dict)
     #: per-function facts for fix safety, built on a function's first finding (shared by nested scopes)
     facts_cache: Dict[int, object] = field(default_factory=dict)

@@ -96,27 +96,19 @@ def _not_none_param(test: ast.expr) -> Optional[str]:
 def builder_facts(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None,
                   nodes: Optional[Sequence[ast.AST]] = None
                   ) -> Tuple[Dict[str, Dict[str, tuple]], Dict[str, Tuple[Dict[str, tuple], ...]]]:
-    """:func:`builder_arguments` and :func:`builder_alternatives` from one walk of ``__init__``."""
+    """The constant arguments ``__init__`` builds each submodule with, from one walk of it:
+
+    - built once: ``self.conv = BasicConv(8, 8, relu=False)``, the only assignment to ``self.conv``, gives
+      ``{"conv": {"=relu": (False,), "#0": (8,), "#1": (8,)}}``, each argument's literal (``()`` when not one);
+    - built in several arms from the same class and nowhere else (``if variant == 'original': self.conv2 =
+      ConvBlock(..., activation=None)`` / ``else: self.conv2 = ConvBlock(..., pre_norm=True)``): each build's
+      arguments, in the second dict. A path of the submodule's code is ruled out only where every build rules it
+      out (:data:`.conditions.ALTS`).
+
+    A call with ``*args`` or ``**kwargs`` says nothing. Read with :func:`.conditions.value_at`."""
     builds = _builds(cls, counts, nodes)
     return ({attr: b[0] for attr, b in builds.items() if len(b) == 1},
             {attr: tuple(b) for attr, b in builds.items() if len(b) > 1})
-
-
-def builder_arguments(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None,
-                      nodes: Optional[Sequence[ast.AST]] = None) -> Dict[str, Dict[str, tuple]]:
-    """``self.conv = BasicConv(8, 8, relu=False)`` in ``__init__``, the only assignment to ``self.conv``:
-    ``{"conv": {"=relu": (False,), "#0": (8,), "#1": (8,)}}``, each argument's literal (``()`` when not one);
-    a call with ``*args`` or ``**kwargs`` says nothing. Read with :func:`.conditions.value_at`."""
-    return {attr: builds[0] for attr, builds in _builds(cls, counts, nodes).items() if len(builds) == 1}
-
-
-def builder_alternatives(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None,
-                         nodes: Optional[Sequence[ast.AST]] = None) -> Dict[str, Tuple[Dict[str, tuple], ...]]:
-    """An attribute ``__init__`` builds in several arms from the same class (``if variant == 'original':
-    self.conv2 = ConvBlock(..., activation=None)`` / ``else: self.conv2 = ConvBlock(..., pre_norm=True)``), and
-    nowhere else: the arguments of each build, as :func:`builder_arguments` gives them. A path of the submodule's
-    code is ruled out only where every build rules it out (:data:`.conditions.ALTS`)."""
-    return {attr: tuple(builds) for attr, builds in _builds(cls, counts, nodes).items() if len(builds) > 1}
 
 
 def _builds(cls: ast.ClassDef, counts: Optional[Dict[str, int]], nodes: Optional[Sequence[ast.AST]]

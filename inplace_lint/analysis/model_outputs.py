@@ -382,7 +382,8 @@ RETURN_INPUT_LAYERS = frozenset({"Identity", "Dropout", "Dropout1d", "Dropout2d"
 
 def zero_rate_dropouts(identity: FrozenSet[str], built: Dict[str, Dict[str, tuple]]) -> FrozenSet[str]:
     """Of the layers that may return their input (``identity``: :func:`identity_layers`), those built once as a
-    dropout with a literal rate of 0 (``built``: :func:`builder_arguments`; ``nn.Dropout(0.0)``, ``nn.Dropout(p=0)``):
+    dropout with a literal rate of 0 (``built``: :func:`.init_args.builder_facts`; ``nn.Dropout(0.0)``,
+    ``nn.Dropout(p=0)``):
     such a module returns its input itself (torch 2.13), so ``self.drop(h)`` is ``h``."""
     def zero(value: tuple) -> bool:
         return bool(value) and isinstance(value[0], (int, float)) and not isinstance(value[0], bool) and value[0] == 0

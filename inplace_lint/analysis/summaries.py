@@ -238,8 +238,8 @@ class CallSite:
     guards: Tuple[Tuple[int, tuple], ...] = ()
     #: for a call of a submodule built with constant arguments (``self.conv2 = ConvBlock(c, c, activation=None)``):
     #: what it was built with, one entry per build (``(("=activation", (None,)), ("#0", ())),``;
-    #: :func:`.init_args.builder_arguments`, :func:`~.init_args.builder_alternatives`), which decides the
-    #: conditions on its ``__init__`` flags (:data:`.conditions.INIT`)
+    #: :func:`.init_args.builder_facts`), which decides the conditions on its ``__init__`` flags
+    #: (:data:`.conditions.INIT`)
     built: Optional[Tuple[Tuple[Tuple[str, tuple], ...], ...]] = None
 
 
