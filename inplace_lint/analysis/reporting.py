@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import NamedTuple, Optional, Sequence, Tuple
 
 from ..findings import HELPER_WRITE, Applicability, Finding, Origin, Related, RootKind, StepKind, WriteKind
-from ..rules import PRIORITY, REREAD_CODE as rules_reread_code, Write
+from ..rules import PRIORITY, Write
 from . import conditions, fixplan, model_outputs, rereads
 from .astutil import defaults as parameter_defaults, dotted_name, short, walk_ast
 from .consumers import flows_into, only_gradless_readers
@@ -154,30 +154,27 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
         target_text = write.target
         fix = observed = alt = None
         self.withheld = ""
-        if not no_fix and rule.code != rules_reread_code:
+        if not no_fix and not rule.about_readers:
             fix, alt, observed = self._plan_fixes(node, kind, target, op_name, real, unpruned)
             if observed:
                 self.observed |= observed
         withheld = self.withheld if fix is None else ""
-        if rule.code == rules_reread_code:  # (what to change is where the layer is built, not this call)
-            withheld = rereads.remedy(short(target), op, helper.name if helper is not None else None,
-                                      helper.line if helper is not None else 0, layer)
         here = self.ctx.path if self.ctx is not None else None
         related = tuple(r if r.path is None or r.path != here else replace(r, path=None) for r in origin.related())
-        if rule.code == rules_reread_code and write.reread is not None:  # (where it is read, not where it came from)
+        if rule.about_readers:  # (IPV007: who reads the written tensor again, not what made it risky)
+            withheld = rereads.remedy(short(target), helper.name if helper is not None else None,
+                                      helper.line if helper is not None else 0, layer)
             related = (Related(f"{write.reread[0]} read again", write.reread[1], write.reread[2]),)
-        # (IPV007 is about who reads the written tensor again, not about what made it risky)
-        message = rule.message(write, origin) if rule.code == rules_reread_code else \
-            with_condition(rule.message(write, origin), origin)
+            message = rule.message(write, origin)
+        else:
+            message = with_condition(rule.message(write, origin), origin)
         if condition and condition not in message:  # a rule whose message does not say it (IPV003, IPV004)
             message = f"{message}, when {condition}"
         if helper is not None:
             related = (Related(f"the write in `{helper.name}()`", helper.line, helper.col,
                                None if helper.path == here else helper.path, role=HELPER_WRITE),) + related
-            # (not for a later read of what an in-place layer wrote: cloning the name before the call would have the
-            # layer write the clone, which the later read still sees)
             remedy = self.plan_call_remedy(node, target, real, helper.twin, helper.kept) \
-                if rule.code != rules_reread_code else None
+                if not rule.about_readers else None
             if remedy:
                 message = f"{message}; at this call: {remedy}"
         finding = Finding(

@@ -353,7 +353,7 @@ ACTIVATION_OPS = frozenset({"relu", "relu6", "leaky_relu", "elu", "selu", "celu"
 VALUE_USED = "value"
 
 
-def remedy(target: str, op: str, helper: Optional[str], line: int, layer: str) -> str:
+def remedy(target: str, helper: Optional[str], line: int, layer: str) -> str:
     """What to change, for an IPV007 finding (it has no automatic fix: the later read should see the input, so the
     program's values change): where the layer is built, in the helper that writes, or at the call itself."""
     if helper is not None:

@@ -20,15 +20,13 @@ _REGISTRY = (
     "ipv001_model_output",
     "ipv007_reread_after_inplace_layer",
 )
-#: the rule for a later read of what an in-place layer wrote (:attr:`Write.reread`)
-REREAD_CODE = "IPV007"
 
 PRIORITY: Tuple[Rule, ...] = tuple(importlib.import_module(f"{__name__}.{m}").RULE for m in _REGISTRY)
 RULES: Dict[str, Rule] = {r.code: r for r in sorted(PRIORITY, key=lambda r: r.code)}
 #: a rule's page, under the project's address (:func:`inplace_lint.project_url`)
 DOCS_PATH = "/blob/main/docs/rules.md#{code}"
 
-__all__ = ["DOCS_PATH", "Example", "PRIORITY", "REREAD_CODE", "RULES", "Rule", "Write", "url"]
+__all__ = ["DOCS_PATH", "Example", "PRIORITY", "RULES", "Rule", "Write", "url"]
 
 
 def url(code: str) -> Optional[str]:

@@ -125,6 +125,11 @@ class Rule:
     #: what nothing tracks), with no evidence that it requires grad and not made from a parameter (whose callers
     #: decide), is not reported (docs/analysis.md, "Requires grad needs evidence")
     needs_evidence: bool = False
+    #: the rule is about who reads the written tensor again, not about what made it risky (IPV007): its findings
+    #: get no fix (what to change is said instead, :attr:`.findings.Finding.no_fix`), no condition of the origin,
+    #: the read as their related location, and at a helper's call no call-site remedy (a clone there would be
+    #: what the helper writes)
+    about_readers: bool = False
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:

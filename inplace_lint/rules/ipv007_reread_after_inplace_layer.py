@@ -31,6 +31,7 @@ RULE = Rule(
     applies=applies,
     message=message,
     without_grad=True,
+    about_readers=True,
     what=(
         "Finds calls of a layer built with `inplace=True` (`self.act = nn.ReLU(inplace=True)`, or `nn.ReLU(True)`; "
         "`nn.LeakyReLU`, `nn.ELU`, `nn.Dropout`, ... likewise), or of an `nn.Sequential` whose first layer is "
