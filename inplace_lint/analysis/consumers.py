@@ -38,8 +38,9 @@ _OP_NAMESPACES = frozenset({"torch", "F", "torch.nn.functional", "nn.functional"
 #: a tensor's metadata, read without its values
 _METADATA = frozenset({"device", "dtype", "shape", "ndim", "is_cuda", "requires_grad", "grad_fn", "layout",
                        "is_sparse"})
-_SIZE_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size", "stride", "is_contiguous",
-                           "get_device"})
+#: tensor methods that read its size or layout, not its values
+SIZE_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size", "stride", "is_contiguous",
+                          "get_device"})
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.comprehension)
 #: builtins that read every local name
 _READ_EVERY_NAME = ("locals", "vars", "eval", "exec")
@@ -71,7 +72,7 @@ def flows_into(load: ast.AST, parents: Dict[int, ast.AST], callee: Optional[Call
                 return None
             if parent.attr in _GRADIENT_METHODS:
                 return None
-            if parent.attr in GRADLESS_CONSUMERS or parent.attr in _SIZE_METHODS:
+            if parent.attr in GRADLESS_CONSUMERS or parent.attr in SIZE_METHODS:
                 return set()
             node = call  # a method's result flows on (`p.sum(-1).argmax()`)
             continue

@@ -20,12 +20,12 @@ import ast
 from typing import Callable, List, Optional, Tuple
 
 from .astutil import dotted_name, last_name
+from .consumers import SIZE_METHODS
 from .fixplan.bindings import shared_base
 from .fixplan.facts import LOOPS, NON_ALIAS_ATTRS, FunctionFacts
 
 #: tensor methods that read only metadata
-_METADATA_METHODS = frozenset({"size", "dim", "numel", "nelement", "is_contiguous", "get_device", "element_size",
-                               "stride", "storage_offset", "data_ptr", "is_floating_point", "is_complex", "type"})
+_METADATA_METHODS = SIZE_METHODS | frozenset({"storage_offset", "data_ptr", "is_floating_point", "is_complex", "type"})
 #: builtins that read only what the object is, not its elements
 _METADATA_CALLS = frozenset({"len", "isinstance", "id", "type", "hasattr", "callable"})
 #: torch functions that read only the shape, dtype and device of their first argument
