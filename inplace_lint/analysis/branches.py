@@ -207,8 +207,8 @@ class ConditionsMixin:
             return qualify_dotted(d, self.names, self.is_local_name)[0] or d
 
         self.torch_stacks = model_outputs.torch_stacks(cls, qualify, counts, nodes)
-        self.input_layers = stack_inputs.first_input_layers(cls, qualify, counts, nodes)
-        self.inplace_firsts = stack_inputs.first_inplace_layers(cls, qualify, counts, nodes)
+        self.input_layers = stack_inputs.first_input_layers(cls, qualify, counts, nodes, self.stack_builders)
+        self.inplace_firsts = stack_inputs.first_inplace_layers(cls, qualify, counts, nodes, self.stack_builders)
         self.builder_args, self.builder_alts = init_args.builder_facts(cls, counts, nodes)
         self.zero_dropouts = model_outputs.zero_rate_dropouts(self.identity_layers, self.builder_args)
 

@@ -32,7 +32,7 @@ from typing import FrozenSet, Dict, List, Optional, Sequence, Set, Tuple
 from ..config import Settings
 from ..findings import Origin, RootKind, Step, StepKind
 from . import model_outputs
-from .init_builds import layer_builders
+from .init_builds import layer_builders, stack_builders
 from .call_grad import CallGradMixin
 from .binding import BindingMixin
 from .calls import CallsMixin
@@ -127,6 +127,9 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     #: the module's top-level functions that build one torch layer and return it -> its dotted name
     #: (:func:`~.init_builds.layer_builders`)
     layer_builders: Dict[str, str] = field(default_factory=dict)
+    #: the module's top-level functions that return an ``nn.Sequential`` they build -> what each return's stack may
+    #: start with (:func:`~.init_builds.stack_builders`)
+    stack_builders: Dict[str, List[List[ast.expr]]] = field(default_factory=dict)
     #: in a class body and its methods: ``self.<attr>`` that holds an immutable value -> the methods but
     #: ``__init__`` that assign it (:func:`~.local_conds.steady_attributes`)
     steady_attrs: Dict[str, FrozenSet[str]] = field(default_factory=dict)
@@ -309,7 +312,8 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
                      output_hook=self.output_hook,
                      torch_stacks=self.torch_stacks, input_layers=self.input_layers, inplace_firsts=self.inplace_firsts,
                      weights_unknown=self.weights_unknown,
-                     init_flags=self.init_flags, init_guards=self.init_guards, steady_attrs=self.steady_attrs, layer_builders=self.layer_builders, zero_dropouts=self.zero_dropouts,
+                     init_flags=self.init_flags, init_guards=self.init_guards, steady_attrs=self.steady_attrs, layer_builders=self.layer_builders,
+                     stack_builders=self.stack_builders, zero_dropouts=self.zero_dropouts,
                      builder_args=self.builder_args, builder_alts=self.builder_alts, self_called=self.self_called)
 
     def child_scope(self, args: ast.arguments, no_grad: bool, func: Optional[ast.AST], qual: str,
@@ -367,7 +371,7 @@ def walk_module(tree: ast.Module, settings: Settings, ctx: Optional[AnalysisCont
     sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
     try:
         scope = Scope(settings, sink, params=(), func=tree, ctx=ctx, qual=module, package=package,
-                      layer_builders=layer_builders(tree))
+                      layer_builders=layer_builders(tree), stack_builders=stack_builders(tree))
         scope.run_body(tree.body)
         if ctx is not None:
             ctx.finish()  # the function bodies no caller asked for yet

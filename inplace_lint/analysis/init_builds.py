@@ -5,10 +5,11 @@ reaches the project's ``forward`` (issue 20, "submodules by class hierarchy").""
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 from ..torch_facts import ops
-from .astutil import dotted_name, walk_ast, walk_statements
+from . import layer_lists
+from .astutil import dotted_name, is_true, kw, last_name, walk_ast, walk_statements
 
 
 def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
@@ -197,4 +198,93 @@ def layer_builders(tree: ast.Module) -> Dict[str, str]:
             built.add(dotted_name(value.func))
         if len(built) == 1 and (name := built.pop()) is not None and name.rpartition(".")[2] in layers:
             out[func.name] = name
+    return out
+
+
+def stack_builders(tree: ast.Module) -> Dict[str, List[List[ast.expr]]]:
+    """Top-level functions that build an ``nn.Sequential`` and return it: function name -> for each return, what the
+    returned stack may start with. Either the ``Sequential`` call it gives (``return nn.Sequential(nn.ReLU(inplace=True),
+    ...)``, or a name bound once to one and returned), or, for a stack built empty and filled with
+    ``stack.add_module(name, layer)``, the layers that may come first (:func:`.layer_lists.added_heads`: CAM++'s
+    ``get_nonlinear``). ``self.body = make_stack(c)`` then holds that stack (the class facts read its first layer:
+    :func:`~.stack_inputs.first_inplace_layers`)."""
+    out: Dict[str, List[List[ast.expr]]] = {}
+    for func in tree.body:
+        if not isinstance(func, ast.FunctionDef):
+            continue
+        statements = list(walk_statements(func))
+        given = [s.value for s in statements if isinstance(s, ast.Return)]
+        if not given or not all(isinstance(v, ast.Name) or _sequential_call(v) for v in given):
+            continue
+        heads: List[List[ast.expr]] = []
+        for value in given:
+            if isinstance(value, ast.Name):
+                # bound once, to the stack itself (a `for` target or a `+=` makes it something else)
+                bound = [s for s in statements if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For))
+                         and any(isinstance(n, ast.Name) and n.id == value.id for t in _targets(s) for n in ast.walk(t))]
+                built = bound[0] if len(bound) == 1 and isinstance(bound[0], (ast.Assign, ast.AnnAssign)) else None
+                if built is not None and _sequential_call(built.value) and not built.value.args \
+                        and not built.value.keywords:
+                    added = _filled(func, value.id, built)
+                    if not added:
+                        heads = []
+                        break
+                    heads.append(added)
+                    continue
+                value = built.value if built is not None else None
+            if not _sequential_call(value):
+                heads = []
+                break
+            heads.append([value])
+        if heads:
+            out[func.name] = heads
+    return out
+
+
+def _filled(func: ast.FunctionDef, name: str, built: ast.stmt) -> Optional[List[ast.expr]]:
+    """The layers that may come first in ``name = nn.Sequential()`` filled by ``name.add_module(...)``; ``None`` when
+    the function does anything else with ``name`` than fill it and return it."""
+    nodes = list(walk_ast(func))
+    allowed = {id(n.func.value) for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr == "add_module" and len(n.args) == 2 and not n.keywords}
+    allowed |= {id(n.value) for n in nodes if isinstance(n, ast.Return)}
+    if any(isinstance(n, ast.Name) and n.id == name and n.ctx.__class__ is ast.Load and id(n) not in allowed
+           for n in nodes):
+        return None
+    return layer_lists.added_heads(func, lambda r: isinstance(r, ast.Name) and r.id == name, built)
+
+
+def _sequential_call(value: Optional[ast.expr]) -> bool:
+    return isinstance(value, ast.Call) and (dotted_name(value.func) or "").rpartition(".")[2] == "Sequential"
+
+
+def _targets(stmt: ast.stmt) -> List[ast.expr]:
+    return stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]  # (`AnnAssign`, `AugAssign`, `For`)
+
+
+def layer_parameters(func: ast.AST) -> Dict[str, Tuple[Optional[str], bool]]:
+    """The parameters of ``func`` that a caller hands a layer class in (timm's ``act_layer=nn.ReLU``): name -> (the
+    default as written when it is a torch layer that takes ``inplace``, :data:`ops.INPLACE_KWARG_MODULES`, else
+    ``None``: no default, ``None``, a layer without the flag, what the caller passes decides; whether the default
+    already sets the flag, ``partial(nn.ReLU, inplace=True)``). Only parameters whose name ends in ``layer``,
+    ``act`` or ``activation`` or whose default is such a layer: another parameter called with ``inplace=True`` is
+    taken for what it is (unknown)."""
+    args = getattr(func, "args", None)
+    if not isinstance(args, ast.arguments):
+        return {}
+    positional = args.posonlyargs + args.args
+    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+    out: Dict[str, Tuple[Optional[str], bool]] = {}
+    for arg in positional + args.kwonlyargs:
+        default = defaults.get(arg.arg)
+        preset = False
+        if isinstance(default, ast.Call) and last_name(default.func) == "partial" and default.args:
+            preset = is_true(kw(default, "inplace"))  # `partial(nn.ReLU, inplace=True)`
+            default = default.args[0] if preset or kw(default, "inplace") is None else None
+        spelled = dotted_name(default) if default is not None else None
+        if spelled and spelled.rpartition(".")[2] in ops.INPLACE_KWARG_MODULES:
+            out[arg.arg] = (spelled, preset)
+        elif arg.arg.lower().endswith(("layer", "act", "activation")):
+            out[arg.arg] = (None, False)
     return out

@@ -18,7 +18,7 @@ function that builds it, on every path, and gives the layers it may end with; an
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 #: a state of the list: its last elements known, in order, and whether they are the whole list
 _State = Tuple[Tuple[ast.expr, ...], bool]
@@ -256,3 +256,22 @@ def _add_heads(state: _Head, added: List[ast.expr]) -> _Head:
     if head is None and added:
         return added[0], n + len(added)
     return head, n + len(added)
+
+
+def added_heads(func: ast.AST, stack: Callable[[ast.expr], bool], built: ast.stmt) -> List[ast.expr]:
+    """The layers that may come first in a stack built empty by ``built`` (``nn.Sequential()``, a statement of
+    ``func``'s own body) and then filled by ``<stack>.add_module(name, layer)`` (``stack`` says which receiver is the
+    stack): ``Module.add_module`` appends to ``_modules``, which ``Sequential.forward`` runs in order. The first call
+    after ``built`` may be any one inside a loop or a branch before the first one in ``func``'s own body, which always
+    runs (CAM++'s ``get_nonlinear`` adds "relu" first for a config string that starts with it). Whether the stack is
+    changed otherwise is the caller's to check."""
+    start = (built.lineno, built.col_offset)
+    calls = sorted((n for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                    and n.func.attr == "add_module" and len(n.args) == 2 and not n.keywords and stack(n.func.value)
+                    and (n.lineno, n.col_offset) > start), key=lambda n: (n.lineno, n.col_offset))
+    heads: List[ast.expr] = []
+    for call in calls:
+        heads.append(call.args[1])
+        if any(isinstance(s, ast.Expr) and s.value is call for s in getattr(func, "body", ())):
+            break
+    return heads

@@ -17,14 +17,14 @@ runtime sanitizer likewise counts only top-level module calls.
 from __future__ import annotations
 
 import ast
-from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..torch_facts import ops
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from .astutil import dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, walk_ast, \
     walk_statements
 from . import layer_lists
-from .init_builds import ELEMENTS, container_items
+from .init_builds import ELEMENTS, container_items, layer_parameters
 
 
 def is_guessed_object(origin: Origin) -> bool:
@@ -66,15 +66,31 @@ def is_tensor_annotation(annotation: Optional[ast.expr]) -> bool:
                     "torch.FloatTensor", "FloatTensor")
 
 
-def inplace_module(call: ast.AST) -> Optional[str]:
+def inplace_module(call: ast.AST, layer_params: Optional[Dict[str, Tuple[Optional[str], bool]]] = None) -> Optional[str]:
     """``nn.ReLU(inplace=True)`` -> ``nn.ReLU``; also with the flag given by position, as pix2pix and DCGAN write
-    it (``nn.ReLU(True)``, ``nn.LeakyReLU(0.2, True)``: :data:`INPLACE_MODULE_POSITION`)."""
-    if not (isinstance(call, ast.Call) and last_name(call.func) in ops.INPLACE_KWARG_MODULES):
+    it (``nn.ReLU(True)``, ``nn.LeakyReLU(0.2, True)``: :data:`INPLACE_MODULE_POSITION`).
+
+    ``layer_params`` (:func:`layer_parameters` of the method the call is in): ``act_layer(inplace=True)``, where
+    ``act_layer`` is a parameter whose default is ``nn.ReLU``, builds that layer (``nn.ReLU``), and so does
+    ``activation()`` with ``activation=partial(nn.ReLU, inplace=True)``; a parameter with no such default builds an
+    unknown layer that a literal ``inplace=True`` keyword still makes write its input in place (every torch layer
+    that takes the flag does: ``act_layer``)."""
+    if not isinstance(call, ast.Call):
         return None
-    layer = last_name(call.func)
+    if layer_params and isinstance(call.func, ast.Name) and call.func.id in layer_params:
+        default, preset = layer_params[call.func.id]
+        if preset and kw(call, "inplace") is None or is_true(kw(call, "inplace")):
+            return default or call.func.id  # (`activation=partial(nn.ReLU, inplace=True)`, then `activation()`)
+        if default is None:
+            return None
+        spelled, layer = default, default.rpartition(".")[2]
+    elif last_name(call.func) in ops.INPLACE_KWARG_MODULES:
+        spelled, layer = ast.unparse(call.func), last_name(call.func)
+    else:
+        return None
     if is_true(kw(call, "inplace")) or kw(call, "inplace") is None and len(call.args) == \
             INPLACE_MODULE_POSITION.get(layer, 0) + 1 and is_true(call.args[-1]):
-        return ast.unparse(call.func)
+        return spelled
     return None
 
 
@@ -100,9 +116,10 @@ def class_members(cls: ast.ClassDef) -> Dict[str, object]:
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         nodes = walk_statements(item) if item.name == "__init__" else item.body
+        params = layer_parameters(item)
         for node in nodes:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                module = inplace_module(node.value)
+                module = inplace_module(node.value, params)
                 if module:
                     for t in node.targets:
                         key = dotted_name(t)

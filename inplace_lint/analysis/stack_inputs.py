@@ -9,7 +9,7 @@ the backward raise (docs/pytorch-facts.md#saved-for-other; torchaudio's Tacotron
 from __future__ import annotations
 
 import ast
-from typing import Callable, Dict, Optional, Sequence, Set
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set
 
 from ..torch_facts import ops
 from .astutil import dotted_name
@@ -23,23 +23,26 @@ _STACKS = ("Sequential", "ModuleList")
 
 
 def first_input_layers(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict[str, int],
-                       nodes: Sequence[ast.AST]) -> Dict[str, str]:
+                       nodes: Sequence[ast.AST], stacks: Mapping[str, List[List[ast.expr]]] = {}) -> Dict[str, str]:
     """``attr`` -> the layer an ``nn.Sequential`` built once as ``self.<attr>`` starts with, and ``attr[]`` -> the
     layer every element of an ``nn.ModuleList`` ``self.<attr>`` starts with (an element is such a layer or an
     ``nn.Sequential`` written out that starts with one), when that layer saves its input and is built with its
     weights (not ``affine=False``, not padding first). Left out: a stack the class freezes any part of
-    (``self.convs[0].requires_grad_(False)``), one built more than once or changed (:func:`_module_list_elements`)."""
-    return _first_layers(cls, qualify, counts, nodes, _saves_input, elements=True)
+    (``self.convs[0].requires_grad_(False)``), one built more than once or changed (:func:`_module_list_elements`).
+    ``stacks``: the module's functions that return a ``Sequential`` (:func:`~.init_builds.stack_builders`)."""
+    return _first_layers(cls, qualify, counts, nodes, _saves_input, elements=True, stacks=stacks)
 
 
 def first_inplace_layers(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict[str, int],
-                         nodes: Sequence[ast.AST]) -> Dict[str, str]:
+                         nodes: Sequence[ast.AST], stacks: Mapping[str, List[List[ast.expr]]] = {}) -> Dict[str, str]:
     """``attr`` -> the layer an ``nn.Sequential`` built once as ``self.<attr>`` starts with, when that layer is a
     torch activation or dropout built with a literal ``inplace=True`` (``nn.ReLU(inplace=True)``, ``nn.ReLU(True)``):
     ``self.<attr>(x)`` then writes ``x`` in place before any other layer runs (``nn.Sequential.forward`` calls its
     layers in order, each on the last one's output: https://pytorch.org/docs/stable/generated/torch.nn.Sequential.html).
-    The same exclusions as :func:`first_input_layers` (a stack changed after it is built, or built twice)."""
-    out = _first_layers(cls, qualify, counts, nodes, _inplace_layer, elements=False)
+    The same exclusions as :func:`first_input_layers` (a stack changed after it is built, or built twice), but for
+    ``add_module`` on a stack built empty: the layers it adds are the stack (:func:`_added_heads`)."""
+    out = _first_layers(cls, qualify, counts, nodes, _inplace_layer, elements=False, stacks=stacks, some_path=True)
+    out.update((attr, layer) for attr, layer in _added_heads(cls, qualify, counts, nodes).items() if attr not in out)
     members = changed = None
     builds: Dict[str, list] = {}
     for node in nodes:
@@ -75,8 +78,10 @@ def first_inplace_layers(cls: ast.ClassDef, qualify: Callable[[str], str], count
 
 
 def _first_layers(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict[str, int],
-                  nodes: Sequence[ast.AST], leaf: Callable[[str, ast.Call], Optional[str]], elements: bool) -> Dict[str, str]:
-    if not any(isinstance(n, ast.Call) and (dotted_name(n.func) or "").endswith(_STACKS) for n in nodes):
+                  nodes: Sequence[ast.AST], leaf: Callable[[str, ast.Call], Optional[str]], elements: bool,
+                  stacks: Mapping[str, List[List[ast.expr]]], some_path: bool = False) -> Dict[str, str]:
+    if not any(isinstance(n, ast.Call) and ((dotted_name(n.func) or "").endswith(_STACKS)
+                                            or isinstance(n.func, ast.Name) and n.func.id in stacks) for n in nodes):
         return {}  # (most classes build neither)
     frozen = {_list_root(t) or (t.attr if _self_attr(t) else None)
               for n in nodes if (t := _frozen_target(n)) is not None} | _changed(nodes)
@@ -87,9 +92,21 @@ def _first_layers(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict
                 and node.targets[0].attr in sequential_changed:
             continue
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
-                and counts.get(node.targets[0].attr) == 1 and isinstance(node.value, ast.Call) \
-                and qualify(dotted_name(node.value.func) or "") == "torch.nn.Sequential":
-            layer = _first_layer(node.value, qualify, 0, leaf)
+                and counts.get(node.targets[0].attr) == 1 and isinstance(node.value, ast.Call):
+            if qualify(dotted_name(node.value.func) or "") == "torch.nn.Sequential":
+                layer = _first_layer(node.value, qualify, 0, leaf)
+            elif isinstance(node.value.func, ast.Name) and node.value.func.id in stacks:
+                # `self.body = make_stack(c)`: the stack the module's function returns. Each return must give the
+                # same layer (which one runs is the call's arguments' to say); of a stack filled with `add_module`,
+                # `some_path` takes a layer that may come first (what the order is, is data: a config string)
+                found = set()
+                for heads in stacks[node.value.func.id]:
+                    layers = [_first_layer(h, qualify, 0, leaf) for h in heads]
+                    found.add(next((f for f in layers if f), None) if some_path
+                              else layers[0] if len(set(layers)) == 1 else None)
+                layer = found.pop() if len(found) == 1 else None
+            else:
+                layer = None
             if layer:
                 out[node.targets[0].attr] = layer
     for attr, items in (_module_list_elements(cls, qualify, counts, nodes).items() if elements else ()):
@@ -97,6 +114,35 @@ def _first_layers(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict
         if len(found) == 1 and (layer := found.pop()):
             out[attr + ELEMENTS] = layer
     return {k: v for k, v in out.items() if k.replace(ELEMENTS, "") not in frozen}
+
+
+def _added_heads(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict[str, int],
+                 nodes: Sequence[ast.AST]) -> Dict[str, str]:
+    """``self.<attr> = nn.Sequential()`` (built empty, once, in a method's own body) and then
+    ``self.<attr>.add_module(name, layer)``: a layer that may come first (:func:`.layer_lists.added_heads`). Left
+    out: a stack changed otherwise (another method called on it), or handed to a call."""
+    empty = {n.targets[0].attr: n for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1
+             and _self_attr(n.targets[0]) and counts.get(n.targets[0].attr) == 1 and isinstance(n.value, ast.Call)
+             and not n.value.args and not n.value.keywords
+             and qualify(dotted_name(n.value.func) or "") == "torch.nn.Sequential"}
+    if not empty:
+        return {}
+    for node in nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _self_attr(node.func.value) \
+                and node.func.value.attr in empty and (node.func.attr != "add_module" or len(node.args) != 2):
+            empty.pop(node.func.value.attr)  # changed otherwise: `insert`, `apply`, `add_module(**kw)`
+    changed = _changed(nodes)
+    out: Dict[str, str] = {}
+    for attr, built in empty.items():
+        func = next((f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and any(n is built for n in f.body)), None)
+        if func is None or attr in changed:
+            continue
+        heads = layer_lists.added_heads(func, lambda r, a=attr: _self_attr(r) and r.attr == a, built)
+        layer = next((found for h in heads if (found := _first_layer(h, qualify, 0, _inplace_layer))), None)
+        if layer:
+            out[attr] = layer
+    return out
 
 
 def _starred_sequential(value: ast.expr, qualify: Callable[[str], str]) -> bool:

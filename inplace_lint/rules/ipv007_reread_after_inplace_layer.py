@@ -35,7 +35,10 @@ RULE = Rule(
     what=(
         "Finds calls of a layer built with `inplace=True` (`self.act = nn.ReLU(inplace=True)`, or `nn.ReLU(True)`; "
         "`nn.LeakyReLU`, `nn.ELU`, `nn.Dropout`, ... likewise), or of an `nn.Sequential` whose first layer is "
-        "one (written out, or a list that starts with one on some path), on a name that is read again afterwards "
+        "one (written out, a list that starts with one on some path, a stack a module function returns, or one "
+        "built empty and filled with `add_module`), or of a layer class handed to the constructor and built with "
+        "`inplace=True` (`self.act = act_layer(inplace=True)`: with `act_layer=nn.ReLU`, or no default), on a name "
+        "that is read again afterwards "
         "on some path: later in the function before the name is "
         "bound again, in the same expression (`x + self.block(x)`), on a loop's next pass, or through a name "
         "bound to the same tensor before the call (`identity = x`). Reads of metadata only (`x.shape`, "
