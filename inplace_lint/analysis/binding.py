@@ -98,6 +98,7 @@ class BindingMixin:
             self.eval(target.slice)
             if not is_str_constant(target.slice):
                 self.report(node, WriteKind.SUBSCRIPT, f"`{op}` on an item", target.value, base)
+                self.written_with(target.value, base, value, node.value)
         elif isinstance(target, (ast.Name, ast.Attribute)) and (
                 ops.AUGMENTED_INPLACE.get(op) is None or self._numpy_array(node.value)):
             # `x @= w`: a Tensor has no __imatmul__, so Python rebinds x = x @ w (a new tensor); `x += np.ones(n)`:
@@ -108,7 +109,7 @@ class BindingMixin:
         elif isinstance(target, (ast.Name, ast.Attribute)):
             origins = self.eval(target)
             self.report(node, WriteKind.AUGMENTED, f"`{op}`", target, origins, ops.AUGMENTED_INPLACE.get(op))
-            self.written_with(target, origins, value)
+            self.written_with(target, origins, value, node.value)
 
     def _numpy_array(self, node: ast.expr) -> bool:
         """``node`` surely makes a NumPy array: a call of a ``numpy`` function other than a scalar type
@@ -178,18 +179,30 @@ class BindingMixin:
         if self.no_grad:
             self.nograd_bound.add(key)
 
-    def written_with(self, target: ast.expr, written: frozenset, value: frozenset) -> None:
+    def written_with(self, target: ast.expr, written: frozenset, value: frozenset,
+                     value_node: Optional[ast.expr] = None) -> None:
         """``t[i] = v`` / ``t += v`` on a tensor that needs no grad (a factory's, ``torch.zeros(n, d)``) with a
         value that requires grad by evidence: from here on ``t`` requires grad too (autograd records the write:
         ``CopySlices``, ``AddBackward0``), so what is computed from it may be saved for backward. Not under
-        ``no_grad`` (nothing is recorded there)."""
-        if self.no_grad or not value or not written or not no_grad_value(written):
+        ``no_grad`` (nothing is recorded there). A value computed here from parameters annotated ``Tensor`` alone
+        (``qu[mask, 1] = m01[mask] * r`` with ``m01 = matrix[..., 0, 1]``) makes ``t`` a guess about them, which the
+        function's callers decide (ebsdtorch's ``om2qu``, flowtorch's node weights)."""
+        if self.no_grad or not written or not no_grad_value(written):
             return
         key = dotted_name(target)
         if key is None or key not in self.env or not self.recording:
             return
-        if any(o.is_tensor and o.grad_evidence and param_index(o) is None for o in value):
+        if value and any(o.is_tensor and o.grad_evidence and param_index(o) is None for o in value):
             self.bind_name(key, frozenset({Origin(RootKind.TENSOR, short(target), target.lineno)}))
+        elif value_node is not None and isinstance(target, ast.Name) and self.func is not None and \
+                not isinstance(self.func, ast.Module):
+            guesses = [g for g in self.guesses_of(value_node, value)
+                       if 0 <= g < len(self.params) and self.annotated_tensor(g)]
+            if guesses:
+                named = " or ".join(f"`{list(self.params)[g]}`" for g in guesses)
+                self.hold(key, cap(set(self.env.get(key) or ()) | {Origin(
+                    RootKind.TENSOR, key, target.lineno, guessed=True, guess_param=g, certain_tensor=True,
+                    condition=f"it does when {named} requires grad") for g in guesses}))
 
     def reachable(self, key: Optional[str], origins: list) -> list:
         """``origins`` less those that ``key`` holds only on paths the conditions being walked exclude:
@@ -250,15 +263,18 @@ class BindingMixin:
             if key is not None and not any(o.is_tensor for o in base):
                 self.bind_name(key, value)  # output["logits"] = ... on a dict-like model output
             else:
-                self.written_with(target.value, base, value)
+                self.written_with(target.value, base, value, value_node)
             return
         key = dotted_name(target)
         if key is not None:
-            if not value and isinstance(target, ast.Name) and isinstance(value_node, ast.Attribute) \
-                    and isinstance(value_node.value, ast.Name) and value_node.value.id == self.self_name \
-                    and self._parameter_attribute(value_node):
-                # `params = self.transform_params` (an `nn.Parameter` the class built): the name holds that
-                # parameter, a tensor that requires grad (neuroreg's registration, set AT)
+            own = value_node.value if isinstance(value_node, ast.Attribute) and value_node.attr in ops.VIEW_ATTRIBUTES \
+                else value_node
+            if not value and isinstance(target, ast.Name) and isinstance(own, ast.Attribute) \
+                    and isinstance(own.value, ast.Name) and own.value.id == self.self_name \
+                    and self._parameter_attribute(own):
+                # `params = self.transform_params` (an `nn.Parameter` the class built), or its transpose
+                # (`AT = self._A.T`): the name holds that parameter, or a view of it, a tensor that requires grad
+                # (neuroreg's registration, set AT; flowtorch's linear control model, set BS)
                 value = frozenset({Origin(RootKind.TENSOR, short(value_node), value_node.lineno)})
             self.bind_name(key, value)
             if isinstance(target, ast.Name):

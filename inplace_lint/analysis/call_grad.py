@@ -102,11 +102,24 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         holder = key or holder_of(arg)
         if holder is None or not self.env.get(holder) or self._output_read_without_grad(call):
             return
-        # `tree[j].pow(2)`, `v.pow(2)` with `v = tree[0]`: the view read shares the storage and version counter
-        # of its base (and of the other views of it), so a later write to any of them fails the backward; not
-        # `h[keep].pow(2)` with a mask or a tensor of indices (advanced indexing: a copy)
         if key is None and not self.view_subscript(arg):
             return
+        if "." not in holder and self.recording and self._local_guesses(self.env[holder]) and _basic_view(arg):
+            # `qu = matrix * 2` with `matrix: Tensor`, then `torch.abs(qu[..., 0])`: a tensor this function computed
+            # from its parameters, known only as a guess about them, marked saved as an untracked one is above;
+            # through an index only basic indexing says is a view (`temp[mask] ** 3` reads a copy)
+            guesses = self._local_guesses(self.env[holder])
+            named = " or ".join(f"`{self.params[g]}`" for g in guesses)
+            step = Step(StepKind.SAVED_INPUT, op, line)
+            for name in self.sharing_storage(holder):
+                if name == holder or self.env.get(name):
+                    self.hold(name, cap(set(self.env.get(name) or ()) | {Origin(
+                        RootKind.TENSOR, name, line, guessed=True, guess_param=g,
+                        condition=f"it does when {named} requires grad").extend(step) for g in guesses}))
+            return
+        # `tree[j].pow(2)`, `v.pow(2)` with `v = tree[0]`: the view read shares the storage and version counter
+        # of its base (and of the other views of it), so a later write to any of them fails the backward; not
+        # `h[keep].pow(2)` with a mask or a tensor of indices (advanced indexing: a copy; checked above)
         through_item = key is None and isinstance(arg, ast.Subscript) and not isinstance(arg.slice, (ast.Tuple, ast.Slice))
         step = Step(StepKind.SAVED_INPUT, op, line)
         for name in self.sharing_storage(holder):
@@ -115,6 +128,19 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
                 self.hold(name, cap(o.extend(step) if o.is_tensor and (param_index(o) is not None or o.grad_evidence)
                                     and not (through_item and not (o.certain_tensor and param_index(o) is None))
                                     else o for o in held))
+
+    def _local_guesses(self, held: frozenset) -> tuple:
+        """The parameters (annotated ``Tensor``) a tensor is known here only as a guess about: every origin a guess
+        (``Origin.guess_param``) made in this function's body (not a caller's, handed on), none with grad evidence."""
+        func = self.func
+        first, last = getattr(func, "lineno", None), getattr(func, "end_lineno", None)
+        # (beside what needs no grad: the factory's tensor `qu = torch.empty(n, 4)` that item writes filled)
+        guesses = [o for o in held if not no_grad_value(frozenset({o}))]
+        if first is None or last is None or not guesses or not all(
+                o.guessed and o.guess_param >= 0 and first <= o.root_line <= last and not o.steps for o in guesses):
+            return ()
+        return tuple(sorted({o.guess_param for o in guesses if o.guess_param < len(self.params)
+                             and self.annotated_tensor(o.guess_param)}))
 
     def note_saved_inputs(self, node: ast.expr, namespace: str, name: str, given: List[ast.expr],
                           origins: List[Optional[frozenset]], text: Callable[[], str]) -> None:
@@ -129,6 +155,8 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
             ops.saved_for_backward(ops.TENSOR_METHOD if namespace == "operator" else namespace, name)
         if not entry:
             return
+        if name in _SELECTING_BY_INDEX and _reduces_along_dim(node, given):
+            return  # `x.max(dim=0)`: the backward reads the indices, not `x` (derivatives.yaml's `max.dim`)
         own = [p for p in entry[2] if p < len(given) and (self.env.get(holder_of(given[p]) or "") or (
             isinstance(given[p], ast.Name) and self.untracked_guesses(given[p].id, node.lineno)))]
         # (the table probes two inputs: `x` in `F.linear(x, w, b)` is read for `w`'s gradient, not `b`'s)
@@ -412,3 +440,32 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
                     if not (isinstance(value, ast.Call) and self.torch_op_call(value)):
                         return False
         return found
+
+
+def _basic_view(node: ast.expr) -> bool:
+    """``node`` is a name, or basic indexing of one (``qu[..., 0]``, ``x[:, 1:]``): surely a view of it, whatever
+    the walk knows of the names around (an index that is a name may be a mask: a copy)."""
+    while isinstance(node, ast.Subscript):
+        if not is_basic_index(node.slice):
+            return False
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+#: reductions whose form along a dimension returns (values, indices) and whose backward then scatters the gradient
+#: by the indices, reading neither the input nor the values (derivatives.yaml: ``max.dim``, ``min.dim``:
+#: ``value_selecting_reduction_backward(grad, dim, indices, self.sizes(), keepdim)``); the full reduction
+#: (``x.max()``) reads both, and the binary form (``torch.max(a, b)``) reads its inputs. The generated table merges
+#: the three forms (executed on torch 2.13: ``im_map.max(dim=0)`` then a write of ``im_map`` runs backward)
+_SELECTING_BY_INDEX = frozenset({"max", "min"})
+
+
+def _reduces_along_dim(call: ast.expr, given: List[ast.expr]) -> bool:
+    """``call`` names a dimension: a ``dim`` keyword, or an integer literal where the second input would be (``x.max(0)``,
+    ``torch.max(x, 1)``; position 1 of ``given``, the receiver or first argument being position 0)."""
+    if isinstance(call, ast.Call) and any(k.arg == "dim" for k in call.keywords):
+        return True
+    second = given[1] if len(given) > 1 else None
+    return second is not None and (isinstance(second, ast.Constant) and type(second.value) is int or (
+        isinstance(second, ast.UnaryOp) and isinstance(second.op, ast.USub) and isinstance(second.operand, ast.Constant)
+        and type(second.operand.value) is int))

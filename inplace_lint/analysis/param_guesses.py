@@ -243,9 +243,10 @@ class ParamGuessesMixin:
             self.computed_returns |= found  # (`torch.bucketize(x, e)`, `.to(ref.dtype)`: maybe integers, not this)
 
     def untracked_guesses(self, name: str, line: int) -> Tuple[int, ...]:
-        """The parameters an untracked local is computed from, when every binding of it is a torch op or a tensor
-        method and one is a torch op (``x = F.unfold(x, k)``, ``x = x.transpose(1, 2)``: surely a tensor, left
-        untracked because its inputs are only guesses); () otherwise, or when the name holds anything tracked.
+        """The parameters an untracked local is computed from, when every binding of it is a torch op, a tensor
+        method or arithmetic, and one is a torch op or arithmetic on a parameter annotated ``Tensor``
+        (``x = F.unfold(x, k)``, ``x = x.transpose(1, 2)``, ``qu = matrix * 2``: surely a tensor, left untracked
+        because its inputs are only guesses); () otherwise, or when the name holds anything tracked.
         The bindings are those before ``line``, and those in a loop around it (``x = fn(x, w)`` after the read
         is not what was read)."""
         if self.env.get(name) or name not in self.assigned or self.func is None:
@@ -270,6 +271,13 @@ class ParamGuessesMixin:
             while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
                     and value.func.attr in _KNOWN_OPS and isinstance(value.func.value, ast.Call):
                 value = value.func.value
+            if isinstance(value, ast.BinOp) and not isinstance(value.op, ast.Mod):
+                # `qu = matrix * 2`: arithmetic on a parameter annotated `Tensor` makes a tensor (`%` may format)
+                deps = self._computed_from(value, 1)
+                if not deps or not any(self.annotated_tensor(g) for g in deps):
+                    return ()
+                torch_op = True
+                continue
             if not isinstance(value, ast.Call):
                 return ()
             if self.torch_op_call(value):
