@@ -235,11 +235,13 @@ class AcrossCalls:
                     and not self.settings.report_in_no_grad and not self.runs_on_activations(lf.func) \
                     and self._no_call_passes_grad(calls_to, lf.func, lf.param_rooted):
                 continue  # a guess about a plain function's parameter that no call backs: unknown, not reported
+            if lf.grad_rule and lf.param_rooted is None and self._caller_guess_unbacked(lf.finding.origin, lf.func, calls_to):
+                continue  # (what its annotation guesses of a parameter, written through a helper at the call)
             finding = lf.finding
             if lf.fix_if_callers is not None and lf.observed:
                 checked = self._callers_checked(calls_to, lf.func, lf.observed)
                 if checked:
-                    finding = replace(finding, fix=_checked(lf.fix_if_callers, checked))
+                    finding = replace(finding, fix=lf.fix_if_callers.checked(checked))
             out[(finding.line, finding.col)] = finding
         for qual, summary in result.functions.items():
             for w in summary.writes:
@@ -442,6 +444,8 @@ class AcrossCalls:
             rule, shown = match([with_steps(given, steps)], write, no_grad, self.settings.report_in_no_grad)
             if rule is None:
                 continue
+            if not rule.without_grad and self._caller_guess_unbacked(origin, site.caller, calls_to):
+                continue
             rank = PRIORITY.index(rule)
             if best is None or rank < best[0]:
                 best = (rank, rule, shown, site)
@@ -462,32 +466,32 @@ class AcrossCalls:
         if w.fix_if_callers is not None:
             checked = self._callers_checked(calls_to, w.func, {w.index})
             if checked:
-                fix = _checked(w.fix_if_callers, checked)
+                fix = w.fix_if_callers.checked(checked)
         return Finding(code=rule.code, line=w.line, col=w.col, end_line=w.end_line, end_col=w.end_col,
                        message=message, op=w.op, write_kind=w.kind, target=w.target, origin=shown, fix=fix,
                        related=related)
 
+    def _caller_guess_unbacked(self, origin: Origin, caller: str, calls_to) -> bool:
+        """The call passes the caller's own parameter (or a view of it), and the caller is a plain class's method whose
+        callers pass nothing that requires grad: the test a write in the caller gets (``pad(x_i.unsqueeze(0))``)."""
+        i = param_index(origin)
+        summary = self.summaries.get(caller)
+        if i is None and origin.guessed and summary is not None and origin.root_text in summary.params:
+            i = summary.params.index(origin.root_text)  # (the tensor a parameter annotated `Tensor` stands for)
+        return i is not None and not self.settings.report_in_no_grad and not self.runs_on_activations(caller) \
+            and self._no_call_passes_grad(calls_to, caller, i)
+
     def _where(self, site: CallSite, path: str) -> str:
         if site.path == path:
             return f"line {site.line}"
-        shown = site.path
-        if self.root is not None:
-            try:
-                shown = os.path.relpath(site.path, self.root)
-            except ValueError:
-                pass
+        try:
+            shown = os.path.relpath(site.path, self.root) if self.root is not None else site.path
+        except ValueError:  # (another drive)
+            shown = site.path
         return f"{shown}:{site.line}"
 
 
 def _enclosing(qual: str) -> Tuple[str, ...]:
     """``a.b.c``, ``a.b``, ``a``: a function and the functions (classes, module) it is nested in."""
-    out = []
-    while qual:
-        out.append(qual)
-        qual = qual.rpartition(".")[0]
-    return tuple(out)
-
-
-def _checked(fix, callers: int):
-    """A fix made safe by checking its callers says so (in its message: ``reason`` is for unsafe fixes)."""
-    return replace(fix, message=f"{fix.message} (safe: callers in this project checked: {callers})", reason="")
+    parts = qual.split(".") if qual else []
+    return tuple(".".join(parts[:i]) for i in range(len(parts), 0, -1))

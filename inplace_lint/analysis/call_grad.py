@@ -257,6 +257,8 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         key = holder_of(arg)
         if key is None or self._output_read_without_grad(call):
             return
+        if dotted_name(arg) is None and not self.view_subscript(arg):
+            return  # `d[mask].unsqueeze(1) * rays`: the op saved a copy (advanced indexing), not `d`
         through_item = isinstance(arg, ast.Subscript) and not isinstance(arg.slice, (ast.Tuple, ast.Slice))
         step = Step(StepKind.SAVED_FOR_OTHER, op, line)
         for name in self.sharing_storage(key):

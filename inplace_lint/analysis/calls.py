@@ -23,19 +23,10 @@ from .expressions import cut_tracking, holder_of, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, qualify, qualify_dotted
 from .env import EMPTY, cap
 from .summaries import PASS_THROUGH, function_of, no_grad_value, param_index
+from .tensor_kinds import _is_bool_expr
 
 #: ``torch.nn.functional`` functions named like a view method that return a new tensor (``F.unfold`` is im2col)
 _FUNCTIONAL_COPIES = frozenset({"unfold", "fold"})
-
-
-def _is_bool_expr(node: ast.AST) -> bool:
-    return isinstance(node, ast.Compare) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.Invert))
-                                            and _is_bool_expr(node.operand))
-
-
-#: functions and methods whose result is a bool tensor
-_BOOL_RESULTS = frozenset({"logical_and", "logical_or", "logical_not", "logical_xor", "isnan", "isinf", "isfinite",
-                           "isin", "eq", "ne", "gt", "lt", "ge", "le", "bool", "isclose"})
 
 
 def _literal_index(index: ast.expr) -> bool:
@@ -387,7 +378,7 @@ class CallsMixin:
                 name in ops.SAVES_OUTPUT_ANY_RECEIVER or any(
                 o.is_tensor for o in known) or (recv and not self._is_self(recv_node) and literal_args(node))):
             if no_grad_value(known) and known == recv or (name in _STATE_ROOTS and recv and not known
-                                                          and self._accumulated_params(recv)):
+                                                          and self.accumulated_params(recv)):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             if not recv and not self.grad_source(recv_node) and self._guess_of(recv_node, recv) < 0:
                 return EMPTY  # nothing says the receiver requires grad: whether the output is saved is unknown
@@ -397,6 +388,18 @@ class CallsMixin:
             detached = (known and all(o.root_no_grad for o in known)) or is_detached(recv_node)
             if not recv and self.plain_self_call(recv_node):
                 return EMPTY  # `self._state(k).to_local()` in an optimizer or a cache: state, not an activation
+            if not recv and self.stored_value(recv_node):
+                # `state.get("momentum_buffer").to_local()`, `device_state[key].to_local()`: `to_local()` runs a
+                # custom Function whose output is a view only when the DTensor requires grad, and what a container
+                # holds that nothing tracks is stored state (an optimizer's state never requires grad), not what a
+                # model computed (docs/pytorch-facts.md#dtensor-local-is-custom-function)
+                return EMPTY
+            placeholders = {param_index(o) for o in recv} - {None}
+            if recv and len(placeholders) == 1 and all(param_index(o) is not None for o in recv):
+                # `def unwrap(t): return t.to_local()`: a view made by a custom Function when what a call passes for
+                # `t` requires grad, which each call decides (a model's logits, not an optimizer's state)
+                return frozenset({Origin(RootKind.CUSTOM_FUNCTION, short(node), line, root_no_grad=self.no_grad,
+                                         guess_param=placeholders.pop())})
             return frozenset({Origin(RootKind.CUSTOM_FUNCTION, short(node), line,
                                      root_no_grad=self.no_grad or bool(detached))})
         if name == "apply" and (last_name(recv_node) or "a").lstrip("_")[:1].isupper():
@@ -422,32 +425,6 @@ class CallsMixin:
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             return _evidence(self.arithmetic_result(node, [recv_node] + list(node.args), [recv] + args))
         return EMPTY
-
-    def is_bool_value(self, node: ast.expr) -> bool:
-        """``node`` is a bool tensor: a comparison or ``torch.logical_*(...)`` (or a name bound to one), and
-        views of it (``mask.view(b, 1, 1, L).expand(...)``); a dtype conversion of it is not."""
-        while True:
-            if _is_bool_expr(node) or (isinstance(node, ast.Name) and node.id in self.bool_names):
-                return True
-            if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Attribute, ast.Name)):
-                return isinstance(node, ast.Subscript) and self.is_bool_value(node.value)
-            name = last_name(node.func)
-            if name in _BOOL_RESULTS:
-                return True
-            if not isinstance(node.func, ast.Attribute) or is_dtype_conversion(node, name) or not (
-                    name in ops.VIEW_METHODS or name in ops.EXPAND_METHODS or name in ops.MAY_ALIAS_METHODS):
-                return False
-            node = node.func.value
-
-    def _accumulated_params(self, recv: frozenset) -> bool:
-        """``recv`` is a parameter this function already updated in place (``exp_avg_sq.mul_(b2).addcmul_(g, g)``,
-        then ``exp_avg_sq.sqrt().add_(eps)``). Guess: it is state (an optimizer's moments, a running
-        buffer), which needs no grad; an in-place update of a leaf that needs grad would have raised
-        already (docs/pytorch-facts.md#leaf-requires-grad). Only writes made with grad on count: where
-        grad is off, a weight that needs grad is updated in place legally (``w.clamp_()`` under
-        ``torch.no_grad()``), and what it computes later still saves its output."""
-        written = {w.index for w in self.param_writes if w.via is None and not w.steps and not w.no_grad}
-        return all(param_index(o) in written and not o.steps for o in recv)
 
     def view_of(self, recv_node: ast.expr, recv: frozenset, kind: StepKind, text: str, line: int,
                 any_base: bool = False, certain: bool = False, shape: bool = False) -> frozenset:

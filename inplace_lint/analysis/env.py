@@ -24,8 +24,12 @@ def origin_key(o: Origin):
     # the files last: two origins alike but for the file of a line sort the same in every process
     # (then what tells apart two origins alike in the rest: `self.kernel(...)` with the condition naming each
     # implementation it may run; without it their order, and the one a message shows, followed the hash seed)
+    # (and last what tells apart two origins alike but for how a step saved the tensor, `torch.minimum` saving it as
+    # its input or for the other's gradient: the message said one or the other by the hash seed)
     return (o.root_line, o.root_text, len(o.steps), tuple(s.text for s in o.steps), o.root.value,
-            o.path or "", tuple(s.path or "" for s in o.steps), o.condition or "", o.guess_param)
+            o.path or "", tuple(s.path or "" for s in o.steps), o.condition or "", o.guess_param,
+            tuple(s.kind.value for s in o.steps), tuple(s.no_grad for s in o.steps), o.root_no_grad, o.guessed,
+            o.certain_tensor)
 
 
 def cap(origins) -> frozenset:

@@ -220,12 +220,14 @@ class Resolver:
         (:meth:`plain_class`: a data transform, a KV-cache manager, a tokenizer) is called by code that
         hands it data, not activations: its parameters' grad is unknown, which does not make a rule fire.
         A module's methods and free functions (a library's functional API, a loss) are called by training
-        code where no call site shows: the guess stays."""
+        code where no call site shows: the guess stays. So is a ``__call__`` of a class that no visible class makes a
+        module and that defines no ``forward``: calling it runs its own code, as any callable object's (maltorch)."""
         parts = qual.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             prefix = ".".join(parts[:cut])
             if self._class(prefix) is not None:
-                return not self.plain_class(prefix)
+                return not self.plain_class(prefix) and not (parts[cut:] == ["__call__"] and not self.module_class(
+                    prefix) and self.method(prefix, "forward") is None)
         return True
 
     def framework_runs_without_grad(self, cls_qual: str, method: str, depth: int = 0) -> bool:

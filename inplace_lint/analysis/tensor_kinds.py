@@ -1,0 +1,75 @@
+"""What kind of tensor an expression holds where the walk tracks nothing for it: a bool (or integer) tensor, a
+value stored in a container, a parameter already updated in place (state). A part of :class:`~.dataflow.Scope`."""
+from __future__ import annotations
+
+import ast
+from typing import Set
+
+from ..torch_facts import ops
+from .astutil import last_name
+from .call_args import is_dtype_conversion
+from .summaries import param_index
+
+
+def _is_bool_expr(node: ast.AST) -> bool:
+    """A comparison, or ``~``/``not`` of one."""
+    return isinstance(node, ast.Compare) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.Invert))
+                                            and _is_bool_expr(node.operand))
+
+
+#: functions and methods whose result is a bool tensor
+_BOOL_RESULTS = frozenset({"logical_and", "logical_or", "logical_not", "logical_xor", "isnan", "isinf", "isfinite",
+                           "isin", "eq", "ne", "gt", "lt", "ge", "le", "bool", "isclose"})
+
+
+class TensorKindsMixin:
+    """``is_bool_value``, ``stored_value``, ``accumulated_params`` (a part of :class:`~.dataflow.Scope`)."""
+
+    bool_names: Set[str]
+
+    def is_bool_value(self, node: ast.expr) -> bool:
+        """``node`` is a bool tensor: a comparison or ``torch.logical_*(...)`` (or a name bound to one), and
+        views of it (``mask.view(b, 1, 1, L).expand(...)``); a dtype conversion of it is not."""
+        while True:
+            if _is_bool_expr(node) or (isinstance(node, ast.Name) and node.id in self.bool_names):
+                return True
+            if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+                node = node.operand  # `~mask`
+                continue
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+                # `in_mask & ~hit`: a bool tensor combined bitwise with a bool (or an integer) tensor is a tensor of
+                # that kind, never a float one (`&` rejects floats): as an index, advanced indexing either way
+                return self.is_bool_value(node.left) or self.is_bool_value(node.right)
+            if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Attribute, ast.Name)):
+                return isinstance(node, ast.Subscript) and self.is_bool_value(node.value)
+            name = last_name(node.func)
+            if name in _BOOL_RESULTS:
+                return True
+            if not isinstance(node.func, ast.Attribute) or is_dtype_conversion(node, name) or not (
+                    name in ops.VIEW_METHODS or name in ops.EXPAND_METHODS or name in ops.MAY_ALIAS_METHODS):
+                return False
+            node = node.func.value
+
+    def accumulated_params(self, recv: frozenset) -> bool:
+        """``recv`` is a parameter this function already updated in place (``exp_avg_sq.mul_(b2).addcmul_(g, g)``,
+        then ``exp_avg_sq.sqrt().add_(eps)``). Guess: it is state (an optimizer's moments, a running
+        buffer), which needs no grad; an in-place update of a leaf that needs grad would have raised
+        already (docs/pytorch-facts.md#leaf-requires-grad). Only writes made with grad on count: where
+        grad is off, a weight that needs grad is updated in place legally (``w.clamp_()`` under
+        ``torch.no_grad()``), and what it computes later still saves its output."""
+        written = {w.index for w in self.param_writes if w.via is None and not w.steps and not w.no_grad}
+        return all(param_index(o) in written and not o.steps for o in recv)
+
+    def stored_value(self, node: ast.expr) -> bool:
+        """``node`` reads an item of a container (``d[k]``, ``d.get(k)``, ``d.pop(k)``), or is a local every binding
+        of which does: a value stored before, not one a call computed here."""
+        def read(value: ast.expr) -> bool:
+            return isinstance(value, ast.Subscript) and not isinstance(value.slice, ast.Slice) or (
+                isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                and value.func.attr in ("get", "pop", "setdefault") and bool(value.args))
+        if read(node):
+            return True
+        if isinstance(node, ast.Name) and node.id in self.assigned and node.id not in self.params:
+            values = self._bindings().get(node.id)
+            return bool(values) and all(read(v) for v in values)
+        return False
