@@ -9,6 +9,7 @@ import importlib.util
 import pytest
 
 from inplace_lint.analysis import analyze_source
+from tests.executed import load
 
 torch = pytest.importorskip("torch")
 
@@ -98,3 +99,121 @@ def test_a_config_that_adds_the_relu_later_leaves_the_input_as_it_is(root):
 ])
 def test_what_is_not_known_to_be_an_in_place_first_layer_is_not_reported(source):
     assert [f.code for f in analyze_source(source)] == []
+
+
+# builds whose first layer is not the in-place one on any path (an adversarial review's false reports, each run here:
+# the block's input is left as it is)
+FIRST_NOT_INPLACE = {
+    "loop_adds_conv_first": '''
+class B(nn.Module):
+    def __init__(self, c, depth=2):
+        super().__init__()
+        self.body = nn.Sequential()
+        for i in range(depth):
+            self.body.add_module(f"conv{i}", nn.Conv2d(c, c, 3, padding=1))
+            self.body.add_module(f"relu{i}", nn.ReLU(inplace=True))
+''',
+    "both_branches_add_conv_first": '''
+class B(nn.Module):
+    def __init__(self, c, depthwise=False):
+        super().__init__()
+        self.body = nn.Sequential()
+        if depthwise:
+            self.body.add_module("conv", nn.Conv2d(c, c, 3, padding=1, groups=c))
+        else:
+            self.body.add_module("conv", nn.Conv2d(c, c, 3, padding=1))
+        self.body.add_module("act", nn.ReLU(inplace=True))
+''',
+    "added_under_a_name_added_again": '''
+class B(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential()
+        self.body.add_module("act", nn.ReLU(inplace=True))
+        self.body.add_module("conv", nn.Conv2d(c, c, 3, padding=1))
+        self.body.add_module("act", nn.Identity())
+''',
+    "builder_inserts_a_norm_first": '''
+def make(c):
+    body = nn.Sequential(nn.ReLU(inplace=True), nn.Conv2d(c, c, 3, padding=1))
+    body.insert(0, nn.BatchNorm2d(c))
+    return body
+
+
+class B(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = make(c)
+''',
+    "builder_deletes_the_relu": '''
+def make(c, pre_act=False):
+    body = nn.Sequential(nn.ReLU(inplace=True), nn.Conv2d(c, c, 3, padding=1))
+    if not pre_act:
+        del body[0]
+    return body
+
+
+class B(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = make(c)
+''',
+    "parameter_named_like_the_builder": '''
+def block(c):
+    return nn.Sequential(nn.ReLU(inplace=True), nn.Conv2d(c, c, 3, padding=1))
+
+
+def plain(c):
+    return nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.ReLU(inplace=True))
+
+
+class B(nn.Module):
+    def __init__(self, c, block=plain):
+        super().__init__()
+        self.body = block(c)
+''',
+    "default_layer_ignores_the_flag": '''
+class GELU(nn.Module):
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(x)
+
+
+class B(nn.Module):
+    def __init__(self, c, act_layer=GELU):
+        super().__init__()
+        self.act = act_layer(inplace=True)
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+
+    def forward(self, x):
+        return x + self.conv(self.act(x))
+''',
+    "layer_parameter_defaults_to_identity": '''
+class B(nn.Module):
+    def __init__(self, c, act_layer=None):
+        super().__init__()
+        if act_layer is None:
+            act_layer = nn.Identity
+        self.act = act_layer(inplace=True)
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+
+    def forward(self, x):
+        return x + self.conv(self.act(x))
+''',
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIRST_NOT_INPLACE))
+def test_a_build_whose_first_layer_is_not_in_place_is_not_reported_and_leaves_the_input(name):
+    body = FIRST_NOT_INPLACE[name]
+    if "def forward" not in body.split("class B")[1]:
+        body += "\n    def forward(self, x):\n        return x + self.body(x)\n"
+    source = "import torch\nimport torch.nn as nn\n" + body
+    assert [f.code for f in analyze_source(source)] == [], name
+    block = load(source)["B"](3)
+    x0 = torch.randn(2, 3, 5, 5)
+    x = x0.clone()
+    block(x)
+    assert torch.equal(x, x0), name

@@ -251,3 +251,28 @@ def test_a_tensor_saved_two_ways_is_shown_the_same_way_under_every_hash_seed(tmp
     assert ":9:5: IPV006" in shown
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         load(BOUNDED)["max_roughness"](torch.rand(3, 4, requires_grad=True)).sum().backward()
+
+
+NAMED_DIMS = '''import torch
+
+
+def peak(dim: int = -1):
+    y = torch.randn(4, 3, requires_grad=True) * 2
+    v, i = torch.max(y, dim)
+    y.mul_(0.5)
+    return v.sum() + y.sum()
+
+
+def middle():
+    y = torch.randn(5, 3, requires_grad=True) * 2
+    m = y.median(dim=0).values
+    y.add_(1)
+    return m.sum() + y.sum()
+'''
+
+
+def test_a_dimension_named_by_an_int_parameter_and_median_along_it_save_indices():
+    assert analyze_source(NAMED_DIMS) == []
+    mod = load(NAMED_DIMS)
+    mod["peak"]().backward()
+    mod["middle"]().backward()

@@ -100,3 +100,39 @@ def test_a_callable_object_of_another_librarys_class_is_not_taken_for_a_modules_
     assert analyze_source(CALLABLE) == []
     out = load(CALLABLE)["Init"](2)(torch.randint(0, 255, (2, 6)).float())
     assert [o.shape for o in out] == [(1, 6), (1, 6)]
+
+
+INDEX_COPIES = '''import torch
+
+
+def by_nonzero(dist, cam, rays: torch.Tensor):
+    idx = torch.nonzero(dist > 0.5).squeeze(1)
+    points = cam[idx] + dist[idx].unsqueeze(1) * rays[idx]
+    dist[idx] = 0.0
+    return points
+
+
+def by_all(dist, cam, rays: torch.Tensor):
+    valid = (cam != 0).all(dim=-1)
+    points = cam[valid] + dist[valid].unsqueeze(1) * rays[valid]
+    dist[valid] = 0.0
+    return points
+
+
+def by_tuple(dist, cam, rays: torch.Tensor):
+    sel = dist > 0.5
+    points = cam[sel] + dist[sel.nonzero(as_tuple=True)].unsqueeze(1) * rays[sel, :]
+    dist[sel] = 0.0
+    return points
+'''
+
+
+def test_indexes_that_are_integer_or_bool_tensors_copy():
+    # `nonzero(...)`, `.all(dim=-1)`, `nonzero(as_tuple=True)`: advanced indexing, so the product saved a copy
+    # (an adversarial review of this session's facts; the same code was reported before it)
+    assert analyze_source(INDEX_COPIES) == []
+    mod = load(INDEX_COPIES)
+    for name in ("by_nonzero", "by_all", "by_tuple"):
+        rays = torch.randn(6, 3, requires_grad=True)
+        mod[name](torch.rand(6) + 0.6, torch.rand(6, 3) + 0.1, rays).sum().backward()
+        assert rays.grad is not None, name

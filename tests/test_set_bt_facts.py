@@ -3,8 +3,9 @@
 ``DTensor.to_local()`` runs a custom autograd Function, but its output is a view autograd guards only when the
 DTensor requires grad (docs/pytorch-facts.md#dtensor-local-is-custom-function). An optimizer's state never does:
 torchtitan-npu's swap optimizers write the local shard of a momentum buffer they read from the optimizer's state,
-directly or through a helper that unwraps it, and nothing raises. A DTensor read from a container that nothing
-tracks is stored state; through a helper, what the call passes decides (a model's output still counts).
+directly or through a helper that unwraps it, and nothing raises. A DTensor read from an optimizer's state
+(``X.state[p]``) is stored state; through a helper, what the call passes decides; a model's output kept in a dict or a
+list still counts.
 """
 from __future__ import annotations
 
@@ -44,8 +45,8 @@ class Swap:
         buf = state.get("momentum_buffer")
         buf.to_local().zero_()
 
-    def restore(self, states, key, cpu):
-        states[key].to_local().copy_(cpu)
+    def restore(self, key, cpu):
+        self.optimizer.state[self.param][key].to_local().copy_(cpu)
 
 
 def scaled(model, x, t):
@@ -73,10 +74,50 @@ def test_the_optimizers_state_is_written_without_error_and_the_models_output_rai
     assert torch.equal(swap.momentum().to_local(), torch.full((4,), 2.0))
     swap.reset()
     assert torch.equal(swap.momentum().to_local(), torch.zeros(4))
-    swap.restore({"m": swap.momentum()}, "m", torch.ones(4))
+    swap.restore("momentum_buffer", torch.ones(4))
+    assert torch.equal(swap.momentum().to_local(), torch.ones(4))
 
     def model(x):  # a head whose output is a DTensor that requires grad
         return DTensor.from_local(x, mesh, [Shard(0)]) * param
 
     with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
         mod["scaled"](model, torch.randn(4), 2.0)
+
+
+HELD = '''import torch
+
+
+class Head(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.cache = {}
+
+    def forward(self, x, t):
+        self.cache["h"] = self.model(x)
+        self.cache["h"].to_local().div_(t)
+        return self.cache["h"]
+
+
+def listed(model, x, t):
+    outs = [model(x)]
+    outs[0].to_local().div_(t)
+    return outs[0]
+'''
+
+
+def test_a_models_output_kept_in_a_dict_or_a_list_is_still_reported(mesh):
+    # only an optimizer's state (`X.state[...]`) is taken for stored state: a cache or a list may hold a model's output
+    from torch.distributed.tensor import DTensor, Shard
+
+    assert [(f.code, f.line) for f in analyze_source(HELD)] == [("IPV002", 12), ("IPV002", 18)]
+    mod = load(HELD)
+    w = torch.nn.Parameter(torch.randn(4))
+
+    def model(x):
+        return DTensor.from_local(x * w, mesh, [Shard(0)])
+
+    with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+        mod["Head"](model)(torch.randn(4), 2.0)
+    with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+        mod["listed"](model, torch.randn(4), 2.0)

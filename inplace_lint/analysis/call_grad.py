@@ -129,6 +129,14 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
                                     and not (through_item and not (o.certain_tensor and param_index(o) is None))
                                     else o for o in held))
 
+    def int_parameters(self) -> frozenset:
+        """This function's parameters annotated ``int``."""
+        args = getattr(self.func, "args", None)
+        if not isinstance(args, ast.arguments):
+            return frozenset()
+        return frozenset(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
+                         if isinstance(a.annotation, ast.Name) and a.annotation.id == "int")
+
     def _local_guesses(self, held: frozenset) -> tuple:
         """The parameters (annotated ``Tensor``) a tensor is known here only as a guess about: every origin a guess
         (``Origin.guess_param``) made in this function's body (not a caller's, handed on), none with grad evidence."""
@@ -155,7 +163,7 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
             ops.saved_for_backward(ops.TENSOR_METHOD if namespace == "operator" else namespace, name)
         if not entry:
             return
-        if name in _SELECTING_BY_INDEX and _reduces_along_dim(node, given):
+        if name in _SELECTING_BY_INDEX and _reduces_along_dim(node, given, self.int_parameters()):
             return  # `x.max(dim=0)`: the backward reads the indices, not `x` (derivatives.yaml's `max.dim`)
         own = [p for p in entry[2] if p < len(given) and (self.env.get(holder_of(given[p]) or "") or (
             isinstance(given[p], ast.Name) and self.untracked_guesses(given[p].id, node.lineno)))]
@@ -459,15 +467,17 @@ def _basic_view(node: ast.expr) -> bool:
 #: ``value_selecting_reduction_backward(grad, dim, indices, self.sizes(), keepdim)``); the full reduction
 #: (``x.max()``) reads both, and the binary form (``torch.max(a, b)``) reads its inputs. The generated table merges
 #: the three forms (executed on torch 2.13: ``im_map.max(dim=0)`` then a write of ``im_map`` runs backward)
-_SELECTING_BY_INDEX = frozenset({"max", "min"})
+_SELECTING_BY_INDEX = frozenset({"max", "min", "median", "nanmedian"})
 
 
-def _reduces_along_dim(call: ast.expr, given: List[ast.expr]) -> bool:
+def _reduces_along_dim(call: ast.expr, given: List[ast.expr], int_params=frozenset()) -> bool:
     """``call`` names a dimension: a ``dim`` keyword, or an integer literal where the second input would be (``x.max(0)``,
     ``torch.max(x, 1)``; position 1 of ``given``, the receiver or first argument being position 0)."""
     if isinstance(call, ast.Call) and any(k.arg == "dim" for k in call.keywords):
         return True
     second = given[1] if len(given) > 1 else None
+    if isinstance(second, ast.Name) and second.id in int_params:
+        return True  # `torch.max(y, dim)` with `dim: int`
     return second is not None and (isinstance(second, ast.Constant) and type(second.value) is int or (
         isinstance(second, ast.UnaryOp) and isinstance(second.op, ast.USub) and isinstance(second.operand, ast.Constant)
         and type(second.operand.value) is int))

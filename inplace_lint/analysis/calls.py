@@ -388,11 +388,10 @@ class CallsMixin:
             detached = (known and all(o.root_no_grad for o in known)) or is_detached(recv_node)
             if not recv and self.plain_self_call(recv_node):
                 return EMPTY  # `self._state(k).to_local()` in an optimizer or a cache: state, not an activation
-            if not recv and self.stored_value(recv_node):
-                # `state.get("momentum_buffer").to_local()`, `device_state[key].to_local()`: `to_local()` runs a
-                # custom Function whose output is a view only when the DTensor requires grad, and what a container
-                # holds that nothing tracks is stored state (an optimizer's state never requires grad), not what a
-                # model computed (docs/pytorch-facts.md#dtensor-local-is-custom-function)
+            if not recv and self.optimizer_state(recv_node):
+                # `optim.state[p].get("momentum_buffer").to_local()`: `to_local()` runs a custom Function whose output
+                # is a view only when the DTensor requires grad, and an optimizer's state never does
+                # (docs/pytorch-facts.md#dtensor-local-is-custom-function)
                 return EMPTY
             placeholders = {param_index(o) for o in recv} - {None}
             if recv and len(placeholders) == 1 and all(param_index(o) is not None for o in recv):

@@ -223,15 +223,18 @@ def stack_builders(tree: ast.Module) -> Dict[str, List[List[ast.expr]]]:
                 bound = [s for s in statements if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For))
                          and any(isinstance(n, ast.Name) and n.id == value.id for t in _targets(s) for n in ast.walk(t))]
                 built = bound[0] if len(bound) == 1 and isinstance(bound[0], (ast.Assign, ast.AnnAssign)) else None
-                if built is not None and _sequential_call(built.value) and not built.value.args \
-                        and not built.value.keywords:
-                    added = _filled(func, value.id, built)
+                if built is None or not _only_filled(func, value.id):
+                    heads = []
+                    break  # (`body.insert(0, ...)`, `del body[0]`, handed to a call: its first layer is not known)
+                if _sequential_call(built.value) and not built.value.args and not built.value.keywords:
+                    added = layer_lists.added_heads(func, lambda r, n=value.id: isinstance(r, ast.Name) and r.id == n,
+                                                    built)
                     if not added:
                         heads = []
                         break
                     heads.append(added)
                     continue
-                value = built.value if built is not None else None
+                value = built.value
             if not _sequential_call(value):
                 heads = []
                 break
@@ -241,17 +244,15 @@ def stack_builders(tree: ast.Module) -> Dict[str, List[List[ast.expr]]]:
     return out
 
 
-def _filled(func: ast.FunctionDef, name: str, built: ast.stmt) -> Optional[List[ast.expr]]:
-    """The layers that may come first in ``name = nn.Sequential()`` filled by ``name.add_module(...)``; ``None`` when
-    the function does anything else with ``name`` than fill it and return it."""
+def _only_filled(func: ast.FunctionDef, name: str) -> bool:
+    """``func`` does nothing with the local ``name`` but add layers at its end (``add_module``, ``append``,
+    ``extend``) and return it: a stack whose first layer is the one it was built with, or the first added."""
     nodes = list(walk_ast(func))
     allowed = {id(n.func.value) for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-               and n.func.attr == "add_module" and len(n.args) == 2 and not n.keywords}
+               and n.func.attr in ("add_module", "append", "extend") and not n.keywords}
     allowed |= {id(n.value) for n in nodes if isinstance(n, ast.Return)}
-    if any(isinstance(n, ast.Name) and n.id == name and n.ctx.__class__ is ast.Load and id(n) not in allowed
-           for n in nodes):
-        return None
-    return layer_lists.added_heads(func, lambda r: isinstance(r, ast.Name) and r.id == name, built)
+    return not any(isinstance(n, ast.Name) and n.id == name and n.ctx.__class__ is not ast.Store and id(n) not in allowed
+                   for n in nodes)
 
 
 def _sequential_call(value: Optional[ast.expr]) -> bool:
@@ -265,18 +266,22 @@ def _targets(stmt: ast.stmt) -> List[ast.expr]:
 def layer_parameters(func: ast.AST) -> Dict[str, Tuple[Optional[str], bool]]:
     """The parameters of ``func`` that a caller hands a layer class in (timm's ``act_layer=nn.ReLU``): name -> (the
     default as written when it is a torch layer that takes ``inplace``, :data:`ops.INPLACE_KWARG_MODULES`, else
-    ``None``: no default, ``None``, a layer without the flag, what the caller passes decides; whether the default
-    already sets the flag, ``partial(nn.ReLU, inplace=True)``). Only parameters whose name ends in ``layer``,
-    ``act`` or ``activation`` or whose default is such a layer: another parameter called with ``inplace=True`` is
-    taken for what it is (unknown)."""
+    ``None`` for a parameter with no default, whose caller decides; whether the default already sets the flag,
+    ``partial(nn.ReLU, inplace=True)``). Only parameters whose default is such a layer, or with no default and a name
+    that ends in ``layer``, ``act`` or ``activation``; not one the function binds again (``act_layer = act_layer or
+    nn.Identity``), nor one whose default is something else (``None``, a project class that may ignore the flag, as
+    timm's ``GELU(inplace=...)`` does): the default decides the ordinary use."""
     args = getattr(func, "args", None)
     if not isinstance(args, ast.arguments):
         return {}
     positional = args.posonlyargs + args.args
     defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
     defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+    rebound = {n.id for n in walk_ast(func) if isinstance(n, ast.Name) and n.ctx.__class__ is not ast.Load}
     out: Dict[str, Tuple[Optional[str], bool]] = {}
     for arg in positional + args.kwonlyargs:
+        if arg.arg in rebound:
+            continue
         default = defaults.get(arg.arg)
         preset = False
         if isinstance(default, ast.Call) and last_name(default.func) == "partial" and default.args:
@@ -285,6 +290,6 @@ def layer_parameters(func: ast.AST) -> Dict[str, Tuple[Optional[str], bool]]:
         spelled = dotted_name(default) if default is not None else None
         if spelled and spelled.rpartition(".")[2] in ops.INPLACE_KWARG_MODULES:
             out[arg.arg] = (spelled, preset)
-        elif arg.arg.lower().endswith(("layer", "act", "activation")):
+        elif arg.arg not in defaults and arg.arg.lower().endswith(("layer", "act", "activation")):
             out[arg.arg] = (None, False)
     return out

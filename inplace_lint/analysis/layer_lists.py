@@ -260,18 +260,45 @@ def _add_heads(state: _Head, added: List[ast.expr]) -> _Head:
 
 def added_heads(func: ast.AST, stack: Callable[[ast.expr], bool], built: ast.stmt) -> List[ast.expr]:
     """The layers that may come first in a stack built empty by ``built`` (``nn.Sequential()``, a statement of
-    ``func``'s own body) and then filled by ``<stack>.add_module(name, layer)`` (``stack`` says which receiver is the
-    stack): ``Module.add_module`` appends to ``_modules``, which ``Sequential.forward`` runs in order. The first call
-    after ``built`` may be any one inside a loop or a branch before the first one in ``func``'s own body, which always
-    runs (CAM++'s ``get_nonlinear`` adds "relu" first for a config string that starts with it). Whether the stack is
-    changed otherwise is the caller's to check."""
-    start = (built.lineno, built.col_offset)
-    calls = sorted((n for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                    and n.func.attr == "add_module" and len(n.args) == 2 and not n.keywords and stack(n.func.value)
-                    and (n.lineno, n.col_offset) > start), key=lambda n: (n.lineno, n.col_offset))
-    heads: List[ast.expr] = []
-    for call in calls:
-        heads.append(call.args[1])
-        if any(isinstance(s, ast.Expr) and s.value is call for s in getattr(func, "body", ())):
-            break
-    return heads
+    ``func``'s own body) and then filled by ``<stack>.add_module(name, layer)`` or ``<stack>.append(layer)`` (``stack``
+    says which receiver is the stack): both append to ``_modules``, which ``Sequential.forward`` runs in order. On
+    each path the first call after ``built`` is the first layer: a call in a loop may be the first (the loop's own
+    first call), a loop may run no pass, a branch without a call leaves it to what follows, and a call every path
+    makes ends the search (CAM++'s ``get_nonlinear`` adds "relu" first for a config string that starts with it). A
+    layer added under a name that another call adds again is replaced where it stands: not known. Whether the stack
+    is changed otherwise is the caller's to check."""
+    calls = [n for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and stack(n.func.value) and not n.keywords and (n.func.attr == "add_module" and len(n.args) == 2
+                                                               or n.func.attr == "append" and len(n.args) == 1)]
+    body = getattr(func, "body", [])
+    after = next((i for i, stmt in enumerate(body) if stmt is built), None)
+    if after is None:
+        return []
+    heads, _ = _first_calls(body[after + 1:], {id(c) for c in calls})
+    names = [c.args[0].value for c in calls if c.func.attr == "add_module" and isinstance(c.args[0], ast.Constant)]
+    return [h.args[-1] for h in heads if not (h.func.attr == "add_module" and isinstance(h.args[0], ast.Constant)
+                                              and names.count(h.args[0].value) > 1)]
+
+
+def _first_calls(stmts: Sequence[ast.stmt], calls: set) -> Tuple[List[ast.Call], bool]:
+    """The calls among ``calls`` (ids) that may run first in ``stmts``, and whether one surely runs."""
+    found: List[ast.Call] = []
+    for stmt in stmts:
+        if isinstance(stmt, ast.Expr) and id(stmt.value) in calls:
+            return found + [stmt.value], True
+        if isinstance(stmt, ast.If):
+            body, surely = _first_calls(stmt.body, calls)
+            orelse, surely_else = _first_calls(stmt.orelse, calls)
+            found += body + orelse
+            if surely and surely_else:
+                return found, True
+        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            found += _first_calls(stmt.body, calls)[0]  # (a pass runs the body's first; there may be none)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            body, surely = _first_calls(stmt.body, calls)
+            found += body
+            if surely:
+                return found, True
+        else:
+            found += [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and id(n) in calls]
+    return found, False

@@ -95,7 +95,8 @@ def _first_layers(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict
                 and counts.get(node.targets[0].attr) == 1 and isinstance(node.value, ast.Call):
             if qualify(dotted_name(node.value.func) or "") == "torch.nn.Sequential":
                 layer = _first_layer(node.value, qualify, 0, leaf)
-            elif isinstance(node.value.func, ast.Name) and node.value.func.id in stacks:
+            elif isinstance(node.value.func, ast.Name) and node.value.func.id in stacks \
+                    and not _shadowed(cls, node, node.value.func.id):
                 # `self.body = make_stack(c)`: the stack the module's function returns. Each return must give the
                 # same layer (which one runs is the call's arguments' to say); of a stack filled with `add_module`,
                 # `some_path` takes a layer that may come first (what the order is, is data: a config string)
@@ -116,6 +117,18 @@ def _first_layers(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict
     return {k: v for k, v in out.items() if k.replace(ELEMENTS, "") not in frozen}
 
 
+def _shadowed(cls: ast.ClassDef, node: ast.AST, name: str) -> bool:
+    """In the method of ``cls`` that holds ``node``, ``name`` is a parameter or a local (``def __init__(self, c,
+    block=plain): self.body = block(c)``): not the module's function of that name."""
+    for func in cls.body:
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(n is node for n in ast.walk(func)):
+            args = func.args
+            return name in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} | {
+                a.arg for a in (args.vararg, args.kwarg) if a} or any(
+                isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(func))
+    return False
+
+
 def _added_heads(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict[str, int],
                  nodes: Sequence[ast.AST]) -> Dict[str, str]:
     """``self.<attr> = nn.Sequential()`` (built empty, once, in a method's own body) and then
@@ -129,7 +142,8 @@ def _added_heads(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict[
         return {}
     for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _self_attr(node.func.value) \
-                and node.func.value.attr in empty and (node.func.attr != "add_module" or len(node.args) != 2):
+                and node.func.value.attr in empty and not (node.func.attr == "add_module" and len(node.args) == 2
+                                                           or node.func.attr == "append" and len(node.args) == 1):
             empty.pop(node.func.value.attr)  # changed otherwise: `insert`, `apply`, `add_module(**kw)`
     changed = _changed(nodes)
     out: Dict[str, str] = {}

@@ -1,5 +1,5 @@
-"""What kind of tensor an expression holds where the walk tracks nothing for it: a bool (or integer) tensor, a
-value stored in a container, a parameter already updated in place (state). A part of :class:`~.dataflow.Scope`."""
+"""What kind of tensor an expression holds where the walk tracks nothing for it: a bool (or integer) tensor, an
+optimizer's state, a parameter already updated in place (state). A part of :class:`~.dataflow.Scope`."""
 from __future__ import annotations
 
 import ast
@@ -17,13 +17,15 @@ def _is_bool_expr(node: ast.AST) -> bool:
                                             and _is_bool_expr(node.operand))
 
 
-#: functions and methods whose result is a bool tensor
+#: functions and methods whose result is a bool tensor, or an integer one that indexes (``nonzero``, ``argsort``):
+#: either needs no grad, and as an index either is advanced indexing (a copy)
 _BOOL_RESULTS = frozenset({"logical_and", "logical_or", "logical_not", "logical_xor", "isnan", "isinf", "isfinite",
-                           "isin", "eq", "ne", "gt", "lt", "ge", "le", "bool", "isclose"})
+                           "isin", "eq", "ne", "gt", "lt", "ge", "le", "bool", "isclose", "all", "any", "nonzero",
+                           "argwhere", "argsort", "argmax", "argmin", "searchsorted", "bucketize"})
 
 
 class TensorKindsMixin:
-    """``is_bool_value``, ``stored_value``, ``accumulated_params`` (a part of :class:`~.dataflow.Scope`)."""
+    """``is_bool_value``, ``optimizer_state``, ``accumulated_params`` (a part of :class:`~.dataflow.Scope`)."""
 
     bool_names: Set[str]
 
@@ -60,16 +62,23 @@ class TensorKindsMixin:
         written = {w.index for w in self.param_writes if w.via is None and not w.steps and not w.no_grad}
         return all(param_index(o) in written and not o.steps for o in recv)
 
-    def stored_value(self, node: ast.expr) -> bool:
-        """``node`` reads an item of a container (``d[k]``, ``d.get(k)``, ``d.pop(k)``), or is a local every binding
-        of which does: a value stored before, not one a call computed here."""
-        def read(value: ast.expr) -> bool:
-            return isinstance(value, ast.Subscript) and not isinstance(value.slice, ast.Slice) or (
-                isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-                and value.func.attr in ("get", "pop", "setdefault") and bool(value.args))
-        if read(node):
-            return True
+    def optimizer_state(self, node: ast.expr, depth: int = 0) -> bool:
+        """``node`` reads an optimizer's per-parameter state: an item of ``X.state`` (``optimizer.state[p]``,
+        ``optim.state.get(p, {})``, torch's ``Optimizer.state``: https://pytorch.org/docs/stable/optim.html), an item
+        of such an item (``state["momentum_buffer"]``), or a local every binding of which is one. A tensor kept there
+        (a momentum buffer, Adam's moments) never requires grad. Any other container may hold a model's output
+        (``self.cache["h"] = out``), and says nothing."""
+        if depth > 4:
+            return False
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice):
+            return self._state_container(node.value, depth)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in ("get", "pop", "setdefault") and node.args:
+            return self._state_container(node.func.value, depth)
         if isinstance(node, ast.Name) and node.id in self.assigned and node.id not in self.params:
             values = self._bindings().get(node.id)
-            return bool(values) and all(read(v) for v in values)
+            return bool(values) and all(self.optimizer_state(v, depth + 1) for v in values)
         return False
+
+    def _state_container(self, node: ast.expr, depth: int) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "state" or self.optimizer_state(node, depth + 1)
