@@ -276,3 +276,22 @@ def test_a_dimension_named_by_an_int_parameter_and_median_along_it_save_indices(
     mod = load(NAMED_DIMS)
     mod["peak"]().backward()
     mod["middle"]().backward()
+
+
+COUNTED = '''import torch
+from torch import Tensor
+
+
+def sines(matrix: Tensor) -> Tensor:
+    qu = matrix * 2
+    for i in range(3):
+        qu[..., i] = torch.sin(qu[..., i])
+    return qu
+'''
+
+
+def test_a_range_counter_as_an_index_is_basic_indexing():
+    # `qu[..., i]` with `i` from `range(3)`: an integer, so a view `sin` saved (an adversarial review's miss)
+    assert [(f.code, f.line) for f in analyze_source(COUNTED)] == [("IPV006", 8)]
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        load(COUNTED)["sines"](torch.randn(4, 3, requires_grad=True)).sum().backward()

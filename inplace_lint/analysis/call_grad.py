@@ -104,7 +104,8 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
             return
         if key is None and not self.view_subscript(arg):
             return
-        if "." not in holder and self.recording and self._local_guesses(self.env[holder]) and _basic_view(arg):
+        if "." not in holder and self.recording and self._local_guesses(self.env[holder]) \
+                and _basic_view(arg, self._range_counters()):
             # `qu = matrix * 2` with `matrix: Tensor`, then `torch.abs(qu[..., 0])`: a tensor this function computed
             # from its parameters, known only as a guess about them, marked saved as an untracked one is above;
             # through an index only basic indexing says is a view (`temp[mask] ** 3` reads a copy)
@@ -129,6 +130,12 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
                                     and not (through_item and not (o.certain_tensor and param_index(o) is None))
                                     else o for o in held))
 
+    def _range_counters(self) -> frozenset:
+        """The names the loops being walked bind from ``range(...)`` (integers)."""
+        return frozenset(loop.target.id for loop in self.loop_stack if isinstance(loop, ast.For)
+                         and isinstance(loop.target, ast.Name) and isinstance(loop.iter, ast.Call)
+                         and isinstance(loop.iter.func, ast.Name) and loop.iter.func.id == "range")
+
     def int_parameters(self) -> frozenset:
         """This function's parameters annotated ``int``."""
         args = getattr(self.func, "args", None)
@@ -145,7 +152,8 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         # (beside what needs no grad: the factory's tensor `qu = torch.empty(n, 4)` that item writes filled)
         guesses = [o for o in held if not no_grad_value(frozenset({o}))]
         if first is None or last is None or not guesses or not all(
-                o.guessed and o.guess_param >= 0 and first <= o.root_line <= last and not o.steps for o in guesses):
+                o.guessed and o.guess_param >= 0 and first <= o.root_line <= last
+                and all(st.kind is StepKind.VIEW for st in o.steps) for o in guesses):
             return ()
         return tuple(sorted({o.guess_param for o in guesses if o.guess_param < len(self.params)
                              and self.annotated_tensor(o.guess_param)}))
@@ -452,11 +460,13 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         return found
 
 
-def _basic_view(node: ast.expr) -> bool:
-    """``node`` is a name, or basic indexing of one (``qu[..., 0]``, ``x[:, 1:]``): surely a view of it, whatever
-    the walk knows of the names around (an index that is a name may be a mask: a copy)."""
+def _basic_view(node: ast.expr, counters=frozenset()) -> bool:
+    """``node`` is a name, or basic indexing of one (``qu[..., 0]``, ``x[:, 1:]``, or with ``counters``, names a
+    ``for ... in range(...)`` binds: ``qu[..., i]``): surely a view of it, whatever the walk knows of the names
+    around (another name used as an index may be a mask: a copy)."""
     while isinstance(node, ast.Subscript):
-        if not is_basic_index(node.slice):
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if not all(is_basic_index(p) or isinstance(p, ast.Name) and p.id in counters for p in parts):
             return False
         node = node.value
     return isinstance(node, ast.Name)
