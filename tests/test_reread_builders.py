@@ -202,6 +202,39 @@ class B(nn.Module):
     def forward(self, x):
         return x + self.conv(self.act(x))
 ''',
+    "builder_extends_with_a_conv_first": '''
+def make(c):
+    stack = nn.Sequential()
+    stack.extend([nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c)])
+    stack.append(nn.ReLU(inplace=True))
+    return stack
+
+
+class B(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = make(c)
+''',
+    "relu_replaced_by_item_assignment": '''
+class B(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential()
+        self.body.add_module("act", nn.ReLU(inplace=True))
+        self.body.add_module("conv", nn.Conv2d(c, c, 3, padding=1))
+        self.body[0] = nn.Identity()
+''',
+    "try_and_except_add_a_conv_first": '''
+class B(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential()
+        try:
+            self.body.add_module("conv", nn.Conv2d(c, c, 3, padding=1))
+        except ValueError:
+            self.body.add_module("conv", nn.Conv2d(c, c, 1))
+        self.body.add_module("act", nn.ReLU(inplace=True))
+''',
 }
 
 
@@ -217,3 +250,55 @@ def test_a_build_whose_first_layer_is_not_in_place_is_not_reported_and_leaves_th
     x = x0.clone()
     block(x)
     assert torch.equal(x, x0), name
+
+
+# builds whose first layer is the in-place one at default use (a second review's misses of this session's first mends)
+FIRST_INPLACE = {
+    "same_name_in_exclusive_branches": '''
+class B(nn.Module):
+    def __init__(self, c, pre_act=True):
+        super().__init__()
+        self.body = nn.Sequential()
+        if pre_act:
+            self.body.add_module("act", nn.ReLU(inplace=True))
+        else:
+            self.body.add_module("act", nn.Identity())
+        self.body.add_module("conv", nn.Conv2d(c, c, 3, padding=1))
+
+    def forward(self, x):
+        return x + self.body(x)
+''',
+    "act_layer_none_then_relu": '''
+class B(nn.Module):
+    def __init__(self, c, act_layer=None):
+        super().__init__()
+        if act_layer is None:
+            act_layer = nn.ReLU
+        self.act = act_layer(inplace=True)
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+
+    def forward(self, x):
+        return x + self.conv(self.act(x))
+''',
+    "act_layer_or_relu": '''
+class B(nn.Module):
+    def __init__(self, c, act_layer=None):
+        super().__init__()
+        act_layer = act_layer or nn.ReLU
+        self.act = act_layer(inplace=True)
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+
+    def forward(self, x):
+        return x + self.conv(self.act(x))
+''',
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIRST_INPLACE))
+def test_a_build_whose_first_layer_is_in_place_at_default_use_is_reported_and_changes_the_input(name):
+    source = "import torch\nimport torch.nn as nn\n" + FIRST_INPLACE[name]
+    assert [f.code for f in analyze_source(source)] == ["IPV007"], name
+    x0 = torch.randn(2, 3, 5, 5)
+    x = x0.clone()
+    load(source)["B"](3)(x)
+    assert not torch.equal(x, x0), name

@@ -136,3 +136,29 @@ def test_indexes_that_are_integer_or_bool_tensors_copy():
         rays = torch.randn(6, 3, requires_grad=True)
         mod[name](torch.rand(6) + 0.6, torch.rand(6, 3) + 0.1, rays).sum().backward()
         assert rays.grad is not None, name
+
+
+ARGMAX = '''import torch
+
+
+class Head(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, feats, scores):
+        h = self.lin(feats)
+        best = torch.argmax(scores)
+        loss = torch.sin(h[best]).sum()
+        h.add_(1.0)
+        return loss
+'''
+
+
+def test_an_index_from_argmax_without_a_dimension_is_a_view():
+    # 0-dim: `h[best]` selects as an integer does (`._base is h`), so `sin` saved a view of `h` (a second review's
+    # regression of the index-copies fact, executed)
+    assert [(f.code, f.line) for f in analyze_source(ARGMAX)] == [("IPV006", 13)]
+    head = load(ARGMAX)["Head"]()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        head(torch.randn(4, 3), torch.randn(4)).backward()

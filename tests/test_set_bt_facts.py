@@ -121,3 +121,33 @@ def test_a_models_output_kept_in_a_dict_or_a_list_is_still_reported(mesh):
         mod["Head"](model)(torch.randn(4), 2.0)
     with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
         mod["listed"](model, torch.randn(4), 2.0)
+
+
+OPTIMIZER_LOOPS = '''import torch
+
+
+def scale_moments(optimizer, factor):
+    for st in optimizer.state.values():
+        st["momentum_buffer"].to_local().mul_(factor)
+
+
+def update(state, grad, beta=0.9):
+    m = state["momentum_buffer"].to_local()
+    m.lerp_(grad.to_local(), 1 - beta)
+'''
+
+
+def test_an_optimizers_states_in_a_loop_or_handed_to_a_helper_are_stored_state(mesh):
+    # (a second review's false reports of the narrowed rule: a loop over `optimizer.state.values()`, a functional
+    # update given the per-parameter state)
+    from torch.distributed.tensor import DTensor, Shard
+
+    assert analyze_source(OPTIMIZER_LOOPS) == []
+    mod = load(OPTIMIZER_LOOPS)
+    param = torch.nn.Parameter(DTensor.from_local(torch.randn(4), mesh, [Shard(0)]))
+    optimizer = torch.optim.SGD([param], lr=0.1, momentum=0.9)
+    param.grad = DTensor.from_local(torch.ones(4), mesh, [Shard(0)])
+    optimizer.step()
+    mod["scale_moments"](optimizer, 2.0)
+    assert torch.equal(optimizer.state[param]["momentum_buffer"].to_local(), torch.full((4,), 2.0))
+    mod["update"](optimizer.state[param], DTensor.from_local(torch.zeros(4), mesh, [Shard(0)]))

@@ -388,9 +388,9 @@ class CallsMixin:
             detached = (known and all(o.root_no_grad for o in known)) or is_detached(recv_node)
             if not recv and self.plain_self_call(recv_node):
                 return EMPTY  # `self._state(k).to_local()` in an optimizer or a cache: state, not an activation
-            if not recv and self.optimizer_state(recv_node):
+            if not recv and self.stored_value(recv_node):
                 # `optim.state[p].get("momentum_buffer").to_local()`: `to_local()` runs a custom Function whose output
-                # is a view only when the DTensor requires grad, and an optimizer's state never does
+                # is a view only when the DTensor requires grad, and what an optimizer or a cache stored never does
                 # (docs/pytorch-facts.md#dtensor-local-is-custom-function)
                 return EMPTY
             placeholders = {param_index(o) for o in recv} - {None}

@@ -277,12 +277,24 @@ def layer_parameters(func: ast.AST) -> Dict[str, Tuple[Optional[str], bool]]:
     positional = args.posonlyargs + args.args
     defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
     defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
-    rebound = {n.id for n in walk_ast(func) if isinstance(n, ast.Name) and n.ctx.__class__ is not ast.Load}
+    rebound: Dict[str, List[ast.expr]] = {}
+    for stmt in walk_statements(func):
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For)):
+            for target in _targets(stmt):
+                for n in ast.walk(target):
+                    if isinstance(n, ast.Name):
+                        rebound.setdefault(n.id, []).append(getattr(stmt, "value", None))
     out: Dict[str, Tuple[Optional[str], bool]] = {}
     for arg in positional + args.kwonlyargs:
-        if arg.arg in rebound:
-            continue
         default = defaults.get(arg.arg)
+        if arg.arg in rebound:
+            # `act_layer = act_layer or nn.ReLU`, `if act_layer is None: act_layer = nn.ReLU`: with no default, or
+            # `None`, the torch layer every rebinding names is what the ordinary use builds
+            given = [_or_default(v, arg.arg) for v in rebound[arg.arg]]
+            if (default is None or isinstance(default, ast.Constant) and default.value is None) and given \
+                    and len(set(given)) == 1 and given[0] and given[0].rpartition(".")[2] in ops.INPLACE_KWARG_MODULES:
+                out[arg.arg] = (given[0], False)
+            continue
         preset = False
         if isinstance(default, ast.Call) and last_name(default.func) == "partial" and default.args:
             preset = is_true(kw(default, "inplace"))  # `partial(nn.ReLU, inplace=True)`
@@ -293,3 +305,11 @@ def layer_parameters(func: ast.AST) -> Dict[str, Tuple[Optional[str], bool]]:
         elif arg.arg not in defaults and arg.arg.lower().endswith(("layer", "act", "activation")):
             out[arg.arg] = (None, False)
     return out
+
+
+def _or_default(value: Optional[ast.expr], name: str) -> Optional[str]:
+    """The layer ``value`` binds the parameter ``name`` to: ``nn.ReLU`` for ``nn.ReLU`` or ``name or nn.ReLU``."""
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and len(value.values) == 2 \
+            and isinstance(value.values[0], ast.Name) and value.values[0].id == name:
+        value = value.values[1]
+    return dotted_name(value) if value is not None else None

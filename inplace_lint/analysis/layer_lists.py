@@ -260,8 +260,9 @@ def _add_heads(state: _Head, added: List[ast.expr]) -> _Head:
 
 def added_heads(func: ast.AST, stack: Callable[[ast.expr], bool], built: ast.stmt) -> List[ast.expr]:
     """The layers that may come first in a stack built empty by ``built`` (``nn.Sequential()``, a statement of
-    ``func``'s own body) and then filled by ``<stack>.add_module(name, layer)`` or ``<stack>.append(layer)`` (``stack``
-    says which receiver is the stack): both append to ``_modules``, which ``Sequential.forward`` runs in order. On
+    ``func``'s own body) and then filled by ``<stack>.add_module(name, layer)``, ``<stack>.append(layer)`` or
+    ``<stack>.extend([...])`` (``stack`` says which receiver is the stack): each appends to ``_modules``, which
+    ``Sequential.forward`` runs in order. On
     each path the first call after ``built`` is the first layer: a call in a loop may be the first (the loop's own
     first call), a loop may run no pass, a branch without a call leaves it to what follows, and a call every path
     makes ends the search (CAM++'s ``get_nonlinear`` adds "relu" first for a config string that starts with it). A
@@ -269,15 +270,42 @@ def added_heads(func: ast.AST, stack: Callable[[ast.expr], bool], built: ast.stm
     is changed otherwise is the caller's to check."""
     calls = [n for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
              and stack(n.func.value) and not n.keywords and (n.func.attr == "add_module" and len(n.args) == 2
-                                                               or n.func.attr == "append" and len(n.args) == 1)]
+                                                               or n.func.attr in ("append", "extend") and len(n.args) == 1)]
     body = getattr(func, "body", [])
     after = next((i for i, stmt in enumerate(body) if stmt is built), None)
     if after is None:
         return []
     heads, _ = _first_calls(body[after + 1:], {id(c) for c in calls})
-    names = [c.args[0].value for c in calls if c.func.attr == "add_module" and isinstance(c.args[0], ast.Constant)]
-    return [h.args[-1] for h in heads if not (h.func.attr == "add_module" and isinstance(h.args[0], ast.Constant)
-                                              and names.count(h.args[0].value) > 1)]
+    return [_added_layer(h) for h in heads if not _replaced(h, calls, body)]
+
+
+def _added_layer(call: ast.Call) -> ast.expr:
+    """The layer ``call`` adds first (``extend([a, b])``: ``a``; a list not written out: unknown, a ``None``)."""
+    if call.func.attr != "extend":
+        return call.args[-1]
+    given = call.args[0]
+    return given.elts[0] if isinstance(given, (ast.List, ast.Tuple)) and given.elts else ast.Constant(None)
+
+
+def _replaced(call: ast.Call, calls: List[ast.Call], body: Sequence[ast.stmt]) -> bool:
+    """``call`` adds a layer under a name that another call, which may run after it, adds again (the layer is then
+    replaced where it stands); not one in the other arm of an ``if`` that holds both."""
+    if call.func.attr != "add_module" or not isinstance(call.args[0], ast.Constant):
+        return False
+    others = [c for c in calls if c is not call and c.func.attr == "add_module" and isinstance(c.args[0], ast.Constant)
+              and c.args[0].value == call.args[0].value]
+    return any(not _exclusive(call, other, body) for other in others)
+
+
+def _exclusive(a: ast.AST, b: ast.AST, body: Sequence[ast.stmt]) -> bool:
+    """``a`` and ``b`` sit in the two arms of one ``if`` (only one of them runs each time it is reached)."""
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        if isinstance(node, ast.If):
+            inside = [any(x is n for part in arm for n in ast.walk(part)) for arm in (node.body, node.orelse)
+                      for x in (a, b)]
+            if inside[0] and inside[3] or inside[1] and inside[2]:
+                return True
+    return False
 
 
 def _first_calls(stmts: Sequence[ast.stmt], calls: set) -> Tuple[List[ast.Call], bool]:
@@ -294,6 +322,11 @@ def _first_calls(stmts: Sequence[ast.stmt], calls: set) -> Tuple[List[ast.Call],
                 return found, True
         elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
             found += _first_calls(stmt.body, calls)[0]  # (a pass runs the body's first; there may be none)
+        elif isinstance(stmt, ast.Try):  # (the body's first, or a handler's after the body added nothing)
+            arms = [_first_calls(stmt.body, calls)] + [_first_calls(h.body, calls) for h in stmt.handlers]
+            found += [c for heads, _ in arms for c in heads]
+            if all(surely for _, surely in arms):
+                return found, True
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             body, surely = _first_calls(stmt.body, calls)
             found += body

@@ -143,8 +143,13 @@ def _added_heads(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict[
     for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _self_attr(node.func.value) \
                 and node.func.value.attr in empty and not (node.func.attr == "add_module" and len(node.args) == 2
-                                                           or node.func.attr == "append" and len(node.args) == 1):
+                                                           or node.func.attr in ("append", "extend")
+                                                           and len(node.args) == 1):
             empty.pop(node.func.value.attr)  # changed otherwise: `insert`, `apply`, `add_module(**kw)`
+        elif isinstance(node, (ast.Assign, ast.Delete)):
+            for t in node.targets:  # `self.body[0] = nn.Identity()`, `self.body.act = nn.ReLU()`, `del self.body[0]`
+                if isinstance(t, (ast.Subscript, ast.Attribute)) and _self_attr(t.value):
+                    empty.pop(t.value.attr, None)
     changed = _changed(nodes)
     out: Dict[str, str] = {}
     for attr, built in empty.items():

@@ -1,12 +1,12 @@
-"""What kind of tensor an expression holds where the walk tracks nothing for it: a bool (or integer) tensor, an
-optimizer's state, a parameter already updated in place (state). A part of :class:`~.dataflow.Scope`."""
+"""What kind of tensor an expression holds where the walk tracks nothing for it: a bool (or integer) tensor, a
+value a container stored, a parameter already updated in place (state). A part of :class:`~.dataflow.Scope`."""
 from __future__ import annotations
 
 import ast
 from typing import Set
 
 from ..torch_facts import ops
-from .astutil import last_name
+from .astutil import dotted_name, last_name, walk_ast
 from .call_args import is_dtype_conversion
 from .summaries import param_index
 
@@ -17,15 +17,16 @@ def _is_bool_expr(node: ast.AST) -> bool:
                                             and _is_bool_expr(node.operand))
 
 
-#: functions and methods whose result is a bool tensor, or an integer one that indexes (``nonzero``, ``argsort``):
-#: either needs no grad, and as an index either is advanced indexing (a copy)
+#: functions and methods whose result is a bool tensor, or an integer one of one dimension or more that indexes
+#: (``nonzero``, ``argsort``): either needs no grad, and as an index either is advanced indexing (a copy). Not
+#: ``argmax``: without a dimension it is 0-dim, and ``x[s.argmax()]`` is a view (executed on torch 2.13)
 _BOOL_RESULTS = frozenset({"logical_and", "logical_or", "logical_not", "logical_xor", "isnan", "isinf", "isfinite",
                            "isin", "eq", "ne", "gt", "lt", "ge", "le", "bool", "isclose", "all", "any", "nonzero",
-                           "argwhere", "argsort", "argmax", "argmin", "searchsorted", "bucketize"})
+                           "argwhere", "argsort"})
 
 
 class TensorKindsMixin:
-    """``is_bool_value``, ``optimizer_state``, ``accumulated_params`` (a part of :class:`~.dataflow.Scope`)."""
+    """``is_bool_value``, ``stored_value``, ``accumulated_params`` (a part of :class:`~.dataflow.Scope`)."""
 
     bool_names: Set[str]
 
@@ -62,23 +63,51 @@ class TensorKindsMixin:
         written = {w.index for w in self.param_writes if w.via is None and not w.steps and not w.no_grad}
         return all(param_index(o) in written and not o.steps for o in recv)
 
-    def optimizer_state(self, node: ast.expr, depth: int = 0) -> bool:
-        """``node`` reads an optimizer's per-parameter state: an item of ``X.state`` (``optimizer.state[p]``,
-        ``optim.state.get(p, {})``, torch's ``Optimizer.state``: https://pytorch.org/docs/stable/optim.html), an item
-        of such an item (``state["momentum_buffer"]``), or a local every binding of which is one. A tensor kept there
-        (a momentum buffer, Adam's moments) never requires grad. Any other container may hold a model's output
-        (``self.cache["h"] = out``), and says nothing."""
+    def stored_value(self, node: ast.expr, depth: int = 0) -> bool:
+        """``node`` reads what a container held before this function ran: an item of it (``state["exp_avg"]``,
+        ``optim.state.get(p, {})``, an item of that), or a local every binding of which is one (a loop over
+        ``optimizer.state.values()`` too). Not a container this function builds (a list or dict written out here) or
+        fills with something computed (``self.cache["h"] = self.model(x)``): that may hold a model's output. A tensor
+        an optimizer or a cache stored (a momentum buffer, Adam's moments) is state, which never requires grad."""
         if depth > 4:
             return False
+        container = None
         if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice):
-            return self._state_container(node.value, depth)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            container = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr in ("get", "pop", "setdefault") and node.args:
-            return self._state_container(node.func.value, depth)
+            container = node.func.value
+        if container is not None:
+            return not self._built_here(container) and (
+                not isinstance(container, (ast.Subscript, ast.Call)) or self.stored_value(container, depth + 1))
         if isinstance(node, ast.Name) and node.id in self.assigned and node.id not in self.params:
             values = self._bindings().get(node.id)
-            return bool(values) and all(self.optimizer_state(v, depth + 1) for v in values)
+            return bool(values) and all(self.stored_value(v, depth + 1) or _state_items(v) for v in values)
         return False
 
-    def _state_container(self, node: ast.expr, depth: int) -> bool:
-        return isinstance(node, ast.Attribute) and node.attr == "state" or self.optimizer_state(node, depth + 1)
+    def _built_here(self, container: ast.expr) -> bool:
+        """This function binds ``container`` to a list, tuple, dict or comprehension it writes out, or stores a
+        computed value in one of its items."""
+        key = dotted_name(container)
+        if key is None or self.func is None or isinstance(self.func, ast.Module):
+            return False
+        for n in walk_ast(self.func):
+            if isinstance(n, ast.Assign):
+                for t in n.targets:
+                    if dotted_name(t) == key and isinstance(n.value, _BUILT):
+                        return True
+                    if isinstance(t, ast.Subscript) and dotted_name(t.value) == key \
+                            and not isinstance(n.value, ast.Constant):
+                        return True
+        return False
+
+
+#: values a function writes out as a container
+_BUILT = (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp, ast.SetComp, ast.Set)
+
+
+def _state_items(value: ast.expr) -> bool:
+    """``optimizer.state.values()`` or ``.items()``: a loop over an optimizer's per-parameter states."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+        and value.func.attr in ("values", "items") and isinstance(value.func.value, ast.Attribute) \
+        and value.func.value.attr == "state"
