@@ -224,6 +224,16 @@ class B(nn.Module):
         self.body.add_module("conv", nn.Conv2d(c, c, 3, padding=1))
         self.body[0] = nn.Identity()
 ''',
+    "loop_adds_the_relu_from_the_second_pass": '''
+class B(nn.Module):
+    def __init__(self, c, depth=3):
+        super().__init__()
+        self.body = nn.Sequential()
+        for i in range(depth):
+            if i > 0:
+                self.body.add_module(f"act{i}", nn.ReLU(inplace=True))
+            self.body.add_module(f"conv{i}", nn.Conv2d(c, c, 3, padding=1))
+''',
     "try_and_except_add_a_conv_first": '''
 class B(nn.Module):
     def __init__(self, c):
@@ -279,6 +289,19 @@ class B(nn.Module):
 
     def forward(self, x):
         return x + self.conv(self.act(x))
+''',
+    "loop_adds_the_relu_on_the_first_pass": '''
+class B(nn.Module):
+    def __init__(self, c, depth=3):
+        super().__init__()
+        self.body = nn.Sequential()
+        for i in range(depth):
+            if i == 0:
+                self.body.add_module(f"act{i}", nn.ReLU(inplace=True))
+            self.body.add_module(f"conv{i}", nn.Conv2d(c, c, 3, padding=1))
+
+    def forward(self, x):
+        return x + self.body(x)
 ''',
     "act_layer_or_relu": '''
 class B(nn.Module):

@@ -308,30 +308,64 @@ def _exclusive(a: ast.AST, b: ast.AST, body: Sequence[ast.stmt]) -> bool:
     return False
 
 
-def _first_calls(stmts: Sequence[ast.stmt], calls: set) -> Tuple[List[ast.Call], bool]:
-    """The calls among ``calls`` (ids) that may run first in ``stmts``, and whether one surely runs."""
+def _first_calls(stmts: Sequence[ast.stmt], calls: set, counter: Optional[str] = None) -> Tuple[List[ast.Call], bool]:
+    """The calls among ``calls`` (ids) that may run first in ``stmts``, and whether one surely runs. ``counter``: the
+    name a ``for ... in range(n)`` binds, 0 on the first pass, so ``if i > 0:`` skips its body there (a pre-activation
+    stack adds its activation from the second layer on)."""
     found: List[ast.Call] = []
     for stmt in stmts:
         if isinstance(stmt, ast.Expr) and id(stmt.value) in calls:
             return found + [stmt.value], True
         if isinstance(stmt, ast.If):
-            body, surely = _first_calls(stmt.body, calls)
-            orelse, surely_else = _first_calls(stmt.orelse, calls)
+            test = _at_zero(stmt.test, counter)
+            body, surely = _first_calls(stmt.body, calls, counter) if test is not False else ([], False)
+            orelse, surely_else = _first_calls(stmt.orelse, calls, counter) if test is not True else ([], False)
             found += body + orelse
-            if surely and surely_else:
+            if (surely or test is False) and (surely_else or test is True):
                 return found, True
         elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
-            found += _first_calls(stmt.body, calls)[0]  # (a pass runs the body's first; there may be none)
+            # (a pass runs the body's first; there may be none)
+            found += _first_calls(stmt.body, calls, _range_from_zero(stmt))[0]
         elif isinstance(stmt, ast.Try):  # (the body's first, or a handler's after the body added nothing)
-            arms = [_first_calls(stmt.body, calls)] + [_first_calls(h.body, calls) for h in stmt.handlers]
+            arms = [_first_calls(stmt.body, calls, counter)] + [_first_calls(h.body, calls, counter)
+                                                                for h in stmt.handlers]
             found += [c for heads, _ in arms for c in heads]
             if all(surely for _, surely in arms):
                 return found, True
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            body, surely = _first_calls(stmt.body, calls)
+            body, surely = _first_calls(stmt.body, calls, counter)
             found += body
             if surely:
                 return found, True
         else:
             found += [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and id(n) in calls]
     return found, False
+
+
+def _range_from_zero(loop: ast.stmt) -> Optional[str]:
+    """The name ``for i in range(n)`` (or ``range(0, n)``) binds: 0 on the first pass."""
+    if not isinstance(loop, ast.For) or not isinstance(loop.target, ast.Name) or not isinstance(loop.iter, ast.Call) \
+            or not (isinstance(loop.iter.func, ast.Name) and loop.iter.func.id == "range") or loop.iter.keywords:
+        return None
+    args = loop.iter.args
+    if len(args) == 1 or len(args) in (2, 3) and isinstance(args[0], ast.Constant) and args[0].value == 0:
+        return loop.target.id
+    return None
+
+
+def _at_zero(test: ast.expr, counter: Optional[str]) -> Optional[bool]:
+    """``test`` with ``counter`` 0: True, False, or None when it does not tell (``if i > 0:`` is False)."""
+    if counter is None:
+        return None
+    if isinstance(test, ast.Name) and test.id == counter:
+        return False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _at_zero(test.operand, counter)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name) \
+            and test.left.id == counter and isinstance(test.comparators[0], ast.Constant) \
+            and type(test.comparators[0].value) is int:
+        k = test.comparators[0].value
+        compare = {ast.Gt: 0 > k, ast.GtE: 0 >= k, ast.Lt: 0 < k, ast.LtE: 0 <= k, ast.Eq: 0 == k, ast.NotEq: 0 != k}
+        return compare.get(type(test.ops[0]))
+    return None
