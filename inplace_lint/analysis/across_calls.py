@@ -232,8 +232,7 @@ class AcrossCalls:
                                              named=lf.finding.origin.root is not RootKind.TENSOR):
                 continue  # what the callers pass is known: the parameter's write below is matched against it
             if lf.grad_rule and lf.param_rooted is not None and lf.finding.origin.root is RootKind.TENSOR \
-                    and not self.settings.report_in_no_grad and not self.runs_on_activations(lf.func) \
-                    and self._no_call_passes_grad(calls_to, lf.func, lf.param_rooted):
+                    and self._guess_unbacked(calls_to, lf.func, lf.param_rooted):
                 continue  # a guess about a plain function's parameter that no call backs: unknown, not reported
             if lf.grad_rule and lf.param_rooted is None and self._caller_guess_unbacked(lf.finding.origin, lf.func, calls_to):
                 continue  # (what its annotation guesses of a parameter, written through a helper at the call)
@@ -478,8 +477,12 @@ class AcrossCalls:
         summary = self.summaries.get(caller)
         if i is None and origin.guessed and summary is not None and origin.root_text in summary.params:
             i = summary.params.index(origin.root_text)  # (the tensor a parameter annotated `Tensor` stands for)
-        return i is not None and not self.settings.report_in_no_grad and not self.runs_on_activations(caller) \
-            and self._no_call_passes_grad(calls_to, caller, i)
+        return i is not None and self._guess_unbacked(calls_to, caller, i)
+
+    def _guess_unbacked(self, calls_to, qual: str, index: int) -> bool:
+        """Parameter ``index`` of ``qual``, a plain class's method, is a guess no in-project call backs with grad."""
+        return not self.settings.report_in_no_grad and not self.runs_on_activations(qual) \
+            and self._no_call_passes_grad(calls_to, qual, index)
 
     def _where(self, site: CallSite, path: str) -> str:
         if site.path == path:

@@ -248,8 +248,7 @@ def _only_filled(func: ast.FunctionDef, name: str) -> bool:
     """``func`` does nothing with the local ``name`` but add layers at its end (``add_module``, ``append``,
     ``extend``) and return it: a stack whose first layer is the one it was built with, or the first added."""
     nodes = list(walk_ast(func))
-    allowed = {id(n.func.value) for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-               and n.func.attr in ("add_module", "append", "extend") and not n.keywords}
+    allowed = {id(n.func.value) for n in nodes if layer_lists.adds_layers(n)}
     allowed |= {id(n.value) for n in nodes if isinstance(n, ast.Return)}
     return not any(isinstance(n, ast.Name) and n.id == name and n.ctx.__class__ is not ast.Store and id(n) not in allowed
                    for n in nodes)

@@ -268,15 +268,21 @@ def added_heads(func: ast.AST, stack: Callable[[ast.expr], bool], built: ast.stm
     makes ends the search (CAM++'s ``get_nonlinear`` adds "relu" first for a config string that starts with it). A
     layer added under a name that another call adds again is replaced where it stands: not known. Whether the stack
     is changed otherwise is the caller's to check."""
-    calls = [n for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-             and stack(n.func.value) and not n.keywords and (n.func.attr == "add_module" and len(n.args) == 2
-                                                               or n.func.attr in ("append", "extend") and len(n.args) == 1)]
+    calls = [n for n in ast.walk(func) if adds_layers(n) and stack(n.func.value)]
     body = getattr(func, "body", [])
     after = next((i for i, stmt in enumerate(body) if stmt is built), None)
     if after is None:
         return []
     heads, _ = _first_calls(body[after + 1:], {id(c) for c in calls})
     return [_added_layer(h) for h in heads if not _replaced(h, calls, body)]
+
+
+def adds_layers(node: ast.AST) -> bool:
+    """``node`` is ``<stack>.add_module(name, layer)``, ``<stack>.append(layer)`` or ``<stack>.extend(layers)``: it adds
+    layers at the end of a stack (``<stack>`` is ``node.func.value``)."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords \
+        and (node.func.attr == "add_module" and len(node.args) == 2
+             or node.func.attr in ("append", "extend") and len(node.args) == 1)
 
 
 def _added_layer(call: ast.Call) -> ast.expr:

@@ -57,8 +57,7 @@ def first_inplace_layers(cls: ast.ClassDef, qualify: Callable[[str], str], count
             continue
         # `self.rep = nn.Sequential(*rep)` (in one arm or several): the first layer `rep` may start with on some path
         for node in assigns:
-            func = next((f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                         and any(n is node for n in ast.walk(f))), None)
+            func = _method_of(cls, node)
             for head in (layer_lists.list_heads(func, node.value.args[0].value.id, node) or ()) if func else ():
                 if isinstance(head, ast.Name):  # `down_relu = nn.LeakyReLU(0.2, True)`, bound once in `__init__`
                     bound = [a.value for a in ast.walk(func) if isinstance(a, ast.Assign) and len(a.targets) == 1
@@ -120,13 +119,19 @@ def _first_layers(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict
 def _shadowed(cls: ast.ClassDef, node: ast.AST, name: str) -> bool:
     """In the method of ``cls`` that holds ``node``, ``name`` is a parameter or a local (``def __init__(self, c,
     block=plain): self.body = block(c)``): not the module's function of that name."""
-    for func in cls.body:
-        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(n is node for n in ast.walk(func)):
-            args = func.args
-            return name in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} | {
-                a.arg for a in (args.vararg, args.kwarg) if a} or any(
-                isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(func))
-    return False
+    func = _method_of(cls, node)
+    if func is None:
+        return False
+    args = func.args
+    return name in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} | {
+        a.arg for a in (args.vararg, args.kwarg) if a} or any(
+        isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(func))
+
+
+def _method_of(cls: ast.ClassDef, node: ast.AST):
+    """The method of ``cls`` whose body holds ``node``, or None."""
+    return next((f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and any(n is node for n in ast.walk(f))), None)
 
 
 def _added_heads(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict[str, int],
@@ -142,9 +147,7 @@ def _added_heads(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict[
         return {}
     for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _self_attr(node.func.value) \
-                and node.func.value.attr in empty and not (node.func.attr == "add_module" and len(node.args) == 2
-                                                           or node.func.attr in ("append", "extend")
-                                                           and len(node.args) == 1):
+                and node.func.value.attr in empty and not layer_lists.adds_layers(node):
             empty.pop(node.func.value.attr)  # changed otherwise: `insert`, `apply`, `add_module(**kw)`
         elif isinstance(node, (ast.Assign, ast.Delete)):
             for t in node.targets:  # `self.body[0] = nn.Identity()`, `self.body.act = nn.ReLU()`, `del self.body[0]`
@@ -153,10 +156,9 @@ def _added_heads(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Dict[
     changed = _changed(nodes)
     out: Dict[str, str] = {}
     for attr, built in empty.items():
-        func = next((f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     and any(n is built for n in f.body)), None)
+        func = _method_of(cls, built)
         if func is None or attr in changed:
-            continue
+            continue  # (`added_heads` reads the calls after `built` in the method's own body)
         heads = layer_lists.added_heads(func, lambda r, a=attr: _self_attr(r) and r.attr == a, built)
         layer = next((found for h in heads if (found := _first_layer(h, qualify, 0, _inplace_layer))), None)
         if layer:
