@@ -70,21 +70,24 @@ def _same(a, b) -> bool:
         return False
 
 
-def inputs(only=None):
-    """Two float64 4x4 symmetric positive definite leaves (every linalg op accepts them); both require grad,
-    or only the one at position ``only``."""
+#: the shapes of the two tensors: 4x4 matrices first (every linalg op accepts them); an op none of the patterns
+#: runs on those is tried on each of the others in turn, and the first that runs decides (``torch.mv``: a matrix
+#: and a vector; ``torch.dot``, ``torch.outer``: two vectors; ``torch.bmm``: two batches of matrices)
+SHAPES = (((4, 4), (4, 4)), ((4, 4), (4,)), ((4,), (4,)), ((2, 4, 4), (2, 4, 4)))
+
+
+def inputs(only=None, shapes=SHAPES[0]):
+    """Two float64 leaves of ``shapes`` (a square matrix symmetric positive definite; a vector or a batch of
+    matrices made the same way, row by row); both require grad, or only the one at position ``only``."""
     import torch
 
     out = []
-    for seed in (0, 1):
-        if only is not None and seed != only:
-            g = torch.Generator().manual_seed(seed)
-            m = torch.rand(4, 4, dtype=torch.float64, generator=g)
-            out.append(m @ m.T + 4 * torch.eye(4, dtype=torch.float64))
-            continue
+    for seed, shape in zip((0, 1), shapes):
         g = torch.Generator().manual_seed(seed)
-        m = torch.rand(4, 4, dtype=torch.float64, generator=g)
-        out.append((m @ m.T + 4 * torch.eye(4, dtype=torch.float64)).requires_grad_())
+        m = torch.rand(*shape[:-2], 4, 4, dtype=torch.float64, generator=g)
+        value = m @ m.transpose(-1, -2) + 4 * torch.eye(4, dtype=torch.float64)
+        value = value[..., 0] if len(shape) == 1 else value
+        out.append(value if only is not None and seed != only else value.requires_grad_())
     return out
 
 
@@ -103,13 +106,13 @@ def call(namespace: str, name: str, pattern, x, y):
     return getattr(module, name)(x, *args)
 
 
-def _probe(facts, namespace, name, pattern, only=None):
+def _probe(facts, namespace, name, pattern, only=None, shapes=SHAPES[0]):
     """(nodes, output saved, input positions saved, output positions saved) for one call, or None when it does
     not run or builds no graph; ``only``: the position of the one input that requires grad (None: all do). The
     output positions are those of an op that returns a tuple of tensors (``torch.linalg.qr``: Q and R)."""
     import torch
 
-    x, y = inputs(only)
+    x, y = inputs(only, shapes)
     given = [x] + ([y] if "y" in pattern else [])
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -171,10 +174,15 @@ def table():
             obj = getattr(module, name, None)
             if not callable(obj) or inspect.isclass(obj):
                 continue
-            probed = [(p, r) for p, r in ((p, _probe(facts, namespace, name, p)) for p in PATTERNS) if r is not None]
-            if not probed:
-                probed = [(p, r) for p, r in ((p, _probe(facts, namespace, name, p)) for p in FALLBACK_PATTERNS)
+            probed, shapes = [], SHAPES[0]
+            for shapes in SHAPES:
+                probed = [(p, r) for p, r in ((p, _probe(facts, namespace, name, p, shapes=shapes)) for p in PATTERNS)
                           if r is not None]
+                if not probed and shapes == SHAPES[0]:
+                    probed = [(p, r) for p, r in ((p, _probe(facts, namespace, name, p)) for p in FALLBACK_PATTERNS)
+                              if r is not None]
+                if probed:
+                    break
             # the patterns that return one tensor decide the first three facts; those that return a tuple of
             # tensors (``x.max(-1)``: values and indices) only which outputs are saved
             runs = [(p, r) for p, r in probed if not r[4]]
@@ -187,7 +195,7 @@ def table():
             saved = set(range(2)) if runs else set()
             for pattern, _ in runs:
                 for position in range(1 + ("y" in pattern)):
-                    alone = _probe(facts, namespace, name, pattern, only=position)
+                    alone = _probe(facts, namespace, name, pattern, only=position, shapes=shapes)
                     if alone is None or position not in alone[2]:
                         saved.discard(position)
                 if "y" not in pattern:
@@ -199,7 +207,7 @@ def table():
             other = set(range(2)) if two else set()
             for pattern in two:
                 for position in range(2):
-                    alone = _probe(facts, namespace, name, pattern, only=1 - position)
+                    alone = _probe(facts, namespace, name, pattern, only=1 - position, shapes=shapes)
                     if alone is None or position not in alone[2]:
                         other.discard(position)
             other = sorted(other)

@@ -21,25 +21,30 @@ def test_generated_table_matches_installed_torch():
 
 
 def _runs(key):
-    """The argument patterns of ``key`` that build a graph: those of ``PATTERNS``, else the fallback ones
-    (``x.topk(2)``), as the generator tried them."""
-    runs = list(_runs_of(key, generate_saved.PATTERNS))
-    return runs or list(_runs_of(key, generate_saved.FALLBACK_PATTERNS))
+    """The argument patterns of ``key`` that build a graph, with the shapes of its two tensors, as the generator
+    tried them: those of ``PATTERNS`` on the first shapes that run any, else the fallback ones (``x.topk(2)``)."""
+    for shapes in generate_saved.SHAPES:
+        runs = list(_runs_of(key, generate_saved.PATTERNS, shapes))
+        if not runs and shapes == generate_saved.SHAPES[0]:
+            runs = list(_runs_of(key, generate_saved.FALLBACK_PATTERNS, shapes))
+        if runs:
+            return runs
+    return []
 
 
-def _runs_of(key, patterns):
+def _runs_of(key, patterns, shapes):
     namespace, _, name = key.rpartition(".")
     for pattern in patterns:
-        x, y = generate_saved.inputs()
+        x, y = generate_saved.inputs(shapes=shapes)
         try:
             out = generate_saved.call(namespace, name, pattern, x, y)
         except Exception:
             continue
         if isinstance(out, torch.Tensor) and out.grad_fn is not None:
-            yield namespace, name, pattern
+            yield namespace, name, pattern, shapes
         elif isinstance(out, tuple) and out and all(isinstance(t, torch.Tensor) for t in out) \
                 and any(t.grad_fn is not None for t in out):
-            yield namespace, name, pattern  # a tuple of tensors (torch.linalg.qr)
+            yield namespace, name, pattern, shapes  # a tuple of tensors (torch.linalg.qr)
 
 
 def _backward(out, leaves):
@@ -53,13 +58,13 @@ def test_each_fact_raises_at_backward(key):
     _, saves_output, positions, other, outputs = ops.SAVED_FOR_BACKWARD[key]
     runs = list(_runs(key))
     assert runs, key
-    for namespace, name, pattern in runs:
-        x, y = generate_saved.inputs()
+    for namespace, name, pattern, shapes in runs:
+        x, y = generate_saved.inputs(shapes=shapes)
         if not isinstance(generate_saved.call(namespace, name, pattern, x, y), torch.Tensor):
             for position in outputs:
                 # a tuple-returning op (`x.max(-1)`, `torch.linalg.qr`): the output at `position` written (with
                 # grad off), the backward raises
-                x, y = generate_saved.inputs()
+                x, y = generate_saved.inputs(shapes=shapes)
                 out = generate_saved.call(namespace, name, pattern, x, y)
                 with torch.no_grad():
                     out[position].add_(1)
@@ -67,7 +72,7 @@ def test_each_fact_raises_at_backward(key):
                     _backward(out, [x, y])
             continue
         if saves_output:
-            x, y = generate_saved.inputs()
+            x, y = generate_saved.inputs(shapes=shapes)
             out = generate_saved.call(namespace, name, pattern, x, y)
             with torch.no_grad():  # grad off at the write does not help: the graph was built with grad on
                 out.add_(1)
@@ -76,7 +81,7 @@ def test_each_fact_raises_at_backward(key):
         for position in positions:
             if position == 1 and "y" not in pattern:
                 continue
-            leaves = list(generate_saved.inputs(only=position))
+            leaves = list(generate_saved.inputs(only=position, shapes=shapes))
             given = [t * 1 if i == position else t for i, t in enumerate(leaves)]  # not a leaf: it may be written
             out = generate_saved.call(namespace, name, pattern, *given)
             given[position].add_(1)
@@ -86,7 +91,7 @@ def test_each_fact_raises_at_backward(key):
             if "y" not in pattern:
                 continue
             # only the other input requires grad; the one written needs none, and the backward still raises
-            leaves = list(generate_saved.inputs(only=1 - position))
+            leaves = list(generate_saved.inputs(only=1 - position, shapes=shapes))
             given = [t * 1 if t.requires_grad else t for t in leaves]
             out = generate_saved.call(namespace, name, pattern, *given)
             given[position].add_(1)
@@ -106,6 +111,9 @@ def test_table_covers_what_the_issue_names():
     # tuple-returning ops: which outputs the backward reads
     assert ops.saved_outputs("torch.linalg", "qr") == (0, 1) and ops.saved_outputs("torch", "sort") == (1,)
     assert ops.saved_outputs("torch.linalg", "eigh") == (0, 1) and ops.saved_outputs("Tensor", "exp") == ()
+    # ops that take a vector or a batch of matrices: `K.mv(alpha)` reads each for the other's gradient
+    assert ops.saved_for_other("torch", "mv") == (0, 1) and ops.saved_for_other("Tensor", "dot") == (0, 1)
+    assert ops.saved_for_other("torch", "bmm") == (0, 1)
 
 
 def _layer_call(name):

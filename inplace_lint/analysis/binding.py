@@ -271,10 +271,12 @@ class BindingMixin:
                 else value_node
             if not value and isinstance(target, ast.Name) and isinstance(own, ast.Attribute) \
                     and isinstance(own.value, ast.Name) and own.value.id == self.self_name \
-                    and self._parameter_attribute(own):
+                    and self._parameter_attribute(own) or not value and isinstance(target, ast.Name) \
+                    and isinstance(own, ast.Subscript) and self.parameter_item(own):
                 # `params = self.transform_params` (an `nn.Parameter` the class built), or its transpose
                 # (`AT = self._A.T`): the name holds that parameter, or a view of it, a tensor that requires grad
-                # (neuroreg's registration, set AT; flowtorch's linear control model, set BS)
+                # (neuroreg's registration, set AT; flowtorch's linear control model, set BS); `mu =
+                # self.params["mu"]`, an item of a dict of such leaves (torchquantlib's models, set BW)
                 value = frozenset({Origin(RootKind.TENSOR, short(value_node), value_node.lineno)})
             self.bind_name(key, value)
             if isinstance(target, ast.Name):

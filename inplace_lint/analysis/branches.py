@@ -7,7 +7,7 @@ import ast
 from typing import Optional
 
 from ..findings import Step, StepKind
-from . import conditions, init_args, local_conds, model_outputs, stack_inputs
+from . import conditions, init_args, local_conds, model_outputs, param_evidence, stack_inputs
 from .astutil import defaults, dotted_name
 from .names import qualify_dotted
 from .summaries import param_index, parameters
@@ -133,12 +133,17 @@ class ConditionsMixin:
             or (o.guess_param >= 0 and self.param_name(o.guess_param) in gated) for o in origins)
 
     def annotated_tensor(self, index: int) -> bool:
-        """Parameter ``index`` of this function is annotated ``Tensor`` (``torch.Tensor``, ``th.Tensor``, a bare
-        ``Tensor``); not another library's (``ep.Tensor`` of eagerpy, ``tf.Tensor``), whose ``+=`` may make a new
-        object (foolbox's attacks, set AO)."""
+        """Parameter ``index`` of this function is a torch tensor by its annotation (``torch.Tensor``,
+        ``th.Tensor``, a bare ``Tensor``, ``Optional[Tensor]``, ``Tensor | None``; not another library's: ``ep.Tensor``
+        of eagerpy, ``tf.Tensor``, whose ``+=`` may make a new object: foolbox's attacks, set AO), or, with no
+        annotation, by what the function does with it (:func:`.param_evidence.tensor_used`: ``v.exp()``,
+        ``torch.cos(f0 * t)``)."""
         args = getattr(self.func, "args", None)
         every = parameters(args) if args is not None else []  # (indexed as `self.params`: `*rest` included)
         annotation = every[index].annotation if index < len(every) else None
+        if annotation is None:
+            return index < len(every) and every[index].arg in self._tensor_used_params()
+        annotation = _optional_of(annotation)
         dotted = dotted_name(annotation) if annotation is not None else None
         if dotted is None or dotted.rpartition(".")[2] != "Tensor":
             return False
@@ -148,6 +153,19 @@ class ConditionsMixin:
             return True
         # `from .types import Tensor`: a project module's name (a re-export of torch's, or the project's own class)
         return self.ctx is not None and self.ctx.resolve(qual.rpartition(".")[0]) is not None
+
+    def _tensor_used_params(self) -> frozenset:
+        """This function's unannotated parameters, never bound again in it, that its body uses as tensors."""
+        key = ("tensor-used",)
+        if key not in self.local_cond_cache:
+            args = getattr(self.func, "args", None)
+            every = parameters(args) if args is not None else []
+            names = frozenset(a.arg for a in every if a.annotation is None and a.arg != self.self_name
+                              and a.arg not in self.rebound_params and a.arg not in self.assigned)
+            self.local_cond_cache[key] = param_evidence.tensor_used(
+                self.func, names, lambda d: qualify_dotted(d, self.names, self.is_local_name)[0]) if names \
+                else frozenset()
+        return self.local_cond_cache[key]
 
     def param_default(self, name: str) -> tuple:
         """``(value,)`` for a parameter's literal default, else ``()``."""
@@ -249,3 +267,14 @@ def _int_index(node: ast.expr) -> bool:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         node = node.operand
     return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _optional_of(annotation: ast.expr) -> Optional[ast.expr]:
+    """``X`` of ``Optional[X]`` or ``X | None`` (``None | X``); ``annotation`` itself otherwise."""
+    if isinstance(annotation, ast.Subscript) and dotted_name(annotation.value) in ("Optional", "typing.Optional"):
+        return annotation.slice
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [annotation.left, annotation.right]
+        rest = [x for x in sides if not (isinstance(x, ast.Constant) and x.value is None)]
+        return rest[0] if len(rest) == 1 else None
+    return annotation

@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional
 
 from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind
 from ..torch_facts import ops
-from .astutil import dotted_name, is_false, is_str_constant, kw, last_name, short, values_bound, walk_ast
+from .astutil import dotted_name, is_false, is_str_constant, kw, last_name, short
 from .grad_reads import GradReadsMixin
 from .layer_inputs import LayerInputsMixin
 from .param_guesses import ParamGuessesMixin
@@ -105,7 +105,7 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         if key is None and not self.view_subscript(arg):
             return
         if "." not in holder and self.recording and self._local_guesses(self.env[holder]) \
-                and _basic_view(arg, self._range_counters()):
+                and _basic_view(arg, self.known_ints()):
             # `qu = matrix * 2` with `matrix: Tensor`, then `torch.abs(qu[..., 0])`: a tensor this function computed
             # from its parameters, known only as a guess about them, marked saved as an untracked one is above;
             # through an index only basic indexing says is a view (`temp[mask] ** 3` reads a copy)
@@ -129,6 +129,10 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
                 self.hold(name, cap(o.extend(step) if o.is_tensor and (param_index(o) is not None or o.grad_evidence)
                                     and not (through_item and not (o.certain_tensor and param_index(o) is None))
                                     else o for o in held))
+
+    def known_ints(self) -> frozenset:
+        """Names that hold Python ints here: parameters annotated ``int`` and ``range`` counters."""
+        return self.int_parameters() | self._range_counters()
 
     def _range_counters(self) -> frozenset:
         """The names the loops being walked bind from ``range(...)`` (integers)."""
@@ -270,6 +274,8 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         ``guess`` >= 0: the other input requires grad only when parameter ``guess`` (annotated ``Tensor``) does
         (``p * tree[j]`` with ``p`` computed from it): a tensor known here (not a list's item) gets, beside what
         it holds, a tensor marked saved under that guess, which the callers decide (``Origin.guess_param``)."""
+        while isinstance(arg, ast.Attribute) and arg.attr in _ATTRIBUTE_VIEWS:
+            arg = arg.value  # (`R.mT` saved is `R`'s storage saved)
         key = holder_of(arg)
         if key is None or self._output_read_without_grad(call):
             return
@@ -280,10 +286,12 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         for name in self.sharing_storage(key):
             origins = self.env.get(name)
             if guess >= 0:
-                # (a tensor made here: the caller's own tensor, a parameter, is its callers' to decide)
+                # (a tensor made here, or a parameter that is surely a tensor: saved and written here, it makes
+                # the backward raise whatever the caller passed for it; the other input's callers decide)
                 if origins and any(o.is_tensor and o.certain_tensor and param_index(o) is None
                                    and o.root_text not in self.params for o in origins) \
-                        or not origins and name == key and self.torch_made(name):
+                        or not origins and name == key and self.torch_made(name) \
+                        or self._tensor_param_here(name, guess):
                     condition = f"it does when `{self.params[guess]}` requires grad"
                     self.hold(name, cap(set(origins or ()) | {Origin(RootKind.TENSOR, name, line, guessed=True,
                                                                guess_param=guess, condition=condition).extend(step)}))
@@ -317,6 +325,14 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         the module keeps, untracked by the walk until an op saves it (:meth:`grad_source`)."""
         return isinstance(arg, ast.Attribute) and isinstance(arg.value, (ast.Name, ast.Attribute)) \
             and arg.attr not in ("data", "grad") and self.grad_source(arg)
+
+    def parameter_item(self, node: ast.Subscript) -> bool:
+        """``self.params["mu"]``, an item of a container of leaves that require grad built in ``__init__`` (or
+        handed to a base's ``__init__``: :mod:`.param_containers`)."""
+        value = node.value
+        return isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
+            and value.value.id == self.self_name and bool(self.cls_qual) and self.ctx is not None \
+            and (self.ctx.attribute_builder(self.cls_qual, f"{value.attr}[]") or "").endswith(".Parameter")
 
     def backward_ran(self, node: ast.Call, positional: int = 1) -> None:
         """``loss.backward()``, ``torch.autograd.grad(loss, params)``: the backward ran and freed what the ops
@@ -382,7 +398,7 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         if isinstance(node, ast.UnaryOp):
             return self.grad_source(node.operand)
         if isinstance(node, ast.Subscript):
-            return self.grad_source(node.value)
+            return self.grad_source(node.value) or self.parameter_item(node)
         if isinstance(node, ast.Attribute) and node.attr in ("data", "grad"):
             return False  # `self.w.data`, `p.grad`: autograd does not track them
         if isinstance(node, ast.Attribute) and node.attr in ops.VIEW_ATTRIBUTES:
@@ -444,20 +460,9 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
                 return False
         return True
 
-    def torch_made(self, name: str) -> bool:
-        """Every binding of the local ``name`` in this function is ``name = torch.<op>(...)`` (a tensor, surely, that
-        the walk leaves untracked when its inputs are only guesses about parameters: ``torch.maximum(spot - k, z)``)."""
-        if name in self.params or self.func is None or isinstance(self.func, ast.Module):
-            return False
-        found = False
-        for node in walk_ast(self.func):
-            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
-                found = True
-            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
-                for value in values_bound(node, name):
-                    if not (isinstance(value, ast.Call) and self.torch_op_call(value)):
-                        return False
-        return found
+
+#: attributes that are views of the tensor they are read from (PyTorch docs: Tensor.T, Tensor.mT, Tensor.H, Tensor.mH)
+_ATTRIBUTE_VIEWS = frozenset({"T", "mT", "H", "mH"})
 
 
 def _basic_view(node: ast.expr, counters=frozenset()) -> bool:
@@ -466,7 +471,7 @@ def _basic_view(node: ast.expr, counters=frozenset()) -> bool:
     around (another name used as an index may be a mask: a copy)."""
     while isinstance(node, ast.Subscript):
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if not all(is_basic_index(p) or isinstance(p, ast.Name) and p.id in counters for p in parts):
+        if not all(is_basic_index(p, counters) for p in parts):
             return False
         node = node.value
     return isinstance(node, ast.Name)

@@ -260,6 +260,13 @@ class CallsMixin:
             return tuple_saved
         if output_saved_here(node, namespace, name) and not inplace_flag(node, name):
             return self.saved_output(node, first, first_origins)
+        if name in _TENSOR_IS_RETURNED and namespace == "torch" and any(
+                o.is_tensor or param_index(o) is not None for o in first_origins):
+            # `torch.as_tensor(t)` of a tensor is `t` itself (grad kept), a copy only for another dtype or device
+            # (PyTorch docs: torch.as_tensor, torch.asarray): what `t.to(...)` is; of what a parameter holds, a
+            # new tensor too (a number, a list)
+            made = self._factory(node) if any(param_index(o) is not None for o in first_origins) else EMPTY
+            return self.method_call(node, "to", first, first_origins, functional=True) | made
         if name in ops.FACTORY_FUNCTIONS:
             return self._factory(node)
         if not functional and (name in ops.VIEW_METHODS or name in ops.MAY_ALIAS_METHODS
@@ -271,8 +278,10 @@ class CallsMixin:
             if self._inputs_need_no_grad(node, args, kwargs):
                 return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)})
             nodes = list(node.args) + [k.value for k in node.keywords if k.arg is not None]
-            return _evidence(self.arithmetic_result(node, nodes, list(args) + [
-                kwargs.get(k.arg, EMPTY) for k in node.keywords if k.arg is not None]))
+            result = self.arithmetic_result(node, nodes, list(args) + [
+                kwargs.get(k.arg, EMPTY) for k in node.keywords if k.arg is not None])
+            # (`torch.flip(f, (-1,))` reorders `f`'s elements: a guess about a parameter stays one)
+            return result if name in _REORDERING else _evidence(result)
         return EMPTY
 
     def _is_tensor_argument(self, node: ast.expr) -> bool:
@@ -422,7 +431,8 @@ class CallsMixin:
             args = [self.eval_quiet(a) for a in node.args] if node.args else []
             if known == recv and no_grad_value(known) and self._inputs_need_no_grad(node, args, {}, receiver=known):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
-            return _evidence(self.arithmetic_result(node, [recv_node] + list(node.args), [recv] + args))
+            result = self.arithmetic_result(node, [recv_node] + list(node.args), [recv] + args)
+            return result if name in _REORDERING else _evidence(result)
         return EMPTY
 
     def view_of(self, recv_node: ast.expr, recv: frozenset, kind: StepKind, text: str, line: int,
@@ -459,6 +469,12 @@ _SHAPE_METHODS = frozenset({"reshape", "reshape_as", "flatten", "contiguous"})
 #: (``ImageOps.expand``, ``shlex.split``) they are that library's functions
 _TENSOR_OPS = (ops.VIEW_METHODS | ops.MAY_ALIAS_METHODS | ops.MULTI_VIEW_METHODS | ops.SLICED_VIEW_METHODS
                | ops.EXPAND_METHODS | ops.TENSOR_INPLACE_METHODS | ops.SAVES_OUTPUT)
+
+
+#: torch functions that only reorder their input's elements (a copy, computed from it alone)
+_REORDERING = frozenset({"flip", "fliplr", "flipud", "roll", "rot90"})
+#: ``torch.<name>(x)`` that returns ``x`` itself when it is a tensor
+_TENSOR_IS_RETURNED = frozenset({"as_tensor", "asarray"})
 
 
 def _evidence(origins: frozenset) -> frozenset:

@@ -19,24 +19,27 @@ from .env import EMPTY, cap
 from .summaries import element_kind, function_of, is_tuple_item, param_index, tuple_item_at
 
 
-def is_basic_index(node: ast.expr) -> bool:
+def is_basic_index(node: ast.expr, ints=frozenset()) -> bool:
     """``[:, :k]``, ``[0]``, ``[-1]``, ``[..., None, 1:]``: slices, integer literals, ``None`` and ``...`` are
-    basic indexing, which returns a view; anything else may be a tensor index (advanced indexing, a copy).
+    basic indexing, which returns a view; anything else may be a tensor index (advanced indexing, a copy). An
+    integer is a literal, a name in ``ints`` (an ``int`` parameter, a ``range`` counter) or arithmetic (``k - 1``).
     ``x[True]`` and ``x[False]`` are advanced indexing too: they copy (executed under torch 2.13; the
     "Indexing on ndarrays" rules torch follows, https://numpy.org/doc/stable/user/basics.indexing.html)."""
     elts = node.elts if isinstance(node, ast.Tuple) else [node]
-    return all(isinstance(e, ast.Slice) or _int_literal(e) or (isinstance(e, ast.Constant) and (
+    return all(isinstance(e, ast.Slice) or _int_literal(e, ints) or (isinstance(e, ast.Constant) and (
         e.value is None or e.value is Ellipsis)) for e in elts)
 
 
-def _int_literal(e: ast.expr) -> bool:
-    """``3``, ``-1``, ``~0``, ``+1``, ``4 - 1``: literals only: an integer (``True`` is not one here)."""
+def _int_literal(e: ast.expr, ints=frozenset()) -> bool:
+    """``3``, ``-1``, ``~0``, ``+1``, ``4 - 1``, names in ``ints``, arithmetic of them: an integer (not ``True``)."""
     if isinstance(e, ast.Constant):
         return type(e.value) is int
+    if isinstance(e, ast.Name):
+        return e.id in ints
     if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd, ast.Invert)):
-        return _int_literal(e.operand)
+        return _int_literal(e.operand, ints)
     if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)):
-        return _int_literal(e.left) and _int_literal(e.right)
+        return _int_literal(e.left, ints) and _int_literal(e.right, ints)
     return False
 
 
@@ -394,7 +397,9 @@ class ExpressionsMixin:
                     out.append(item)
             elif o.is_container:
                 out.append(o.extend(Step(element_kind(o), text, node.lineno, self.no_grad)))
-            elif is_basic_index(index):
+            elif is_basic_index(index, frozenset() if o.guessed else self.known_ints()):
+                # (an integer name indexes a view of a tensor made here: `evals[k - 1]` with `k: int`; of a
+                # guess about a parameter, the row stays untracked, for the guess's own rules)
                 out.append(o.extend(Step(StepKind.VIEW, text, node.lineno, self.no_grad)))
         if isinstance(index, ast.Compare) or (isinstance(index, ast.Name) and index.id in self.bool_names):
             # `feats[labels == k]`: a boolean mask copies, and the copy requires grad when the tensor did (by

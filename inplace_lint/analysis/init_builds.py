@@ -10,6 +10,13 @@ from typing import Dict, List, Optional, Set, Tuple
 from ..torch_facts import ops
 from . import layer_lists
 from .astutil import dotted_name, is_true, kw, last_name, walk_ast, walk_statements
+from .param_containers import init_param_containers
+
+
+#: ``nn.Module`` methods that return the module itself (PyTorch docs: Module.to, cuda, cpu, float, double, half,
+#: bfloat16, train, eval, requires_grad_, type, apply, share_memory)
+_RETURNS_SELF = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval",
+                           "requires_grad_", "type", "apply", "share_memory", "to_empty"})
 
 
 def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
@@ -35,6 +42,9 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
                     name = annotated[value.id]  # self.kernel = kernel, with `kernel: Kernel`
                     value = ast.Name(id=name) if "." not in name else ast.parse(name, mode="eval").body
                 else:
+                    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                            value.func.attr in _RETURNS_SELF and isinstance(value.func.value, ast.Call):
+                        value = value.func.value  # `Cls(...).to(device)`: a module's `to` returns the module itself
                     while isinstance(value, ast.Call) and value.args and \
                             (dotted_name(value.func) or "").rpartition(".")[2] in ops.INIT_FUNCTIONS:
                         value = value.args[0]  # `init.xavier_uniform_(nn.Parameter(...))` returns its argument
@@ -55,6 +65,8 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
                     out.setdefault(target.attr, name)
         for attr, name in container_elements(item, me).items():
             out.setdefault(f"{attr}{ELEMENTS}", name)
+        for attr, name in init_param_containers(item, me).items():
+            out.setdefault(attr, name)
     return out
 
 

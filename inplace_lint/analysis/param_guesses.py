@@ -170,10 +170,11 @@ class ParamGuessesMixin:
                 name = last_name(part.func) or ""
                 if name in _NOT_VALUE_CALLS or _number_or_gradless(part):
                     continue  # (`float(t.mean())`, `logits.argmax(-1)`, `x.detach()`: no gradient flows through)
-                torch_op = (dotted_name(part.func) or "").startswith(("torch.", "F."))
+                torch_op = (dotted_name(part.func) or "").startswith(("torch.", "F.")) or self.torch_op_call(part)
                 if _factory_form(part):
                     return None  # (`x.new_zeros(n)`: a factory's tensor, whatever `x` is)
-                if depth and not torch_op and not (isinstance(part.func, ast.Attribute) and name in _KNOWN_OPS):
+                if depth and not torch_op and not (isinstance(part.func, ast.Attribute) and (
+                        name in _KNOWN_OPS or name == "clone")):
                     return None  # a local bound to what a callable returned (`m = convert(a)`) speaks for itself
                 if isinstance(part.func, ast.Name) and not torch_op:
                     # `torch.sigmoid(lin(x))`: what a callable parameter returns is its callers' to decide, through

@@ -4,7 +4,7 @@
 - :func:`index_module`: a module's top level (imports, functions, classes, bases, ``__init__`` attributes);
 - names used as values rather than called (:func:`value_refs`, :func:`refers`): a function handed around
   may be called where no call site shows;
-- import order: :func:`imported_files`, :func:`post_order`;
+- import order: :func:`imported_files`, :func:`post_order` (from :mod:`.import_order`);
 - :class:`Resolver`: in-project names resolved through imports and re-exports, methods through the
   class hierarchy, ``self.m(...)`` dispatched to overrides (what :class:`~.project.Project` answers).
 """
@@ -16,9 +16,10 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from ..torch_facts import ops
 from .astutil import dotted_name
-from . import class_facts
+from . import class_facts, param_containers
 from .decorators import module_wrappers
 from .refs import refers, refs_text, value_refs, value_refs_in_text  # noqa: F401  (re-exported)
+from .import_order import imported_files, post_order, suffix_module  # noqa: F401  (re-exported)
 from .names import import_bindings
 from .roots import ROOT_MARKERS, find_root, is_loose, module_name  # noqa: F401  (re-exported)
 from .init_builds import init_attributes, layer_builders
@@ -91,44 +92,6 @@ def _params(node) -> Tuple[str, ...]:
     return parameter_names(node.args)
 
 
-def imported_files(targets: Iterable[str], path: str, by_module: Dict[str, str]) -> List[str]:
-    """The project files that import targets (``pkg.mod.name``) name, by their longest prefix that is a
-    project module, other than ``path`` itself, in the targets' order."""
-    out = []
-    for target in targets:
-        parts = target.split(".")
-        for cut in range(len(parts), 0, -1):
-            hit = by_module.get(".".join(parts[:cut]))
-            if hit is not None:
-                if hit != path:
-                    out.append(hit)
-                break
-    return out
-
-
-def post_order(graph: Dict[str, List[str]]) -> List[str]:
-    """Depth-first post-order of ``graph`` (file -> the files it imports), starting from each file in
-    sorted order: a file after everything it imports; cycles are cut anywhere."""
-    seen: Set[str] = set()
-    out: List[str] = []
-    for start in sorted(graph):
-        if start in seen:
-            continue
-        seen.add(start)
-        stack = [(start, iter(graph[start]))]
-        while stack:
-            current, children = stack[-1]
-            for child in children:
-                if child not in seen:
-                    seen.add(child)
-                    stack.append((child, iter(graph[child])))
-                    break
-            else:
-                stack.pop()
-                out.append(current)
-    return out
-
-
 def targets_digest(targets) -> str:
     """A short stand-in for a dispatch's targets (kept per file in the cache)."""
     return hashlib.blake2b(",".join(q for q, _ in targets).encode(), digest_size=6).hexdigest()
@@ -184,7 +147,8 @@ class Resolver:
                 missing.append(f"{module}.{head}")
             if cut < len(parts):
                 return None
-        return None
+        moved = suffix_module(self.indexes, qual) if depth == 0 else None
+        return self.resolve(moved, depth + 1, missing) if moved else None
 
     def function(self, qual: str, missing: Optional[List[str]] = None) -> Optional[Tuple[str, int]]:
         if qual in self.nested_params:
@@ -438,31 +402,31 @@ class Resolver:
     def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:
         """What ``self.<attr>`` was built from in ``__init__`` of this class, qualified: through the module's
         imports (``torch.nn.Parameter`` for ``self.raw = nn.Parameter(...)``), else as a name of the class's
-        module (``pkg.conv.make_aggr``), in the project or not; None unknown."""
-        module, _, name = cls_qual.rpartition(".")
-        index = self.indexes.get(module)
-        dotted = index.attributes.get(name, {}).get(attr) if index is not None else None
-        if dotted is None:
-            return self._base_attribute_builder(cls_qual, attr, index, module) if index is not None else None
-        head, _, rest = dotted.partition(".")
-        return index.imports[head] + (f".{rest}" if rest else "") if head in index.imports else f"{module}.{dotted}"
+        module (``pkg.conv.make_aggr``), in the project or not; a base's ``__init__`` when the class's does not
+        build it (what the class's ``super().__init__`` passed, :mod:`.param_containers`); None unknown."""
+        return param_containers.builder(self._attribute_builder(cls_qual, attr, 0))
 
-    def _base_attribute_builder(self, cls_qual: str, attr: str, index, module: str, depth: int = 0) -> Optional[str]:
-        """What a base class's ``__init__`` built ``self.<attr>`` from (``self.proj = nn.Linear(...)`` in the
-        base, ``self.proj(x)`` in a subclass), when the class itself does not build it; None unknown."""
-        info = self._class(cls_qual)
-        if depth > 8 or not info:
+    def _attribute_builder(self, cls_qual: str, attr: str, depth: int) -> Optional[str]:
+        module, _, name = cls_qual.rpartition(".")
+        index, info = self.indexes.get(module), self._class(cls_qual)
+        if index is None or depth > 8:
             return None
-        for base in info[0]:
-            head, _, rest = base.partition(".")
-            target = index.imports[head] + (f".{rest}" if rest else "") if head in index.imports \
-                else f"{module}.{base}"
-            found = self.resolve(target)
-            if found and found[0] == "class" and found[1] != cls_qual:
-                hit = self.attribute_builder(found[1], attr) if depth < 8 else None
-                if hit:
-                    return hit
-        return None
+        own = index.attributes.get(name, {})
+        dotted = own.get(attr)
+        if dotted is None:
+            for base in info[0] if info else ():
+                head, _, rest = base.partition(".")
+                found = self.resolve(index.imports[head] + (f".{rest}" if rest else "") if head in index.imports
+                                     else f"{module}.{base}")
+                if found and found[0] == "class" and found[1] != cls_qual:
+                    hit = param_containers.through_super(self._attribute_builder(found[1], attr, depth + 1), own)
+                    if hit:
+                        return hit
+            return None
+        head, _, rest = dotted.partition(".")
+        if dotted.startswith("@") or head not in index.imports:
+            return dotted if dotted.startswith("@") else f"{module}.{dotted}"
+        return index.imports[head] + (f".{rest}" if rest else "")
 
     def attribute_class(self, cls_qual: str, attr: str) -> Optional[str]:
         """The in-project class ``self.<attr>`` was built from in ``__init__`` (this class or a base)."""

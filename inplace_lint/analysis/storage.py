@@ -46,7 +46,8 @@ class StorageMixin:
                     node = node.func.value
                 else:
                     break
-            elif isinstance(node, ast.Subscript) and is_basic_index(node.slice) or _view_attribute(node):
+            elif isinstance(node, ast.Subscript) and is_basic_index(node.slice, self.known_ints()) \
+                    or _view_attribute(node):
                 node = node.value
             else:
                 break
@@ -91,7 +92,8 @@ class StorageMixin:
         ``h.view(-1)``, ``h.real`` or ``h.T`` (only a tensor has them, and they are views), and for ``h[0]`` when
         ``h`` is proven a tensor (else ``h[0]`` may be a list's item, held by its own key)."""
         node, attribute = target, False
-        while isinstance(node, ast.Subscript) and is_basic_index(node.slice) or _view_attribute(node):
+        while isinstance(node, ast.Subscript) and is_basic_index(node.slice) \
+                or _view_attribute(node):
             attribute = attribute or isinstance(node, ast.Attribute)
             node = node.value
         base = dotted_name(node) if node is not target else None

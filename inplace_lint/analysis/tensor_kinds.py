@@ -6,7 +6,7 @@ import ast
 from typing import Set
 
 from ..torch_facts import ops
-from .astutil import dotted_name, last_name, walk_ast
+from .astutil import dotted_name, last_name, values_bound, walk_ast
 from .call_args import is_dtype_conversion
 from .summaries import param_index
 
@@ -25,8 +25,13 @@ _BOOL_RESULTS = frozenset({"logical_and", "logical_or", "logical_not", "logical_
                            "argwhere", "argsort"})
 
 
+#: tensor methods that make a new tensor with its own storage (only a tensor has them)
+_MADE_BY_METHOD = frozenset({"clone", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor"})
+
+
 class TensorKindsMixin:
-    """``is_bool_value``, ``stored_value``, ``accumulated_params`` (a part of :class:`~.dataflow.Scope`)."""
+    """``is_bool_value``, ``stored_value``, ``accumulated_params``, ``torch_made`` (a part of
+    :class:`~.dataflow.Scope`)."""
 
     bool_names: Set[str]
 
@@ -100,6 +105,31 @@ class TensorKindsMixin:
                             and not isinstance(n.value, ast.Constant):
                         return True
         return False
+
+    def _tensor_param_here(self, name: str, guess: int) -> bool:
+        """``name`` is a parameter of this function (not parameter ``guess``) that is surely a tensor (annotated
+        ``Tensor``, or used as one: :meth:`annotated_tensor`) and is never bound again here."""
+        params = list(self.params)
+        return name in params and params.index(name) != guess and name not in self.rebound_params \
+            and name not in self.assigned and self.annotated_tensor(params.index(name))
+
+    def torch_made(self, name: str) -> bool:
+        """Every binding of the local ``name`` in this function is ``name = torch.<op>(...)``, ``name =
+        <expr>.clone()`` or ``name = <expr>.new_empty(...)`` (a tensor with its own storage, surely, that the walk
+        leaves untracked when its inputs are only guesses about parameters: ``torch.maximum(spot - k, z)``, ``y =
+        x.clone()``)."""
+        if name in self.params or self.func is None or isinstance(self.func, ast.Module):
+            return False
+        found = False
+        for node in walk_ast(self.func):
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
+                found = True
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+                for value in values_bound(node, name):
+                    if not (isinstance(value, ast.Call) and (self.torch_op_call(value) or (
+                            isinstance(value.func, ast.Attribute) and value.func.attr in _MADE_BY_METHOD))):
+                        return False
+        return found
 
 
 #: values a function writes out as a container
