@@ -279,3 +279,279 @@ def test_a_module_moved_to_a_device_is_still_its_class():
     out, logits = load(MOVED)["Agent"](3)(torch.randn(2, 3))
     with pytest.raises(RuntimeError, match=MODIFIED):
         out.sum().backward()
+
+
+EINSUM = '''import torch
+import torch.nn as nn
+
+
+def contract(w: torch.Tensor):
+    h = torch.zeros(3, 4)
+    y = torch.einsum("ij,jk->ik", h, w)
+    h += 1
+    return y
+
+
+def contract_sums(w: torch.Tensor):
+    h = torch.zeros(3, 4)
+    y = torch.einsum("ij,k->", h, w)
+    h += 1
+    return y
+
+
+class Cell(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 4)
+
+    def forward(self, n: int):
+        h = torch.zeros(n, 4)
+        y = h @ self.lstm.weight_hh_l0[:4].T
+        h += 1
+        return y
+'''
+
+
+def test_einsum_operands_and_a_recurrent_layers_weights():
+    """``torch.einsum`` with two operands reads each for the other's gradient, unless a label of one is summed away
+    before the product (then the product reads the sum); an LSTM's ``weight_hh_l0`` requires grad."""
+    assert [(f.code, f.line) for f in analyze_source(EINSUM)] == [("IPV006", 8), ("IPV006", 27)]
+    names = load(EINSUM)
+    w = torch.randn(4, 5, requires_grad=True)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["contract"](w).sum().backward()
+    names["contract_sums"](torch.randn(5, requires_grad=True)).backward()
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["Cell"]()(2).sum().backward()
+
+
+PLAIN = '''import torch
+
+
+def flip_signs(u, v):
+    signs = torch.sign(u[0])
+    u *= signs
+    v *= signs[:, None]
+    return u, v
+
+
+class PCA:
+    def fit(self, X):
+        U, S, Vt = torch.linalg.svd(X, full_matrices=False)
+        U, Vt = flip_signs(U, Vt)
+        self.components = Vt
+        return self
+
+
+def pca(X):
+    U, S, Vt = torch.linalg.svd(X, full_matrices=False)
+    return flip_signs(U, Vt)
+'''
+
+
+def test_a_plain_classs_guess_handed_to_a_helper_is_decided_as_in_the_method(tmp_path):
+    """``U, S, Vt = torch.linalg.svd(X)`` in a plain class's method is a guess about ``X`` that nothing backs: written by
+    the method it is not reported, and handed to a helper that writes it neither (TALENT's ``TorchPCA``, set BX);
+    the same from a free function is (its callers, or a user, may pass an ``X`` that requires grad)."""
+    pkg = tmp_path / "pk"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m.py").write_text(PLAIN)
+    project = Project(DEFAULT_SETTINGS, tmp_path)
+    project.add_file(str(pkg / "m.py"), source=PLAIN)
+    project.build()
+    found = project.findings(str(pkg / "m.py"))
+    assert [(f.line, f.code) for f in found] == [(6, "IPV006"), (7, "IPV006")]
+    assert all("passed by the call at line 21" in f.message for f in found)
+    names = load(PLAIN)
+    X = torch.randn(4, 3, requires_grad=True)
+    u, vt = names["pca"](X)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        (u.sum() + vt.sum()).backward()
+    assert names["PCA"]().fit(torch.randn(4, 3)).components.shape == (3, 3)
+
+
+FROZEN = '''import torch
+import torch.nn as nn
+
+
+class Listed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.ParameterList([nn.Parameter(torch.ones(3))])
+        for p in self.w:
+            p.requires_grad_(False)
+
+    def forward(self, n: int):
+        h = torch.ones(n)
+        y = h * self.w[0]
+        h += 1
+        return y
+
+
+class Base:
+    def __init__(self, params):
+        self.params = params
+        for v in self.params.values():
+            v.requires_grad_(False)
+
+
+class Frozen(Base):
+    def __init__(self):
+        super().__init__({"mu": torch.tensor(0.1, requires_grad=True)})
+
+    def step(self, n: int):
+        h = torch.ones(n)
+        y = h * self.params["mu"]
+        h += 1
+        return y
+
+
+class Keeps:
+    def __init__(self, params):
+        self.params = params
+
+
+class Detached(Keeps):
+    def __init__(self):
+        params = {"mu": torch.tensor(0.1, requires_grad=True)}
+        super().__init__(params)
+        self.params = {k: v.detach() for k, v in params.items()}
+
+    def step(self, n: int):
+        h = torch.ones(n)
+        y = h * self.params["mu"]
+        h += 1
+        return y
+
+
+class Explicit(Keeps):
+    def __init__(self):
+        Keeps.__init__(self, [torch.nn.Parameter(torch.ones(3)) for _ in range(2)])
+
+    def step(self, n: int):
+        h = torch.ones(n, 3)
+        y = h * self.params[0]
+        h += 1
+        return y
+
+
+def pick(x: torch.Tensor, k: int = 1):
+    k = torch.tensor([k, k])
+    evals = torch.linalg.eigvalsh(x.T @ x)
+    loss = evals[k - 1]
+    loss *= -1
+    return loss
+'''
+
+
+def test_an_adversarial_reviews_frozen_containers_rebound_ints_and_explicit_base_inits():
+    """Set BW's facts, broken by a review (/tmp/REV23, every probe executed): a container frozen in ``__init__`` (or by
+    the base that stores it), a subclass that binds the attribute again after ``super().__init__``, an ``int``
+    parameter bound to a tensor (its index is advanced indexing, a copy) are not reported; ``Base.__init__(self,
+    [...])`` of a list comprehension of parameters is."""
+    assert [(f.code, f.line) for f in analyze_source(FROZEN)] == [("IPV006", 62)]
+    names = load(FROZEN)
+    assert not names["Listed"]()(3).requires_grad
+    assert not names["Frozen"]().step(3).requires_grad
+    assert not names["Detached"]().step(3).requires_grad
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["Explicit"]().step(2).sum().backward()
+    names["pick"](torch.randn(4, 3, requires_grad=True), 2).sum().backward()
+
+
+def test_a_vendored_copy_deeper_down_is_not_the_package_an_import_names(tmp_path):
+    """``from mylayers.act import Act`` in ``app/net.py`` with a copy at ``app/third_party/mylayers/act.py``: an
+    installed ``mylayers`` runs, not the copy (only a top-level package's folder on ``sys.path`` is taken)."""
+    app = tmp_path / "app"
+    (app / "third_party" / "mylayers").mkdir(parents=True)
+    for init in (app, app / "third_party", app / "third_party" / "mylayers"):
+        (init / "__init__.py").write_text("")
+    files = {app / "net.py": NET, app / "third_party" / "mylayers" / "act.py": ACT}
+    project = Project(DEFAULT_SETTINGS, tmp_path)
+    for path, text in files.items():
+        path.write_text(text)
+        project.add_file(str(path), source=text)
+    project.build()
+    assert project.findings(str(app / "net.py")) == []
+
+
+NET = '''import torch
+import torch.nn as nn
+from mylayers.act import Act
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = Act()
+        self.w = nn.Parameter(torch.ones(3))
+
+    def forward(self, n: int):
+        p = self.act(self.w * torch.ones(n, 3))
+        y = p * 2
+        p.fill_(0)
+        return y
+'''
+ACT = '''import torch
+import torch.nn as nn
+
+
+class Act(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, -1)
+'''
+
+
+SAVES = '''import torch
+
+
+class _Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w, (g * x).sum(0)
+
+
+def run_data(n: int):
+    x = torch.ones(n, 3)
+    w = torch.ones(3)
+    y = _Scale.apply(x, w)
+    x.add_(1)
+    return y
+
+
+class Layer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(3))
+
+    def forward(self, n: int):
+        x = torch.ones(n, 3)
+        y = _Scale.apply(x, self.w)
+        x.add_(1)
+        return y
+'''
+
+
+def test_what_a_custom_functions_forward_saves_of_its_inputs(tmp_path):
+    """``ctx.save_for_backward(x, w)`` keeps the inputs: ``_Scale.apply(x, self.w)`` then ``x.add_(1)`` makes the
+    backward raise (the parameter requires grad); with no input requiring grad there is no backward (torchbvh's MLS
+    interpolation, set BX)."""
+    pkg = tmp_path / "pk"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m.py").write_text(SAVES)
+    project = Project(DEFAULT_SETTINGS, tmp_path)
+    project.add_file(str(pkg / "m.py"), source=SAVES)
+    project.build()
+    assert [(f.line, f.code) for f in project.findings(str(pkg / "m.py"))] == [(32, "IPV006")]
+    names = load(SAVES)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["Layer"]()(2).sum().backward()
+    assert not names["run_data"](2).requires_grad

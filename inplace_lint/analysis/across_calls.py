@@ -1,9 +1,9 @@
 """The pass across calls (no walking): grad-off functions, parameter origins, fix safety from callers.
 
-A function runs with grad off when it is declared so or every in-project call of it does; a parameter
-takes the origins its call sites pass (transitively); writes to parameters are matched against those
-origins and reported in the callee, naming the call site; a fix made unsafe only by a parameter
-becomes safe when every in-project call site was checked and none reads what it passed afterwards.
+A function runs with grad off when it is declared so or every in-project call of it does; a parameter takes the
+origins its call sites pass (transitively); writes to parameters are matched against those origins and reported in
+the callee, naming the call site; a fix made unsafe only by a parameter becomes safe when every in-project call site
+was checked and none reads what it passed afterwards.
 """
 from __future__ import annotations
 
@@ -471,18 +471,18 @@ class AcrossCalls:
                        related=related)
 
     def _caller_guess_unbacked(self, origin: Origin, caller: str, calls_to) -> bool:
-        """The call passes the caller's own parameter (or a view of it), and the caller is a plain class's method whose
-        callers pass nothing that requires grad: the test a write in the caller gets (``pad(x_i.unsqueeze(0))``)."""
-        i = param_index(origin)
-        summary = self.summaries.get(caller)
+        """The call passes the caller's parameter (a view of it, a guess computed from it), the caller a plain class's
+        method its callers pass nothing requiring grad: a write in the caller's test (``pad(x_i.unsqueeze(0))``)."""
+        i, summary = param_index(origin), self.summaries.get(caller)
         if i is None and origin.guessed and summary is not None and origin.root_text in summary.params:
             i = summary.params.index(origin.root_text)  # (the tensor a parameter annotated `Tensor` stands for)
+        i = origin.guess_param if i is None and origin.guess_param >= 0 else i  # (`U, S, Vt = svd(X)`)
         return i is not None and self._guess_unbacked(calls_to, caller, i)
 
     def _guess_unbacked(self, calls_to, qual: str, index: int) -> bool:
         """Parameter ``index`` of ``qual``, a plain class's method, is a guess no in-project call backs with grad."""
-        return not self.settings.report_in_no_grad and not self.runs_on_activations(qual) \
-            and self._no_call_passes_grad(calls_to, qual, index)
+        return not (self.settings.report_in_no_grad or self.runs_on_activations(qual)) and self._no_call_passes_grad(
+            calls_to, qual, index)
 
     def _where(self, site: CallSite, path: str) -> str:
         if site.path == path:

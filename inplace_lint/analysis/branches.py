@@ -134,7 +134,7 @@ class ConditionsMixin:
 
     def annotated_tensor(self, index: int) -> bool:
         """Parameter ``index`` of this function is a torch tensor by its annotation (``torch.Tensor``,
-        ``th.Tensor``, a bare ``Tensor``, ``Optional[Tensor]``, ``Tensor | None``; not another library's: ``ep.Tensor``
+        ``th.Tensor``, a bare ``Tensor``; not another library's: ``ep.Tensor``
         of eagerpy, ``tf.Tensor``, whose ``+=`` may make a new object: foolbox's attacks, set AO), or, with no
         annotation, by what the function does with it (:func:`.param_evidence.tensor_used`: ``v.exp()``,
         ``torch.cos(f0 * t)``)."""
@@ -143,7 +143,6 @@ class ConditionsMixin:
         annotation = every[index].annotation if index < len(every) else None
         if annotation is None:
             return index < len(every) and every[index].arg in self._tensor_used_params()
-        annotation = _optional_of(annotation)
         dotted = dotted_name(annotation) if annotation is not None else None
         if dotted is None or dotted.rpartition(".")[2] != "Tensor":
             return False
@@ -268,13 +267,3 @@ def _int_index(node: ast.expr) -> bool:
         node = node.operand
     return isinstance(node, ast.Constant) and type(node.value) is int
 
-
-def _optional_of(annotation: ast.expr) -> Optional[ast.expr]:
-    """``X`` of ``Optional[X]`` or ``X | None`` (``None | X``); ``annotation`` itself otherwise."""
-    if isinstance(annotation, ast.Subscript) and dotted_name(annotation.value) in ("Optional", "typing.Optional"):
-        return annotation.slice
-    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
-        sides = [annotation.left, annotation.right]
-        rest = [x for x in sides if not (isinstance(x, ast.Constant) and x.value is None)]
-        return rest[0] if len(rest) == 1 else None
-    return annotation

@@ -8,6 +8,7 @@ speaks for; an untracked expression requires grad only by evidence (a submodule'
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 from typing import Callable, Dict, List, Optional
 
@@ -17,7 +18,7 @@ from .astutil import dotted_name, is_false, is_str_constant, kw, last_name, shor
 from .grad_reads import GradReadsMixin
 from .layer_inputs import LayerInputsMixin
 from .param_guesses import ParamGuessesMixin
-from .storage import StorageMixin
+from .storage import StorageMixin, basic_view
 from .param_guesses import guessed_param  # noqa: F401 (re-exported)
 from .env import EMPTY, cap
 from .model_outputs import ALL_LAYERS
@@ -105,7 +106,7 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         if key is None and not self.view_subscript(arg):
             return
         if "." not in holder and self.recording and self._local_guesses(self.env[holder]) \
-                and _basic_view(arg, self.known_ints()):
+                and basic_view(arg, self.known_ints()):
             # `qu = matrix * 2` with `matrix: Tensor`, then `torch.abs(qu[..., 0])`: a tensor this function computed
             # from its parameters, known only as a guess about them, marked saved as an untracked one is above;
             # through an index only basic indexing says is a view (`temp[mask] ** 3` reads a copy)
@@ -141,12 +142,13 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
                          and isinstance(loop.iter.func, ast.Name) and loop.iter.func.id == "range")
 
     def int_parameters(self) -> frozenset:
-        """This function's parameters annotated ``int``."""
+        """This function's parameters annotated ``int`` (and not bound again here)."""
         args = getattr(self.func, "args", None)
         if not isinstance(args, ast.arguments):
             return frozenset()
         return frozenset(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
-                         if isinstance(a.annotation, ast.Name) and a.annotation.id == "int")
+                         if isinstance(a.annotation, ast.Name) and a.annotation.id == "int"
+                         and a.arg not in self.rebound_params and a.arg not in self.assigned)
 
     def _local_guesses(self, held: frozenset) -> tuple:
         """The parameters (annotated ``Tensor``) a tensor is known here only as a guess about: every origin a guess
@@ -413,8 +415,11 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
                 # `class MaskedLinear(nn.Linear)`: torch's `__init__` made `self.weight` a parameter
                 return self.ctx.torch_layer_base(self.cls_qual) in ops.LAYERS_SAVING_INPUT
             return owner is not None and owner.rsplit(".", 1)[-1] == "Parameter" and node.attr not in self.unsaved_layers
-        if isinstance(node, ast.Attribute) and node.attr in ("weight", "bias") and self.input_saving_layer(node.value):
-            return True  # `F.linear(x, self.proj.weight)`: a torch layer's weight requires grad, unless frozen
+        if isinstance(node, ast.Attribute) and (node.attr in ("weight", "bias") or _RECURRENT_PARAMETER.match(
+                node.attr)) and self.input_saving_layer(node.value):
+            # `F.linear(x, self.proj.weight)`, `h @ self.lstm.weight_hh_l0.T`: a torch layer's parameter requires
+            # grad, unless frozen
+            return True
         return False
 
     def plain_self_call(self, node: ast.expr) -> bool:
@@ -461,20 +466,10 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         return True
 
 
+#: the parameters of ``nn.LSTM``/``nn.GRU``/``nn.RNN`` (PyTorch docs: ``weight_ih_l[k]``, ``bias_hh_l[k]_reverse``)
+_RECURRENT_PARAMETER = re.compile(r"(weight|bias)_(ih|hh)_l\d+(_reverse)?$")
 #: attributes that are views of the tensor they are read from (PyTorch docs: Tensor.T, Tensor.mT, Tensor.H, Tensor.mH)
 _ATTRIBUTE_VIEWS = frozenset({"T", "mT", "H", "mH"})
-
-
-def _basic_view(node: ast.expr, counters=frozenset()) -> bool:
-    """``node`` is a name, or basic indexing of one (``qu[..., 0]``, ``x[:, 1:]``, or with ``counters``, names a
-    ``for ... in range(...)`` binds: ``qu[..., i]``): surely a view of it, whatever the walk knows of the names
-    around (another name used as an index may be a mask: a copy)."""
-    while isinstance(node, ast.Subscript):
-        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if not all(is_basic_index(p, counters) for p in parts):
-            return False
-        node = node.value
-    return isinstance(node, ast.Name)
 
 
 #: reductions whose form along a dimension returns (values, indices) and whose backward then scatters the gradient

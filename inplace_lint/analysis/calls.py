@@ -18,7 +18,7 @@ from .astutil import call_text, dotted_name, is_str_constant, is_true, kw, last_
 from .call_args import (DROPOUTS, dropout_condition, expands_to_itself, inplace_flag, is_dtype_conversion,
                         literal_args, module_condition, tensor_split_args, to_integer_dtype, unknown_inplace_flag)
 from .call_grad import is_detached, known_origins, needs_no_grad_arg
-from .saved_ops import output_saved_here, returns_tuple
+from .saved_ops import REORDERING, TENSOR_IS_RETURNED, einsum_operands_kept, output_saved_here, returns_tuple
 from .expressions import cut_tracking, holder_of, index_text, is_basic_index
 from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, qualify, qualify_dotted
 from .env import EMPTY, cap
@@ -222,6 +222,10 @@ class CallsMixin:
         if key and "." not in key and "[" not in key and unknown_inplace_flag(node, name):
             # the result may be the input itself: a fix rebinding it must not leave `key` behind (plan_fix)
             self.inplace_inputs.update({(o.root_text, o.root_line): key for o in result if o.root_line == node.lineno})
+        if name == "einsum" and namespace == "torch" and len(given) == 3 and einsum_operands_kept(given[0]):
+            # `torch.einsum("ij,jk->ik", a, b)`: each operand is read for the other's gradient, as `a @ b`'s are
+            # (derivatives.yaml has no einsum: it runs as bmm/mul, which save their inputs; executed on torch 2.13)
+            namespace, name, given, origins = "torch", "matmul", given[1:], origins[1:]
         self.note_saved_inputs(node, namespace, name, given, origins, lambda: ast.unparse(node.func))
         return result
 
@@ -260,7 +264,7 @@ class CallsMixin:
             return tuple_saved
         if output_saved_here(node, namespace, name) and not inplace_flag(node, name):
             return self.saved_output(node, first, first_origins)
-        if name in _TENSOR_IS_RETURNED and namespace == "torch" and any(
+        if name in TENSOR_IS_RETURNED and namespace == "torch" and any(
                 o.is_tensor or param_index(o) is not None for o in first_origins):
             # `torch.as_tensor(t)` of a tensor is `t` itself (grad kept), a copy only for another dtype or device
             # (PyTorch docs: torch.as_tensor, torch.asarray): what `t.to(...)` is; of what a parameter holds, a
@@ -281,7 +285,7 @@ class CallsMixin:
             result = self.arithmetic_result(node, nodes, list(args) + [
                 kwargs.get(k.arg, EMPTY) for k in node.keywords if k.arg is not None])
             # (`torch.flip(f, (-1,))` reorders `f`'s elements: a guess about a parameter stays one)
-            return result if name in _REORDERING else _evidence(result)
+            return result if name in REORDERING else _evidence(result)
         return EMPTY
 
     def _is_tensor_argument(self, node: ast.expr) -> bool:
@@ -305,6 +309,8 @@ class CallsMixin:
         result = self._method_call(node, name, recv_node, recv, functional)
         if name == "backward" and not functional:
             self.backward_ran(node)
+        elif name == "save_for_backward" and not functional:
+            self.note_ctx_saves(node, recv_node)
         elif not functional and not self._is_self(recv_node) and (any(o.is_tensor for o in recv) or (
                 not recv and isinstance(recv_node, ast.Name) and ops.saved_for_backward(ops.TENSOR_METHOD, name)
                 and self.untracked_guesses(recv_node.id, node.lineno))):
@@ -411,6 +417,7 @@ class CallsMixin:
             return frozenset({Origin(RootKind.CUSTOM_FUNCTION, short(node), line,
                                      root_no_grad=self.no_grad or bool(detached))})
         if name == "apply" and (last_name(recv_node) or "a").lstrip("_")[:1].isupper():
+            self.note_apply_saves(node, recv_node)
             if self.forward_returns_fresh(recv_node):
                 return EMPTY  # forward returns a new tensor, not a view of an input: in place on it is legal
             given = [(a, self.eval_quiet(a)) for a in node.args]
@@ -432,7 +439,7 @@ class CallsMixin:
             if known == recv and no_grad_value(known) and self._inputs_need_no_grad(node, args, {}, receiver=known):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             result = self.arithmetic_result(node, [recv_node] + list(node.args), [recv] + args)
-            return result if name in _REORDERING else _evidence(result)
+            return result if name in REORDERING else _evidence(result)
         return EMPTY
 
     def view_of(self, recv_node: ast.expr, recv: frozenset, kind: StepKind, text: str, line: int,
@@ -469,12 +476,6 @@ _SHAPE_METHODS = frozenset({"reshape", "reshape_as", "flatten", "contiguous"})
 #: (``ImageOps.expand``, ``shlex.split``) they are that library's functions
 _TENSOR_OPS = (ops.VIEW_METHODS | ops.MAY_ALIAS_METHODS | ops.MULTI_VIEW_METHODS | ops.SLICED_VIEW_METHODS
                | ops.EXPAND_METHODS | ops.TENSOR_INPLACE_METHODS | ops.SAVES_OUTPUT)
-
-
-#: torch functions that only reorder their input's elements (a copy, computed from it alone)
-_REORDERING = frozenset({"flip", "fliplr", "flipud", "roll", "rot90"})
-#: ``torch.<name>(x)`` that returns ``x`` itself when it is a tensor
-_TENSOR_IS_RETURNED = frozenset({"as_tensor", "asarray"})
 
 
 def _evidence(origins: frozenset) -> frozenset:

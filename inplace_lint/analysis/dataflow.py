@@ -36,6 +36,7 @@ from .init_builds import layer_builders, stack_builders
 from .call_grad import CallGradMixin
 from .binding import BindingMixin
 from .calls import CallsMixin
+from .function_saves import FunctionSavesMixin
 from .tensor_kinds import TensorKindsMixin
 from .context import AnalysisContext
 from .expressions import ExpressionsMixin
@@ -68,7 +69,8 @@ def _arg_line(args: ast.arguments, name: str) -> int:
 
 @dataclass
 class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
-            ReportingMixin, ClassFactsMixin, ConditionsMixin, LocalConditionsMixin, TensorKindsMixin):
+            ReportingMixin, ClassFactsMixin, ConditionsMixin, LocalConditionsMixin, TensorKindsMixin,
+            FunctionSavesMixin):
     """Walks one function (or module, or class) body; nested functions get a scope of their own."""
 
     settings: Settings

@@ -47,8 +47,9 @@ def suffix_module(indexes: Dict[str, object], qual: str) -> Optional[str]:
     """``qual`` (``models.stochastic_model.StochasticModel``) with the in-project module it names by a tail of its
     name put in: ``torchquantlib.models.stochastic_model.StochasticModel``, when exactly one project module's name
     ends with the longest such prefix of ``qual`` (two parts at least: a package run with its own folder on
-    ``sys.path`` imports ``from models.stochastic_model import ...``); None when no prefix names such a module, or
-    more than one does, or ``qual``'s head is itself a project package or module."""
+    ``sys.path`` imports ``from models.stochastic_model import ...``); the module's name less the tail is a top-level
+    package (a vendored copy deeper down, ``proj.vendor.models``, is another library's); None when no prefix names
+    such a module, or more than one does, or ``qual``'s head is itself a project package or module."""
     parts = qual.split(".")
     if len(parts) < 2:
         return None
@@ -57,8 +58,8 @@ def suffix_module(indexes: Dict[str, object], qual: str) -> Optional[str]:
         tails: Dict[str, Set[str]] = {}
         for module in indexes:
             names = module.split(".")
-            for start in range(1, len(names) - 1):
-                tails.setdefault(".".join(names[start:]), set()).add(module)
+            if len(names) > 2:  # (a top-level package's folder on `sys.path`, not a vendored copy deeper down)
+                tails.setdefault(".".join(names[1:]), set()).add(module)
         heads = {module.split(".")[0] for module in indexes}
         cache = suffix_module._cache = (indexes, len(indexes), tails, heads)  # type: ignore[attr-defined]
     if parts[0] in cache[3]:

@@ -14,9 +14,9 @@ from .param_containers import init_param_containers
 
 
 #: ``nn.Module`` methods that return the module itself (PyTorch docs: Module.to, cuda, cpu, float, double, half,
-#: bfloat16, train, eval, requires_grad_, type, apply, share_memory)
+#: bfloat16, train, eval, type, apply, share_memory)
 _RETURNS_SELF = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval",
-                           "requires_grad_", "type", "apply", "share_memory", "to_empty"})
+                           "type", "apply", "share_memory", "to_empty"})  # (not `requires_grad_(False)`: frozen)
 
 
 def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:

@@ -41,20 +41,42 @@ def grad_leaf(node: ast.expr) -> bool:
 
 
 def grad_leaf_container(node: Optional[ast.expr]) -> bool:
-    """A dict, list or tuple literal whose every item is a :func:`grad_leaf` (one at least), or a call of
-    ``nn.ParameterDict``/``nn.ParameterList``."""
+    """A dict, list or tuple literal (or a list comprehension) whose every item is a :func:`grad_leaf` (one at
+    least), or ``nn.ParameterDict``/``nn.ParameterList`` of one (not an empty one filled later: what is added may
+    be frozen)."""
     if isinstance(node, ast.Dict):
         return bool(node.values) and all(k is not None and grad_leaf(v) for k, v in zip(node.keys, node.values))
     if isinstance(node, (ast.List, ast.Tuple)):
         return bool(node.elts) and all(grad_leaf(e) for e in node.elts)
-    return isinstance(node, ast.Call) and (dotted_name(node.func) or "").rpartition(".")[2] in _CONTAINERS
+    if isinstance(node, ast.ListComp):
+        return grad_leaf(node.elt)
+    return isinstance(node, ast.Call) and (dotted_name(node.func) or "").rpartition(".")[2] in _CONTAINERS \
+        and len(node.args) == 1 and not node.keywords and grad_leaf_container(node.args[0])
+
+
+def _freezes(init: ast.FunctionDef) -> bool:
+    """``__init__`` turns grad off for something (``p.requires_grad_(False)``, ``p.requires_grad = False``, in a loop
+    over the container or not) or detaches: what it holds may not require grad."""
+    for node in ast.walk(init):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                node.func.attr == "requires_grad_" and node.args and not _true(node.args[0])
+                or node.func.attr in ("detach", "detach_")):
+            return True
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad"
+                                                for t in node.targets) and not _true(node.value):
+            return True
+    return False
 
 
 def init_param_containers(init: ast.FunctionDef, me: str) -> Dict[str, str]:
     """Of ``__init__`` (``me`` its ``self``): ``"<attr>[]"`` -> :data:`PARAMETER` for ``self.<attr> =`` a
     :func:`grad_leaf_container` (or a local bound once to one); ``"<attr>[]"`` -> ``"@param:<i>:<name>"`` for
-    ``self.<attr> = <name>``, the ``__init__``'s parameter ``i`` (counting after ``self``); and ``"@super:<i>"``
-    / ``"@super:<keyword>"`` -> :data:`PARAMETER` for such a container passed to ``super().__init__(...)``."""
+    ``self.<attr> = <name>``, the ``__init__``'s parameter ``i`` (counting after ``self``); ``"@super:<i>"``
+    / ``"@super:<keyword>"`` -> :data:`PARAMETER` for such a container passed to ``super().__init__(...)`` (or
+    ``Base.__init__(self, ...)``), and then ``"<attr>[]"`` -> ``"@other"`` for an attribute bound to anything else
+    (the base's link is replaced). Nothing when ``__init__`` freezes or detaches anything (:func:`_freezes`)."""
+    if _freezes(init):
+        return {}
     params = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
     bound: Dict[str, list] = {}
     for node in ast.walk(init):
@@ -73,17 +95,24 @@ def init_param_containers(init: ast.FunctionDef, me: str) -> Dict[str, str]:
             target, value = node.targets[0], node.value
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
                 if holds(value):
-                    out[f"{target.attr}[]"] = PARAMETER
+                    out.setdefault(f"{target.attr}[]", PARAMETER)
                 elif isinstance(value, ast.Name) and value.id in params and value.id not in bound:
-                    out[f"{target.attr}[]"] = f"@param:{params.index(value.id)}:{value.id}"
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__" \
-                and isinstance(node.func.value, ast.Call) and dotted_name(node.func.value.func) == "super":
-            for i, arg in enumerate(node.args):
+                    out.setdefault(f"{target.attr}[]", f"@param:{params.index(value.id)}:{value.id}")
+                else:  # (bound to anything else here: what a base's `__init__` stored there is replaced)
+                    out[f"{target.attr}[]"] = "@other"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__":
+            # `super().__init__(params)`, or `Base.__init__(self, params)`
+            args = node.args if isinstance(node.func.value, ast.Call) and dotted_name(node.func.value.func) \
+                == "super" else node.args[1:] if node.args and isinstance(node.args[0], ast.Name) \
+                and node.args[0].id == me else None
+            for i, arg in enumerate(args or ()):
                 if holds(arg):
                     out[f"@super:{i}"] = PARAMETER
             for k in node.keywords:
                 if k.arg is not None and holds(k.value):
                     out[f"@super:{k.arg}"] = PARAMETER
+    if not any(k.startswith("@super:") for k in out):  # ("@other" only blocks what a base stores of a container)
+        out = {k: v for k, v in out.items() if v != "@other"}
     return out
 
 
@@ -98,5 +127,5 @@ def through_super(found: Optional[str], own: Dict[str, str]) -> Optional[str]:
 
 
 def builder(found: Optional[str]) -> Optional[str]:
-    """``found`` less a mark no ``super().__init__`` resolved (unknown)."""
-    return None if found is None or "@param:" in found else found
+    """``found`` less a mark no ``super().__init__`` resolved, or a binding to something else (unknown)."""
+    return None if found is None or "@" in found else found

@@ -17,10 +17,11 @@ from .astutil import dotted_name
 
 #: methods of ``torch.Tensor`` that ``numpy.ndarray``, ``list``, ``str``, ``dict`` and ``nn.Module`` do not have
 #: (``to``, ``float``, ``cuda``, ``requires_grad_`` are a module's too; ``sum``, ``max``, ``reshape``, ``squeeze``,
-#: ``transpose``, ``cumsum``, ``clip``, ``split`` an array's or a string's)
+#: ``transpose``, ``view``, ``cumsum``, ``clip``, ``split`` an array's or a string's; ``abs``, ``pow`` a pandas
+#: Series')
 TENSOR_METHODS = frozenset("""
-    view view_as unsqueeze permute expand expand_as exp exp2 expm1 log log1p log2 log10 sigmoid tanh softmax
-    log_softmax sqrt rsqrt pow abs neg norm matmul mm bmm mv detach contiguous t chunk unbind narrow masked_fill
+    view_as unsqueeze permute expand expand_as exp exp2 expm1 log log1p log2 log10 sigmoid tanh softmax
+    log_softmax sqrt rsqrt neg norm matmul mm bmm mv detach contiguous t chunk unbind narrow masked_fill
     masked_scatter masked_select index_select index_add index_fill index_copy gather scatter scatter_add sin cos tan
     asin acos atan atan2 sinh cosh relu clamp clamp_min clamp_max new_zeros new_ones new_empty new_full new_tensor
     numel dim size square erf erfinv reciprocal addmm addmv baddbmm flip roll logsumexp softplus lerp sign tril triu

@@ -56,3 +56,20 @@ def returns_tuple(node: ast.Call, namespace: str, name: str) -> bool:
         extra = node.args[0 if namespace == ops.TENSOR_METHOD else 1:]
         return kw(node, "dim") is not None or bool(extra and is_int_literal(extra[0]))
     return True
+
+
+def einsum_operands_kept(equation: ast.expr) -> bool:
+    """An einsum equation with an output (``"ij,jk->ik"``) in which no label of either operand is summed away
+    before the product (one in neither the other operand nor the output: ``"ij,k->"`` sums each operand first, and
+    the product then reads the sums, not the operands)."""
+    if not is_str_constant(equation) or "->" not in equation.value:
+        return False
+    lhs, out = equation.value.replace(" ", "").split("->", 1)
+    sides = lhs.split(",")
+    return len(sides) == 2 and all(set(a) <= set(b) | set(out) for a, b in (sides, sides[::-1]))
+
+
+#: torch functions that only reorder their input's elements (a copy, computed from it alone)
+REORDERING = frozenset({"flip", "fliplr", "flipud", "roll", "rot90"})
+#: ``torch.<name>(x)`` that returns ``x`` itself when it is a tensor
+TENSOR_IS_RETURNED = frozenset({"as_tensor", "asarray"})

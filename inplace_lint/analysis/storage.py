@@ -112,3 +112,15 @@ class StorageMixin:
             held = self.env.get(name)
             if held and any(o.is_tensor for o in held):
                 self.hold(name, cap(held | saved))
+
+
+def basic_view(node: ast.expr, counters=frozenset()) -> bool:
+    """``node`` is a name, or basic indexing of one (``qu[..., 0]``, ``x[:, 1:]``, or with ``counters``, names a
+    ``for ... in range(...)`` binds: ``qu[..., i]``): surely a view of it, whatever the walk knows of the names
+    around (another name used as an index may be a mask: a copy)."""
+    while isinstance(node, ast.Subscript):
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if not all(is_basic_index(p, counters) for p in parts):
+            return False
+        node = node.value
+    return isinstance(node, ast.Name)
