@@ -555,3 +555,48 @@ def test_what_a_custom_functions_forward_saves_of_its_inputs(tmp_path):
     with pytest.raises(RuntimeError, match=MODIFIED):
         names["Layer"]()(2).sum().backward()
     assert not names["run_data"](2).requires_grad
+
+
+LAST_PASS = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x, bias: float):
+        for n, layer in enumerate(self.layers):
+            x = layer(x)
+            if n < len(self.layers) - 1:
+                x = F.relu(x)
+        x[:, 0] += bias
+        return x
+
+
+class Every(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x, bias: float):
+        for i in range(len(self.layers)):
+            x = self.layers[i](x)
+            if i != len(self.layers):
+                x = F.relu(x)
+        x[:, 0] += bias
+        return x
+'''
+
+
+def test_an_arm_the_counter_rules_out_on_the_last_pass_does_not_reach_past_the_loop():
+    """``if n < len(self.layers) - 1: x = F.relu(x)`` runs on every pass but the last: past the loop ``x`` is the last
+    layer's output, which ``Linear`` does not save (TALENT's HyperFast network, set BX); a test that holds on the last
+    pass too (``i != len(S)``) leaves the activation's output there."""
+    assert [(f.code, f.line) for f in analyze_source(LAST_PASS)] == [("IPV006", 30)]
+    names = load(LAST_PASS)
+    names["Head"]()(torch.randn(2, 4), 1.0).sum().backward()
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["Every"]()(torch.randn(2, 4), 1.0).sum().backward()

@@ -37,6 +37,7 @@ from .call_grad import CallGradMixin
 from .binding import BindingMixin
 from .calls import CallsMixin
 from .function_saves import FunctionSavesMixin
+from .loop_passes import LoopPassesMixin
 from .tensor_kinds import TensorKindsMixin
 from .context import AnalysisContext
 from .expressions import ExpressionsMixin
@@ -70,7 +71,7 @@ def _arg_line(args: ast.arguments, name: str) -> int:
 @dataclass
 class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
             ReportingMixin, ClassFactsMixin, ConditionsMixin, LocalConditionsMixin, TensorKindsMixin,
-            FunctionSavesMixin):
+            FunctionSavesMixin, LoopPassesMixin):
     """Walks one function (or module, or class) body; nested functions get a scope of their own."""
 
     settings: Settings

@@ -16,6 +16,7 @@ from ..findings import Origin
 from . import conditions, fixplan, grad, model_outputs, narrowing
 from .astutil import dotted_name, is_false, last_name, walk_statements
 from .local_conds import copy_reach, merge_reach
+from .loop_passes import last_pass_body
 from .env import EMPTY, cap, merge, merge_touched, negate, origin_key
 from .names import LITERAL_HEADS, import_bindings
 from .summaries import FunctionSummary, derived_any, function_of, located_steps, param_index, parameter_names
@@ -142,8 +143,7 @@ class StatementsMixin:
 
     def _loop(self, node, head) -> None:
         before, reach_before = dict(self.env), copy_reach(self.reach_conds)
-        # (`if c: return` in the body states `not c` for the rest of a pass: a loop may run no pass at all)
-        conds = (self.path_conds, self.local_conds)
+        conds = (self.path_conds, self.local_conds)  # (`if c: return` states `not c` for a pass; a loop may run none)
         state = self._loop_state()
         # `if torch.is_grad_enabled(): continue` (or `break`) gates the rest of one pass, not the next pass nor what
         # follows the loop (a review's misses)
@@ -168,14 +168,14 @@ class StatementsMixin:
             self.loop_stack.pop()
             self.eval_branch, self.grad_off_arm, self.nograd_keys = gates[0], gates[1], set(gates[2])
             self.path_conds, self.local_conds = conds
+        if (last := last_pass_body(node)) is not None:
+            self.last_pass(node, head, last, before)  # (`if i < len(S) - 1: x = act(x)`: not on the last pass)
         self.run_body(node.orelse)
 
     def _loop_state(self) -> tuple:
-        """What a loop's body may change, other than ``env``, that later statements read
-        (``assigned`` only matters for :data:`~.names.LITERAL_HEADS`; compared apart)."""
-        return (set(self.nograd_bound), dict(self.names), dict(self.local_funcs), dict(self.inplace_modules),
-                set(self.submodule_results), set(self.bool_names), set(self.grad_off_flags), self.redefined,
-                set(self.assigned))
+        """What a loop's body may change, other than ``env``, that later statements read (``assigned``: apart)."""
+        return (set(self.nograd_bound), dict(self.names), dict(self.local_funcs), dict(self.inplace_modules), set(
+            self.submodule_results), set(self.bool_names), set(self.grad_off_flags), self.redefined, set(self.assigned))
 
     def _reach_under(self, node: ast.If, arms: List[Dict[str, frozenset]], mark: int) -> Dict[str, list]:
         """After ``if flag: ids = ids.clone()`` (a test on a parameter; both arms go on): what each arm alone
