@@ -600,3 +600,78 @@ def test_an_arm_the_counter_rules_out_on_the_last_pass_does_not_reach_past_the_l
     names["Head"]()(torch.randn(2, 4), 1.0).sum().backward()
     with pytest.raises(RuntimeError, match=MODIFIED):
         names["Every"]()(torch.randn(2, 4), 1.0).sum().backward()
+
+
+DISPATCH = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Base(nn.Module):
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def _forward(self, x):
+        raise NotImplementedError
+
+    def _forward_inplace(self, x):
+        raise NotImplementedError
+
+    def forward(self, x):
+        return self._forward_inplace(x) if self.inplace else self._forward(x)
+
+
+class Shifted(Base):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.alpha = nn.Parameter(torch.ones(1))
+
+    def _forward(self, x):
+        if self.inplace:
+            y = x * self.alpha
+            s = torch.sin(y)
+            y.mul_(2)
+            return y * s
+        return self.alpha * F.relu(x)
+
+    def _forward_inplace(self, x):
+        y = x * self.alpha
+        s = torch.sin(y)
+        y.mul_(2)
+        return y * s
+
+
+class Direct(nn.Module):
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+        self.alpha = nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        if self.inplace:
+            F.relu_(x)
+            x.mul_(self.alpha)
+            return x
+        return self.alpha * F.relu(x)
+'''
+
+
+def test_an_arm_the_base_classs_dispatch_rules_out_is_dead(tmp_path):
+    """``forward`` runs ``_forward`` only when ``self.inplace`` is false: its ``if self.inplace:`` arm never runs
+    (torch-activation, set BY); ``_forward_inplace``'s writes and a module that tests its own flag are reported."""
+    pkg = tmp_path / "pk"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m.py").write_text(DISPATCH)
+    project = Project(DEFAULT_SETTINGS, tmp_path)
+    project.add_file(str(pkg / "m.py"), source=DISPATCH)
+    project.build()
+    assert [(f.line, f.code) for f in project.findings(str(pkg / "m.py"))] == [(37, "IPV006"), (50, "IPV006")]
+    names = load(DISPATCH)
+    x = torch.randn(4, requires_grad=True)
+    names["Shifted"]()(x * 1).sum().backward()
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["Shifted"](inplace=True)(x * 1).sum().backward()
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["Direct"](inplace=True)(x * 1).sum().backward()

@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Set, Tuple
 from ..torch_facts import ops
 from . import layer_lists
 from .astutil import dotted_name, is_true, kw, last_name, walk_ast, walk_statements
+from .dispatch import dispatch_guards
 from .param_containers import init_param_containers
 
 
@@ -67,6 +68,7 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
             out.setdefault(f"{attr}{ELEMENTS}", name)
         for attr, name in init_param_containers(item, me).items():
             out.setdefault(attr, name)
+    out.update(dispatch_guards(cls))
     return out
 
 

@@ -239,7 +239,7 @@ class StatementsMixin:
             self.narrow(narrow_body)
             if predict_off:
                 self.no_grad = True
-            self.run_body(current.body)
+            self.run_body([] if self.dead_arm(current.test) else current.body)  # (a flag the dispatch rules out)
             self.no_grad = saved_no_grad
             self.nograd_keys = set(saved_grad[0])
             arms.append(self.env)
