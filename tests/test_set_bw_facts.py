@@ -675,3 +675,48 @@ def test_an_arm_the_base_classs_dispatch_rules_out_is_dead(tmp_path):
         names["Shifted"](inplace=True)(x * 1).sum().backward()
     with pytest.raises(RuntimeError, match=MODIFIED):
         names["Direct"](inplace=True)(x * 1).sum().backward()
+
+
+SAVED_HERE = '''import torch
+import torch.nn as nn
+
+
+class Isru(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Parameter(torch.ones(1))
+
+    def forward(self, z):
+        z.div_(torch.sqrt(1 + self.a * z ** 2))
+        return z
+
+
+class IsruCopy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Parameter(torch.ones(1))
+
+    def forward(self, z):
+        return z / torch.sqrt(1 + self.a * z ** 2)
+'''
+
+
+def test_a_modules_input_saved_by_its_own_op_then_written_is_reported_under_its_guess(tmp_path):
+    """``z ** 2`` saves ``z``; ``z.div_(...)`` then makes the backward raise when ``z`` requires grad, as an
+    activation does: no call decides it, and a module's ``forward`` keeps the guess (torch-activation's ISRU and MEF
+    with ``inplace=True``, set BY)."""
+    pkg = tmp_path / "pk"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m.py").write_text(SAVED_HERE)
+    project = Project(DEFAULT_SETTINGS, tmp_path)
+    project.add_file(str(pkg / "m.py"), source=SAVED_HERE)
+    project.build()
+    found = project.findings(str(pkg / "m.py"))
+    assert [(f.line, f.code) for f in found] == [(11, "IPV006")]
+    assert "(it does when `z` requires grad)" in found[0].message
+    names = load(SAVED_HERE)
+    x = torch.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["Isru"]()(x * 1).sum().backward()
+    names["IsruCopy"]()(x * 1).sum().backward()

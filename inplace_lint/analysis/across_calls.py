@@ -1,9 +1,8 @@
 """The pass across calls (no walking): grad-off functions, parameter origins, fix safety from callers.
 
-A function runs with grad off when it is declared so or every in-project call of it does; a parameter takes the
-origins its call sites pass (transitively); writes to parameters are matched against those origins and reported in
-the callee, naming the call site; a fix made unsafe only by a parameter becomes safe when every in-project call site
-was checked and none reads what it passed afterwards.
+A function runs with grad off when declared so or when every in-project call does; a parameter takes the origins
+its call sites pass (transitively); writes to parameters are matched against those and reported in the callee, naming
+the call; a fix unsafe only by a parameter is safe when every call site was checked and none reads what it passed.
 """
 from __future__ import annotations
 
@@ -21,6 +20,7 @@ from . import conditions, grad_flags, model_outputs
 from .env import origin_key
 from .expressions import as_tensor
 from .reporting import match
+from .saved_here import SavedHereMixin
 from .refs import refers, unreached, value_refs
 from .summaries import (CallSite, FileResult, FunctionSummary, ModuleIndex, located, located_steps, param_index,
                         ran_without_grad, with_steps)
@@ -33,9 +33,8 @@ _NOT_AN_API = frozenset({"test", "tests", "testing", "examples", "example", "ben
                          "scripts", "tools"})
 
 
-class AcrossCalls:
-    """The project pass over the call sites and summaries the walks left (a part of
-    :class:`~.project.Project`, which sets these attributes and provides ``_class``)."""
+class AcrossCalls(SavedHereMixin):
+    """The project pass over the walks' call sites and summaries (part of :class:`~.project.Project`)."""
 
     settings: Settings
     root: Optional[pathlib.Path]
@@ -246,8 +245,9 @@ class AcrossCalls:
             for w in summary.writes:
                 if w.via is not None or (w.line, w.col) in out:
                     continue
-                found = self._param_finding(path, w, incoming.get((qual, w.index), {}), grad_off, calls_to)
-                if found is not None:
+                given = incoming.get((qual, w.index), {})
+                if (found := self._param_finding(path, w, given, grad_off, calls_to) or self.saved_here_finding(
+                        path, w, qual, given, grad_off, calls_to)) is not None:
                     out[(w.line, w.col)] = found
         return sorted(out.values(), key=lambda f: (f.line, f.col, f.code))
 
