@@ -503,60 +503,6 @@ class Act(nn.Module):
 '''
 
 
-SAVES = '''import torch
-
-
-class _Scale(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, w):
-        ctx.save_for_backward(x, w)
-        return x * w
-
-    @staticmethod
-    def backward(ctx, g):
-        x, w = ctx.saved_tensors
-        return g * w, (g * x).sum(0)
-
-
-def run_data(n: int):
-    x = torch.ones(n, 3)
-    w = torch.ones(3)
-    y = _Scale.apply(x, w)
-    x.add_(1)
-    return y
-
-
-class Layer(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.ones(3))
-
-    def forward(self, n: int):
-        x = torch.ones(n, 3)
-        y = _Scale.apply(x, self.w)
-        x.add_(1)
-        return y
-'''
-
-
-def test_what_a_custom_functions_forward_saves_of_its_inputs(tmp_path):
-    """``ctx.save_for_backward(x, w)`` keeps the inputs: ``_Scale.apply(x, self.w)`` then ``x.add_(1)`` makes the
-    backward raise (the parameter requires grad); with no input requiring grad there is no backward (torchbvh's MLS
-    interpolation, set BX)."""
-    pkg = tmp_path / "pk"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "m.py").write_text(SAVES)
-    project = Project(DEFAULT_SETTINGS, tmp_path)
-    project.add_file(str(pkg / "m.py"), source=SAVES)
-    project.build()
-    assert [(f.line, f.code) for f in project.findings(str(pkg / "m.py"))] == [(32, "IPV006")]
-    names = load(SAVES)
-    with pytest.raises(RuntimeError, match=MODIFIED):
-        names["Layer"]()(2).sum().backward()
-    assert not names["run_data"](2).requires_grad
-
-
 LAST_PASS = '''import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -309,8 +309,6 @@ class CallsMixin:
         result = self._method_call(node, name, recv_node, recv, functional)
         if name == "backward" and not functional:
             self.backward_ran(node)
-        elif name == "save_for_backward" and not functional:
-            self.note_ctx_saves(node, recv_node)
         elif not functional and not self._is_self(recv_node) and (any(o.is_tensor for o in recv) or (
                 not recv and isinstance(recv_node, ast.Name) and ops.saved_for_backward(ops.TENSOR_METHOD, name)
                 and self.untracked_guesses(recv_node.id, node.lineno))):
@@ -417,7 +415,6 @@ class CallsMixin:
             return frozenset({Origin(RootKind.CUSTOM_FUNCTION, short(node), line,
                                      root_no_grad=self.no_grad or bool(detached))})
         if name == "apply" and (last_name(recv_node) or "a").lstrip("_")[:1].isupper():
-            self.note_apply_saves(node, recv_node)
             if self.forward_returns_fresh(recv_node):
                 return EMPTY  # forward returns a new tensor, not a view of an input: in place on it is legal
             given = [(a, self.eval_quiet(a)) for a in node.args]

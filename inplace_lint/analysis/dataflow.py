@@ -37,7 +37,6 @@ from .call_grad import CallGradMixin
 from .binding import BindingMixin
 from .calls import CallsMixin
 from .dispatch import DispatchMixin
-from .function_saves import FunctionSavesMixin
 from .loop_passes import LoopPassesMixin
 from .tensor_kinds import TensorKindsMixin
 from .context import AnalysisContext
@@ -72,7 +71,7 @@ def _arg_line(args: ast.arguments, name: str) -> int:
 @dataclass
 class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
             ReportingMixin, ClassFactsMixin, ConditionsMixin, LocalConditionsMixin, TensorKindsMixin,
-            FunctionSavesMixin, LoopPassesMixin, DispatchMixin):
+            LoopPassesMixin, DispatchMixin):
     """Walks one function (or module, or class) body; nested functions get a scope of their own."""
 
     settings: Settings
