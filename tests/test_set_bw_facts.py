@@ -537,6 +537,66 @@ class Every(nn.Module):
 '''
 
 
+LAST_PASS_FORMS = '''import torch
+import torch.nn as nn
+
+
+class Else(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x, bias: float):
+        for n, layer in enumerate(self.layers):
+            x = layer(x)
+            if n == len(self.layers) - 1:
+                pass
+            else:
+                x = torch.sigmoid(x)
+        x[:, 0] += bias
+        return x
+
+
+class Flipped(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x, bias: float):
+        for n, layer in enumerate(self.layers):
+            x = layer(x)
+            if len(self.layers) - 1 > n:
+                x = torch.sigmoid(x)
+        x[:, 0] += bias
+        return x
+
+
+class OnlyLast(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x, bias: float):
+        for n, layer in enumerate(self.layers):
+            x = layer(x)
+            if n == len(self.layers) - 1:
+                x = torch.sigmoid(x)
+        x[:, 0] += bias
+        return x
+'''
+
+
+def test_the_last_pass_in_its_other_forms():
+    """``if n == len(S) - 1: pass`` with the activation in the ``else``, and ``len(S) - 1 > n``, leave the last layer's
+    output past the loop (a second review's false reports); an activation only on the last pass reaches it."""
+    assert [(f.code, f.line) for f in analyze_source(LAST_PASS_FORMS)] == [("IPV006", 45)]
+    names = load(LAST_PASS_FORMS)
+    for cls in ("Else", "Flipped"):
+        names[cls]()(torch.randn(2, 4), 1.0).sum().backward()
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["OnlyLast"]()(torch.randn(2, 4), 1.0).sum().backward()
+
+
 def test_an_arm_the_counter_rules_out_on_the_last_pass_does_not_reach_past_the_loop():
     """``if n < len(self.layers) - 1: x = F.relu(x)`` runs on every pass but the last: past the loop ``x`` is the last
     layer's output, which ``Linear`` does not save (TALENT's HyperFast network, set BX); a test that holds on the last

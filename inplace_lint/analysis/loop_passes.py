@@ -43,21 +43,45 @@ def _len_of(node: ast.expr, seq: str) -> bool:
         and len(node.args) == 1 and dotted_name(node.args[0]) == seq
 
 
-def not_on_last_pass(test: ast.expr, counter: str, seq: str) -> bool:
-    """``i < len(S) - 1``, ``i != len(S) - 1``, ``i + 1 < len(S)``: false on the last pass only."""
+def _last_index(node: ast.expr, counter: str, seq: str) -> Optional[str]:
+    """How ``node`` compares the counter with the last index: ``"counter"`` for ``i`` (the other side must then be
+    ``len(S) - 1``), ``"plus"`` for ``i + 1`` (against ``len(S)``), None for anything else."""
+    if isinstance(node, ast.Name) and node.id == counter:
+        return "counter"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, ast.Name) \
+            and node.left.id == counter and isinstance(node.right, ast.Constant) and node.right.value == 1:
+        return "plus"
+    return None
+
+
+def _last_test(test: ast.expr, counter: str, seq: str) -> Optional[str]:
+    """``"before"`` when ``test`` is false on the last pass only (``i < len(S) - 1``, ``i != len(S) - 1``, ``i + 1 <
+    len(S)``, or written the other way round: ``len(S) - 1 > i``), ``"last"`` when true on it only (``i == len(S) -
+    1``, ``i + 1 == len(S)``), None otherwise."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-        return False
+        return None
     left, op, right = test.left, test.ops[0], test.comparators[0]
-    if isinstance(left, ast.Name) and left.id == counter:
-        return isinstance(op, (ast.Lt, ast.NotEq)) and _len_minus_one(right, seq)
-    return isinstance(left, ast.BinOp) and isinstance(left.op, ast.Add) and isinstance(left.left, ast.Name) \
-        and left.left.id == counter and isinstance(left.right, ast.Constant) and left.right.value == 1 \
-        and isinstance(op, (ast.Lt, ast.NotEq)) and _len_of(right, seq)
+    flipped = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.NotEq: ast.NotEq, ast.Eq: ast.Eq}
+    side = _last_index(left, counter, seq)
+    if side is None and type(op) in flipped:
+        left, right, side = right, left, _last_index(right, counter, seq)
+        op = flipped[type(op)]()
+    if side is None:
+        return None
+    bound = _len_minus_one(right, seq) if side == "counter" else _len_of(right, seq)
+    if not bound:
+        return None
+    return "before" if isinstance(op, (ast.Lt, ast.NotEq)) else "last" if isinstance(op, ast.Eq) else None
+
+
+def not_on_last_pass(test: ast.expr, counter: str, seq: str) -> bool:
+    """``i < len(S) - 1``, ``i != len(S) - 1``, ``i + 1 < len(S)`` (either way round): false on the last pass only."""
+    return _last_test(test, counter, seq) == "before"
 
 
 def last_pass_body(loop: ast.stmt) -> Optional[List[ast.stmt]]:
-    """The body of ``loop``'s last pass when a top-level ``if`` of it tests the counter so that its body does not run
-    then (:func:`not_on_last_pass`): that ``if`` replaced by its ``else``; None for any other loop."""
+    """The body of ``loop``'s last pass when a top-level ``if`` of it tests the counter against the last index
+    (:func:`_last_test`): that ``if`` replaced by the arm that runs on the last pass; None for any other loop."""
     if not isinstance(loop, ast.For):
         return None
     found = _counter_and_sequence(loop)
@@ -66,8 +90,9 @@ def last_pass_body(loop: ast.stmt) -> Optional[List[ast.stmt]]:
     counter, seq = found
     body, changed = [], False
     for stmt in loop.body:
-        if isinstance(stmt, ast.If) and not_on_last_pass(stmt.test, counter, seq):
-            body.extend(stmt.orelse)
+        kind = _last_test(stmt.test, counter, seq) if isinstance(stmt, ast.If) else None
+        if kind is not None:  # (`if i == len(S) - 1: ... else: x = act(x)`: the body runs on the last pass)
+            body.extend(stmt.orelse if kind == "before" else stmt.body)
             changed = True
         else:
             body.append(stmt)
