@@ -74,11 +74,6 @@ def _last_test(test: ast.expr, counter: str, seq: str) -> Optional[str]:
     return "before" if isinstance(op, (ast.Lt, ast.NotEq)) else "last" if isinstance(op, ast.Eq) else None
 
 
-def not_on_last_pass(test: ast.expr, counter: str, seq: str) -> bool:
-    """``i < len(S) - 1``, ``i != len(S) - 1``, ``i + 1 < len(S)`` (either way round): false on the last pass only."""
-    return _last_test(test, counter, seq) == "before"
-
-
 def last_pass_body(loop: ast.stmt) -> Optional[List[ast.stmt]]:
     """The body of ``loop``'s last pass when a top-level ``if`` of it tests the counter against the last index
     (:func:`_last_test`): that ``if`` replaced by the arm that runs on the last pass; None for any other loop."""
