@@ -82,18 +82,26 @@ class Direct:
 '''
 
 
+def _project_findings(root: pathlib.Path, files: dict, path: str) -> list:
+    """``files`` (path under ``root`` -> text) written, with an empty ``__init__.py`` in each folder they are in, and
+    built as one project: the findings of ``path``."""
+    project = Project(DEFAULT_SETTINGS, root)
+    for name, text in files.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for folder in target.relative_to(root).parents:
+            if folder != pathlib.Path("."):
+                (root / folder / "__init__.py").touch()
+        target.write_text(text)
+        project.add_file(str(target), source=text)
+    project.build()
+    return project.findings(str(root / path))
+
+
 def _package(root: pathlib.Path) -> dict:
     """BASE and PATHS as ``lib/models/{base,paths}.py``, the package importing its modules as ``models.*``."""
-    models = root / "lib" / "models"
-    models.mkdir(parents=True)
-    (root / "lib" / "__init__.py").write_text("")
-    (models / "__init__.py").write_text("")
-    project = Project(DEFAULT_SETTINGS, root)
-    for name, text in (("base.py", BASE), ("paths.py", PATHS)):
-        (models / name).write_text(text)
-        project.add_file(str(models / name), source=text)
-    project.build()
-    return {f.line: f.code for f in project.findings(str(models / "paths.py"))}
+    found = _project_findings(root, {"lib/models/base.py": BASE, "lib/models/paths.py": PATHS}, "lib/models/paths.py")
+    return {f.line: f.code for f in found}
 
 
 def test_items_of_a_container_of_leaves_handed_to_a_bases_init_require_grad(tmp_path):
@@ -353,14 +361,7 @@ def test_a_plain_classs_guess_handed_to_a_helper_is_decided_as_in_the_method(tmp
     """``U, S, Vt = torch.linalg.svd(X)`` in a plain class's method is a guess about ``X`` that nothing backs: written by
     the method it is not reported, and handed to a helper that writes it neither (TALENT's ``TorchPCA``, set BX);
     the same from a free function is (its callers, or a user, may pass an ``X`` that requires grad)."""
-    pkg = tmp_path / "pk"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "m.py").write_text(PLAIN)
-    project = Project(DEFAULT_SETTINGS, tmp_path)
-    project.add_file(str(pkg / "m.py"), source=PLAIN)
-    project.build()
-    found = project.findings(str(pkg / "m.py"))
+    found = _project_findings(tmp_path, {"pk/m.py": PLAIN}, "pk/m.py")
     assert [(f.line, f.code) for f in found] == [(6, "IPV006"), (7, "IPV006")]
     assert all("passed by the call at line 21" in f.message for f in found)
     names = load(PLAIN)
@@ -463,17 +464,8 @@ def test_an_adversarial_reviews_frozen_containers_rebound_ints_and_explicit_base
 def test_a_vendored_copy_deeper_down_is_not_the_package_an_import_names(tmp_path):
     """``from mylayers.act import Act`` in ``app/net.py`` with a copy at ``app/third_party/mylayers/act.py``: an
     installed ``mylayers`` runs, not the copy (only a top-level package's folder on ``sys.path`` is taken)."""
-    app = tmp_path / "app"
-    (app / "third_party" / "mylayers").mkdir(parents=True)
-    for init in (app, app / "third_party", app / "third_party" / "mylayers"):
-        (init / "__init__.py").write_text("")
-    files = {app / "net.py": NET, app / "third_party" / "mylayers" / "act.py": ACT}
-    project = Project(DEFAULT_SETTINGS, tmp_path)
-    for path, text in files.items():
-        path.write_text(text)
-        project.add_file(str(path), source=text)
-    project.build()
-    assert project.findings(str(app / "net.py")) == []
+    files = {"app/net.py": NET, "app/third_party/mylayers/act.py": ACT}
+    assert _project_findings(tmp_path, files, "app/net.py") == []
 
 
 NET = '''import torch
@@ -666,14 +658,8 @@ class Direct(nn.Module):
 def test_an_arm_the_base_classs_dispatch_rules_out_is_dead(tmp_path):
     """``forward`` runs ``_forward`` only when ``self.inplace`` is false: its ``if self.inplace:`` arm never runs
     (torch-activation, set BY); ``_forward_inplace``'s writes and a module that tests its own flag are reported."""
-    pkg = tmp_path / "pk"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "m.py").write_text(DISPATCH)
-    project = Project(DEFAULT_SETTINGS, tmp_path)
-    project.add_file(str(pkg / "m.py"), source=DISPATCH)
-    project.build()
-    assert [(f.line, f.code) for f in project.findings(str(pkg / "m.py"))] == [(37, "IPV006"), (50, "IPV006")]
+    found = _project_findings(tmp_path, {"pk/m.py": DISPATCH}, "pk/m.py")
+    assert [(f.line, f.code) for f in found] == [(37, "IPV006"), (50, "IPV006")]
     names = load(DISPATCH)
     x = torch.randn(4, requires_grad=True)
     names["Shifted"]()(x * 1).sum().backward()
@@ -711,14 +697,7 @@ def test_a_modules_input_saved_by_its_own_op_then_written_is_reported_under_its_
     """``z ** 2`` saves ``z``; ``z.div_(...)`` then makes the backward raise when ``z`` requires grad, as an
     activation does: no call decides it, and a module's ``forward`` keeps the guess (torch-activation's ISRU and MEF
     with ``inplace=True``, set BY)."""
-    pkg = tmp_path / "pk"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "m.py").write_text(SAVED_HERE)
-    project = Project(DEFAULT_SETTINGS, tmp_path)
-    project.add_file(str(pkg / "m.py"), source=SAVED_HERE)
-    project.build()
-    found = project.findings(str(pkg / "m.py"))
+    found = _project_findings(tmp_path, {"pk/m.py": SAVED_HERE}, "pk/m.py")
     assert [(f.line, f.code) for f in found] == [(11, "IPV006")]
     assert "(it does when `z` requires grad)" in found[0].message
     names = load(SAVED_HERE)
