@@ -112,7 +112,7 @@ class AcrossCalls(SavedHereMixin):
                     continue
                 dirty.discard(qual)
                 if all(s.no_grad or off(s.caller) or grad_flags.guarded_off(calls_to, grad_off, exported, s)
-                       for s in calls_to[qual]):
+                       for s in calls_to[qual]) and not grad_flags.only_own_calls(qual, calls_to[qual]):
                     grad_off[qual] = changed = True
                     dirty.update(readers.get(qual, ()))
             if not changed:

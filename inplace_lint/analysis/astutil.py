@@ -189,3 +189,17 @@ def values_bound(node: ast.AST, name: str) -> list:
                 and len(target.elts) == len(node.value.elts):
             out.extend(v for t, v in zip(target.elts, node.value.elts) if isinstance(t, ast.Name) and t.id == name)
     return out
+
+
+def sliced_name(node: ast.expr) -> bool:
+    """``x[:k]``, ``x[..., :k, :]``, ``x[:, 0]``: a name indexed with a slice or ``...`` (alone or in a tuple with
+    slices, integer literals and ``None``: basic indexing, a view), which only a sequence or an array takes; handed to
+    an op that takes only a tensor there (a layer's input), ``x`` is a tensor (an item, ``x[-1]``, may be a list's;
+    ``x[:, idx]`` may be advanced indexing, a copy)."""
+    if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)):
+        return False
+    index = node.slice
+    return isinstance(index, ast.Slice) or isinstance(index, ast.Tuple) and any(
+        isinstance(e, ast.Slice) or isinstance(e, ast.Constant) and e.value is Ellipsis for e in index.elts) and all(
+        isinstance(e, ast.Slice) or isinstance(e, ast.Constant) and (e.value is None or e.value is Ellipsis or type(
+            e.value) is int) for e in index.elts)

@@ -14,7 +14,7 @@ from typing import Callable, Dict, List, Optional
 
 from ..findings import SAVED_STEPS, Origin, RootKind, Step, StepKind
 from ..torch_facts import ops
-from .astutil import dotted_name, is_false, is_str_constant, kw, last_name, short
+from .astutil import dotted_name, is_false, is_str_constant, kw, last_name, short, sliced_name
 from .grad_reads import GradReadsMixin
 from .layer_inputs import LayerInputsMixin
 from .param_guesses import ParamGuessesMixin
@@ -292,7 +292,7 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
                 # the backward raise whatever the caller passed for it; the other input's callers decide)
                 if origins and any(o.is_tensor and o.certain_tensor and param_index(o) is None
                                    and o.root_text not in self.params for o in origins) \
-                        or not origins and name == key and self.torch_made(name) \
+                        or not origins and name == key and self.torch_made(name, line) \
                         or self._tensor_param_here(name, guess):
                     condition = f"it does when `{self.params[guess]}` requires grad"
                     self.hold(name, cap(set(origins or ()) | {Origin(RootKind.TENSOR, name, line, guessed=True,
@@ -311,8 +311,9 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
                                 self.saved_params.setdefault(param_index(o), (op, line))
                     else:
                         marked.append((replace(o, certain_tensor=True) if surely_tensor else o).extend(step))
-            elif surely_tensor and name == key and isinstance(arg, ast.Name) and arg.id != self.self_name:
-                # (not the base of `z[-1]`: an untracked `z` may be a list)
+            elif surely_tensor and name == key and (
+                    isinstance(arg, ast.Name) and arg.id != self.self_name or sliced_name(arg)):
+                # (not the base of `z[-1]`: an untracked `z` may be a list; `z[..., :k]` or `z[:, :k]` is a tensor's)
                 marked = [Origin(RootKind.TENSOR, key, line, guessed=True).extend(step)]
             elif name == key and self._parameter_attribute(arg):
                 # `x @ self.w`: the parameter itself is saved for `x`'s gradient; writing it before the backward,
@@ -438,6 +439,8 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         schedule, ``self._beta = to_parameter(beta)``; one handed in) are unknown, which is no evidence."""
         plain = self.class_plain if self.class_plain is not None else (
             self.ctx is not None and self.ctx.plain_class(self.cls_qual))
+        if self.ctx is not None and self.ctx.method(self.cls_qual, attr):
+            return False  # `self.helper(x)`, a method of the class: its summary says what it returns, or nothing
         if self.ctx is not None and not plain:
             # in a module, `self.stat()` with `self.stat = RunningStat(...)` built from a project class that is
             # surely no module calls that class's `__call__`, whose summary says what it returns (gromo's tensor

@@ -9,6 +9,7 @@ as Fn``; ``from torch.nn.functional import relu_``); ``math``/``numpy``/``random
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import Dict, List
 
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
@@ -180,15 +181,19 @@ class CallsMixin:
             target = node.args[0] if node.args else kw(node, "input")
             key = (self.key_of(target) or holder_of(target)) if target is not None else None
             known = known_origins(first)
-            if key is not None and self.recording and not (no_grad_value(known) and known == first) and (
-                    any(o.is_tensor for o in first) or self.grad_source(target) or self._guess_of(target, first) >= 0):
-                # `F.relu_(h)` alone, `h` known to be a tensor that may need grad: `h` (and what shares its
-                # storage: `self.relu(x.real)` saves a view of `x`) now holds that output
-                self.hold_saved_output(target, frozenset({saved}))
             if key is not None and "." not in key and "[" not in key:
                 # `y = F.relu(h, inplace=True)`: `y` is `h`, whatever `h` is known to be (:meth:`plan_fix`)
                 self.inplace_inputs[(saved.root_text, saved.root_line)] = key
-            return cap(first | {saved})
+            if target is None or no_grad_value(known) and known == first or not (
+                    any(o.is_tensor for o in first) or self.grad_source(target) or self._guess_of(target, first) >= 0):
+                return first  # nothing says the input requires grad: whether anything was saved is unknown
+            # (of an input known only as parameter `g`'s, a guess the callers decide, as for `h.sigmoid_()`)
+            saved_set = self.guess_origins(target, first, lambda g: replace(saved, guess_param=g))
+            if key is not None and self.recording:
+                # `F.relu_(h)` alone, `h` known to be a tensor that may need grad: `h` (and what shares its
+                # storage: `self.relu(x.real)` saves a view of `x`) now holds that output
+                self.hold_saved_output(target, saved_set)
+            return cap(first | saved_set)
         return first
 
     def module_output(self, node: ast.Call, op: str, first: ast.expr, first_origins: frozenset) -> frozenset:
@@ -353,6 +358,8 @@ class CallsMixin:
             return result
         if name == "detach":
             return cut_tracking(recv, ".detach()", line)
+        if name in ops.FACTORY_METHODS and not functional:
+            return self._factory(node)  # `x.new_empty(n, m)`: a factory's tensor, as `torch.empty(n, m)`
         recv = frozenset(o for o in recv if not model_outputs.is_guessed_object(o)) if recv else recv
         known = known_origins(recv)
         if name in ops.VIEW_METHODS:

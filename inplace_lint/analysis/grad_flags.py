@@ -68,3 +68,13 @@ def flag_grad_off(calls_to, grad_off: Dict[str, bool], exported, qual: str, inde
         elif site.bound is None or index in site.bound or not default or default[0]:
             return False  # unknown, or left at a default that is not false
     return True
+
+
+def only_own_calls(qual: str, sites) -> bool:
+    """``qual`` is a ``forward`` whose in-project calls all come from its own class's methods (``predict`` runs
+    ``self.forward(x)`` under ``torch.no_grad()``): ``nn.Module.__call__`` runs it wherever the module is called, by
+    code no call site shows, so those calls do not make it grad-off (proteinnpt's ``forward_with_uncertainty``)."""
+    if not qual.endswith(".forward"):
+        return False
+    cls = qual[: -len(".forward")] + "."
+    return all(s.caller.startswith(cls) for s in sites)

@@ -100,7 +100,14 @@ class HandedOutMixin:
         elif isinstance(node, ast.Dict):
             parts = [p for p in node.values if p is not None]
         else:
-            return EMPTY
+            # `F.pad(a, (1, 0))`, `b.flip(-1)`, `r` with `r = u.clone()`: untracked, computed from this function's
+            # parameters alone: a guess about them that this function's own callers decide (philtorch's `polydiv`,
+            # handed the filter's `a` padded)
+            # (maybe no tensor at all: a tuple of floats, `down_left_corner`, unpacked by the callee)
+            if node is None or self.func is None or isinstance(node, (ast.Lambda, ast.Constant)):
+                return EMPTY
+            return frozenset(Origin(RootKind.TENSOR, short(node), node.lineno, certain_tensor=False, guessed=True,
+                                    guess_param=g) for g in self.guesses_of(node, EMPTY))
         if any(isinstance(p, ast.Starred) for p in parts) or (isinstance(node, ast.Dict) and None in node.keys):
             return EMPTY
         held = cap(o for p in parts for o in self.eval_quiet(p))

@@ -30,6 +30,8 @@ _TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 _NUMBER_BUILTINS = frozenset({"float", "int", "bool", "complex"})
 _GRADLESS_METHODS = frozenset({"item", "tolist", "argmax", "argmin", "argsort", "long", "int", "bool", "detach",
                                "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "numpy"})
+#: annotations of Python numbers (``t: int``): what such a parameter holds never requires grad
+_NUMBER_TYPES = frozenset({"int", "float", "bool", "complex"})
 _NOT_VALUE_CALLS = frozenset({"size", "dim", "numel", "len", "isinstance", "nelement", "get_device", "stride", "range"})
 
 #: tensor methods whose result is computed from the receiver and arguments (a local bound to one reads them)
@@ -38,7 +40,7 @@ _KNOWN_OPS = (ops.VIEW_METHODS | ops.MAY_ALIAS_METHODS | ops.MULTI_VIEW_METHODS 
 
 
 #: tensor methods that make a factory's tensor (``requires_grad=False`` unless passed)
-_FACTORY_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
+_FACTORY_METHODS = ops.FACTORY_METHODS
 #: torch functions and tensor methods that make a new tensor (not a view, not maybe the input itself)
 _NEW_TENSOR_OPS = (ops.SAVES_OUTPUT | ops.ARITHMETIC) - ops.VIEW_METHODS - ops.MAY_ALIAS_METHODS
 
@@ -189,7 +191,7 @@ class ParamGuessesMixin:
                 continue
             if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Load) and part.id != self.self_name:
                 if part.id in self.params:  # (a parameter bound again too: `cov = torch.nan_to_num(cov)`)
-                    if part.id not in self.submodule_results:
+                    if part.id not in self.submodule_results and part.id not in self.number_parameters():
                         found.add(list(self.params).index(part.id))
                 elif part.id in self.assigned and part.id not in seen and (held := guessed_params(
                         self.env.get(part.id, EMPTY))) and not any(o.grad_evidence for o in self.env[part.id]):
@@ -418,6 +420,16 @@ class ParamGuessesMixin:
         """The first of :meth:`guesses_of`, or -1."""
         guesses = self.guesses_of(node, origins)
         return guesses[0] if guesses else -1
+
+    def number_parameters(self) -> FrozenSet[str]:
+        """This function's parameters annotated as Python numbers (``t: int``, ``scale: float``, ``flag: bool``),
+        never bound again here: a number never requires grad, so nothing computed from one is a guess about it."""
+        args = getattr(self.func, "args", None)
+        if not isinstance(args, ast.arguments):
+            return frozenset()
+        return frozenset(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
+                         if isinstance(a.annotation, ast.Name) and a.annotation.id in _NUMBER_TYPES
+                         and a.arg not in self.rebound_params and a.arg not in self.assigned)
 
     def guess_origins(self, node: ast.expr, origins: frozenset, make) -> frozenset:
         """``make(g)`` (an :class:`Origin` guessed from parameter ``g``) for each parameter an op's input

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, List, Optional, Tuple
 
+from ..torch_facts import ops
 from .astutil import dotted_name, last_name
 from .consumers import SIZE_METHODS
 from .fixplan.bindings import shared_base
@@ -32,7 +33,7 @@ _METADATA_CALLS = frozenset({"len", "isinstance", "id", "type", "hasattr", "call
 _METADATA_FUNCTIONS = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
                                  "randint_like", "is_tensor", "is_floating_point", "is_complex", "numel"})
 #: tensor methods whose result takes only the receiver's dtype and device (``x.new_ones(x.shape)``)
-_NEW_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
+_NEW_METHODS = ops.FACTORY_METHODS
 #: activations whose output is their input where the input is not negative (``relu(relu(x)) == relu(x)``)
 POSITIVE_IDENTITY = frozenset({"ReLU", "LeakyReLU", "ELU", "CELU", "RReLU"})
 #: functional ops (and ``torch_stacks`` endings) whose output is never negative

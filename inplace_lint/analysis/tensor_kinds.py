@@ -26,7 +26,7 @@ _BOOL_RESULTS = frozenset({"logical_and", "logical_or", "logical_not", "logical_
 
 
 #: tensor methods that make a new tensor with its own storage (only a tensor has them)
-_MADE_BY_METHOD = frozenset({"clone", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor"})
+_MADE_BY_METHOD = ops.FACTORY_METHODS | {"clone"}
 
 
 class TensorKindsMixin:
@@ -113,15 +113,19 @@ class TensorKindsMixin:
         return name in params and params.index(name) != guess and name not in self.rebound_params \
             and name not in self.assigned and self.annotated_tensor(params.index(name))
 
-    def torch_made(self, name: str) -> bool:
-        """Every binding of the local ``name`` in this function is ``name = torch.<op>(...)``, ``name =
-        <expr>.clone()`` or ``name = <expr>.new_empty(...)`` (a tensor with its own storage, surely, that the walk
-        leaves untracked when its inputs are only guesses about parameters: ``torch.maximum(spot - k, z)``, ``y =
-        x.clone()``)."""
+    def torch_made(self, name: str, line: int = 0) -> bool:
+        """Every binding of the local ``name`` in this function that may reach ``line`` is ``name = torch.<op>(...)``,
+        ``name = <expr>.clone()`` or ``name = <expr>.new_empty(...)`` (a tensor with its own storage, surely, that the
+        walk leaves untracked when its inputs are only guesses about parameters: ``torch.maximum(spot - k, z)``, ``y =
+        x.clone()``). A binding below ``line`` and outside the loops being walked cannot reach it (``r = r[..., k:]``
+        after the loop that wrote ``r``: philtorch's ``polydiv``); ``line`` 0: every binding."""
         if name in self.params or self.func is None or isinstance(self.func, ast.Module):
             return False
         found = False
+        loops = [(loop.lineno, loop.end_lineno or loop.lineno) for loop in getattr(self, "loop_stack", ())]
         for node in walk_ast(self.func):
+            if line and getattr(node, "lineno", 0) > line and not any(a <= node.lineno <= b for a, b in loops):
+                continue
             if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
                 found = True
             elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):

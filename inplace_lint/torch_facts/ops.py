@@ -213,6 +213,9 @@ FACTORY_FUNCTIONS = frozenset(
         "from_numpy", "frombuffer",
     }
 )
+#: ``x.new_<kind>(...)``: a factory's tensor (new storage, no grad unless ``requires_grad=True``) whatever ``x``
+#: is, with ``x``'s dtype and device (PyTorch docs: ``torch.Tensor.new_empty`` and its siblings)
+FACTORY_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
 #: factories that return a tensor sharing the storage of what they are given when they can (a numpy array, a
 #: buffer, a tensor of the right dtype and device): no grad, but not a storage of their own
 #: (PyTorch docs: ``torch.from_numpy``, ``torch.as_tensor``, ``torch.asarray``, ``torch.frombuffer``)

@@ -1,0 +1,359 @@
+"""Facts from the twenty-fourth session (the diagnoses of sets BM-BV's misses, and set BZ), each executed under torch.
+
+- ``x.new_empty(...)`` (``new_zeros``, ``new_ones``, ``new_full``, ``new_tensor``) is a factory's tensor, as
+  ``torch.empty(...)`` is: a view of it saved for another input's gradient, then written, makes the backward raise.
+- ``x[..., :k, :]`` or ``x[:, :k]`` handed to a layer proves ``x`` a tensor (a list takes no tuple index), so the
+  layer saved ``x``'s storage; ``x[-1]`` may be a list's item and proves nothing.
+- A module's ``forward`` whose only in-project calls are its own class's ``self.forward(...)`` under ``torch.no_grad()``
+  is not grad-off: ``nn.Module.__call__`` runs it wherever the module is called; a private helper called only there is.
+"""
+from __future__ import annotations
+
+import pytest
+
+from inplace_lint.analysis import analyze_source
+from tests.executed import load
+
+torch = pytest.importorskip("torch")
+
+MODIFIED = "modified by an inplace operation"
+
+NEW_EMPTY = '''import torch
+
+
+def basis(x: torch.Tensor):
+    n = x.shape[-1]
+    out = x.new_empty(x.shape[0], 1 << n)
+    out[..., 0] = 1
+    size = 1
+    for k in range(n):
+        prev = out[..., :size]
+        out[..., 1:2 * size:2] = prev * x[..., k].unsqueeze(-1)
+        size *= 2
+    return out
+
+
+def pair(x: torch.Tensor):
+    out = x.new_zeros(x.shape[0], 2)
+    out[..., 0] = 1
+    out[..., 1] = x[..., 0] * x[..., 1]
+    return out
+'''
+
+
+def test_a_factory_method_makes_a_tensor_here_whose_saved_view_a_write_breaks():
+    found = analyze_source(NEW_EMPTY)
+    assert [(f.code, f.line, f.col) for f in found] == [("IPV006", 11, 8)]
+    assert "`prev * x[..., k].unsqueeze(-1)` (line 11) saved for backward" in found[0].message
+
+
+def test_the_factory_method_case_raises_and_its_twin_runs():
+    names = load(NEW_EMPTY)
+    x = torch.rand(3, 2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["basis"](x).sum().backward()
+    names["pair"](x).sum().backward()
+    assert x.grad is not None
+
+
+SLICED = '''import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+        self.norm = nn.Identity()
+
+    def forward(self, x):
+        x = self.norm(x)
+        h = self.lin(x[..., :3, :])
+        x.mul_(2)
+        return h
+
+    def last(self, xs):
+        xs = self.norm(xs)
+        h = self.lin(xs[-1])
+        xs.mul_(2)
+        return h
+'''
+
+
+def test_a_sliced_tuple_index_proves_the_layer_saved_the_names_storage():
+    found = analyze_source(SLICED)
+    assert [(f.code, f.line, f.col) for f in found] == [("IPV006", 14, 8)]
+    assert "`self.lin(...)` (`nn.Linear`, line 13) saved for backward" in found[0].message
+
+
+def test_the_sliced_input_raises_at_backward():
+    net = load(SLICED)["Net"](4)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        net(torch.rand(5, 4)).sum().backward()
+
+
+FORWARD = '''import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+
+    def forward(self, x):
+        y = self.lin(x)
+        x.mul_(2)
+        return y
+
+    def predict(self, x):
+        with torch.no_grad():
+            return self.forward(x)
+
+
+class Twin(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+
+    def _body(self, x):
+        y = self.lin(x)
+        x.mul_(2)
+        return y
+
+    def predict(self, x):
+        with torch.no_grad():
+            return self._body(x)
+
+    def forward(self, x):
+        return self.lin(x)
+'''
+
+
+def test_a_forward_called_under_no_grad_only_by_its_own_class_is_still_called_with_grad():
+    found = analyze_source(FORWARD)
+    assert [(f.code, f.line, f.col) for f in found] == [("IPV006", 12, 8)]
+
+
+def test_the_forward_raises_when_the_module_is_called_and_the_helper_under_no_grad_runs():
+    names = load(FORWARD)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["Net"](3)(torch.rand(2, 3)).sum().backward()
+    twin = names["Twin"](3)
+    assert not twin.predict(torch.rand(2, 3)).requires_grad
+
+
+ADVANCED = '''import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+        self.norm = nn.Identity()
+        self.register_buffer("rows", torch.tensor([0, 2]))
+
+    def forward(self, x):
+        x = self.norm(x)
+        x[self.rows, :] = self.lin(x[self.rows, :])
+        return x
+'''
+
+
+def test_an_index_that_may_be_advanced_copies_and_proves_nothing_saved():
+    assert analyze_source(ADVANCED) == []
+    net = load(ADVANCED)["Net"](4)
+    x = torch.rand(3, 4)
+    net(x).sum().backward()
+    assert net.lin.weight.grad is not None
+
+
+# An in-place activation saves its output only when its input may require grad, as the out-of-place one does; the
+# grad-CAM maps of cg-gnn are built from hooked `.data`, so nothing was saved (set BZ).
+CAM = '''import torch
+import torch.nn.functional as F
+
+
+class CAM:
+    def __init__(self):
+        self.acts = []
+
+    @staticmethod
+    def _normalize(cams):
+        cams -= cams.min(0).values
+        cams /= cams.max(0).values + 1e-8
+        return cams
+
+    def __call__(self, weights):
+        maps = (weights * torch.stack(self.acts, dim=1)).sum(dim=1)
+        maps = F.relu(maps, inplace=True)
+        return self._normalize(maps)
+
+
+def scale(h: torch.Tensor, w: torch.Tensor):
+    out = F.relu(h @ w, inplace=True)
+    out /= out.max()
+    return out
+'''
+
+
+def test_an_inplace_activation_of_an_input_nothing_says_requires_grad_saved_nothing():
+    assert [(f.code, f.line, f.col) for f in analyze_source(CAM)] == [("IPV006", 23, 4)]
+
+
+def test_the_map_of_data_normalises_and_the_activation_of_a_grad_input_raises():
+    names = load(CAM)
+    cam = names["CAM"]()
+    cam.acts = [torch.rand(3), torch.rand(3)]
+    assert cam(torch.rand(2)).max() <= 1.0
+    w = torch.rand(2, 2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["scale"](torch.rand(3, 2), w).sum().backward()
+
+
+# `self.helper(...)` of a method the class defines is no submodule's activation: its summary says what it returns
+# (diffusionism's schedules, set BZ: arithmetic of schedule methods was taken to require grad); and what is computed
+# from a parameter annotated `int` is no guess about it (a number never requires grad).
+SCHEDULE = '''import torch
+import torch.nn as nn
+
+
+class Schedule(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("betas", torch.linspace(1e-4, 0.02, 10))
+
+    def level(self, t: int):
+        return self.betas[t] * 2
+
+    def variance(self, t: int):
+        v = torch.sqrt(self.level(t) + 1)
+        v.square_()
+        return v
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(2, 2)
+
+    def forward(self, x):
+        h = torch.sigmoid(self.net(x))
+        h.square_()
+        return h
+'''
+
+
+def test_a_method_of_the_class_is_not_taken_for_a_submodules_activation():
+    assert [(f.code, f.line, f.col) for f in analyze_source(SCHEDULE)] == [("IPV006", 26, 8)]
+
+
+def test_the_schedule_runs_and_the_submodules_saved_output_raises():
+    names = load(SCHEDULE)
+    assert float(names["Schedule"]().variance(3)) > 1.0
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["Model"]()(torch.rand(1, 2)).sum().backward()
+
+
+# Two shapes the fix-safety cases of tests/test_rebound_parameter.py once used as vehicles: an in-place activation of a
+# mapping's item and of a submodule's buffer. Nothing says either requires grad (a buffer never does), so nothing was
+# saved and the later write is no finding; both run forward and backward.
+UNTRACKED_INPUTS = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def gate(z, batch):
+    g = torch.sigmoid_(batch["gate"])
+    g.mul_(2)
+    return z * g
+
+
+class Sub(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("h", torch.ones(3))
+
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.sub = Sub()
+        self.w = nn.Parameter(torch.ones(3))
+
+    def forward(self):
+        m = self.sub
+        y = F.relu(m.h, inplace=True)
+        y.mul_(2)
+        return y * self.w
+'''
+
+
+def test_an_inplace_activation_of_an_item_or_a_buffer_saved_nothing():
+    assert analyze_source(UNTRACKED_INPUTS) == []
+    names = load(UNTRACKED_INPUTS)
+    z = torch.ones(3, requires_grad=True)
+    names["gate"](z, {"gate": torch.zeros(3)}).sum().backward()
+    assert torch.equal(z.grad, torch.ones(3))
+    m = names["M"]()
+    m().sum().backward()
+    assert torch.equal(m.w.grad, torch.full((3,), 2.0))
+
+
+# philtorch's `polydiv` (set BZ): `r = u.clone()` written after `scale * r[..., k]` saved a view of it for the divisor's
+# gradient (a binding of `r` below the loop cannot reach the loop), and its in-project caller hands it the filter's
+# coefficients padded, `F.pad(a, (1, 0))`: a guess about the caller's own parameter, which the caller's callers decide.
+# A tuple of floats computed from a parameter and unpacked by the callee is no tensor's rows (dagua's layout box).
+POLYDIV = '''import torch
+import torch.nn.functional as F
+
+
+def polydiv(u: torch.Tensor, v: torch.Tensor):
+    m = u.size(-1) - 1
+    n = v.size(-1) - 1
+    scale = v[..., 0].reciprocal()
+    r = u.clone()
+    q = []
+    for k in range(0, m - n + 1):
+        d = scale * r[..., k]
+        q.append(d)
+        r[..., k: k + n + 1] -= d.unsqueeze(-1) * v
+    r = r[..., m - n + 1:]
+    return torch.stack(q, dim=-1), r
+
+
+def split_filter(b, a):
+    return polydiv(b, F.pad(a, (1, 0), value=1.0))
+
+
+def adjust(points, corner, length):
+    down_x, down_y = corner
+    for p in points:
+        if p[0] < down_x:
+            down_x -= 2.0
+        if p[1] < down_y:
+            down_y -= 2.0
+    return length, (down_x, down_y)
+
+
+def box(points, length, scale):
+    return adjust(points, (scale * -1.0, scale * -1.0), length)
+'''
+
+
+def test_a_clone_written_after_its_view_was_saved_and_a_caller_handing_on_its_parameter():
+    found = analyze_source(POLYDIV)
+    assert [(f.code, f.line, f.col) for f in found] == [("IPV006", 14, 8)]
+    assert "(it does when `v` requires grad)" in found[0].message
+
+
+def test_the_division_raises_when_the_divisor_requires_grad_and_the_box_runs():
+    names = load(POLYDIV)
+    a = torch.tensor([0.5], requires_grad=True)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        q, r = names["split_filter"](torch.tensor([1.0, 2.0, 3.0, 4.0]), a)
+        (q.sum() + r.sum()).backward()
+    q, r = names["split_filter"](torch.tensor([1.0, 2.0, 3.0, 4.0]), a.detach())
+    assert not q.requires_grad
+    assert names["box"]([[-5.0, 1.0]], 4.0, 1.0) == (4.0, (-3.0, -1.0))
