@@ -357,3 +357,50 @@ def test_the_division_raises_when_the_divisor_requires_grad_and_the_box_runs():
     q, r = names["split_filter"](torch.tensor([1.0, 2.0, 3.0, 4.0]), a.detach())
     assert not q.requires_grad
     assert names["box"]([[-5.0, 1.0]], 4.0, 1.0) == (4.0, (-3.0, -1.0))
+
+
+# diffusionism's schedules (set BZ): a coefficient looked up at the timesteps, `torch.gather(table, 0, t)`, is no value
+# computed from `t` (an index operand is an integer tensor, never differentiable), and what `self.noise_scale(x, t)`
+# returns is what that method's summary says, not a value computed from `x` and `t`: neither is a guess about `t`.
+LOOKUP = '''import torch
+import torch.nn as nn
+
+
+def extract(v, t, shape):
+    out = torch.gather(v, index=t, dim=0).float()
+    return out.view([t.shape[0]] + [1] * (len(shape) - 1))
+
+
+class Schedule(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("sigmas", torch.linspace(0.1, 1.0, 10))
+
+    def noise_scale(self, x: torch.Tensor, t: torch.Tensor):
+        return extract(self.sigmas, t, x.shape)
+
+    def variance(self, x: torch.Tensor, t: torch.Tensor):
+        v = torch.sqrt(self.noise_scale(x, t))
+        v.square_()
+        return v
+
+    def drift(self, x: torch.Tensor, t: torch.Tensor):
+        v = torch.sqrt(t * 2.0)
+        v.square_()
+        return v * x
+'''
+
+
+def test_a_lookup_at_an_index_and_a_methods_result_are_no_guess_about_the_index():
+    found = analyze_source(LOOKUP)
+    assert [(f.code, f.line, f.col) for f in found] == [("IPV006", 25, 8)]
+
+
+def test_the_lookup_runs_with_grad_and_the_value_computed_from_t_raises_when_t_requires_grad():
+    schedule = load(LOOKUP)["Schedule"]()
+    x = torch.ones(3, 2, requires_grad=True)
+    t = torch.tensor([1, 4, 9])
+    (schedule.variance(x, t) * x).sum().backward()
+    assert x.grad is not None
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        schedule.drift(x, torch.rand(3, 1, requires_grad=True)).sum().backward()

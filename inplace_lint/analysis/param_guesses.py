@@ -30,6 +30,10 @@ _TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 _NUMBER_BUILTINS = frozenset({"float", "int", "bool", "complex"})
 _GRADLESS_METHODS = frozenset({"item", "tolist", "argmax", "argmin", "argsort", "long", "int", "bool", "detach",
                                "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "numpy"})
+#: torch functions whose operand at this position is an index (integer) tensor, never differentiable (the method form,
+#: ``v.gather(0, t)``, takes it one earlier); PyTorch docs: ``torch.gather``, ``index_select``, ``take``,
+#: ``take_along_dim``
+_INDEX_OPERAND = {"gather": 2, "index_select": 2, "take": 1, "take_along_dim": 1}
 #: annotations of Python numbers (``t: int``): what such a parameter holds never requires grad
 _NUMBER_TYPES = frozenset({"int", "float", "bool", "complex"})
 _NOT_VALUE_CALLS = frozenset({"size", "dim", "numel", "len", "isinstance", "nelement", "get_device", "stride", "range"})
@@ -178,14 +182,18 @@ class ParamGuessesMixin:
                 if depth and not torch_op and not (isinstance(part.func, ast.Attribute) and (
                         name in _KNOWN_OPS or name == "clone")):
                     return None  # a local bound to what a callable returned (`m = convert(a)`) speaks for itself
+                if self._own_method_call(part):
+                    return None  # `self.noise_scale(x, t)`: the method's summary says what it returns
                 if isinstance(part.func, ast.Name) and not torch_op:
                     # `torch.sigmoid(lin(x))`: what a callable parameter returns is its callers' to decide, through
                     # what they pass for the callable (a `lambda t: t.detach()` returns nothing that needs grad)
                     todo.append(part.func)
                     continue
-                # (the receiver of a method, not the method's name: `query.mul(scale)` reads `query`, `scale`)
-                todo.extend(part.args)
-                todo.extend(k.value for k in part.keywords)
+                # (the receiver of a method, not the method's name: `query.mul(scale)` reads `query`, `scale`; an
+                # index operand, `torch.gather(v, 0, t)`, is an integer tensor: no gradient flows through it)
+                skip = _INDEX_OPERAND.get(name, -1) - (1 if isinstance(part.func, ast.Attribute) and not torch_op else 0)
+                todo.extend(a for i, a in enumerate(part.args) if i != skip)
+                todo.extend(k.value for k in part.keywords if k.arg not in ("index", "indices"))
                 if isinstance(part.func, ast.Attribute) and not torch_op:
                     todo.append(part.func.value)
                 continue
@@ -420,6 +428,13 @@ class ParamGuessesMixin:
         """The first of :meth:`guesses_of`, or -1."""
         guesses = self.guesses_of(node, origins)
         return guesses[0] if guesses else -1
+
+    def _own_method_call(self, call: ast.Call) -> bool:
+        """``self.<name>(...)`` where the class (or a base in the project) defines ``name``: a method, not a submodule."""
+        func = call.func
+        return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == self.self_name \
+            and self.ctx is not None and bool(getattr(self, "cls_qual", None)) \
+            and bool(self.ctx.method(self.cls_qual, func.attr))
 
     def number_parameters(self) -> FrozenSet[str]:
         """This function's parameters annotated as Python numbers (``t: int``, ``scale: float``, ``flag: bool``),
