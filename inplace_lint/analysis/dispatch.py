@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Tuple
 
-from .astutil import walk_ast
+from .astutil import _CHILD_FIELDS, _child_fields
 
 #: the value of a call made with no flag test around it
 UNGUARDED = "dispatch.none"
@@ -30,29 +30,43 @@ def _flag(test: ast.expr, me: str) -> Optional[Tuple[str, bool]]:
 def dispatch_guards(cls: ast.ClassDef) -> Dict[str, str]:
     """``"@guard:<m>"`` -> ``"dispatch.<attr>.<0|1>"`` for each method ``m`` every ``self.m(...)`` call in the class's
     methods makes under one test of a flag of ``self`` (in an ``if`` arm or a conditional expression's branch;
-    1: the flag holds there), or :data:`UNGUARDED` when one call has no such test."""
+    1: the flag holds there; under two such tests, the outer one), or :data:`UNGUARDED` when one call has no such
+    test. One walk of each method, carrying the test a node is under."""
     found: Dict[str, set] = {}
     for item in cls.body:
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) or not item.args.args:
             continue
         me = item.args.args[0].arg
-        guard_of: Dict[int, Tuple[str, bool]] = {}
-        for node in walk_ast(item):
-            arms = ((node.body, node.orelse) if isinstance(node, ast.If) else
-                    ((node.body,), (node.orelse,)) if isinstance(node, ast.IfExp) else None)
-            flag = _flag(node.test, me) if arms is not None else None
-            if flag is None:
-                continue
-            for truth, arm in ((flag[1], arms[0]), (not flag[1], arms[1])):
-                for part in arm:
-                    for sub in ast.walk(part):
-                        guard_of.setdefault(id(sub), (flag[0], truth))
-        for node in walk_ast(item):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id == me:
-                guard = guard_of.get(id(node))
-                found.setdefault(node.func.attr, set()).add(
-                    f"dispatch.{guard[0]}.{int(guard[1])}" if guard else UNGUARDED)
+        todo: list = [(item, None)]
+        pop, push = todo.pop, todo.append
+        while todo:
+            node, guard = pop()
+            kind = node.__class__
+            if kind is ast.Call:
+                func = node.func
+                if func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == me:
+                    found.setdefault(func.attr, set()).add(
+                        f"dispatch.{guard[0]}.{int(guard[1])}" if guard else UNGUARDED)
+            elif kind is ast.If or kind is ast.IfExp:
+                flag = _flag(node.test, me)
+                if flag is not None:
+                    push((node.test, guard))
+                    for part in (node.body if kind is ast.If else (node.body,)):
+                        push((part, guard or flag))
+                    for part in (node.orelse if kind is ast.If else (node.orelse,)):
+                        push((part, guard or (flag[0], not flag[1])))
+                    continue
+            fields = _CHILD_FIELDS.get(kind)
+            if fields is None:
+                fields = _child_fields(kind)
+            for name in fields:
+                value = getattr(node, name, None)
+                if value.__class__ is list:
+                    for child in value:
+                        if isinstance(child, ast.AST):
+                            push((child, guard))
+                elif isinstance(value, ast.AST):
+                    push((value, guard))
     return {f"@guard:{m}": (guards.pop() if len(guards) == 1 else UNGUARDED) for m, guards in found.items()}
 
 
