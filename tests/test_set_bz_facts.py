@@ -404,3 +404,50 @@ def test_the_lookup_runs_with_grad_and_the_value_computed_from_t_raises_when_t_r
     assert x.grad is not None
     with pytest.raises(RuntimeError, match=MODIFIED):
         schedule.drift(x, torch.rand(3, 1, requires_grad=True)).sum().backward()
+
+
+# torchflint's `invert_` (set CA): `amin`/`amax` come from `try: from torch import amin, amax` with a fallback `def`
+# under `except ImportError:` that runs only on an older torch, so they are torch's, which save their input and output;
+# and a parameter an op saved lines before it is written in place is reported under its guess, as one saved and
+# written on one line was.
+INVERT = '''import torch
+from torch import Tensor
+
+try:
+    from torch import amin, amax
+except ImportError:
+    def amin(input, dim=None, keepdim=False):
+        return input.min()
+
+    def amax(input, dim=None, keepdim=False):
+        return input.max()
+
+
+def invert_(input: Tensor, dim=None) -> Tensor:
+    min_values = amin(input, dim=dim, keepdim=True)
+    max_values = amax(input, dim=dim, keepdim=True)
+    return input.neg_().add_(max_values.add_(min_values))
+
+
+def invert(input: Tensor, dim=None) -> Tensor:
+    min_values = amin(input, dim=dim, keepdim=True)
+    max_values = amax(input, dim=dim, keepdim=True)
+    return max_values - input + min_values
+'''
+
+
+def test_a_try_import_is_the_name_and_a_parameter_saved_lines_before_its_write_is_reported():
+    found = analyze_source(INVERT)
+    assert [(f.code, f.line, f.col) for f in found] == [("IPV006", 17, 11), ("IPV006", 17, 29)]
+    assert "which `amax` (line 16) saved for backward as its input" in found[0].message
+    assert "(it does when `input` requires grad)" in found[0].message
+    assert "`amax(input, dim=dim, keepdim=True)`, whose output autograd saves for backward" in found[1].message
+
+
+def test_invert_in_place_raises_on_an_input_that_requires_grad_and_the_copy_does_not():
+    names = load(INVERT)
+    w = torch.rand(2, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["invert_"](w * 2).sum().backward()
+    names["invert"](w * 2).sum().backward()
+    assert w.grad is not None

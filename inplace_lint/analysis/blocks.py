@@ -11,6 +11,10 @@ from .astutil import last_name
 from .conditions import negate
 from .env import EMPTY, merge
 from .local_conds import copy_reach, merge_reach
+from .names import import_bindings
+
+#: what a handler catches when the import it guards fails
+_IMPORT_FAILURES = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
 class BlocksMixin:
@@ -43,7 +47,21 @@ class BlocksMixin:
         self.env = merge(branches, self.big)
         self.grad_off_flags = after
         self.path_conds, self.local_conds = conds  # (`finally` runs on the paths that returned too)
+        self._imports_win(node)
         self.run_body(node.finalbody)
+
+    def _imports_win(self, node) -> None:
+        """``try: from torch import amin, amax`` / ``except ImportError: def amin(...): ...``: the fallback runs only where
+        the import fails (an older torch); the names stay the imported ones, as the module index has them
+        (torchflint's ``invert_``, set CA: the fallback ``amin`` hid that ``torch.amin`` saves its input)."""
+        if not any(h.type is None or last_name(h.type) in _IMPORT_FAILURES or isinstance(h.type, ast.Tuple) and any(
+                last_name(e) in _IMPORT_FAILURES for e in h.type.elts) for h in node.handlers):
+            return
+        for sub in node.body:
+            if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                for name, target in import_bindings(sub, self.package).items():
+                    self.names[name] = target
+                    self.local_funcs.pop(name, None)
 
     stmt_TryStar = stmt_Try
 

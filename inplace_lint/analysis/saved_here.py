@@ -31,7 +31,8 @@ class SavedHereMixin:
                 or w.no_grad or w.via is not None or not w.kept \
                 or self._grad_off(grad_off, w.func) or self.settings.report_in_no_grad:
             return None  # (a call passing its own parameter on leaves it to that caller's calls, below)
-        if not any(s.kind is StepKind.SAVED_INPUT for s in w.steps):  # (read for its own gradient)
+        saved = next((s for s in w.steps if s.kind is StepKind.SAVED_INPUT), None)  # (read for its own gradient)
+        if saved is None:
             return None
         if not (w.kind in (WriteKind.METHOD, WriteKind.FUNCTION) or w.on_tensor):
             return None
@@ -40,7 +41,8 @@ class SavedHereMixin:
         summary = self.summaries.get(qual)
         name = summary.params[w.index] if summary is not None and w.index < len(summary.params) else w.target
         condition = f"it does when `{name}` requires grad"
-        origin = Origin(RootKind.TENSOR, name, w.line, guessed=True, guess_param=w.index, condition=condition)
+        # (made where the op saved it: `y = torch.log(z)` lines before `z.neg_()`, not only `z.div_(f(z ** 2))`)
+        origin = Origin(RootKind.TENSOR, name, saved.line, guessed=True, guess_param=w.index, condition=condition)
         write = Write(w.op, w.op_name, w.kind, w.target, w.point_index, w.condition)
         rule, shown = match([with_steps(origin, w.steps)], write, False, False)
         if rule is None:
