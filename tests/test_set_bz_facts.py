@@ -451,3 +451,58 @@ def test_invert_in_place_raises_on_an_input_that_requires_grad_and_the_copy_does
         names["invert_"](w * 2).sum().backward()
     names["invert"](w * 2).sum().backward()
     assert w.grad is not None
+
+
+# torch-activation's adaptive activations (set BY): `_forward` runs only with `self.inplace` false (the base class's
+# dispatch), so its `if self.inplace and hasattr(x, "copy_"): x.copy_(result)` arm is dead, as a bare `if self.inplace:`
+# arm is; and a parameter written through `.data` after its own function saved it is no finding of its guess (nothing
+# shows a backward runs through the op that saved it).
+DISPATCH_AND = '''import torch
+import torch.nn as nn
+
+
+class Base(nn.Module):
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x):
+        return self._forward_inplace(x) if self.inplace else self._forward(x)
+
+
+class Blu(Base):
+    def _forward(self, x):
+        result = torch.sqrt(x ** 2 + 1) - 1 + x
+        if self.inplace and hasattr(x, "copy_"):
+            x.copy_(result)
+            return x
+        return result
+
+    def _forward_inplace(self, x):
+        result = torch.sqrt(x ** 2 + 1) - 1
+        x.add_(result)
+        return x
+
+
+def clip_complex(x: torch.Tensor, hi: float):
+    y = torch.view_as_complex(x)
+    mag = y.abs().clamp(max=hi)
+    angle = y.angle()
+    x.data.copy_(torch.view_as_real(torch.polar(mag, angle)))
+    return x
+'''
+
+
+def test_an_and_joined_flag_test_the_dispatch_rules_out_and_a_data_write_are_no_findings():
+    found = analyze_source(DISPATCH_AND)
+    assert [(f.code, f.line, f.col) for f in found] == [("IPV006", 24, 8)]
+
+
+def test_the_inplace_arm_raises_and_the_dispatched_copy_runs():
+    names = load(DISPATCH_AND)
+    h = torch.randn(5, requires_grad=True)
+    names["Blu"](inplace=False)(h * 1.0).sum().backward()
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["Blu"](inplace=True)(h * 1.0).sum().backward()
+    x = torch.randn(3, 2)
+    assert torch.all(torch.view_as_complex(names["clip_complex"](x, 0.5)).abs() <= 0.5 + 1e-6)

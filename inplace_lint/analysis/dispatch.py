@@ -74,11 +74,15 @@ class DispatchMixin:
     """``dead_arm`` (a part of :class:`~.dataflow.Scope`)."""
 
     def dead_arm(self, test: ast.expr) -> bool:
-        """``test`` (``self.inplace``, ``not self.inplace``) is false whenever this method runs: the only calls of
-        it the class and its bases make are under the opposite test (:func:`dispatch_guards`)."""
+        """``test`` (``self.inplace``, ``not self.inplace``, or an ``and`` with one such part) is false whenever this
+        method runs: the only calls of it the class and its bases make are under the opposite test
+        (:func:`dispatch_guards`)."""
         name = getattr(self.func, "name", None)
         if not name or not self.cls_qual or self.ctx is None or not self.self_name:
             return False
+        if isinstance(test, ast.BoolOp):  # `self.inplace and hasattr(x, "copy_")`: false when one part is
+            parts = [self.dead_arm(v) for v in test.values]
+            return any(parts) if isinstance(test.op, ast.And) else all(parts)
         flag = _flag(test, self.self_name)
         if flag is None:
             return False

@@ -32,7 +32,9 @@ class SavedHereMixin:
                 or self._grad_off(grad_off, w.func) or self.settings.report_in_no_grad:
             return None  # (a call passing its own parameter on leaves it to that caller's calls, below)
         saved = next((s for s in w.steps if s.kind is StepKind.SAVED_INPUT), None)  # (read for its own gradient)
-        if saved is None:
+        if saved is None or any(s.text == ".data" for s in w.steps):
+            # (`x.data.copy_(polar(mag, y.angle()))`: a write past autograd, whose only effect is on a backward through
+            # the op that saved it, which the guess alone does not show runs: torchonn-pyutils' complex clipping)
             return None
         if not (w.kind in (WriteKind.METHOD, WriteKind.FUNCTION) or w.on_tensor):
             return None
