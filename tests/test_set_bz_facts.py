@@ -506,3 +506,48 @@ def test_the_inplace_arm_raises_and_the_dispatched_copy_runs():
         names["Blu"](inplace=True)(h * 1.0).sum().backward()
     x = torch.randn(3, 2)
     assert torch.all(torch.view_as_complex(names["clip_complex"](x, 0.5)).abs() <= 0.5 + 1e-6)
+
+
+# torch-sla's conjugate gradients (set BZ): an `out=` call on every path consumed a value computed from `b`; with `b`
+# requiring grad it raises in the forward ("functions with out=... arguments don't support automatic
+# differentiation"), so the later write cannot break a backward: no finding past it. Without the `out=` call the
+# same loop is reported, and raises at backward.
+CG = '''import torch
+
+
+def cg(b: torch.Tensor, iters: int = 3):
+    r = b.clone()
+    z = r * 0.5
+    rz = torch.dot(r, z)
+    neg = torch.empty(())
+    for _ in range(iters):
+        alpha = rz / 2.0
+        torch.neg(alpha, out=neg)
+        r.add_(z, alpha=0.1)
+    return r
+
+
+def cg_plain(b: torch.Tensor, iters: int = 3):
+    r = b.clone()
+    z = r * 0.5
+    rz = torch.dot(r, z)
+    for _ in range(iters):
+        alpha = rz / 2.0
+        r.add_(z, alpha=0.1)
+    return r + alpha
+'''
+
+
+def test_a_write_past_an_out_call_on_the_same_guess_is_no_finding():
+    found = analyze_source(CG)
+    assert [(f.code, f.line, f.col) for f in found] == [("IPV006", 22, 8)]
+
+
+def test_the_out_call_raises_in_the_forward_and_the_plain_loop_at_backward():
+    names = load(CG)
+    b = torch.rand(4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="out=... arguments don't support automatic differentiation"):
+        names["cg"](b * 1.0)
+    assert names["cg"](b.detach()).shape == (4,)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["cg_plain"](b * 1.0).sum().backward()

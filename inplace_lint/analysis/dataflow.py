@@ -68,6 +68,11 @@ def _arg_line(args: ast.arguments, name: str) -> int:
     return 0
 
 
+#: statements whose body runs whenever they are reached (a ``for`` loop's, on each of its passes)
+_STRAIGHT = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.For, ast.AsyncFor, ast.With,
+             ast.AsyncWith)
+
+
 @dataclass
 class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
             ReportingMixin, ClassFactsMixin, ConditionsMixin, LocalConditionsMixin, TensorKindsMixin,
@@ -281,6 +286,9 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     redefined: int = 0
     #: the sink keys of this scope's findings whose ``param_rooted`` is set
     rooted_keys: List[Tuple[int, int]] = field(default_factory=list)
+    #: parameters (guesses) an ``out=`` call on every path so far consumed: it raises in the forward when they
+    #: require grad, so code past it runs only when they do not (:meth:`~.reporting.ReportingMixin.report`)
+    out_guesses: Set[int] = field(default_factory=set)
     #: every value bound to a name here (:meth:`bind_name`), in order, and the environment the scope
     #: started with: what :meth:`holders` indexes (a fix plan looks up the names that may hold the
     #: target's origin there instead of scanning the whole environment at each finding)
@@ -298,6 +306,11 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
 
     def _handler(self, prefix: str, node_type: type):
         return _handler(type(self), prefix, node_type)
+
+    def on_every_path(self) -> bool:
+        """The statement being walked runs whenever this function's body gets that far: no ``if``, ``try``, ``match``
+        or ``while`` of this function around it (a ``for`` body: its passes run it before what follows them)."""
+        return all(isinstance(s, _STRAIGHT) for s in self.stmt_stack)
 
     def is_param(self, name: str) -> bool:
         return name in self.params

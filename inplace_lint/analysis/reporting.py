@@ -183,6 +183,13 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
             message=message, op=op, write_kind=kind,
             target=target_text, origin=origin, fix=fix, related=related, no_fix=withheld,
         )
+        guessed = self.saved_guess(real, write, rule)
+        if guessed and set(guessed) <= self.out_guesses:
+            # an `out=` call on every path here consumed what the guess is about: with it requiring grad, that call
+            # raised in the forward ("functions with out=... arguments don't support automatic differentiation"), so
+            # the backward this write breaks never runs (torch-sla's CG loops, set BZ)
+            self.sink.pop(key, None)
+            return
         rooted = self.param_rooted(real, write, rule, self.no_grad or write_no_grad, {i for i, _ in placeholders})
         if rooted is not None:
             self.rooted_keys.append(key)  # undone in summary() if the parameter is bound again
@@ -190,7 +197,7 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
                                       observed=frozenset(observed or ()), fix_if_callers=alt,
                                       param_rooted=rooted, grad_cond=self.grad_cond or self.made_under_cond(
                                           real, write, rule),
-                                      guess_params=self.saved_guess(real, write, rule),
+                                      guess_params=guessed,
                                       guards=conditions.needs_true(self.path_conds))
 
     def _held_when(self, key: Optional[str], origin: Origin) -> str:
