@@ -551,3 +551,40 @@ def test_the_out_call_raises_in_the_forward_and_the_plain_loop_at_backward():
     assert names["cg"](b.detach()).shape == (4,)
     with pytest.raises(RuntimeError, match=MODIFIED):
         names["cg_plain"](b * 1.0).sum().backward()
+
+
+# neuralrnn's `gram_schmidt_pt` (set CB): `mat[:i].t()` proves `mat` a tensor (a list's slice has no `.t()`), and
+# `torch.norm(mat[0])` saves a row of it (an item of a parameter that is a tensor is a view), so the item assignments
+# that follow make the backward raise when `mat` requires grad. A list of rows passed the same way is no finding.
+GRAM = '''import torch
+
+
+def gram_schmidt(mat):
+    mat[0] = mat[0] / torch.norm(mat[0])
+    for i in range(1, mat.shape[0]):
+        mat[i] = mat[i] - (mat[:i].t() @ mat[:i] @ mat[i])
+        mat[i] = mat[i] / torch.norm(mat[i])
+
+
+def normalise_rows(rows):
+    for i in range(len(rows)):
+        rows[i] = rows[i] / torch.norm(rows[i])
+'''
+
+
+def test_a_sliced_parameter_used_as_a_tensor_and_its_saved_rows_written():
+    found = analyze_source(GRAM)
+    assert [(f.code, f.line, f.col) for f in found] == [("IPV006", 5, 4), ("IPV006", 7, 8), ("IPV006", 8, 8)]
+    assert "which `torch.norm` (line 5) saved for backward as its input" in found[0].message
+
+
+def test_gram_schmidt_raises_on_a_matrix_that_requires_grad_and_the_list_runs():
+    names = load(GRAM)
+    w = torch.rand(3, 4, requires_grad=True)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        m = w * 1.0
+        names["gram_schmidt"](m)
+        m.sum().backward()
+    rows = [w[0] * 1.0, w[1] * 1.0]
+    names["normalise_rows"](rows)
+    sum(r.sum() for r in rows).backward()

@@ -127,8 +127,10 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         for name in self.sharing_storage(holder):
             held = self.env.get(name)
             if held:
+                # (an item of a parameter a tensor by its annotation or use, `mat[0]`, is a view of it too)
                 self.hold(name, cap(o.extend(step) if o.is_tensor and (param_index(o) is not None or o.grad_evidence)
-                                    and not (through_item and not (o.certain_tensor and param_index(o) is None))
+                                    and not (through_item and not (o.certain_tensor and param_index(o) is None) and not (
+                                        param_index(o) is not None and self.annotated_tensor(param_index(o))))
                                     else o for o in held))
 
     def known_ints(self) -> frozenset:

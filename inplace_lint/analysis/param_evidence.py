@@ -6,14 +6,15 @@ the same guess when the function's own code can only run if it is a tensor: a me
 a NumPy array, a list, a string or an ``nn.Module`` lack (``v.exp()``, ``v.unsqueeze(0)``, ``v.masked_fill(m,
 0)``), or a torch operator given it (``torch.cos(f0 * t)``, ``F.softmax(x, -1)``, ``torch.stack([a, b])``). A
 parameter used only in ways a NumPy array or a number also allows (``g.max()``, ``g - g.min()``, ``x[..., k]``,
-``x.reshape(...)``) is no such guess: a visualisation helper's ``gradient /= gradient.max()`` runs on an array.
+``x.reshape(...)``) is no such guess: a visualisation helper's ``gradient /= gradient.max()`` runs on an array. A
+slice of the parameter (``mat[:i].t()``, ``x[..., :k].unsqueeze(0)``) is used as it is: a list's slice is a list.
 """
 from __future__ import annotations
 
 import ast
 from typing import Callable, FrozenSet, Iterator, Optional
 
-from .astutil import dotted_name
+from .astutil import dotted_name, sliced_name
 
 #: methods of ``torch.Tensor`` that ``numpy.ndarray``, ``list``, ``str``, ``dict`` and ``nn.Module`` do not have
 #: (``to``, ``float``, ``cuda``, ``requires_grad_`` are a module's too; ``sum``, ``max``, ``reshape``, ``squeeze``,
@@ -75,9 +76,11 @@ def tensor_used(func: ast.AST, names: FrozenSet[str], qualify: Callable[[str], O
         if not isinstance(node, ast.Call):
             continue
         callee = node.func
-        if isinstance(callee, ast.Attribute) and isinstance(callee.value, ast.Name) and callee.value.id in names \
+        receiver = callee.value.value if isinstance(callee, ast.Attribute) and sliced_name(callee.value) \
+            else getattr(callee, "value", None)  # (`mat[:i].t()`: a list's or a tuple's slice has no tensor methods)
+        if isinstance(callee, ast.Attribute) and isinstance(receiver, ast.Name) and receiver.id in names \
                 and callee.attr in TENSOR_METHODS:
-            found.add(callee.value.id)
+            found.add(receiver.id)
             continue
         dotted = dotted_name(callee)
         qual = qualify(dotted) if dotted else None

@@ -383,7 +383,7 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
             kept=via is None and self.read_after(target, node), via=via, op_name=op_name,
             point_index=point_index(node, kind), guard=self.default_guard(), fix=fix, fix_if_callers=alt,
             condition=condition, when=tuple(sorted(set(self.path_conds) | set(when), key=repr)),
-            on_tensor=kind is WriteKind.AUGMENTED and self.annotated_tensor(index), layer=layer))
+            on_tensor=kind in (WriteKind.AUGMENTED, WriteKind.SUBSCRIPT) and self.annotated_tensor(index), layer=layer))
 
     def default_guard(self) -> tuple:
         """Parameters whose default skips the statement being walked: ``if t != 1.0:`` (``t=1.0``),
