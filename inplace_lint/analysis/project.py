@@ -18,7 +18,7 @@ import ast
 import hashlib
 import pathlib
 import re
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 from .. import progress
 from ..config import DEFAULT_SETTINGS, Settings
@@ -26,6 +26,7 @@ from .across_calls import AcrossCalls
 from .astutil import dotted_name, walk_ast
 from .dataflow import walk_module
 from .incremental import FunctionCache
+from .relevance import bodies_needed
 from .resolve import ABSENT, CLASS_FACTS, DISPATCH, Resolver, targets_digest, imported_files, index_module, module_name, post_order
 from .summaries import CallSite, FileResult, FunctionSummary, ModuleIndex
 
@@ -56,6 +57,9 @@ class Project(Resolver, AcrossCalls):
         #: kept tree saves parsing that file again; the loader sets it to a share of the project's text, so the
         #: peak memory stays a bounded share of what every tree at once would take: :data:`TREE_SHARE`)
         self.tree_budget = 0
+        #: a file analysed alone (flake8 without a cache): walk at the end only the bodies a finding can come from
+        #: (:func:`.relevance.bodies_needed`); the others are walked when a caller asks for their summary
+        self.bodies_on_demand = False
         #: files whose walk raised (a bug): :func:`inplace_lint.workspace.project_findings` re-raises it
         self.crashes: Dict[str, BaseException] = {}
         self._final = None
@@ -173,6 +177,8 @@ class Project(Resolver, AcrossCalls):
         if tree is None:
             return old
         ctx = ModuleContext(self, old.module, path, old.index.is_package)
+        if self.bodies_on_demand:
+            ctx.needed = bodies_needed(tree)
         cache = self._function_caches.get(path)
         if cache is None and self._walks_everywhere and path in self._sources:
             cache = self._function_caches[path] = FunctionCache()
@@ -319,6 +325,8 @@ class ModuleContext:
         #: functions of this file whose bodies are walked on demand (:meth:`defer`), and how deep that nests
         self._deferred: Dict[str, Callable[[], None]] = {}
         self._demand_depth = 0
+        #: the deferred bodies :meth:`finish` walks (their names under the module), None: all
+        self.needed: Optional[FrozenSet[str]] = None
         self._scripts: Optional[bool] = None
 
     def defer(self, qual: str, walk_body: Callable[[], None]) -> None:
@@ -332,10 +340,28 @@ class ModuleContext:
         self._deferred[qual] = walk_body
 
     def finish(self) -> None:
-        """Walk the deferred bodies nobody asked for, in the order they were defined."""
-        while self._deferred:
-            qual = next(iter(self._deferred))
-            self._deferred.pop(qual)()
+        """Walk the deferred bodies nobody asked for, in the order they were defined (with :attr:`needed`, those
+        named there, and the others only where a walk read their summary as missing)."""
+        if self.needed is None:
+            while self._deferred:
+                qual = next(iter(self._deferred))
+                self._deferred.pop(qual)()
+            return
+        # only the bodies a finding can come from (:mod:`.relevance`); the others stay deferred, so a needed body
+        # that asks for one's summary walks it then
+        for qual in [q for q in self._deferred if q[len(self.module) + 1:] in self.needed]:
+            walk_body = self._deferred.pop(qual, None)
+            if walk_body is not None:
+                walk_body()
+        while True:  # a body whose summary a walk read as missing (past the demand depth): the fixpoint needs it
+            wanted = [qual for qual in self._deferred if qual in self.deps]
+            if not wanted:
+                break
+            for qual in wanted:
+                walk_body = self._deferred.pop(qual, None)
+                if walk_body is not None:
+                    walk_body()
+        self._deferred.clear()
 
     def _demand(self, qual: str) -> None:
         walk_body = self._deferred.pop(qual, None)
