@@ -588,3 +588,74 @@ def test_gram_schmidt_raises_on_a_matrix_that_requires_grad_and_the_list_runs():
     rows = [w[0] * 1.0, w[1] * 1.0]
     names["normalise_rows"](rows)
     sum(r.sum() for r in rows).backward()
+
+
+# The adversarial review (/work/notes/s24/review.md): an `out=` call in a loop that may run no pass, in a conditional
+# expression, or of an op whose output has no gradient (`torch.gt`, which takes `out=` with grad on) leaves the later
+# write a finding; a `try` whose other import may be what fails keeps the fallback's name.
+OUT_ROUTES = '''import torch
+
+try:
+    from torch import amax
+    import not_a_real_module_xyz
+except ImportError:
+    def amax(input, dim=None, keepdim=False):
+        return input.detach().amax(dim=dim, keepdim=keepdim)
+
+
+def after_loop(b: torch.Tensor, iters: int = 0):
+    r = b.clone()
+    z = r * 0.5
+    rz = torch.dot(r, z)
+    neg = torch.empty(())
+    for _ in range(iters):
+        torch.neg(rz / 2.0, out=neg)
+    r.add_(z, alpha=0.1)
+    return r + rz
+
+
+def comparison(b: torch.Tensor, iters: int = 2):
+    r = b.clone()
+    z = r * 0.5
+    rz = torch.dot(r, z)
+    mask = torch.empty((), dtype=torch.bool)
+    for _ in range(iters):
+        torch.gt(rz / 2.0, 0.0, out=mask)
+        r.add_(z, alpha=0.1)
+    return r + rz
+
+
+def normalise_(x: torch.Tensor):
+    m = amax(x, dim=0, keepdim=True)
+    x.div_(m)
+    return x
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def embed(self, x):
+        return self.lin(x)
+
+    def forward(self, x):
+        h = torch.sigmoid(self.embed(x))
+        h.mul_(2)
+        return h
+'''
+
+
+def test_the_review_routes_keep_their_findings_and_the_fallback_name():
+    assert [(f.code, f.line) for f in analyze_source(OUT_ROUTES)] == [("IPV006", 18), ("IPV006", 29), ("IPV006", 49)]
+
+
+def test_the_review_routes_raise_and_the_fallback_runs():
+    names = load(OUT_ROUTES)
+    b = torch.rand(3, requires_grad=True)
+    for f in ("after_loop", "comparison"):
+        with pytest.raises(RuntimeError, match=MODIFIED):
+            names[f](b * 1.0).sum().backward()
+    names["normalise_"](b * 1.0).sum().backward()
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        names["Net"]()(torch.rand(2, 3)).sum().backward()

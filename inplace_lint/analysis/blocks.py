@@ -55,13 +55,15 @@ class BlocksMixin:
         the import fails (an older torch); the names stay the imported ones, as the module index has them
         (torchflint's ``invert_``, set CA: the fallback ``amin`` hid that ``torch.amin`` saves its input)."""
         if not any(h.type is None or last_name(h.type) in _IMPORT_FAILURES or isinstance(h.type, ast.Tuple) and any(
-                last_name(e) in _IMPORT_FAILURES for e in h.type.elts) for h in node.handlers):
-            return
+                last_name(e) in _IMPORT_FAILURES for e in h.type.elts) for h in node.handlers) or node.orelse \
+                or not all(isinstance(sub, ast.ImportFrom) and (sub.module or "").split(".")[0] == "torch"
+                           and not sub.level for sub in node.body):
+            return  # (only a body of imports from torch, which is installed: another import may be what fails, and an
+            # `else:` runs after the imports)
         for sub in node.body:
-            if isinstance(sub, (ast.Import, ast.ImportFrom)):
-                for name, target in import_bindings(sub, self.package).items():
-                    self.names[name] = target
-                    self.local_funcs.pop(name, None)
+            for name, target in import_bindings(sub, self.package).items():
+                self.names[name] = target
+                self.local_funcs.pop(name, None)
 
     stmt_TryStar = stmt_Try
 

@@ -4,7 +4,7 @@ walk reads (a part of :class:`~.dataflow.Scope`)."""
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import FrozenSet, Optional
 
 from ..findings import Step, StepKind
 from . import conditions, init_args, local_conds, model_outputs, param_evidence, stack_inputs
@@ -213,6 +213,7 @@ class ConditionsMixin:
         # `self.register_forward_hook(self._keep)`: the hook receives what `forward` returns, and may keep it
         self.output_hook = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                                and n.func.attr == "register_forward_hook" for n in nodes)
+        self.activation_methods = activation_methods(cls)
         counts = model_outputs.assignment_counts(cls, nodes)
         self.init_flags = init_args.init_flags(cls, counts)
         self.init_guards = init_args.init_guards(cls, counts)
@@ -267,3 +268,21 @@ def _int_index(node: ast.expr) -> bool:
         node = node.operand
     return isinstance(node, ast.Constant) and type(node.value) is int
 
+
+def activation_methods(cls: ast.ClassDef) -> FrozenSet[str]:
+    """The methods of ``cls`` that return what one of its submodules returns (``def embed(self, x): return
+    self.lin(x)``, also through a view or arithmetic of it): ``self.embed(x)`` is an activation as ``self.lin(x)``
+    is, which the method's summary does not say (a submodule's output is evidence, not an origin)."""
+    methods = {m.name for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    found = set()
+    for m in cls.body:
+        if not isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) or not m.args.args:
+            continue
+        me = m.args.args[0].arg
+        for node in ast.walk(m):
+            if isinstance(node, ast.Return) and node.value is not None and any(
+                    isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
+                    and c.func.value.id == me and c.func.attr not in methods for c in ast.walk(node.value)):
+                found.add(m.name)
+                break
+    return frozenset(found)

@@ -442,7 +442,9 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         plain = self.class_plain if self.class_plain is not None else (
             self.ctx is not None and self.ctx.plain_class(self.cls_qual))
         if self.ctx is not None and self.ctx.method(self.cls_qual, attr):
-            return False  # `self.helper(x)`, a method of the class: its summary says what it returns, or nothing
+            # `self.helper(x)`, a method: an activation when it returns a submodule's (`return self.lin(x)`), else
+            # what its summary says, or nothing
+            return attr in self.activation_methods
         if self.ctx is not None and not plain:
             # in a module, `self.stat()` with `self.stat = RunningStat(...)` built from a project class that is
             # surely no module calls that class's `__call__`, whose summary says what it returns (gromo's tensor

@@ -240,9 +240,7 @@ class CallsMixin:
         out_node = kw(node, "out")
         if out_node is not None and not isinstance(out_node, (ast.Tuple, ast.List)):
             self.report(node, WriteKind.OUT_KWARG, f"`{qual}(..., out=...)`", out_node, kwargs.get("out", EMPTY))
-            if not self.no_grad and self.on_every_path():
-                for arg, origins in zip(node.args, args):
-                    self.out_guesses.update(self.guesses_of(arg, origins))
+            self.note_out_call(node, name, args)
             return kwargs.get("out", EMPTY)
         first = node.args[0] if node.args else kw(node, "input")
         first_origins = args[0] if node.args else kwargs.get("input", EMPTY)

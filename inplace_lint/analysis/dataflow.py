@@ -68,6 +68,9 @@ def _arg_line(args: ast.arguments, name: str) -> int:
     return 0
 
 
+#: ops whose output has no gradient: ``out=`` with an input that requires grad does not raise (torch 2.13, executed)
+_GRADLESS_OUT = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "greater", "greater_equal", "less", "less_equal",
+                           "not_equal", "equal", "isclose", "bucketize", "searchsorted", "count_nonzero", "nonzero"})
 #: statements whose body runs whenever they are reached (a ``for`` loop's, on each of its passes)
 _STRAIGHT = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.For, ast.AsyncFor, ast.With,
              ast.AsyncWith)
@@ -103,6 +106,8 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     unsaved_layers: FrozenSet[str] = frozenset()
     #: in a class body and its methods: attributes the class freezes (``model_outputs.frozen_layers``)
     frozen_layers: FrozenSet[str] = frozenset()
+    #: in a class body and its methods: its methods that return a submodule's output (``branches.activation_methods``)
+    activation_methods: FrozenSet[str] = frozenset()
     #: in a class body and its methods: attributes that may be a module returning its input (``nn.Identity``)
     identity_layers: FrozenSet[str] = frozenset()
     #: in a class body and its methods: ``self.<attr>`` built as a torch activation or an ``nn.Sequential`` of
@@ -286,9 +291,10 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     redefined: int = 0
     #: the sink keys of this scope's findings whose ``param_rooted`` is set
     rooted_keys: List[Tuple[int, int]] = field(default_factory=list)
-    #: parameters (guesses) an ``out=`` call on every path so far consumed: it raises in the forward when they
-    #: require grad, so code past it runs only when they do not (:meth:`~.reporting.ReportingMixin.report`)
-    out_guesses: Set[int] = field(default_factory=set)
+    #: parameters (guesses) an ``out=`` call on every path so far consumed -> the loops whose bodies it is in (None:
+    #: the function's): it raises in the forward when they require grad, so code past it there runs only when they
+    #: do not (:meth:`~.reporting.ReportingMixin.report`)
+    out_guesses: Dict[int, list] = field(default_factory=dict)
     #: every value bound to a name here (:meth:`bind_name`), in order, and the environment the scope
     #: started with: what :meth:`holders` indexes (a fix plan looks up the names that may hold the
     #: target's origin there instead of scanning the whole environment at each finding)
@@ -307,10 +313,27 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     def _handler(self, prefix: str, node_type: type):
         return _handler(type(self), prefix, node_type)
 
-    def on_every_path(self) -> bool:
-        """The statement being walked runs whenever this function's body gets that far: no ``if``, ``try``, ``match``
-        or ``while`` of this function around it (a ``for`` body: its passes run it before what follows them)."""
-        return all(isinstance(s, _STRAIGHT) for s in self.stmt_stack)
+    def note_out_call(self, call: ast.Call, name: str, args) -> None:
+        """``torch.<name>(..., out=buf)`` run with grad on: when it is a statement of its own (or an assignment's value)
+        on every path of the function so far (no ``if``/``try``/``while`` around it; in a ``for`` body, for the rest of
+        that body), the guesses its inputs carry are false past it: the call raises in the forward otherwise
+        (docs/pytorch-facts.md#leaf-requires-grad). Not for ops whose output has no gradient (``torch.gt``, ``argmax``:
+        they take ``out=`` with grad on)."""
+        stmt = self.stmt_stack[-1] if self.stmt_stack else None
+        if self.no_grad or getattr(stmt, "value", None) is not call or not isinstance(stmt, (ast.Expr, ast.Assign)) \
+                or name in _GRADLESS_OUT or name.startswith(("logical_", "bitwise_", "arg", "is")) \
+                or not all(isinstance(s, _STRAIGHT) for s in self.stmt_stack):
+            return
+        loop = next((s for s in reversed(self.stmt_stack) if isinstance(s, (ast.For, ast.AsyncFor))), None)
+        for arg, origins in zip(call.args, args):
+            for g in self.guesses_of(arg, origins):
+                self.out_guesses.setdefault(g, []).append(loop)
+
+    def past_out_call(self, guesses) -> bool:
+        """Every one of ``guesses`` was consumed by an ``out=`` call whose body this statement is in
+        (:meth:`note_out_call`)."""
+        return bool(guesses) and all(any(loop is None or loop in self.stmt_stack for loop in self.out_guesses.get(g, ()))
+                                     for g in guesses)
 
     def is_param(self, name: str) -> bool:
         return name in self.params
@@ -325,6 +348,7 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
                      cls_qual=self.cls_qual, class_plain=self.class_plain, class_builders=self.class_builders,
                      scripted=self.scripted, self_name=self.self_name, assigned=set(self.assigned),
                      unsaved_layers=self.unsaved_layers, frozen_layers=self.frozen_layers,
+                     activation_methods=self.activation_methods,
                      identity_layers=self.identity_layers,
                      output_hook=self.output_hook,
                      torch_stacks=self.torch_stacks, input_layers=self.input_layers, inplace_firsts=self.inplace_firsts,

@@ -184,7 +184,7 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
             target=target_text, origin=origin, fix=fix, related=related, no_fix=withheld,
         )
         guessed = self.saved_guess(real, write, rule)
-        if guessed and set(guessed) <= self.out_guesses:
+        if self.past_out_call(guessed):
             # an `out=` call on every path here consumed what the guess is about: with it requiring grad, that call
             # raised in the forward ("functions with out=... arguments don't support automatic differentiation"), so
             # the backward this write breaks never runs (torch-sla's CG loops, set BZ)
