@@ -659,3 +659,37 @@ def test_the_review_routes_raise_and_the_fallback_runs():
     names["normalise_"](b * 1.0).sum().backward()
     with pytest.raises(RuntimeError, match=MODIFIED):
         names["Net"]()(torch.rand(2, 3)).sum().backward()
+
+
+# torchzero's TensorList (set BP): `def ravel(self): return self.__class__(...)` returns no submodule's output (only an
+# attribute `__init__` builds is a submodule), so `torch.cat(self.ravel())` of an optimizer's update is no activation.
+TENSOR_LIST = '''import torch
+
+
+class TensorList(list):
+    def ravel(self):
+        return self.__class__(t.ravel() for t in self)
+
+    def to_vec(self):
+        return torch.cat(self.ravel())
+
+
+def clip_(tensor_: torch.Tensor, limit: float):
+    norm = torch.linalg.vector_norm(tensor_)
+    return tensor_.div_(max(1.0, float(norm) / limit))
+
+
+def step(updates):
+    ts = TensorList(updates)
+    return clip_(ts.to_vec(), 1.0)
+'''
+
+
+def test_a_method_returning_a_new_instance_of_its_class_is_no_activation():
+    assert analyze_source(TENSOR_LIST) == []  # (its only caller passes updates, which need no grad)
+
+
+def test_the_clip_of_updates_runs():
+    names = load(TENSOR_LIST)
+    out = names["step"]([torch.ones(2), torch.ones(3)])
+    assert torch.allclose(out, torch.ones(5) / 5 ** 0.5)

@@ -271,18 +271,20 @@ def _int_index(node: ast.expr) -> bool:
 
 def activation_methods(cls: ast.ClassDef) -> FrozenSet[str]:
     """The methods of ``cls`` that return what one of its submodules returns (``def embed(self, x): return
-    self.lin(x)``, also through a view or arithmetic of it): ``self.embed(x)`` is an activation as ``self.lin(x)``
-    is, which the method's summary does not say (a submodule's output is evidence, not an origin)."""
-    methods = {m.name for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    self.lin(x)``, also through a view or arithmetic of it; a submodule: an attribute its ``__init__`` assigns, not
+    ``self.__class__(...)`` or an inherited method): ``self.embed(x)`` is an activation as ``self.lin(x)`` is, which
+    the method's summary does not say (a submodule's output is evidence, not an origin)."""
+    methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.args.args]
+    built = {t.attr for m in methods if m.name == "__init__" for node in ast.walk(m) if isinstance(node, ast.Assign)
+             for t in node.targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+             and t.value.id == m.args.args[0].arg}  # (`self.lin = nn.Linear(...)`: what `__init__` builds)
     found = set()
-    for m in cls.body:
-        if not isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) or not m.args.args:
-            continue
+    for m in methods:
         me = m.args.args[0].arg
         for node in ast.walk(m):
             if isinstance(node, ast.Return) and node.value is not None and any(
                     isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
-                    and c.func.value.id == me and c.func.attr not in methods for c in ast.walk(node.value)):
+                    and c.func.value.id == me and c.func.attr in built for c in ast.walk(node.value)):
                 found.add(m.name)
                 break
     return frozenset(found)
