@@ -45,6 +45,22 @@ def walk_ast(node: ast.AST) -> Iterator[ast.AST]:
         yield node
 
 
+def child_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """The nodes :func:`walk_ast` goes on to from ``node`` (its children, but for the ``ctx`` and operator
+    singletons): for a walk that carries something from a node to its children (a flag test, the enclosing def)."""
+    fields = _CHILD_FIELDS.get(node.__class__)
+    if fields is None:
+        fields = _child_fields(node.__class__)
+    for name in fields:
+        value = getattr(node, name, None)
+        if value.__class__ is list:
+            for item in value:
+                if isinstance(item, ast.AST):
+                    yield item
+        elif isinstance(value, ast.AST):
+            yield value
+
+
 _STATEMENT_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
 
 

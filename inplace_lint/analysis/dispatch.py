@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Tuple
 
-from .astutil import _CHILD_FIELDS, _child_fields
+from .astutil import child_nodes
 
 #: the value of a call made with no flag test around it
 UNGUARDED = "dispatch.none"
@@ -56,17 +56,8 @@ def dispatch_guards(cls: ast.ClassDef) -> Dict[str, str]:
                     for part in (node.orelse if kind is ast.If else (node.orelse,)):
                         push((part, guard or (flag[0], not flag[1])))
                     continue
-            fields = _CHILD_FIELDS.get(kind)
-            if fields is None:
-                fields = _child_fields(kind)
-            for name in fields:
-                value = getattr(node, name, None)
-                if value.__class__ is list:
-                    for child in value:
-                        if isinstance(child, ast.AST):
-                            push((child, guard))
-                elif isinstance(value, ast.AST):
-                    push((value, guard))
+            for child in child_nodes(node):
+                push((child, guard))
     return {f"@guard:{m}": (guards.pop() if len(guards) == 1 else UNGUARDED) for m, guards in found.items()}
 
 

@@ -14,7 +14,7 @@ import ast
 from typing import Dict, FrozenSet, Optional, Set
 
 from ..torch_facts import ops
-from .astutil import _CHILD_FIELDS, _child_fields, last_name
+from .astutil import child_nodes, last_name
 
 #: methods whose callers name them by no function name: ``self.block(x)`` runs ``forward``
 _CALLED_UNNAMED = frozenset({"forward", "__call__"})
@@ -86,17 +86,8 @@ def bodies_needed(tree: ast.Module) -> Optional[FrozenSet[str]]:
                 refs[owner].add(node.attr)
             if owner not in writes and _writes(node):
                 writes.add(owner)
-        fields = _CHILD_FIELDS.get(kind)
-        if fields is None:
-            fields = _child_fields(kind)
-        for name in fields:
-            value = getattr(node, name, None)
-            if value.__class__ is list:
-                for child in value:
-                    if isinstance(child, ast.AST):
-                        push((child, owner_of.get(id(child), owner)))
-            elif isinstance(value, ast.AST):
-                push((value, owner_of.get(id(value), owner)))
+        for child in child_nodes(node):
+            push((child, owner_of.get(id(child), owner)))
     needed = set(writes)
     named = {name.rpartition(".")[2] for name in needed}
     changed = True
