@@ -698,3 +698,39 @@ def test_the_clip_of_updates_runs():
     names = load(TENSOR_LIST)
     out = names["step"]([torch.ones(2), torch.ones(3)])
     assert torch.allclose(out, torch.ones(5) / 5 ** 0.5)
+
+
+# The review's worst older miss: a caller that passes an `nn.Parameter` attribute for the guessed input decided the
+# guess "no grad" (nothing tracked is passed); `self.a` requires grad by evidence, so the callee's write is reported. A
+# caller that passes a factory's tensor still decides it needs none.
+PARAM_CALLER = '''import torch
+import torch.nn as nn
+
+
+def div(u: torch.Tensor, v: torch.Tensor):
+    r = u.clone()
+    d = v[0] * r[0]
+    r[1] = 0.0
+    return d
+
+
+class Filt(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Parameter(torch.tensor([0.5, 1.0]))
+
+    def forward(self, b):
+        return div(b, self.a)
+'''
+
+
+def test_a_parameter_attribute_passed_for_a_guess_backs_it():
+    found = analyze_source(PARAM_CALLER)
+    assert [(f.code, f.line, f.col) for f in found] == [("IPV006", 8, 4)]
+    only_data = PARAM_CALLER.replace("return div(b, self.a)", "return div(b, torch.ones(2))")
+    assert analyze_source(only_data) == []
+
+
+def test_the_module_caller_raises_at_backward():
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        load(PARAM_CALLER)["Filt"]()(torch.rand(2)).backward()

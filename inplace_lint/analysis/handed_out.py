@@ -106,6 +106,8 @@ class HandedOutMixin:
             # (maybe no tensor at all: a tuple of floats, `down_left_corner`, unpacked by the callee)
             if node is None or self.func is None or isinstance(node, (ast.Lambda, ast.Constant)):
                 return EMPTY
+            if self.grad_source(node):  # `div(b, self.a)` with `self.a = nn.Parameter(...)`: requires grad
+                return frozenset({Origin(RootKind.TENSOR, short(node), node.lineno)})
             return frozenset(Origin(RootKind.TENSOR, short(node), node.lineno, certain_tensor=False, guessed=True,
                                     guess_param=g) for g in self.guesses_of(node, EMPTY))
         if any(isinstance(p, ast.Starred) for p in parts) or (isinstance(node, ast.Dict) and None in node.keys):
