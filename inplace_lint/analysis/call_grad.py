@@ -145,12 +145,7 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
 
     def int_parameters(self) -> frozenset:
         """This function's parameters annotated ``int`` (and not bound again here)."""
-        args = getattr(self.func, "args", None)
-        if not isinstance(args, ast.arguments):
-            return frozenset()
-        return frozenset(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
-                         if isinstance(a.annotation, ast.Name) and a.annotation.id == "int"
-                         and a.arg not in self.rebound_params and a.arg not in self.assigned)
+        return self.annotated_as(("int",))
 
     def _local_guesses(self, held: frozenset) -> tuple:
         """The parameters (annotated ``Tensor``) a tensor is known here only as a guess about: every origin a guess
@@ -441,7 +436,7 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         schedule, ``self._beta = to_parameter(beta)``; one handed in) are unknown, which is no evidence."""
         plain = self.class_plain if self.class_plain is not None else (
             self.ctx is not None and self.ctx.plain_class(self.cls_qual))
-        if self.ctx is not None and self.ctx.method(self.cls_qual, attr):
+        if self.own_method(attr):
             # `self.helper(x)`, a method: an activation when it returns a submodule's (`return self.lin(x)`), else
             # what its summary says, or nothing
             return attr in self.activation_methods

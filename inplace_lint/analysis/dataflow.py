@@ -69,8 +69,9 @@ def _arg_line(args: ast.arguments, name: str) -> int:
 
 
 #: ops whose output has no gradient: ``out=`` with an input that requires grad does not raise (torch 2.13, executed)
+#: (and every ``logical_*``, ``bitwise_*``, ``arg*`` and ``is*`` op: :meth:`Scope.note_out_call`)
 _GRADLESS_OUT = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "greater", "greater_equal", "less", "less_equal",
-                           "not_equal", "equal", "isclose", "bucketize", "searchsorted", "count_nonzero", "nonzero"})
+                           "not_equal", "equal", "bucketize", "searchsorted", "count_nonzero", "nonzero"})
 #: statements whose body runs whenever they are reached (a ``for`` loop's, on each of its passes)
 _STRAIGHT = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.For, ast.AsyncFor, ast.With,
              ast.AsyncWith)

@@ -87,11 +87,14 @@ class HandedOutMixin:
             self.record_handed_out(value)
 
     def _display_value(self, node: Optional[ast.expr]) -> frozenset:
-        """What a list, tuple, dict or set display passes (``[mel, mel + post(mel)]``): its elements' origins
-        (the callee reaches them as items, ``mel, post = outputs``), or, when none is tracked, a plain
-        container known to be nothing risky; so the callee's parameter is decided by what the callers
-        pass, not by its name. A comprehension (``[p.grad for p in params]``) passes a container of what its
-        element gives, each item an element of it. EMPTY for anything else."""
+        """What an argument the walk tracks nothing for passes. A list, tuple, dict or set display (``[mel, mel +
+        post(mel)]``): its elements' origins (the callee reaches them as items, ``mel, post = outputs``), or, when none
+        is tracked, a plain container known to be nothing risky; so the callee's parameter is decided by what the
+        callers pass, not by its name. A comprehension (``[p.grad for p in params]``) passes a container of what its
+        element gives, each item an element of it. Another expression: a tensor that requires grad when it does by
+        evidence (``self.a``, an ``nn.Parameter``: :meth:`grad_source`), else a guess about each parameter of this
+        function it is computed from alone (``F.pad(a, (1, 0))``: :meth:`guesses_of`), maybe no tensor; EMPTY for a
+        literal or a lambda."""
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             return frozenset({Origin(RootKind.FRESH, short(node), node.lineno, root_no_grad=True)}) \
                 if not self.eval_quiet(node) else EMPTY

@@ -429,22 +429,31 @@ class ParamGuessesMixin:
         guesses = self.guesses_of(node, origins)
         return guesses[0] if guesses else -1
 
-    def _own_method_call(self, call: ast.Call) -> bool:
-        """``self.<name>(...)`` where the class (or a base in the project) defines ``name``: a method, not a submodule."""
-        func = call.func
-        return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == self.self_name \
-            and self.ctx is not None and bool(getattr(self, "cls_qual", None)) \
-            and bool(self.ctx.method(self.cls_qual, func.attr))
+    def own_method(self, attr: str) -> bool:
+        """The class being walked (or a base in the project) defines a method ``attr``: ``self.<attr>(...)`` is a
+        method call, not a submodule's."""
+        return self.ctx is not None and bool(getattr(self, "cls_qual", None)) \
+            and bool(self.ctx.method(self.cls_qual, attr))
 
-    def number_parameters(self) -> FrozenSet[str]:
-        """This function's parameters annotated as Python numbers (``t: int``, ``scale: float``, ``flag: bool``),
-        never bound again here: a number never requires grad, so nothing computed from one is a guess about it."""
+    def _own_method_call(self, call: ast.Call) -> bool:
+        """``self.<name>(...)`` of a method the class defines (:meth:`own_method`)."""
+        func = call.func
+        return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+            and func.value.id == self.self_name and self.own_method(func.attr)
+
+    def annotated_as(self, types) -> FrozenSet[str]:
+        """This function's parameters annotated with a bare name among ``types`` (``t: int``), never bound again here."""
         args = getattr(self.func, "args", None)
         if not isinstance(args, ast.arguments):
             return frozenset()
         return frozenset(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
-                         if isinstance(a.annotation, ast.Name) and a.annotation.id in _NUMBER_TYPES
+                         if isinstance(a.annotation, ast.Name) and a.annotation.id in types
                          and a.arg not in self.rebound_params and a.arg not in self.assigned)
+
+    def number_parameters(self) -> FrozenSet[str]:
+        """This function's parameters annotated as Python numbers (``t: int``, ``scale: float``, ``flag: bool``):
+        a number never requires grad, so nothing computed from one is a guess about it."""
+        return self.annotated_as(_NUMBER_TYPES)
 
     def guess_origins(self, node: ast.expr, origins: frozenset, make) -> frozenset:
         """``make(g)`` (an :class:`Origin` guessed from parameter ``g``) for each parameter an op's input
