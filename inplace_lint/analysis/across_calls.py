@@ -19,6 +19,7 @@ from ..rules import PRIORITY, Write
 from . import conditions, grad_flags, model_outputs
 from .env import origin_key
 from .expressions import as_tensor
+from .out_calls import out_raised_first
 from .reporting import match
 from .saved_here import SavedHereMixin
 from .refs import refers, unreached, value_refs
@@ -441,9 +442,8 @@ class AcrossCalls(SavedHereMixin):
             steps = ran_without_grad(w.steps) if called_without_grad else w.steps
             given = as_tensor(origin) if w.on_tensor else origin  # (a parameter annotated `Tensor`)
             rule, shown = match([with_steps(given, steps)], write, no_grad, self.settings.report_in_no_grad)
-            if rule is None:
-                continue
-            if not rule.without_grad and self._caller_guess_unbacked(origin, site.caller, calls_to):
+            if rule is None or not rule.without_grad and (self._caller_guess_unbacked(origin, site.caller, calls_to)
+                                                          or out_raised_first(w, rule, shown, site)):
                 continue
             rank = PRIORITY.index(rule)
             if best is None or rank < best[0]:

@@ -219,3 +219,24 @@ def sliced_name(node: ast.expr) -> bool:
         isinstance(e, ast.Slice) or isinstance(e, ast.Constant) and e.value is Ellipsis for e in index.elts) and all(
         isinstance(e, ast.Slice) or isinstance(e, ast.Constant) and (e.value is None or e.value is Ellipsis or type(
             e.value) is int) for e in index.elts)
+
+
+def rebound_between(func: Optional[ast.AST], expr: ast.expr, after: int, before: int) -> bool:
+    """A name ``expr`` reads, or ``expr`` itself (an attribute chain), may be bound again in ``func`` on the lines
+    strictly between ``after`` and ``before``; always True outside a function (module code is not scanned)."""
+    if func is None:
+        return True
+    names = {n.id for n in walk_ast(expr) if isinstance(n, ast.Name)}
+    text = dotted_name(expr)
+    for node in walk_ast(func):
+        line = getattr(node, "lineno", 0)
+        if not after < line < before:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)) and node.id in names:
+            return True
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store) \
+                and text is not None and dotted_name(node) == text:
+            return True
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and names & set(node.names):
+            return True
+    return False

@@ -50,6 +50,7 @@ from .project_calls import ProjectCallsMixin
 from .reporting import ReportingMixin
 from .env import _MAX_ORIGINS, EMPTY
 from .statements import StatementsMixin
+from .out_calls import OutCallsMixin
 from .summaries import LocalFinding, ParamWrite, param_index, param_origin, parameters
 
 RECURSION_LIMIT = 20000
@@ -68,17 +69,8 @@ def _arg_line(args: ast.arguments, name: str) -> int:
     return 0
 
 
-#: ops whose output has no gradient: ``out=`` with an input that requires grad does not raise (torch 2.13, executed)
-#: (and every ``logical_*``, ``bitwise_*``, ``arg*`` and ``is*`` op: :meth:`Scope.note_out_call`)
-_GRADLESS_OUT = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "greater", "greater_equal", "less", "less_equal",
-                           "not_equal", "equal", "bucketize", "searchsorted", "count_nonzero", "nonzero"})
-#: statements whose body runs whenever they are reached (a ``for`` loop's, on each of its passes)
-_STRAIGHT = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.For, ast.AsyncFor, ast.With,
-             ast.AsyncWith)
-
-
 @dataclass
-class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
+class Scope(OutCallsMixin, StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
             ReportingMixin, ClassFactsMixin, ConditionsMixin, LocalConditionsMixin, TensorKindsMixin,
             LoopPassesMixin, DispatchMixin):
     """Walks one function (or module, or class) body; nested functions get a scope of their own."""
@@ -296,6 +288,8 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
     #: the function's): it raises in the forward when they require grad, so code past it there runs only when they
     #: do not (:meth:`~.reporting.ReportingMixin.report`)
     out_guesses: Dict[int, list] = field(default_factory=dict)
+    #: the same for the roots of the origins the ``out=`` calls consumed (:func:`~.out_calls._root`)
+    out_roots: Dict[tuple, list] = field(default_factory=dict)
     #: every value bound to a name here (:meth:`bind_name`), in order, and the environment the scope
     #: started with: what :meth:`holders` indexes (a fix plan looks up the names that may hold the
     #: target's origin there instead of scanning the whole environment at each finding)
@@ -313,28 +307,6 @@ class Scope(StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsM
 
     def _handler(self, prefix: str, node_type: type):
         return _handler(type(self), prefix, node_type)
-
-    def note_out_call(self, call: ast.Call, name: str, args) -> None:
-        """``torch.<name>(..., out=buf)`` run with grad on: when it is a statement of its own (or an assignment's value)
-        on every path of the function so far (no ``if``/``try``/``while`` around it; in a ``for`` body, for the rest of
-        that body), the guesses its inputs carry are false past it: the call raises in the forward otherwise
-        (docs/pytorch-facts.md#leaf-requires-grad). Not for ops whose output has no gradient (``torch.gt``, ``argmax``:
-        they take ``out=`` with grad on)."""
-        stmt = self.stmt_stack[-1] if self.stmt_stack else None
-        if self.no_grad or getattr(stmt, "value", None) is not call or not isinstance(stmt, (ast.Expr, ast.Assign)) \
-                or name in _GRADLESS_OUT or name.startswith(("logical_", "bitwise_", "arg", "is")) \
-                or not all(isinstance(s, _STRAIGHT) for s in self.stmt_stack):
-            return
-        loop = next((s for s in reversed(self.stmt_stack) if isinstance(s, (ast.For, ast.AsyncFor))), None)
-        for arg, origins in zip(call.args, args):
-            for g in self.guesses_of(arg, origins):
-                self.out_guesses.setdefault(g, []).append(loop)
-
-    def past_out_call(self, guesses) -> bool:
-        """Every one of ``guesses`` was consumed by an ``out=`` call whose body this statement is in
-        (:meth:`note_out_call`)."""
-        return bool(guesses) and all(any(loop is None or loop in self.stmt_stack for loop in self.out_guesses.get(g, ()))
-                                     for g in guesses)
 
     def is_param(self, name: str) -> bool:
         return name in self.params

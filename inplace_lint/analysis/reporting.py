@@ -13,6 +13,7 @@ from .astutil import defaults as parameter_defaults, dotted_name, short, walk_as
 from .consumers import flows_into, only_gradless_readers
 from .env import origin_key
 from .fix_planning import FixPlanningMixin
+from .out_calls import NEEDS_GRAD
 from .summaries import LocalFinding, ParamWrite, param_index
 
 
@@ -184,10 +185,12 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
             target=target_text, origin=origin, fix=fix, related=related, no_fix=withheld,
         )
         guessed = self.saved_guess(real, write, rule)
-        if self.past_out_call(guessed):
-            # an `out=` call on every path here consumed what the guess is about: with it requiring grad, that call
-            # raised in the forward ("functions with out=... arguments don't support automatic differentiation"), so
-            # the backward this write breaks never runs (torch-sla's CG loops, set BZ)
+        if self.past_out_call(guessed) or rule.code in NEEDS_GRAD and self.past_out_call_of(
+                [o for o in model_outputs.written_tensors(real, kind) if rule.applies(o, write)
+                 and not any(s.kind is StepKind.SAVED_FOR_OTHER for s in o.steps)]):
+            # an `out=` call on every path here consumed what the guess is about, or the written tensor: with it
+            # requiring grad, that call raised in the forward ("functions with out=... arguments don't support
+            # automatic differentiation"), so the backward this write breaks never runs (torch-sla's CG loops, set BZ)
             self.sink.pop(key, None)
             return
         rooted = self.param_rooted(real, write, rule, self.no_grad or write_no_grad, {i for i, _ in placeholders})
@@ -383,7 +386,8 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
             kept=via is None and self.read_after(target, node), via=via, op_name=op_name,
             point_index=point_index(node, kind), guard=self.default_guard(), fix=fix, fix_if_callers=alt,
             condition=condition, when=tuple(sorted(set(self.path_conds) | set(when), key=repr)),
-            on_tensor=kind in (WriteKind.AUGMENTED, WriteKind.SUBSCRIPT) and self.annotated_tensor(index), layer=layer))
+            on_tensor=kind in (WriteKind.AUGMENTED, WriteKind.SUBSCRIPT) and self.annotated_tensor(index), layer=layer,
+            past_out=tuple(sorted(self.out_consumed()))))
 
     def default_guard(self) -> tuple:
         """Parameters whose default skips the statement being walked: ``if t != 1.0:`` (``t=1.0``),

@@ -204,6 +204,10 @@ class ParamWrite:
     #: the write is a call of a layer built with ``inplace=True`` (its class, ``nn.ReLU``): a caller that reads what
     #: it passed after the call sees the layer's output (IPV007)
     layer: Optional[str] = None
+    #: parameters an ``out=`` call consumed on every path to the write (:meth:`.dataflow.Scope.out_consumed`):
+    #: a caller whose argument for one requires grad whenever the write's hazard holds never reaches the write
+    #: (the call raised in the forward)
+    past_out: Tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
