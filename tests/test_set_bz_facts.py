@@ -688,7 +688,7 @@ def step(updates):
 def test_a_method_returning_a_new_instance_of_its_class_is_no_activation():
     import ast
 
-    from inplace_lint.analysis.branches import activation_methods
+    from inplace_lint.analysis.own_class import activation_methods
     classes = [n for n in ast.parse(TENSOR_LIST + OUT_ROUTES).body if isinstance(n, ast.ClassDef)]
     assert [activation_methods(c) for c in classes] == [frozenset(), frozenset({"embed"})]
     assert analyze_source(TENSOR_LIST) == []  # (its only caller passes updates, which need no grad)

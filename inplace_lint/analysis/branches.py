@@ -4,12 +4,13 @@ walk reads (a part of :class:`~.dataflow.Scope`)."""
 from __future__ import annotations
 
 import ast
-from typing import FrozenSet, Optional
+from typing import Optional
 
 from ..findings import Step, StepKind
-from . import conditions, init_args, local_conds, model_outputs, param_evidence, stack_inputs
+from . import conditions, param_evidence
 from .astutil import defaults, dotted_name
 from .names import qualify_dotted
+from .own_class import OwnClassFacts
 from .summaries import param_index, parameters
 
 
@@ -201,34 +202,10 @@ class ConditionsMixin:
         return False
 
     def set_class_facts(self, cls: ast.ClassDef) -> None:
-        """What a class's own code says, for its methods' walk: the attributes whose call may save no input
-        (:func:`~.model_outputs.layers_not_saving`), the flags ``__init__`` copies from its parameters
-        (:func:`~.init_args.init_flags`) and the constant arguments each submodule was built with
-        (:func:`~.init_args.builder_facts`)."""
-        nodes = model_outputs.class_nodes(cls)  # (one walk of the class for every fact)
-        self.frozen_layers = model_outputs.frozen_layers(cls, nodes)
-        self.unsaved_layers = model_outputs.layers_not_saving(cls, nodes, self.frozen_layers)
-        self.identity_layers = model_outputs.identity_layers(cls, nodes)
-        self.weights_unknown = model_outputs.inherited_weights_unknown(cls, nodes)
-        # `self.register_forward_hook(self._keep)`: the hook receives what `forward` returns, and may keep it
-        self.output_hook = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                               and n.func.attr == "register_forward_hook" for n in nodes)
-        self.activation_methods = activation_methods(cls)
-        counts = model_outputs.assignment_counts(cls, nodes)
-        self.init_flags = init_args.init_flags(cls, counts)
-        self.init_guards = init_args.init_guards(cls, counts)
-        self.steady_attrs = local_conds.steady_attributes(cls, nodes)
-        builders = self.layer_builders
-
-        def qualify(d: str) -> str:  # (a module function that builds one layer stands for it: `conv3x3(...)`)
-            d = builders.get(d, d)
-            return qualify_dotted(d, self.names, self.is_local_name)[0] or d
-
-        self.torch_stacks = model_outputs.torch_stacks(cls, qualify, counts, nodes)
-        self.input_layers = stack_inputs.first_input_layers(cls, qualify, counts, nodes, self.stack_builders)
-        self.inplace_firsts = stack_inputs.first_inplace_layers(cls, qualify, counts, nodes, self.stack_builders)
-        self.builder_args, self.builder_alts = init_args.builder_facts(cls, counts, nodes)
-        self.zero_dropouts = model_outputs.zero_rate_dropouts(self.identity_layers, self.builder_args)
+        """What a class's own code says, for its methods' walk (:class:`~.own_class.OwnClassFacts`, each fact computed
+        when a walk first reads it), with the names as they stand at the ``class`` statement."""
+        local = frozenset(self.env) | frozenset(self.params) | frozenset(self.local_funcs) | frozenset(self.assigned)
+        self.own_class = OwnClassFacts(cls, self.names, local, self.layer_builders, self.stack_builders)
 
 
 def _empty_test(test: ast.expr, name: str) -> bool:
@@ -267,24 +244,3 @@ def _int_index(node: ast.expr) -> bool:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         node = node.operand
     return isinstance(node, ast.Constant) and type(node.value) is int
-
-
-def activation_methods(cls: ast.ClassDef) -> FrozenSet[str]:
-    """The methods of ``cls`` that return what one of its submodules returns (``def embed(self, x): return
-    self.lin(x)``, also through a view or arithmetic of it; a submodule: an attribute its ``__init__`` assigns, not
-    ``self.__class__(...)`` or an inherited method): ``self.embed(x)`` is an activation as ``self.lin(x)`` is, which
-    the method's summary does not say (a submodule's output is evidence, not an origin)."""
-    methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.args.args]
-    built = {t.attr for m in methods if m.name == "__init__" for node in ast.walk(m) if isinstance(node, ast.Assign)
-             for t in node.targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
-             and t.value.id == m.args.args[0].arg}  # (`self.lin = nn.Linear(...)`: what `__init__` builds)
-    found = set()
-    for m in methods:
-        me = m.args.args[0].arg
-        for node in ast.walk(m):
-            if isinstance(node, ast.Return) and node.value is not None and any(
-                    isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
-                    and c.func.value.id == me and c.func.attr in built for c in ast.walk(node.value)):
-                found.add(m.name)
-                break
-    return frozenset(found)

@@ -51,6 +51,7 @@ from .reporting import ReportingMixin
 from .env import _MAX_ORIGINS, EMPTY
 from .statements import StatementsMixin
 from .out_calls import OutCallsMixin
+from .own_class import OwnClassFacts, read_through
 from .summaries import LocalFinding, ParamWrite, param_index, param_origin, parameters
 
 RECURSION_LIMIT = 20000
@@ -69,6 +70,7 @@ def _arg_line(args: ast.arguments, name: str) -> int:
     return 0
 
 
+@read_through
 @dataclass
 class Scope(OutCallsMixin, StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
             ReportingMixin, ClassFactsMixin, ConditionsMixin, LocalConditionsMixin, TensorKindsMixin,
@@ -95,34 +97,9 @@ class Scope(OutCallsMixin, StatementsMixin, BlocksMixin, BindingMixin, Expressio
     in_class: bool = False
     #: in a class body: the methods its own code calls as ``self.<name>(...)`` outside ``forward``
     self_called: FrozenSet[str] = frozenset()
-    #: in a class body and its methods: attributes whose call may save no input (``model_outputs.layers_not_saving``)
-    unsaved_layers: FrozenSet[str] = frozenset()
-    #: in a class body and its methods: attributes the class freezes (``model_outputs.frozen_layers``)
-    frozen_layers: FrozenSet[str] = frozenset()
-    #: in a class body and its methods: its methods that return a submodule's output (``branches.activation_methods``)
-    activation_methods: FrozenSet[str] = frozenset()
-    #: in a class body and its methods: attributes that may be a module returning its input (``nn.Identity``)
-    identity_layers: FrozenSet[str] = frozenset()
-    #: in a class body and its methods: ``self.<attr>`` built as a torch activation or an ``nn.Sequential`` of
-    #: torch layers -> the functional op its output comes from, "" for another layer
-    #: (:func:`~.model_outputs.torch_stacks`)
-    torch_stacks: Dict[str, str] = field(default_factory=dict)
-    #: in a class body and its methods: ``self.<attr>`` (``attr[]``: each element) built as a stack whose first layer
-    #: saves its input -> that layer (:func:`~.stack_inputs.first_input_layers`)
-    input_layers: Dict[str, str] = field(default_factory=dict)
-    #: in a class body and its methods: ``self.<attr>`` built as an ``nn.Sequential`` whose first layer is an in-place
-    #: activation -> that layer (:func:`~.stack_inputs.first_inplace_layers`)
-    inplace_firsts: Dict[str, str] = field(default_factory=dict)
-    #: in a class body and its methods: the class may have made its inherited torch weights something other
-    #: than parameters that require grad (:func:`~.model_outputs.inherited_weights_unknown`)
-    weights_unknown: bool = False
-    #: the class registers a forward hook on itself: what its ``forward`` returns is also handed to the hook
-    output_hook: bool = False
-    #: in a class body and its methods: ``self.<attr> = <param>`` in ``__init__`` -> (param, its position
-    #: after ``self`` or -1, its literal default) (``init_args.init_flags``)
-    init_flags: Dict[str, Tuple[str, int, tuple]] = field(default_factory=dict)
-    #: ``self.<attr>`` that is None wherever an ``__init__`` parameter is None (``init_args.init_guards``)
-    init_guards: Dict[str, Tuple[str, int, tuple]] = field(default_factory=dict)
+    #: in a class body and its methods: what the class's own code says (:class:`~.own_class.OwnClassFacts`), read
+    #: as ``frozen_layers``, ``init_flags``, ... (:func:`~.own_class.read_through`); None outside a class
+    own_class: Optional[OwnClassFacts] = None
     #: positions of the values bound to plain names that the walk gives no tensor (``beta = next(iter([x]))``): a
     #: fix may not assume what such a binding holds (:mod:`.fixplan.sources`)
     untracked_values: Set[Tuple[int, int]] = field(default_factory=set)
@@ -137,17 +114,6 @@ class Scope(OutCallsMixin, StatementsMixin, BlocksMixin, BindingMixin, Expressio
     #: the module's top-level functions that return an ``nn.Sequential`` they build -> what each return's stack may
     #: start with (:func:`~.init_builds.stack_builders`)
     stack_builders: Dict[str, List[List[ast.expr]]] = field(default_factory=dict)
-    #: in a class body and its methods: ``self.<attr>`` that holds an immutable value -> the methods but
-    #: ``__init__`` that assign it (:func:`~.local_conds.steady_attributes`)
-    steady_attrs: Dict[str, FrozenSet[str]] = field(default_factory=dict)
-    #: dropout modules built with a literal rate of 0, which return their input (``model_outputs.zero_rate_dropouts``)
-    zero_dropouts: FrozenSet[str] = frozenset()
-    #: in a class body and its methods: ``self.<attr> = Cls(...)`` in ``__init__`` -> the call's constant
-    #: arguments (``init_args.builder_facts``)
-    builder_args: Dict[str, Dict[str, tuple]] = field(default_factory=dict)
-    #: the same for a submodule built in several arms of ``__init__``: each build's arguments
-    #: (:func:`~.init_args.builder_facts`)
-    builder_alts: Dict[str, Tuple[Dict[str, tuple], ...]] = field(default_factory=dict)
     #: per-function facts for fix safety, built on a function's first finding (shared by nested scopes)
     facts_cache: Dict[int, object] = field(default_factory=dict)
     #: imported names -> what they name (:mod:`.names`)
@@ -320,15 +286,8 @@ class Scope(OutCallsMixin, StatementsMixin, BlocksMixin, BindingMixin, Expressio
                      ctx=self.ctx, qual=qual, package=self.package, local_funcs=dict(self.local_funcs),
                      cls_qual=self.cls_qual, class_plain=self.class_plain, class_builders=self.class_builders,
                      scripted=self.scripted, self_name=self.self_name, assigned=set(self.assigned),
-                     unsaved_layers=self.unsaved_layers, frozen_layers=self.frozen_layers,
-                     activation_methods=self.activation_methods,
-                     identity_layers=self.identity_layers,
-                     output_hook=self.output_hook,
-                     torch_stacks=self.torch_stacks, input_layers=self.input_layers, inplace_firsts=self.inplace_firsts,
-                     weights_unknown=self.weights_unknown,
-                     init_flags=self.init_flags, init_guards=self.init_guards, steady_attrs=self.steady_attrs, layer_builders=self.layer_builders,
-                     stack_builders=self.stack_builders, zero_dropouts=self.zero_dropouts,
-                     builder_args=self.builder_args, builder_alts=self.builder_alts, self_called=self.self_called)
+                     own_class=self.own_class, layer_builders=self.layer_builders,
+                     stack_builders=self.stack_builders, self_called=self.self_called)
 
     def child_scope(self, args: ast.arguments, no_grad: bool, func: Optional[ast.AST], qual: str,
                     bound_first: bool = False) -> "Scope":
