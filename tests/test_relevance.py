@@ -7,6 +7,7 @@ import pathlib
 
 import pytest
 
+from inplace_lint.analysis import api
 from inplace_lint.analysis.api import analyze
 from inplace_lint.analysis.relevance import bodies_needed
 
@@ -74,3 +75,70 @@ def test_a_forward_that_writes_walks_every_body():
 def test_a_method_that_sums_with_keepdim_is_no_inplace_layer():
     assert bodies_needed(ast.parse(SOURCE + "\n\ndef total(x):\n    return x.sum(-1, True)\n")) == frozenset(
         {"scale", "caller"})
+
+
+PLAIN_NAMES = '''import torch
+
+
+def count(xs):
+    n = 0
+    for _ in xs:
+        n += 1
+    return n
+
+
+def table(x):
+    d = {}
+    d["k"] = x
+    d[x] = 1
+    out = []
+    out[0] = x
+    return d, out
+
+
+def summed(x):
+    n = 0
+    n += x
+    return n
+
+
+def rebound(x):
+    d = {}
+    d = x
+    d[0] = 1
+
+
+def param(d):
+    d[0] = 1
+
+
+def closure(x):
+    n = 0
+
+    def step():
+        nonlocal n
+        n += 1
+    return n
+
+
+def unpacked(x):
+    n, m = 0, x
+    n += 1
+'''
+
+
+def test_a_write_to_a_name_that_only_holds_a_number_or_a_container_needs_no_walk():
+    # `n = 0; n += 1` keeps an int and `d = {}; d[k] = v` writes a dict: no tensor is written. `n += x` may make `n`
+    # a tensor (the next `+=` writes it in place); a parameter, a name bound to anything else, `nonlocal`, an
+    # unpacking: any value
+    assert bodies_needed(ast.parse(PLAIN_NAMES)) == frozenset({"summed", "rebound", "param", "closure", "unpacked"})
+
+
+def test_a_file_with_no_write_is_not_walked_and_a_module_level_write_is(monkeypatch):
+    quiet = "import torch\n\n\ndef f(x):\n    return x.view(-1)\n\n\nCONFIG = {'a': 1}\n"
+    loud = "import torch\n\nbase = torch.ones(3)\nx = base.expand(2, 3)\nx.add_(1)\n"
+    with monkeypatch.context() as patched:
+        patched.setattr(api, "Project", None)  # (no project is built for the quiet file: calling None would raise)
+        assert analyze(ast.parse(quiet), plan_fixes=False, source=quiet, bodies_on_demand=True) == []
+    found = analyze(ast.parse(loud), plan_fixes=False, source=loud, bodies_on_demand=True)
+    assert [(f.code, f.line, f.col) for f in found] == [("IPV004", 5, 0)]

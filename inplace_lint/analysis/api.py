@@ -8,6 +8,7 @@ from typing import List, Optional
 from ..config import DEFAULT_SETTINGS, Settings
 from ..findings import Finding
 from .project import Project
+from .relevance import no_finding_possible, scan
 
 
 def analyze(tree: ast.Module, settings: Settings = DEFAULT_SETTINGS, path: Optional[str] = None,
@@ -33,10 +34,16 @@ def analyze_source(source: str, settings: Settings = DEFAULT_SETTINGS, filename:
 
 def analyze_single(tree: ast.Module, settings: Settings, path: str, plan_fixes: bool = True,
                    source: Optional[str] = None, bodies_on_demand: bool = False) -> List[Finding]:
-    """One module as a project of its own: calls between its functions are followed."""
+    """One module as a project of its own: calls between its functions are followed. With ``bodies_on_demand``, a
+    file with no write syntax where a finding could stand is not walked at all (:func:`.relevance.no_finding_possible`)."""
+    needed, top_writes = scan(tree) if bodies_on_demand else (None, True)
+    if no_finding_possible(needed, top_writes):
+        return []
     project = Project(settings)
     project.plan_fixes = plan_fixes
     project.bodies_on_demand = bodies_on_demand
+    if bodies_on_demand:
+        project.needed[path] = needed
     project.lean = False  # the caller holds the tree: never parse it again
     module = pathlib.Path(path).stem if path and not path.startswith("<") else "__main__"
     project.add_file(path, source=source, tree=tree, module=module.replace("-", "_") or "__main__", digest="")

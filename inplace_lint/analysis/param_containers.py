@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Set
 
-from .astutil import dotted_name
+from .astutil import dotted_name, walk_ast
 
 #: what an item of a container of leaves that require grad is built from
 PARAMETER = "torch.nn.Parameter"
@@ -54,10 +54,10 @@ def grad_leaf_container(node: Optional[ast.expr]) -> bool:
         and len(node.args) == 1 and not node.keywords and grad_leaf_container(node.args[0])
 
 
-def _freezes(init: ast.FunctionDef) -> bool:
-    """``__init__`` turns grad off for something (``p.requires_grad_(False)``, ``p.requires_grad = False``, in a loop
-    over the container or not) or detaches: what it holds may not require grad."""
-    for node in ast.walk(init):
+def _freezes(nodes) -> bool:
+    """``__init__`` (its ``nodes``) turns grad off for something (``p.requires_grad_(False)``, ``p.requires_grad =
+    False``, in a loop over the container or not) or detaches: what it holds may not require grad."""
+    for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
                 node.func.attr == "requires_grad_" and node.args and not _true(node.args[0])
                 or node.func.attr in ("detach", "detach_")):
@@ -75,11 +75,12 @@ def init_param_containers(init: ast.FunctionDef, me: str) -> Dict[str, str]:
     / ``"@super:<keyword>"`` -> :data:`PARAMETER` for such a container passed to ``super().__init__(...)`` (or
     ``Base.__init__(self, ...)``), and then ``"<attr>[]"`` -> ``"@other"`` for an attribute bound to anything else
     (the base's link is replaced). Nothing when ``__init__`` freezes or detaches anything (:func:`_freezes`)."""
-    if _freezes(init):
+    nodes = list(walk_ast(init))  # (one walk for the three questions)
+    if _freezes(nodes):
         return {}
     params = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
     bound: Dict[str, list] = {}
-    for node in ast.walk(init):
+    for node in nodes:
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 if isinstance(t, ast.Name):
@@ -90,7 +91,7 @@ def init_param_containers(init: ast.FunctionDef, me: str) -> Dict[str, str]:
         return grad_leaf_container(value) or isinstance(value, ast.Name) and value.id in containers
 
     out: Dict[str, str] = {}
-    for node in ast.walk(init):
+    for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target, value = node.targets[0], node.value
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:

@@ -60,6 +60,9 @@ class Project(Resolver, AcrossCalls):
         #: a file analysed alone (flake8 without a cache): walk at the end only the bodies a finding can come from
         #: (:func:`.relevance.bodies_needed`); the others are walked when a caller asks for their summary
         self.bodies_on_demand = False
+        #: with ``bodies_on_demand``: what :func:`.relevance.bodies_needed` gave for a file, when the caller asked it
+        #: already (taken at the file's first walk)
+        self.needed: Dict[str, Optional[FrozenSet[str]]] = {}
         #: files whose walk raised (a bug): :func:`inplace_lint.workspace.project_findings` re-raises it
         self.crashes: Dict[str, BaseException] = {}
         self._final = None
@@ -178,7 +181,7 @@ class Project(Resolver, AcrossCalls):
             return old
         ctx = ModuleContext(self, old.module, path, old.index.is_package)
         if self.bodies_on_demand:
-            ctx.needed = bodies_needed(tree)
+            ctx.needed = self.needed.pop(path) if path in self.needed else bodies_needed(tree)
         cache = self._function_caches.get(path)
         if cache is None and self._walks_everywhere and path in self._sources:
             cache = self._function_caches[path] = FunctionCache()

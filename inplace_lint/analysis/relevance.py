@@ -11,10 +11,10 @@ or a positional ``True`` anywhere) or a module whose ``forward`` writes (``self.
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, Optional, Set
+from typing import Dict, FrozenSet, Iterator, Optional, Set, Tuple
 
 from ..torch_facts import ops
-from .astutil import child_nodes, last_name
+from .astutil import child_nodes, last_name, walk_ast
 
 #: methods whose callers name them by no function name: ``self.block(x)`` runs ``forward``
 _CALLED_UNNAMED = frozenset({"forward", "__call__"})
@@ -42,6 +42,100 @@ def _item(target: ast.AST) -> bool:
                                                      and isinstance(target.slice.value, str))
 
 
+def _plain_write_target(node: ast.AST) -> Optional[str]:
+    """The name a write's target is, or is an item of: ``n`` of ``n += 1``, ``d`` of ``d[k] = v`` (None for
+    anything else: ``self.n += 1`` may be a buffer, ``x.add_(y)`` a tensor's method)."""
+    kind = node.__class__
+    if kind is ast.AugAssign:
+        target = node.target
+    elif kind is ast.Assign and len(node.targets) == 1 or kind is ast.AnnAssign:
+        target = node.targets[0] if kind is ast.Assign else node.target
+        if target.__class__ is not ast.Subscript:
+            return None
+    else:
+        return None
+    if target.__class__ is ast.Subscript:
+        target = target.value
+    return target.id if target.__class__ is ast.Name else None
+
+
+#: what makes a name a container that is no tensor: a display, a comprehension, or a call of one of these
+_CONTAINERS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+_CONTAINER_CALLS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "Counter", "deque"})
+_BINDING_KINDS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign, ast.arg, ast.ExceptHandler, ast.alias, ast.Global,
+                            ast.Nonlocal, ast.MatchAs, ast.MatchStar, ast.MatchMapping})
+
+
+class _Bindings:
+    """How one body binds its names (nested functions included), for :meth:`never_a_tensor`: the names an assignment
+    binds to a number literal (``n = 0``) or to a container (``d = {}``), those an augmented assignment updates by
+    something but a number literal, and those bound any other way (a parameter, a loop variable, an unpacking, an
+    import, ``global``: :attr:`other`)."""
+
+    __slots__ = ("numbers", "containers", "other", "updates", "judged")
+
+    def __init__(self) -> None:
+        self.numbers: Set[str] = set()
+        self.containers: Set[str] = set()
+        self.other: Set[str] = set()
+        self.updates: Set[str] = set()
+        #: the target nodes :meth:`note` judged (the walk reaches them after their assignment)
+        self.judged: Set[int] = set()
+
+    def note(self, node: ast.AST) -> None:
+        """An assignment, or any other node that binds names (:data:`_BINDING_KINDS`)."""
+        kind = node.__class__
+        if kind is ast.AugAssign:
+            target = node.target
+            if target.__class__ is ast.Name:
+                self.judged.add(id(target))
+                if not (node.value.__class__ is ast.Constant and type(node.value.value) in (int, float)):
+                    self.updates.add(target.id)
+            return
+        if kind is ast.Assign or kind is ast.AnnAssign:
+            value = node.value
+            for target in (node.targets if kind is ast.Assign else [node.target]):
+                if target.__class__ is not ast.Name or value is None:
+                    continue  # (an unpacking's names: :attr:`other`, when the walk reaches them)
+                self.judged.add(id(target))
+                if value.__class__ is ast.Constant and type(value.value) in (int, float):
+                    self.numbers.add(target.id)
+                elif isinstance(value, _CONTAINERS) or value.__class__ is ast.Call and \
+                        value.func.__class__ is ast.Name and value.func.id in _CONTAINER_CALLS:
+                    self.containers.add(target.id)
+                else:
+                    self.other.add(target.id)
+            return
+        if kind is ast.arg:
+            self.other.add(node.arg)
+        elif kind is ast.ExceptHandler:
+            if node.name:
+                self.other.add(node.name)
+        elif kind is ast.alias:
+            self.other.add((node.asname or node.name).partition(".")[0])
+        elif kind is ast.Global or kind is ast.Nonlocal:
+            self.other.update(node.names)
+        else:  # (a `match` pattern's capture)
+            name = getattr(node, "name", None)
+            if isinstance(name, str):
+                self.other.add(name)
+
+    def bound(self, node: ast.Name) -> None:
+        """A name bound (not read) by a node :meth:`note` did not judge: a loop variable, an unpacking, ``with ...
+        as``, ``:=``, ``del``."""
+        if id(node) not in self.judged:
+            self.other.add(node.id)
+
+    def never_a_tensor(self, name: str, write: ast.AST) -> bool:
+        """Every binding of ``name`` in the body is a number literal and every augmented assignment of it adds a
+        number literal (``n = 0 ... n += 1``), or every binding is a container (``d = {}; d[k] = v``)."""
+        if name in self.other or name in self.updates:
+            return False
+        if write.__class__ is ast.AugAssign and write.target.__class__ is ast.Name:
+            return name in self.numbers and name not in self.containers
+        return name in self.containers and name not in self.numbers
+
+
 def _may_take_inplace(call: ast.Call) -> bool:
     """A call that may take ``inplace`` by position: a ``torch.nn.functional`` activation or dropout
     (:data:`~inplace_lint.torch_facts.ops.INPLACE_POSITION`), or a class (``nn.ReLU(True)``, any layer); not a
@@ -51,11 +145,16 @@ def _may_take_inplace(call: ast.Call) -> bool:
 
 
 def bodies_needed(tree: ast.Module) -> Optional[FrozenSet[str]]:
+    """:func:`scan`'s bodies."""
+    return scan(tree)[0]
+
+
+def scan(tree: ast.Module) -> Tuple[Optional[FrozenSet[str]], bool]:
     """The names (``f``, ``Cls.method``) of the top-level functions and top-level classes' methods whose bodies
     :meth:`~.project.ModuleContext.finish` must walk: those with write syntax and those that name one of them
-    (transitively); None when every body must be walked (see the module's docstring). One walk of the tree."""
+    (transitively), or None when every body must be walked (see the module's docstring); and whether the code outside
+    those bodies (module and class bodies, functions defined under an ``if``) has write syntax. One walk of the tree."""
     owners: Dict[str, ast.AST] = {}
-    todo: list = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             owners[node.name] = node
@@ -63,31 +162,52 @@ def bodies_needed(tree: ast.Module) -> Optional[FrozenSet[str]]:
             for m in node.body:
                 if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     owners[f"{node.name}.{m.name}"] = m
-    owner_of = {id(n): name for name, n in owners.items()}
     short = {name.rpartition(".")[2] for name in owners}
     writes: Set[str] = set()
+    #: per body: its writes to a plain name (``n += 1``, ``d[k] = v``), kept apart until the name's bindings are known
+    on_names: Dict[str, list] = {}
     refs: Dict[str, Set[str]] = {name: set() for name in owners}
-    todo = [(tree, None)]
-    pop, push = todo.pop, todo.append
-    while todo:
-        node, owner = pop()
-        kind = node.__class__
-        if kind is ast.keyword and node.arg == "inplace":
-            return None
-        if kind is ast.Call and any(a.__class__ is ast.Constant and a.value is True for a in node.args) \
-                and _may_take_inplace(node):
-            return None  # (`nn.ReLU(True)`, `F.relu(x, True)`, a project's `ConvBNReLU(c, c, True)`)
-        if owner is not None:
+    bindings: Dict[str, _Bindings] = {}
+    top_writes = False
+    owned = {id(n) for n in owners.values()}
+    # each body with `walk_ast` (the analysis' fast walk), then the rest of the module without the bodies
+    parts = [(name, walk_ast(n)) for name, n in owners.items()]
+    parts.append((None, _outside(tree, owned)))
+    for owner, nodes in parts:
+        found_refs = refs.get(owner)
+        bound = bindings[owner] = _Bindings() if owner is not None else None
+        for node in nodes:
+            kind = node.__class__
             if kind is ast.Name:
-                if node.id in short:
-                    refs[owner].add(node.id)
+                if owner is not None:
+                    if node.id in short:
+                        found_refs.add(node.id)
+                    if node.ctx.__class__ is not ast.Load:
+                        bound.bound(node)
+                continue
+            if kind is ast.keyword:
+                if node.arg == "inplace":
+                    return None, True
+                continue
+            if kind is ast.Call and any(a.__class__ is ast.Constant and a.value is True for a in node.args) \
+                    and _may_take_inplace(node):
+                return None, True  # (`nn.ReLU(True)`, `F.relu(x, True)`, a project's `ConvBNReLU(c, c, True)`)
+            if owner is None:
+                top_writes = top_writes or _writes(node)
                 continue
             if kind is ast.Attribute and node.attr in short:
-                refs[owner].add(node.attr)
+                found_refs.add(node.attr)
+            if kind in _BINDING_KINDS:
+                bound.note(node)
             if owner not in writes and _writes(node):
-                writes.add(owner)
-        for child in child_nodes(node):
-            push((child, owner_of.get(id(child), owner)))
+                name = _plain_write_target(node)
+                if name is None:
+                    writes.add(owner)
+                else:
+                    on_names.setdefault(owner, []).append((name, node))
+    for owner, found in on_names.items():
+        if owner not in writes and any(not bindings[owner].never_a_tensor(name, node) for name, node in found):
+            writes.add(owner)
     needed = set(writes)
     named = {name.rpartition(".")[2] for name in needed}
     changed = True
@@ -98,4 +218,20 @@ def bodies_needed(tree: ast.Module) -> Optional[FrozenSet[str]]:
                 needed.add(name)
                 named.add(name.rpartition(".")[2])
                 changed = True
-    return None if named & _CALLED_UNNAMED else frozenset(needed)
+    return None if named & _CALLED_UNNAMED else frozenset(needed), top_writes
+
+
+def _outside(tree: ast.Module, owned: Set[int]) -> Iterator[ast.AST]:
+    """Every node of ``tree`` but those of the bodies in ``owned`` (top-level functions and methods, by ``id``)."""
+    todo = [tree]
+    pop, push = todo.pop, todo.extend
+    while todo:
+        node = pop()
+        yield node
+        push(c for c in child_nodes(node) if id(c) not in owned)
+
+
+def no_finding_possible(needed: Optional[FrozenSet[str]], top_writes: bool) -> bool:
+    """Analysed alone, a file can give no finding when :func:`scan` found no body needed and no write syntax outside
+    the bodies. Its summaries would matter only to other files, which the file alone has none of."""
+    return needed is not None and not needed and not top_writes
