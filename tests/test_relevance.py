@@ -124,14 +124,22 @@ def closure(x):
 def unpacked(x):
     n, m = 0, x
     n += 1
+
+
+def item_update(x):
+    d = {}
+    d["k"] = x * 2
+    d["k"] += 1
+    return d
 '''
 
 
 def test_a_write_to_a_name_that_only_holds_a_number_or_a_container_needs_no_walk():
     # `n = 0; n += 1` keeps an int and `d = {}; d[k] = v` writes a dict: no tensor is written. `n += x` may make `n`
     # a tensor (the next `+=` writes it in place); a parameter, a name bound to anything else, `nonlocal`, an
-    # unpacking: any value
-    assert bodies_needed(ast.parse(PLAIN_NAMES)) == frozenset({"summed", "rebound", "param", "closure", "unpacked"})
+    # unpacking: any value; `d["k"] += 1` adds in place to the dict's item, a tensor
+    assert bodies_needed(ast.parse(PLAIN_NAMES)) == frozenset(
+        {"summed", "rebound", "param", "closure", "unpacked", "item_update"})
 
 
 def test_a_file_with_no_write_is_not_walked_and_a_module_level_write_is(monkeypatch):

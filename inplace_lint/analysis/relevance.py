@@ -44,19 +44,17 @@ def _item(target: ast.AST) -> bool:
 
 def _plain_write_target(node: ast.AST) -> Optional[str]:
     """The name a write's target is, or is an item of: ``n`` of ``n += 1``, ``d`` of ``d[k] = v`` (None for
-    anything else: ``self.n += 1`` may be a buffer, ``x.add_(y)`` a tensor's method)."""
+    anything else: ``self.n += 1`` may be a buffer, ``x.add_(y)`` a tensor's method, and ``d[k] += t`` adds in place
+    to what a container holds, maybe a tensor)."""
     kind = node.__class__
     if kind is ast.AugAssign:
         target = node.target
-    elif kind is ast.Assign and len(node.targets) == 1 or kind is ast.AnnAssign:
+        return target.id if target.__class__ is ast.Name else None
+    if kind is ast.Assign and len(node.targets) == 1 or kind is ast.AnnAssign:
         target = node.targets[0] if kind is ast.Assign else node.target
-        if target.__class__ is not ast.Subscript:
-            return None
-    else:
-        return None
-    if target.__class__ is ast.Subscript:
-        target = target.value
-    return target.id if target.__class__ is ast.Name else None
+        if target.__class__ is ast.Subscript and target.value.__class__ is ast.Name:
+            return target.value.id
+    return None
 
 
 #: what makes a name a container that is no tensor: a display, a comprehension, or a call of one of these
