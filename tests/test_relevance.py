@@ -150,3 +150,14 @@ def test_a_file_with_no_write_is_not_walked_and_a_module_level_write_is(monkeypa
         assert analyze(ast.parse(quiet), plan_fixes=False, source=quiet, bodies_on_demand=True) == []
     found = analyze(ast.parse(loud), plan_fixes=False, source=loud, bodies_on_demand=True)
     assert [(f.code, f.line, f.col) for f in found] == [("IPV004", 5, 0)]
+
+
+def test_a_bare_inplace_function_is_write_syntax():
+    # `from torch import sigmoid_`: a call of a bare name ending in `_` writes as `x.sigmoid_()` does (the review's
+    # probe: the file was skipped whole, and the whole walk reports it)
+    source = "import torch\nfrom torch import sigmoid_\n\n\ndef f(x):\n    y = x.sigmoid()\n    sigmoid_(y)\n    return y\n"
+    tree = ast.parse(source)
+    assert bodies_needed(tree) == frozenset({"f"})
+    whole = analyze(tree, plan_fixes=False, source=source)
+    lazy = analyze(tree, plan_fixes=False, source=source, bodies_on_demand=True)
+    assert [(f.code, f.line, f.col) for f in lazy] == [(f.code, f.line, f.col) for f in whole] == [("IPV006", 7, 4)]

@@ -222,8 +222,9 @@ def sliced_name(node: ast.expr) -> bool:
 
 
 def rebound_between(func: Optional[ast.AST], expr: ast.expr, after: int, before: int) -> bool:
-    """A name ``expr`` reads, or ``expr`` itself (an attribute chain), may be bound again in ``func`` on the lines
-    strictly between ``after`` and ``before``; always True outside a function (module code is not scanned)."""
+    """A name ``expr`` reads, or ``expr`` itself (an attribute chain), may be bound again, or changed by a method
+    (``nbrs.append(0)``) or a call it is handed to, in ``func`` on the lines strictly between ``after`` and
+    ``before``; always True outside a function (module code is not scanned)."""
     if func is None:
         return True
     names = {n.id for n in walk_ast(expr) if isinstance(n, ast.Name)}
@@ -238,5 +239,9 @@ def rebound_between(func: Optional[ast.AST], expr: ast.expr, after: int, before:
                 and text is not None and dotted_name(node) == text:
             return True
         if isinstance(node, (ast.Global, ast.Nonlocal)) and names & set(node.names):
+            return True
+        if isinstance(node, ast.Call) and (
+                isinstance(node.func, ast.Attribute) and (dotted_name(node.func.value) or "").partition(".")[0] in names
+                or any(isinstance(a, ast.Name) and a.id in names for a in node.args)):
             return True
     return False

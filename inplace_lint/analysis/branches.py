@@ -205,7 +205,8 @@ class ConditionsMixin:
         """What a class's own code says, for its methods' walk (:class:`~.own_class.OwnClassFacts`, each fact computed
         when a walk first reads it), with the names as they stand at the ``class`` statement."""
         local = frozenset(self.env) | frozenset(self.params) | frozenset(self.local_funcs) | frozenset(self.assigned)
-        self.own_class = OwnClassFacts(cls, self.names, local, self.layer_builders, self.stack_builders)
+        # (a copy: an import or binding further down the class body is the class's own, which its methods do not see)
+        self.own_class = OwnClassFacts(cls, dict(self.names), local, self.layer_builders, self.stack_builders)
 
 
 def _empty_test(test: ast.expr, name: str) -> bool:

@@ -30,8 +30,9 @@ def _writes(node: ast.AST) -> bool:
         return any(_item(t) or isinstance(t, (ast.Tuple, ast.List)) and any(_item(e) for e in t.elts) for t in targets)
     if kind is ast.Call:
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.endswith("__"):
-            return True
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name.endswith("_") and not name.endswith("__"):
+            return True  # (`x.add_(y)`, and `sigmoid_(y)` imported from torch)
         return any(k.arg in ("inplace", "out") for k in node.keywords)
     return False
 
