@@ -161,3 +161,26 @@ def test_a_bare_inplace_function_is_write_syntax():
     whole = analyze(tree, plan_fixes=False, source=source)
     lazy = analyze(tree, plan_fixes=False, source=source, bodies_on_demand=True)
     assert [(f.code, f.line, f.col) for f in lazy] == [(f.code, f.line, f.col) for f in whole] == [("IPV006", 7, 4)]
+
+
+LOOP_COUNTERS = '''def counted(xs):
+    for i in range(3):
+        i += 1
+    for j, x in enumerate(xs):
+        j += len(x)
+    line = ""
+    for x in xs:
+        line += f"{x}"
+    return line
+
+
+def loop_tensor(xs):
+    for x in xs:
+        x += 1
+'''
+
+
+def test_range_and_enumerate_counters_and_strings_need_no_walk():
+    # `for i in range(n)` and the index of `enumerate` are ints; `+=` of a string or f-string never meets a tensor
+    # (it would raise); a loop variable over anything else may be a tensor (`for x in xs: x += 1` writes each)
+    assert bodies_needed(ast.parse(LOOP_COUNTERS)) == frozenset({"loop_tensor"})

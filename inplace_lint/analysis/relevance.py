@@ -61,7 +61,7 @@ def _plain_write_target(node: ast.AST) -> Optional[str]:
 #: what makes a name a container that is no tensor: a display, a comprehension, or a call of one of these
 _CONTAINERS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
 _CONTAINER_CALLS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "Counter", "deque"})
-_BINDING_KINDS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign, ast.arg, ast.ExceptHandler, ast.alias, ast.Global,
+_BINDING_KINDS = frozenset({ast.For, ast.AsyncFor, ast.comprehension, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.arg, ast.ExceptHandler, ast.alias, ast.Global,
                             ast.Nonlocal, ast.MatchAs, ast.MatchStar, ast.MatchMapping})
 
 
@@ -88,7 +88,9 @@ class _Bindings:
             target = node.target
             if target.__class__ is ast.Name:
                 self.judged.add(id(target))
-                if not (node.value.__class__ is ast.Constant and type(node.value.value) in (int, float)):
+                value = node.value
+                if not (value.__class__ is ast.Constant and type(value.value) in (int, float) or value.__class__ is
+                        ast.Call and value.func.__class__ is ast.Name and value.func.id in ("len", "int")):
                     self.updates.add(target.id)
             return
         if kind is ast.Assign or kind is ast.AnnAssign:
@@ -105,7 +107,18 @@ class _Bindings:
                 else:
                     self.other.add(target.id)
             return
-        if kind is ast.arg:
+        if kind is ast.For or kind is ast.AsyncFor or kind is ast.comprehension:
+            # `for i in range(n)`, `for i, x in enumerate(xs)`: `i` is an int (the other names: :attr:`other`)
+            target, it = node.target, node.iter
+            name = last_name(it.func) if it.__class__ is ast.Call and it.func.__class__ is ast.Name else None
+            if name == "range" and target.__class__ is ast.Name:
+                self.judged.add(id(target))
+                self.numbers.add(target.id)
+            elif name == "enumerate" and target.__class__ is ast.Tuple and target.elts \
+                    and target.elts[0].__class__ is ast.Name:
+                self.judged.add(id(target.elts[0]))
+                self.numbers.add(target.elts[0].id)
+        elif kind is ast.arg:
             self.other.add(node.arg)
         elif kind is ast.ExceptHandler:
             if node.name:
@@ -128,6 +141,9 @@ class _Bindings:
     def never_a_tensor(self, name: str, write: ast.AST) -> bool:
         """Every binding of ``name`` in the body is a number literal and every augmented assignment of it adds a
         number literal (``n = 0 ... n += 1``), or every binding is a container (``d = {}; d[k] = v``)."""
+        if write.__class__ is ast.AugAssign and (write.value.__class__ is ast.JoinedStr or write.value.__class__ is
+                                                 ast.Constant and isinstance(write.value.value, (str, bytes))):
+            return True  # (`line += f"..."`: no tensor takes a string)
         if name in self.other or name in self.updates:
             return False
         if write.__class__ is ast.AugAssign and write.target.__class__ is ast.Name:
