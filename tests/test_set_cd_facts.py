@@ -297,3 +297,20 @@ def test_an_input_bound_twice_from_the_same_guess_still_proves_it():
         names["cg"](b * 1.0)
     with pytest.raises(RuntimeError, match=OUT_ERROR):
         names["cg_detached"](b * 1.0)  # (its first pass still raises: the finding is about what the analysis can tell)
+
+
+@pytest.mark.parametrize("op", ["histc", "floor_divide", "heaviside", "multinomial", "signbit", "eq"])
+def test_ops_whose_output_has_no_gradient_take_out_with_grad_on(op):
+    # (out_calls._GRADLESS_OUT: such a call proves nothing about its input's grad; a differentiable op raises)
+    x = torch.rand(6, requires_grad=True) + 0.5
+    calls = {
+        "histc": lambda: torch.histc(x, bins=4, out=torch.empty(4)),
+        "floor_divide": lambda: torch.floor_divide(x, 2.0, out=torch.empty(6)),
+        "heaviside": lambda: torch.heaviside(x, torch.tensor(0.5), out=torch.empty(6)),
+        "multinomial": lambda: torch.multinomial(x, 2, out=torch.empty(2, dtype=torch.long)),
+        "signbit": lambda: torch.signbit(x, out=torch.empty(6, dtype=torch.bool)),
+        "eq": lambda: torch.eq(x, x, out=torch.empty(6, dtype=torch.bool)),
+    }
+    calls[op]()
+    with pytest.raises(RuntimeError, match=OUT_ERROR):
+        torch.floor(x, out=torch.empty(6))

@@ -13,13 +13,11 @@ import ast
 from typing import Optional, Sequence, Set
 
 from ..findings import Origin, RootKind, StepKind
-from .astutil import rebound_between, walk_ast
+from .astutil import dotted_name, last_name, rebound_between, walk_ast
 from .env import EMPTY
-from .astutil import dotted_name, last_name
 from .param_guesses import (_INDEX_OPERAND, _KNOWN_OPS, _NOT_VALUE_CALLS, _TENSOR_ATTRS, _factory_form,
                             _number_or_gradless, guessed_params)
-from .summaries import param_index
-from .summaries import CallSite
+from .summaries import CallSite, param_index
 
 #: ops whose output has no gradient: ``out=`` with an input that requires grad does not raise (torch 2.13, executed
 #: in tests/test_set_cd_facts.py) (and every ``logical_*``, ``bitwise_*``, ``arg*`` and ``is*`` op:
