@@ -43,6 +43,8 @@ _GRAD_MODE_CALLS = frozenset({"set_grad_enabled", "_set_grad_enabled", "set_infe
 NEEDS_GRAD = ("IPV002", "IPV003", "IPV005", "IPV006")
 
 
+#: how many nodes :meth:`OutCallsMixin._must_from` visits for one ``out=`` input at most
+_MUST_BUDGET = 400
 #: every parameter, the neutral element of :meth:`OutCallsMixin._must_from`'s intersections: what a local met again
 #: while it is followed stands for (compared by identity)
 _EVERY: Set[int] = {-1}
@@ -124,7 +126,7 @@ class OutCallsMixin:
             sets = [set() if o.root_no_grad else {i for i in (param_index(o), o.guess_param, self._annotated(o))
                                                    if i is not None and i >= 0} for o in origins]
             return set.intersection(*sets) & set(self.guesses_of(arg, origins))
-        return self._must_from(arg, 0, set())
+        return self._must_from(arg, 0, set(), [_MUST_BUDGET])
 
     def _annotated(self, origin: Origin) -> Optional[int]:
         """The parameter ``origin`` is the tensor of, by its ``Tensor`` annotation (``x: torch.Tensor``)."""
@@ -132,15 +134,17 @@ class OutCallsMixin:
             return list(self.params).index(origin.root_text)
         return None
 
-    def _must_from(self, node: ast.expr, depth: int, seen: Set[str]) -> Set[int]:
+    def _must_from(self, node: ast.expr, depth: int, seen: Set[str], budget: list) -> Set[int]:
         """The parameters ``node`` requires grad with on every path: a parameter itself; of an op, a method or
         arithmetic, what any operand requires grad with (not an index operand, and nothing of a result without a
         gradient: ``x.detach()``, ``x.argmax()``, a comparison, a number); of a conditional expression or a local,
         what every alternative (every binding of the local in the function) requires grad with; nothing for what
         another callable returns, a factory's tensor or an attribute of an object. ``seen``: locals being followed (a
-        loop's ``r = r + d`` adds no alternative)."""
+        loop's ``r = r + d`` adds no alternative). ``budget``: how many more nodes one question may visit (locals bound
+        several ways, each reading several such locals, would be followed along every path): past it, nothing."""
         kind = node.__class__
-        if depth > 12:
+        budget[0] -= 1
+        if depth > 12 or budget[0] < 0:
             return set()
         if kind is ast.Name:
             if node.id in self.params:
@@ -152,24 +156,25 @@ class OutCallsMixin:
                 return set()
             found = None
             for value in values:
-                deps = self._must_from(value, depth + 1, seen | {node.id})
+                deps = self._must_from(value, depth + 1, seen | {node.id}, budget)
                 found = deps if found is None or found is _EVERY else found if deps is _EVERY else found & deps
             return set() if found is None or found is _EVERY else found
         if kind is ast.IfExp or kind is ast.BoolOp:
             parts = [node.body, node.orelse] if kind is ast.IfExp else node.values
             found = None
             for part in parts:
-                deps = self._must_from(part, depth + 1, seen)
+                deps = self._must_from(part, depth + 1, seen, budget)
                 found = deps if found is None or found is _EVERY else found if deps is _EVERY else found & deps
             return set() if found is None or found is _EVERY else found
         if kind is ast.BinOp:
-            return _union(self._must_from(node.left, depth + 1, seen), self._must_from(node.right, depth + 1, seen))
+            return _union(self._must_from(node.left, depth + 1, seen, budget),
+                          self._must_from(node.right, depth + 1, seen, budget))
         if kind is ast.UnaryOp:
-            return self._must_from(node.operand, depth + 1, seen) if not isinstance(node.op, ast.Not) else set()
+            return set() if isinstance(node.op, ast.Not) else self._must_from(node.operand, depth + 1, seen, budget)
         if kind is ast.Subscript:
-            return self._must_from(node.value, depth + 1, seen)
+            return self._must_from(node.value, depth + 1, seen, budget)
         if kind is ast.Attribute:
-            return self._must_from(node.value, depth + 1, seen) if node.attr in _TENSOR_ATTRS else set()
+            return self._must_from(node.value, depth + 1, seen, budget) if node.attr in _TENSOR_ATTRS else set()
         if kind is ast.Call:
             name = last_name(node.func) or ""
             torch_op = (dotted_name(node.func) or "").startswith(("torch.", "F.")) or self.torch_op_call(node)
@@ -181,9 +186,9 @@ class OutCallsMixin:
             found: Set[int] = set()
             for i, a in enumerate(node.args):
                 if i != skip and not isinstance(a, ast.Starred):
-                    found = _union(found, self._must_from(a, depth + 1, seen))
+                    found = _union(found, self._must_from(a, depth + 1, seen, budget))
             if method:
-                found = _union(found, self._must_from(node.func.value, depth + 1, seen))
+                found = _union(found, self._must_from(node.func.value, depth + 1, seen, budget))
             return found
         return set()
 
@@ -234,14 +239,21 @@ class OutCallsMixin:
         attributes, nothing rebound, mutated by a method or handed to a call between them, no call in the iterable
         but ``range``, ``len``, ``zip``... (:data:`_STEADY_ITER_CALLS`), and nothing in ``loop`` that leaves a pass
         early: the second body runs only where the first ran."""
-        if not _steady_iterable(loop.iter) or any(isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise))
-                                                  for n in walk_ast(loop)):
+        memo = self.local_cond_cache.setdefault("same loop", {})
+        steady = memo.get(id(loop))
+        if steady is None:
+            steady = memo[id(loop)] = _steady_iterable(loop.iter) and not any(
+                isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise)) for n in walk_ast(loop))
+        if not steady:
             return False
         key = ast.dump(loop.iter)
         for i, s in enumerate(self.stmt_stack):
             if isinstance(s, (ast.For, ast.AsyncFor)) and s is not loop and s.lineno > loop.end_lineno \
                     and ast.dump(s.iter) == key and _in_body(s, self.stmt_stack[i:]):
-                return not rebound_between(self.func, loop.iter, loop.end_lineno, s.lineno)
+                pair = (id(loop), id(s))
+                if pair not in memo:
+                    memo[pair] = not rebound_between(self.func, loop.iter, loop.end_lineno, s.lineno)
+                return memo[pair]
         return False
 
 
