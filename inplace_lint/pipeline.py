@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import os
+from dataclasses import replace
 from typing import Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
 from . import config, textpos
@@ -88,6 +89,7 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
         if may_suppress and noqa.suppressed(finding.code, finding.line, mapping, lines):
             continue
         result.findings.append(finding)
+    result.findings = [placed_related(f, lines) for f in result.findings]
     # whether the rewriter can write each planned fix is decided here, once, for every surface
     result.findings = fixplan.withdraw_unwritable(tree, result.findings, lines)
     if fix_style is not None and any(f.fix is not None for f in result.findings):
@@ -97,6 +99,23 @@ def check_source(source: str, path: str, settings: Settings, select: Sequence[st
         stated = floor.for_path(path).override(*target)
         result.findings = attach_edits(source, tree, result.findings, fix_style, memory_aware, stated.torch)
     return result
+
+
+def placed_related(finding: Finding, lines: Sequence[str]) -> Finding:
+    """``finding`` with the column of each related location in this file that the analysis gave only a line (an
+    origin's root, a view step: ``model output `out.logits```, ``view `.squeeze(0)```): where the quoted text first
+    stands on that line, as ``ast``'s UTF-8 byte column (unchanged when it is not there, or in another file)."""
+    placed = []
+    for r in finding.related:
+        if r.col == 0 and r.path is None and r.message.count("`") >= 2:
+            text = textpos.line_text(lines, r.line)
+            quoted = r.message.split("`")[1]
+            at = text.find(quoted) if quoted else -1
+            if at > 0:
+                r = replace(r, col=len(text[:at].encode("utf-8")))
+        placed.append(r)
+    related = tuple(placed)
+    return finding if related == finding.related else replace(finding, related=related)
 
 
 def noqa_mapping(tree: ast.Module, lines: Sequence[str], wanted: Set[int]) -> Dict[int, str]:

@@ -199,7 +199,7 @@ def test_related_locations_name_their_file_in_full(cross_module, capsys):
         "the call at line 6 [fix: unsafe]",  # `logits.squeeze(0)` views `_prepare`'s parameter: its callers see it
         "  gen/dia.py:6:16: note: call site passing model output `out.logits`",
         "  gen/utils.py:4:1: note: model output `out.logits`",  # not dia.py:4, a line of another file
-        "  gen/dia.py:6:1: note: view `.squeeze(0)`",
+        "  gen/dia.py:6:34: note: view `.squeeze(0)`",  # (the column of the quoted text in this file's line)
     ]
 
 
@@ -225,8 +225,8 @@ def test_a_helpers_view_step_names_the_helpers_file_at_the_call(two_files, capsy
     _, out = _check(capsys, "--no-cache", "--format", "full", "pkg/actor.py")
     assert out.splitlines()[1:] == [
         "  pkg/helpers.py:3:5: note: the write in `scale_by_temperature_()`",
-        "  pkg/actor.py:6:1: note: model output `output.logits`",
-        "  pkg/actor.py:6:1: note: view `.squeeze(0)`",
+        "  pkg/actor.py:6:20: note: model output `output.logits`",
+        "  pkg/actor.py:6:33: note: view `.squeeze(0)`",
         "  pkg/helpers.py:2:1: note: view `[:, -1]`",
     ]
 

@@ -284,7 +284,8 @@ def test_full_format_prints_related_notes(tmp_path, capsys, monkeypatch):
     assert main(["check", "-q", "--format", "full", "m.py"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("m.py:3:5: IPV001 ")
-    assert out[1:] == ["  m.py:2:1: note: model output `model(h).logits`", "  m.py:2:1: note: view `.squeeze(0)`"]
+    # (each note at the column where its quoted text stands on the line: an editor jumps to it)
+    assert out[1:] == ["  m.py:2:9: note: model output `model(h).logits`", "  m.py:2:24: note: view `.squeeze(0)`"]
     # the default text format stays one line per finding
     main(["check", "-q", "m.py"])
     assert len(capsys.readouterr().out.splitlines()) == 1
@@ -299,8 +300,8 @@ def test_json_and_sarif_related(tmp_path, capsys, monkeypatch):
     [item] = json.loads(capsys.readouterr().out)
     assert item["related"] == [
         {"message": "model output `model(h).logits`", "filename": str(tmp_path / "m.py"),
-         "location": {"row": 2, "column": 1}},
-        {"message": "view `.squeeze(0)`", "filename": str(tmp_path / "m.py"), "location": {"row": 2, "column": 1}},
+         "location": {"row": 2, "column": 9}},
+        {"message": "view `.squeeze(0)`", "filename": str(tmp_path / "m.py"), "location": {"row": 2, "column": 24}},
     ]
     main(["check", "-q", "--format", "sarif", "m.py"])
     log = json.loads(capsys.readouterr().out)
@@ -309,10 +310,10 @@ def test_json_and_sarif_related(tmp_path, capsys, monkeypatch):
     assert result["relatedLocations"] == [
         {"id": 0, "message": {"text": "model output `model(h).logits`"},
          "physicalLocation": {"artifactLocation": {"uri": "m.py", "uriBaseId": "%SRCROOT%"},
-                              "region": {"startLine": 2, "startColumn": 1}}},
+                              "region": {"startLine": 2, "startColumn": 9}}},
         {"id": 1, "message": {"text": "view `.squeeze(0)`"},
          "physicalLocation": {"artifactLocation": {"uri": "m.py", "uriBaseId": "%SRCROOT%"},
-                              "region": {"startLine": 2, "startColumn": 1}}},
+                              "region": {"startLine": 2, "startColumn": 24}}},
     ]
 
 
@@ -440,3 +441,14 @@ def test_latin1_byte_on_line_one_or_two_names_the_byte_and_how_to_declare(tmp_pa
     # declared: no hint, Python's own reading
     (tmp_path / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\n" + raw)
     assert main(["check", "-q", str(tmp_path / "latin.py")]) == 0
+
+
+def test_a_related_note_column_counts_utf8_bytes_as_the_findings_do(tmp_path, capsys, monkeypatch):
+    # (a note's column, like a finding's, is ast's UTF-8 byte column plus one: `é` takes two bytes)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "u.py").write_text("def f(model, h, t):\n    é = model(h).logits.squeeze(0)\n    é.div_(t)\n"
+                                   "    return é\n", encoding="utf-8")
+    assert main(["check", "-q", "--format", "full", "u.py"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("u.py:3:5: IPV001 ")
+    assert out[1:] == ["  u.py:2:10: note: model output `model(h).logits`", "  u.py:2:25: note: view `.squeeze(0)`"]

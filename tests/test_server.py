@@ -146,8 +146,9 @@ async def test_related_information_is_the_origin_chain(client: LanguageClient, t
     first = client.diagnostics[uri][0]
     related = [(r.message, r.location.uri, r.location.range.start.line, r.location.range.start.character,
                 r.location.range.end.line, r.location.range.end.character) for r in first.related_information]
-    # each step of the chain is a location in the document (line 2: `x = model(h).logits.squeeze(0)`)
-    assert related == [("model output `model(h).logits`", uri, 1, 0, 1, 34), ("view `.squeeze(0)`", uri, 1, 0, 1, 34)]
+    # each step of the chain is a location in the document (line 2: `x = model(h).logits.squeeze(0)`), from where
+    # its quoted text stands to the line's end
+    assert related == [("model output `model(h).logits`", uri, 1, 8, 1, 34), ("view `.squeeze(0)`", uri, 1, 23, 1, 34)]
 
 
 @pytest.mark.asyncio
