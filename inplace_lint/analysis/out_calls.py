@@ -10,11 +10,12 @@ hazard needs them to (a saved tensor's backward, a custom Function's view) canno
 from __future__ import annotations
 
 import ast
-from typing import Optional, Sequence, Set
+from typing import Sequence, Set
 
-from ..findings import Origin, RootKind, StepKind
+from ..findings import Origin, StepKind
 from .astutil import dotted_name, last_name, rebound_between, walk_ast
 from .env import EMPTY
+from .grad import GRAD_MODE_SETTERS
 from .param_guesses import (_INDEX_OPERAND, _KNOWN_OPS, _NOT_VALUE_CALLS, _TENSOR_ATTRS, _factory_form,
                             _number_or_gradless, guessed_params)
 from .summaries import CallSite, param_index
@@ -33,8 +34,6 @@ _STRAIGHT = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast
 #: only where the first ran: :meth:`OutCallsMixin._same_loop_ran`)
 _STEADY_ITER_CALLS = frozenset({"range", "len", "enumerate", "zip", "reversed", "sorted", "list", "tuple", "items",
                                 "keys", "values"})
-#: calls that may change grad mode for the rest of the function: with one in it, no ``out=`` fact holds there
-_GRAD_MODE_CALLS = frozenset({"set_grad_enabled", "_set_grad_enabled", "set_inference_mode"})
 
 
 #: the rules whose hazard needs the written tensor, or what a guess is about, to require grad: past an ``out=`` call
@@ -57,10 +56,20 @@ def _union(a: Set[int], b: Set[int]) -> Set[int]:
     return a | b
 
 
+def _meet(alternatives) -> Set[int]:
+    """What every alternative requires grad with (:data:`_EVERY` leaves the others as they are); nothing when no
+    alternative says anything."""
+    found = None
+    for deps in alternatives:
+        found = deps if found is None or found is _EVERY else found if deps is _EVERY else found & deps
+    return set() if found is None or found is _EVERY else found
+
+
 def _in_body(stmt: ast.stmt, stack) -> bool:
     """``stack`` (the statements being walked from ``stmt`` in) goes on into ``stmt``'s body, not its ``else:`` (a
     loop's ``else:`` runs when it ran no pass too); True for a statement with no body, or the last of the stack."""
-    inner = stack[stack.index(stmt) + 1] if stmt in stack and stack.index(stmt) + 1 < len(stack) else None
+    at = next((i for i, s in enumerate(stack) if s is stmt), len(stack))
+    inner = stack[at + 1] if at + 1 < len(stack) else None
     if inner is None or not hasattr(stmt, "orelse"):
         return True
     return any(inner is s for s in stmt.body)
@@ -77,8 +86,7 @@ def _same_tensor(arg: ast.expr) -> bool:
 def _steady_iterable(node: ast.expr) -> bool:
     """Names, attributes, items, constants, and calls of :data:`_STEADY_ITER_CALLS` only."""
     for n in walk_ast(node):
-        if isinstance(n, ast.Call) and (getattr(n.func, "attr", None) or getattr(n.func, "id", None)) \
-                not in _STEADY_ITER_CALLS:
+        if isinstance(n, ast.Call) and last_name(n.func) not in _STEADY_ITER_CALLS:
             return False
         if isinstance(n, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom, ast.GeneratorExp)):
             return False
@@ -123,16 +131,10 @@ class OutCallsMixin:
         ``arg`` may hold, the guess or parameter it is (nothing for one made without grad), those all share; untracked,
         :meth:`_must_from` of the expression."""
         if origins:
-            sets = [set() if o.root_no_grad else {i for i in (param_index(o), o.guess_param, self._annotated(o))
+            sets = [set() if o.root_no_grad else {i for i in (param_index(o), self.guessed_param(o))
                                                    if i is not None and i >= 0} for o in origins]
             return set.intersection(*sets) & set(self.guesses_of(arg, origins))
         return self._must_from(arg, 0, set(), [_MUST_BUDGET])
-
-    def _annotated(self, origin: Origin) -> Optional[int]:
-        """The parameter ``origin`` is the tensor of, by its ``Tensor`` annotation (``x: torch.Tensor``)."""
-        if origin.root is RootKind.TENSOR and not origin.steps and origin.root_text in self.params:
-            return list(self.params).index(origin.root_text)
-        return None
 
     def _must_from(self, node: ast.expr, depth: int, seen: Set[str], budget: list) -> Set[int]:
         """The parameters ``node`` requires grad with on every path: a parameter itself; of an op, a method or
@@ -154,18 +156,10 @@ class OutCallsMixin:
             values = self._bindings().get(node.id)  # (every binding in the function, those below this line too)
             if not values:
                 return set()
-            found = None
-            for value in values:
-                deps = self._must_from(value, depth + 1, seen | {node.id}, budget)
-                found = deps if found is None or found is _EVERY else found if deps is _EVERY else found & deps
-            return set() if found is None or found is _EVERY else found
+            return _meet(self._must_from(value, depth + 1, seen | {node.id}, budget) for value in values)
         if kind is ast.IfExp or kind is ast.BoolOp:
             parts = [node.body, node.orelse] if kind is ast.IfExp else node.values
-            found = None
-            for part in parts:
-                deps = self._must_from(part, depth + 1, seen, budget)
-                found = deps if found is None or found is _EVERY else found if deps is _EVERY else found & deps
-            return set() if found is None or found is _EVERY else found
+            return _meet(self._must_from(part, depth + 1, seen, budget) for part in parts)
         if kind is ast.BinOp:
             return _union(self._must_from(node.left, depth + 1, seen, budget),
                           self._must_from(node.right, depth + 1, seen, budget))
@@ -198,8 +192,7 @@ class OutCallsMixin:
         got = self.local_cond_cache.get("grad_mode_set")
         if got is None:
             got = self.local_cond_cache["grad_mode_set"] = self.func is not None and any(
-                isinstance(n, ast.Call) and (getattr(n.func, "attr", None) or getattr(n.func, "id", None))
-                in _GRAD_MODE_CALLS for n in walk_ast(self.func))
+                isinstance(n, ast.Call) and last_name(n.func) in GRAD_MODE_SETTERS for n in walk_ast(self.func))
         return got
 
     def past_out_call(self, guesses) -> bool:
