@@ -7,7 +7,8 @@ time on verl 0.9.1.
 from __future__ import annotations
 
 import ast
-from typing import Callable, Dict, FrozenSet, List, Optional, Tuple
+from functools import cached_property
+from typing import Dict, FrozenSet, List, Tuple
 
 from . import init_args, local_conds, model_outputs, stack_inputs
 from .astutil import walk_ast
@@ -15,7 +16,7 @@ from .names import qualify_dotted
 
 
 class OwnClassFacts:
-    """The facts of one class (``cls``), each computed on first read from one walk of the class
+    """The facts of one class (``cls``), each computed on first read (``cached_property``) from one walk of the class
     (:func:`~.model_outputs.class_nodes`):
 
     - ``frozen_layers``, ``unsaved_layers``: attributes the class freezes, attributes whose call may save no input
@@ -43,90 +44,75 @@ class OwnClassFacts:
         self._local_names = local_names
         self._layer_builders = layer_builders
         self._stack_builders = stack_builders
-        self._nodes: Optional[list] = None
-        self._counts: Optional[Dict[str, int]] = None
-        self._done: Dict[str, object] = {}
 
-    def _get(self, key: str, compute: Callable[[], object]):
-        try:
-            return self._done[key]
-        except KeyError:
-            value = self._done[key] = compute()
-            return value
-
-    @property
+    @cached_property
     def nodes(self) -> list:
-        if self._nodes is None:
-            self._nodes = model_outputs.class_nodes(self._cls)  # (one walk of the class for every fact)
-        return self._nodes
+        return model_outputs.class_nodes(self._cls)  # (one walk of the class for every fact)
 
-    @property
+    @cached_property
     def counts(self) -> Dict[str, int]:
-        if self._counts is None:
-            self._counts = model_outputs.assignment_counts(self._cls, self.nodes)
-        return self._counts
+        return model_outputs.assignment_counts(self._cls, self.nodes)
 
     def _qualify(self, dotted: str) -> str:
         """A module function that builds one layer stands for it (``conv3x3(...)``)."""
         dotted = self._layer_builders.get(dotted, dotted)
         return qualify_dotted(dotted, self._names, self._local_names.__contains__)[0] or dotted
 
-    @property
+    @cached_property
     def frozen_layers(self) -> FrozenSet[str]:
-        return self._get("frozen", lambda: model_outputs.frozen_layers(self._cls, self.nodes))
+        return model_outputs.frozen_layers(self._cls, self.nodes)
 
-    @property
+    @cached_property
     def unsaved_layers(self) -> FrozenSet[str]:
-        return self._get("unsaved", lambda: model_outputs.layers_not_saving(self._cls, self.nodes, self.frozen_layers))
+        return model_outputs.layers_not_saving(self._cls, self.nodes, self.frozen_layers)
 
-    @property
+    @cached_property
     def identity_layers(self) -> FrozenSet[str]:
-        return self._get("identity", lambda: model_outputs.identity_layers(self._cls, self.nodes))
+        return model_outputs.identity_layers(self._cls, self.nodes)
 
-    @property
+    @cached_property
     def weights_unknown(self) -> bool:
-        return self._get("weights", lambda: model_outputs.inherited_weights_unknown(self._cls, self.nodes))
+        return model_outputs.inherited_weights_unknown(self._cls, self.nodes)
 
-    @property
+    @cached_property
     def output_hook(self) -> bool:
         # `self.register_forward_hook(self._keep)`: the hook receives what `forward` returns, and may keep it
-        return self._get("hook", lambda: any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                                             and n.func.attr == "register_forward_hook" for n in self.nodes))
+        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                   and n.func.attr == "register_forward_hook" for n in self.nodes)
 
-    @property
+    @cached_property
     def activation_methods(self) -> FrozenSet[str]:
-        return self._get("activation", lambda: activation_methods(self._cls))
+        return activation_methods(self._cls)
 
-    @property
+    @cached_property
     def init_flags(self) -> Dict[str, Tuple[str, int, tuple]]:
-        return self._get("flags", lambda: init_args.init_flags(self._cls, self.counts))
+        return init_args.init_flags(self._cls, self.counts)
 
-    @property
+    @cached_property
     def init_guards(self) -> Dict[str, Tuple[str, int, tuple]]:
-        return self._get("guards", lambda: init_args.init_guards(self._cls, self.counts))
+        return init_args.init_guards(self._cls, self.counts)
 
-    @property
+    @cached_property
     def steady_attrs(self) -> Dict[str, FrozenSet[str]]:
-        return self._get("steady", lambda: local_conds.steady_attributes(self._cls, self.nodes))
+        return local_conds.steady_attributes(self._cls, self.nodes)
 
-    @property
+    @cached_property
     def torch_stacks(self) -> Dict[str, str]:
-        return self._get("stacks", lambda: model_outputs.torch_stacks(self._cls, self._qualify, self.counts,
-                                                                      self.nodes))
+        return model_outputs.torch_stacks(self._cls, self._qualify, self.counts, self.nodes)
 
-    @property
+    @cached_property
     def input_layers(self) -> Dict[str, str]:
-        return self._get("inputs", lambda: stack_inputs.first_input_layers(
-            self._cls, self._qualify, self.counts, self.nodes, self._stack_builders))
+        return stack_inputs.first_input_layers(
+            self._cls, self._qualify, self.counts, self.nodes, self._stack_builders)
 
-    @property
+    @cached_property
     def inplace_firsts(self) -> Dict[str, str]:
-        return self._get("firsts", lambda: stack_inputs.first_inplace_layers(
-            self._cls, self._qualify, self.counts, self.nodes, self._stack_builders))
+        return stack_inputs.first_inplace_layers(
+            self._cls, self._qualify, self.counts, self.nodes, self._stack_builders)
 
-    @property
+    @cached_property
     def _builder_facts(self):
-        return self._get("builders", lambda: init_args.builder_facts(self._cls, self.counts, self.nodes))
+        return init_args.builder_facts(self._cls, self.counts, self.nodes)
 
     @property
     def builder_args(self) -> Dict[str, Dict[str, tuple]]:
@@ -136,9 +122,9 @@ class OwnClassFacts:
     def builder_alts(self) -> Dict[str, Tuple[Dict[str, tuple], ...]]:
         return self._builder_facts[1]
 
-    @property
+    @cached_property
     def zero_dropouts(self) -> FrozenSet[str]:
-        return self._get("zero", lambda: model_outputs.zero_rate_dropouts(self.identity_layers, self.builder_args))
+        return model_outputs.zero_rate_dropouts(self.identity_layers, self.builder_args)
 
 
 #: each fact, and what a scope outside any class reads for it
