@@ -38,17 +38,16 @@ _SHAPES = {
               "fix", "related", "no_fix"),
     ParamWrite: ("func", "index", "path", "line", "col", "end_line", "end_col", "op", "kind", "steps", "target",
                  "no_grad", "kept", "via", "op_name", "point_index", "guard", "condition", "when", "fix",
-                 "fix_if_callers", "on_tensor", "layer", "past_out"),
+                 "fix_if_callers", "on_tensor", "layer", "past_out", "keyed"),
     CallSite: ("caller", "callee", "path", "line", "col", "args", "no_grad", "callback", "unread", "bound",
                "constants", "passed", "grad_off_args", "guards", "built"),
     FunctionSummary: ("qual", "params", "returns", "writes", "declared_no_grad", "observed", "static", "kept",
-                      "decorated", "returns_when", "saves", "gradless", "flows_out", "computed",
-                      "no_grad_result"),
+                      "decorated", "returns_when", "saves", "gradless", "flows_out", "computed", "no_grad_result"),
     LocalFinding: ("finding", "func", "grad_rule", "observed", "fix_if_callers", "grad_cond", "guess_params",
                    "param_rooted", "guards"),
     ModuleIndex: ("module", "path", "is_package", "imports", "functions", "classes", "attributes", "value_refs",
                   "properties", "wrappers", "grad_off_wrappers", "torch_function_classes", "shared_fields",
-                  "output_hooks", "scripted"),
+                  "output_hooks", "scripted", "tables"),
     FileResult: ("path", "module", "digest", "index", "functions", "calls", "findings", "deps", "error"),
 }
 CODEC_MATCHES = all(tuple(f.name for f in dataclasses.fields(t)) == names for t, names in _SHAPES.items())
@@ -118,7 +117,7 @@ class _Encoder:
         return [w.func, w.index, self.p(w.path), w.line, w.col, w.end_line, w.end_col, w.op, w.kind.value,
                 self.steps(w.steps), w.target, w.no_grad, w.kept, via,
                 w.op_name, w.point_index, list(w.guard), self.fix(w.fix), self.fix(w.fix_if_callers), w.condition,
-                [conditions.encode(c) for c in w.when], w.on_tensor, w.layer, list(w.past_out)]
+                [conditions.encode(c) for c in w.when], w.on_tensor, w.layer, list(w.past_out), w.keyed]
 
     def summary(self, s: FunctionSummary) -> list:
         return [s.qual, list(s.params), [self.o(o) for o in s.returns], [self.write(w) for w in s.writes],
@@ -156,7 +155,7 @@ class _Encoder:
                  for name, (bases, methods) in x.classes.items()},
                 x.attributes, x.value_refs, {k: sorted(v) for k, v in x.properties.items()}, sorted(x.wrappers),
                 sorted(x.grad_off_wrappers), sorted(x.torch_function_classes), [list(g) for g in x.shared_fields],
-                list(x.output_hooks), sorted(x.scripted)]
+                list(x.output_hooks), sorted(x.scripted), {k: list(v) for k, v in x.tables.items()}]
 
 
 def _text(part) -> str:
@@ -307,7 +306,7 @@ class _Decoder:
 
     def write(self, x) -> ParamWrite:
         (func, index, path, line, col, end_line, end_col, op, kind, steps, target, no_grad, kept, via, op_name,
-         point_index, guard, fix, fix_if_callers, condition, when, on_tensor, layer, past_out) = _list(x, 24)
+         point_index, guard, fix, fix_if_callers, condition, when, on_tensor, layer, past_out, keyed) = _list(x, 25)
         if via is not None:
             name, via_path, via_line, via_col = _list(via, 4)
             via = (_str(name), self.p(via_path), _int(via_line), _int(via_col))
@@ -317,7 +316,8 @@ class _Decoder:
                      kept=_bool(kept), via=via, op_name=_ostr(op_name), point_index=_bool(point_index),
                      guard=_ints(guard), fix=self.fix(fix), fix_if_callers=self.fix(fix_if_callers),
                      condition=_ostr(condition), when=tuple(self.cond(c) for c in _list(when)),
-                     on_tensor=_bool(on_tensor), layer=_ostr(layer), past_out=_ints(past_out))
+                     on_tensor=_bool(on_tensor), layer=_ostr(layer), past_out=_ints(past_out),
+                     keyed=_bool(keyed))
 
     def summary(self, x) -> FunctionSummary:
         qual, params, returns, writes, declared, observed, static, digest, kept, decorated, when, saves, gradless, \
@@ -376,7 +376,7 @@ class _Decoder:
 
     def index(self, x) -> ModuleIndex:
         module, path, is_package, imports, functions, classes, attributes, value_refs, properties, wrappers, grad_off, \
-            torch_function, shared, hooks, scripted = _list(x, 15)
+            torch_function, shared, hooks, scripted, tables = _list(x, 16)
         classes_out = {}
         for name, info in _dict(classes).items():
             bases, methods = _list(info, 2)
@@ -392,7 +392,8 @@ class _Decoder:
                            {k: _strs(v) for k, v in _dict(functions).items()}, classes_out, attributes_out,
                            _ostr(value_refs), {k: frozenset(_strs(v)) for k, v in _dict(properties).items()},
                            frozenset(_strs(wrappers)), frozenset(_strs(grad_off)), frozenset(_strs(torch_function)),
-                           tuple(_strs(g) for g in _list(shared)), _ints(hooks), frozenset(_strs(scripted)))
+                           tuple(_strs(g) for g in _list(shared)), _ints(hooks), frozenset(_strs(scripted)),
+                           {k: _strs(v) for k, v in _dict(tables).items()})
 
 
 def rebase(result: FileResult, path: str, root: Optional[str], old_root: Optional[str]) -> FileResult:

@@ -48,6 +48,10 @@ class AnalysisContext(Protocol):
     def dispatch(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
         """Every method ``self.name(...)`` may run (the class's and its subclasses' overrides)."""
 
+    def table(self, qual: str) -> Tuple[str, ...]:
+        """The functions a top-level table of functions holds (``UPDATES = {"adapt": _adapt}``), qualified; empty
+        when ``qual`` is no such table (:attr:`.summaries.ModuleIndex.tables`)."""
+
     def property_getters(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
         """The getters ``self.name`` runs when ``name`` is a ``@property``; empty otherwise."""
 

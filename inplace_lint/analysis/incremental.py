@@ -202,6 +202,9 @@ class _Recorder:
     def dispatch(self, cls_qual, name):
         return self._ask("dispatch", cls_qual, name)
 
+    def table(self, qual):
+        return self._ask("table", qual)
+
     def params_of(self, qual):
         return self._ask("params_of", qual)
 

@@ -24,6 +24,7 @@ from .. import progress
 from ..config import DEFAULT_SETTINGS, Settings
 from .across_calls import AcrossCalls
 from .astutil import dotted_name, walk_ast
+from . import tables
 from .dataflow import walk_module
 from .incremental import FunctionCache
 from .relevance import bodies_needed
@@ -206,7 +207,7 @@ class Project(Resolver, AcrossCalls):
 
     def stale(self, result: FileResult) -> bool:
         for qual, seen in result.deps.items():
-            if qual.startswith(DISPATCH):  # an override appeared or went since the walk
+            if qual.startswith((DISPATCH, tables.TABLE)):  # an override appeared or went, a table changed its items
                 if _dispatch_text(self, qual) != seen:
                     return True
                 continue
@@ -288,6 +289,8 @@ def lazy_imports(source: str, module: str, is_package: bool) -> List[str]:
 
 
 def _dispatch_text(project: Project, key: str) -> str:
+    if key.startswith(tables.TABLE):
+        return ",".join(tables.lookup(project.indexes, key[len(tables.TABLE):]))
     cls_qual, _, name = key[len(DISPATCH):].partition("\x00")
     return targets_digest(project.dispatch(cls_qual, name))
 
@@ -438,6 +441,12 @@ class ModuleContext:
         if index is None or name not in index.properties.get(cls_name, ()):
             return ()
         return self.dispatch(cls_qual, name)
+
+    def table(self, qual: str) -> Tuple[str, ...]:
+        """:func:`.tables.lookup`; the walk depends on the answer (an item added to the literal walks it again)."""
+        found = tables.lookup(self.project.indexes, qual)
+        self.deps[f"{tables.TABLE}{qual}"] = ",".join(found)
+        return found
 
     def dispatch(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
         """:meth:`Project.dispatch`; the walk depends on the answer (a new override walks it again)."""

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..findings import Origin, RootKind, Step, saver_parts, saver_text
 from ..torch_facts import ops
-from . import conditions, grad_flags, model_outputs
+from . import conditions, grad_flags, model_outputs, tables
 from .astutil import dotted_name, short
 from .call_grad import guessed_param, needs_no_grad_arg
 from .env import EMPTY, cap, contradicted, origin_key
@@ -134,8 +134,8 @@ class ProjectCallsMixin:
             return [found] if found else []
         if isinstance(func, ast.Subscript):
             cls = self.indexed_element_class(func)  # `self.blocks[i](x)`: as a loop over `self.blocks` would
-            found = (self._own_call(cls) or ctx.method(cls, "forward")) if cls else None
-            return [(found[0], 0 if found[1] else 1)] if found else []
+            found = (self._own_call(cls) or ctx.method(cls, "forward")) if cls else None  # (else `UPDATES[kind](p)`)
+            return [(found[0], 0 if found[1] else 1)] if found else tables.table_callees(self, func.value)
         if not isinstance(func, ast.Attribute):
             return []
         value = func.value
@@ -387,7 +387,7 @@ class ProjectCallsMixin:
                                     layer=hidden)
                     finally:
                         self.path_conds = saved_conds
-                elif hidden and isinstance(arg_node, ast.Name) and not (real and match(
+                elif hidden and isinstance(arg_node, ast.Name) and not w.keyed and not (real and match(
                         real, Write(w.op, w.op_name, w.kind, w.target, w.point_index, w.condition),
                         self.no_grad or w.no_grad, self.settings.report_in_no_grad)[0]):
                     # `out = self.conv1(x)` running an in-place layer on `x`, read here later (`D.forward`, not `forward`)
@@ -401,7 +401,7 @@ class ProjectCallsMixin:
                     if i is not None:
                         self.record_param_write(node, w.kind, w.op, arg_node, with_steps(o, steps), i, helper,
                                                 w.op_name, w.no_grad or flagged, w.condition, when=when,
-                                                layer=w.layer)
+                                                layer=w.layer, inner=w)
             for i in summary.observed:
                 if i in binding and self.is_unread_after(binding[i][1], node):
                     unread.add(i)

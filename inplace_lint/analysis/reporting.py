@@ -43,6 +43,18 @@ def point_index(node: ast.AST, kind: WriteKind) -> bool:
     return not any(isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and e.value is Ellipsis) for e in parts)
 
 
+def keyed_index(node: ast.AST, kind: WriteKind) -> bool:
+    """Item assignment whose index is a plain key: a name, an attribute, a constant, an f-string or a
+    ``"...".format(...)`` (``d[k] = v``; not ``x[:, 0]``, ``x[i, j]``, ``x[x < 0]``, ``x[idx.long()]``)."""
+    if kind is not WriteKind.SUBSCRIPT or not isinstance(node, ast.Subscript):
+        return False
+    key = node.slice
+    if isinstance(key, ast.Constant):
+        return key.value is not Ellipsis
+    return isinstance(key, (ast.Name, ast.Attribute, ast.JoinedStr)) or isinstance(key, ast.Call) \
+        and isinstance(key.func, ast.Attribute) and key.func.attr == "format"
+
+
 def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_grad: bool,
           grad_context: bool = False, params: Optional[Sequence[str]] = None):
     """The first rule (by priority) some origin matches, and the origin that shows it; or (None, None).
@@ -365,9 +377,11 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
     def record_param_write(self, node: ast.AST, kind: WriteKind, op: str, target: ast.expr, origin: Origin, index: int,
                            via: Optional[Tuple[str, str, int, int]], op_name: Optional[str] = None,
                            write_no_grad: bool = False, condition: Optional[str] = None, when: tuple = (),
-                           layer: Optional[str] = None) -> None:
+                           layer: Optional[str] = None, inner: Optional[ParamWrite] = None) -> None:
         """``when``: the conditions a helper's write needs, on this function's parameters (this path's own
-        conditions are added here). ``layer``: the write is a call of a layer built with ``inplace=True``."""
+        conditions are added here). ``layer``: the write is a call of a layer built with ``inplace=True``.
+        ``inner``: the callee's write this call passes on (``node`` is then the call): what it knew of the written
+        item's index stays known."""
         if any(w.line == node.lineno and w.col == node.col_offset and w.index == index for w in self.param_writes):
             return
         fix = alt = None
@@ -379,15 +393,18 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
                     alt = None
                 if alt is not None:
                     self.observed.add(index)
+        on_tensor = kind in (WriteKind.AUGMENTED, WriteKind.SUBSCRIPT) and self.annotated_tensor(index)
         self.param_writes.append(ParamWrite(
             self.qual, index, self.ctx.path, node.lineno, node.col_offset, node.end_lineno or node.lineno,
             node.end_col_offset or node.col_offset, op, kind, origin.steps, short(target),
             self.no_grad or self.grad_off_arm or write_no_grad,
             kept=via is None and self.read_after(target, node), via=via, op_name=op_name,
-            point_index=point_index(node, kind), guard=self.default_guard(), fix=fix, fix_if_callers=alt,
+            point_index=inner.point_index if inner is not None else point_index(node, kind), guard=self.default_guard(),
+            fix=fix, fix_if_callers=alt,
             condition=condition, when=tuple(sorted(set(self.path_conds) | set(when), key=repr)),
-            on_tensor=kind in (WriteKind.AUGMENTED, WriteKind.SUBSCRIPT) and self.annotated_tensor(index), layer=layer,
-            past_out=tuple(sorted(self.out_consumed()))))
+            on_tensor=on_tensor, layer=layer,
+            past_out=tuple(sorted(self.out_consumed())),
+            keyed=inner.keyed if inner is not None else keyed_index(node, kind) and not on_tensor))
 
     def default_guard(self) -> tuple:
         """Parameters whose default skips the statement being walked: ``if t != 1.0:`` (``t=1.0``),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ..torch_facts import ops
 from .astutil import dotted_name
@@ -25,6 +25,7 @@ from .roots import ROOT_MARKERS, find_root, is_loose, module_name  # noqa: F401 
 from .init_builds import init_attributes, layer_builders
 from .narrowing import PLAIN_BASES, plain_bases, torch_class_is_tensor
 from .summaries import ModuleIndex, parameter_names
+from .tables import function_tables
 
 #: a dependency on a function the walk looked for in an in-project module and did not find
 ABSENT = "\x00absent"
@@ -85,6 +86,7 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
     index.shared_fields = class_facts.shared_output_fields(tree, index.attributes)
     index.output_hooks = class_facts.output_hooks(tree, source)
     index.scripted = class_facts.scripted_names(tree, source)
+    index.tables = function_tables(tree, module, index.imports)
     return index
 
 

@@ -208,6 +208,10 @@ class ParamWrite:
     #: a caller whose argument for one requires grad whenever the write's hazard holds never reaches the write
     #: (the call raised in the forward)
     past_out: Tuple[int, ...] = ()
+    #: an item assignment whose index is a plain key (``d[k] = v``, ``d[name.attr] = v``, ``d[f"..."] = v``) on a
+    #: parameter not known as a tensor (:attr:`on_tensor` false where it is written): a mapping or a list as likely
+    #: as a tensor (fairseq's ``incremental_state[key] = v``)
+    keyed: bool = False
 
 
 @dataclass(frozen=True)
@@ -381,6 +385,10 @@ class ModuleIndex:
     #: names handed to ``torch.jit.script`` (``torch.jit.script(Net())``, ``torch.jit.script(fn)``):
     #: :func:`.class_facts.scripted_names`
     scripted: FrozenSet[str] = frozenset()
+    #: top-level names bound to a literal dict, list or tuple whose items are all names (``UPDATES = {"adapt":
+    #: _adapt, "const": _const}``) -> those names, qualified: a call ``UPDATES[kind](...)`` may run any of them
+    #: (:func:`.resolve.function_tables`)
+    tables: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass

@@ -1,0 +1,131 @@
+"""Facts from set CG (twenty-sixth session), each executed under torch.
+
+- A submodule whose ``forward`` stores into a parameter by a plain key (``state[key] = value``, fairseq's
+  ``set_incremental_state``) writes a mapping as likely as a tensor: with nothing saying the parameter is a tensor,
+  the caller's later read of what it passed is not reported (str2speech's MegaTTS decoder, set CG: three false
+  IPV007). A slice write there (``x[:, 0] = 0``) still is.
+- A call through a top-level table of functions (``UPDATES[kind](penalties, p_mult)``) runs one of the table's
+  functions: each is a call site, so the callers decide a guess about a parameter (humancompatible-train's penalty
+  updates, set CG: a multiplier that is a float at its only call; a false IPV006), and a caller passing a tensor
+  that requires grad still meets the write.
+"""
+from __future__ import annotations
+
+import pytest
+
+from inplace_lint.analysis import analyze_source
+from tests.executed import load
+
+torch = pytest.importorskip("torch")
+
+SAVED_ERROR = "modified by an inplace operation"
+
+STATE = '''import torch
+from torch import nn
+
+
+def _key(module, key):
+    return "{}.{}".format(module.__class__.__name__, key)
+
+
+def set_state(module, state, key, value):
+    if state is not None:
+        full_key = _key(module, key)
+        state[full_key] = value
+
+
+class Attn(nn.Module):
+    def forward(self, x, state=None):
+        set_state(self, state, "k", x)
+        return x * 2
+
+
+class Zero(nn.Module):
+    def forward(self, x):
+        x[:, 0] = 0
+        return x
+
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attn()
+        self.ffn = Attn()
+        self.zero = Zero()
+
+    def forward(self, x, state=None):
+        x = self.attn(x, state=state)
+        x = self.ffn(x, state=state)
+        return x
+
+    def shortcut(self, x):
+        y = self.zero(x)
+        return x + y
+'''
+
+
+def test_a_keyed_store_into_a_parameter_through_a_submodule_is_not_a_tensor_write():
+    assert [(f.code, f.line, f.col) for f in analyze_source(STATE)] == [("IPV007", 40, 12)]
+    mod = load(STATE)
+    layer = mod["Layer"]()
+    state = {}
+    x = torch.randn(2, 3)
+    layer(x, state=state)  # the dict gets keys; no tensor the caller holds changed
+    assert sorted(state) == ["Attn.k"] and torch.equal(state["Attn.k"], x * 2)
+    x0 = torch.randn(2, 3)
+    x = x0.clone()
+    out = layer.shortcut(x)  # line 40: `Zero` writes the caller's `x`, which the sum reads again
+    assert torch.equal(x[:, 0], torch.zeros(2)) and torch.equal(out[:, 0], torch.zeros(2))
+    assert not torch.equal(out, x0 + x0)
+
+
+TABLE = '''import torch
+from torch import Tensor
+
+
+def _adapt(penalties: Tensor, p_mult: Tensor, delta: float):
+    b = (1 - p_mult) * penalties / (delta + 1e-8)
+    penalties.mul_(p_mult).add_(b)
+
+
+def _const(penalties: Tensor, p_mult: Tensor, delta: float):
+    penalties.mul_(p_mult)
+
+
+UPDATES = {"const": _const, "adapt": _adapt}
+
+
+class Opt:
+    def __init__(self, kind, K0):
+        self.kind = kind
+        self.K0 = K0
+        self.K_schedule = lambda step, K: K
+
+    def post(self, penalties, step):
+        p_mult = self.K_schedule(step, self.K0)
+        UPDATES[self.kind](penalties, p_mult, 0.1)
+        return penalties
+'''
+
+TABLE_GRAD = TABLE + '''
+
+def post(penalties, w):
+    p_mult = w.sigmoid()
+    UPDATES["adapt"](penalties, p_mult, 0.1)
+    return penalties
+'''
+
+
+def test_a_call_through_a_table_of_functions_lets_its_callers_decide():
+    assert analyze_source(TABLE) == []
+    mod = load(TABLE)
+    pen = torch.ones(3)
+    mod["Opt"]("adapt", 0.5).post(pen, 0)  # a float multiplier: nothing is saved, nothing raises
+    assert torch.allclose(pen, torch.full((3,), 0.5 + 0.5 / (0.1 + 1e-8)))
+    found = [(f.code, f.line) for f in analyze_source(TABLE_GRAD)]
+    assert found == [("IPV006", 7)], found
+    mod = load(TABLE_GRAD)
+    w = torch.zeros(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=SAVED_ERROR):
+        mod["post"](torch.ones(3), w).sum().backward()
+
