@@ -8,6 +8,9 @@
   functions: each is a call site, so the callers decide a guess about a parameter (humancompatible-train's penalty
   updates, set CG: a multiplier that is a float at its only call; a false IPV006), and a caller passing a tensor
   that requires grad still meets the write.
+- ``weights.view(n, 1, a).repeat(1, h, 1)`` of a parameter annotated ``Tensor`` is a tensor with its own storage: a
+  product that saved it for another input's gradient makes a later write raise at backward (deepdow's
+  ``portfolio_returns`` shape, set CG).
 """
 from __future__ import annotations
 
@@ -128,4 +131,36 @@ def test_a_call_through_a_table_of_functions_lets_its_callers_decide():
     w = torch.zeros(3, requires_grad=True)
     with pytest.raises(RuntimeError, match=SAVED_ERROR):
         mod["post"](torch.ones(3), w).sum().backward()
+
+
+REPEAT = '''import torch
+
+
+def portfolio(weights: torch.Tensor, y: torch.Tensor, rebalance: bool = False):
+    n, h, a = y.shape
+    w = weights.view(n, 1, a).repeat(1, h, 1)
+    if not rebalance:
+        unscaled = (1 + y).cumprod(1)[:, :-1, :] * w[:, 1:, :]
+        w[:, 1:, :] = unscaled / unscaled.sum(2, keepdim=True)
+    return (y * w).sum(-1)
+
+
+def spread(weights, y):
+    w = weights.repeat(1, 3)
+    unscaled = y * w
+    w.mul_(2)
+    return unscaled
+'''
+
+
+def test_a_repeated_copy_of_a_tensor_parameter_saved_for_another_input_is_a_tensor():
+    found = [(f.code, f.line, f.col) for f in analyze_source(REPEAT)]
+    # not `spread`: nothing says `weights` is a tensor (`ndarray.repeat` exists), so neither is `w`
+    assert found == [("IPV006", 9, 8)], found
+    mod = load(REPEAT)
+    y = torch.rand(2, 4, 3, requires_grad=True)
+    weights = torch.full((2, 3), 1 / 3)
+    with pytest.raises(RuntimeError, match=SAVED_ERROR):
+        mod["portfolio"](weights, y).sum().backward()
+    mod["portfolio"](weights, y.detach()).sum()  # data that needs no grad: nothing saved, nothing raises
 

@@ -27,6 +27,9 @@ _BOOL_RESULTS = frozenset({"logical_and", "logical_or", "logical_not", "logical_
 
 #: tensor methods that make a new tensor with its own storage (only a tensor has them)
 _MADE_BY_METHOD = ops.FACTORY_METHODS | {"clone"}
+#: tensor methods that copy into a new tensor, but that a NumPy array has too (``ndarray.repeat``): a tensor's copy
+#: only where the receiver is surely a tensor
+_COPIED_BY_METHOD = frozenset({"repeat", "repeat_interleave"})
 
 
 class TensorKindsMixin:
@@ -131,9 +134,22 @@ class TensorKindsMixin:
             elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
                 for value in values_bound(node, name):
                     if not (isinstance(value, ast.Call) and (self.torch_op_call(value) or (
-                            isinstance(value.func, ast.Attribute) and value.func.attr in _MADE_BY_METHOD))):
+                            isinstance(value.func, ast.Attribute) and value.func.attr in _MADE_BY_METHOD)
+                            or self._copy_of_tensor_param(value))):
                         return False
         return found
+
+    def _copy_of_tensor_param(self, value: ast.Call) -> bool:
+        """``weights.view(n, 1, a).repeat(1, h, 1)``: a copying method (:data:`_COPIED_BY_METHOD`) of a method chain
+        on a parameter that is surely a tensor (annotated ``Tensor``, or used as one: :meth:`annotated_tensor`)."""
+        if not (isinstance(value.func, ast.Attribute) and value.func.attr in _COPIED_BY_METHOD):
+            return False
+        recv = value.func.value
+        while isinstance(recv, ast.Call) and isinstance(recv.func, ast.Attribute):
+            recv = recv.func.value
+        params = list(self.params)
+        return isinstance(recv, ast.Name) and recv.id in params and recv.id not in self.rebound_params \
+            and self.annotated_tensor(params.index(recv.id))
 
 
 #: values a function writes out as a container
