@@ -8,6 +8,10 @@
   functions: each is a call site, so the callers decide a guess about a parameter (humancompatible-train's penalty
   updates, set CG: a multiplier that is a float at its only call; a false IPV006), and a caller passing a tensor
   that requires grad still meets the write.
+- A saved tensor written after the op that saved it matters only when a backward reaches that op: the op's result
+  stored into the items of a buffer made here (``dist[a:b] = torch.min(dist[a:b], d)``) is read only through that
+  buffer, which is followed too; when every read ends without a gradient (``torch.multinomial``, a comparison) the
+  write cannot fail (K-means++ in pytorch-segmentation-models-trainer, set BX: three dubious IPV006, executed).
 - ``weights.view(n, 1, a).repeat(1, h, 1)`` of a parameter annotated ``Tensor`` is a tensor with its own storage: a
   product that saved it for another input's gradient makes a later write raise at backward (deepdow's
   ``portfolio_returns`` shape, set CG).
@@ -164,3 +168,45 @@ def test_a_repeated_copy_of_a_tensor_parameter_saved_for_another_input_is_a_tens
         mod["portfolio"](weights, y).sum().backward()
     mod["portfolio"](weights, y.detach()).sum()  # data that needs no grad: nothing saved, nothing raises
 
+
+KMEANS = '''import torch
+
+
+def init_centroids(x: torch.Tensor, k: int):
+    n = x.shape[0]
+    centroids = torch.zeros((k, x.shape[1]))
+    centroids[0] = x[0]
+    min_sq = torch.full((n,), float("inf"))
+    for i in range(1, k):
+        latest = centroids[i - 1:i]
+        dist = torch.cdist(x, latest).squeeze(1)
+        min_sq[0:n] = torch.min(min_sq[0:n], dist.pow(2))
+        idx = torch.multinomial(min_sq, 1)
+        centroids[i] = x[idx]
+    return centroids
+
+
+def spread(x: torch.Tensor, k: int):
+    centroids = torch.zeros((k, x.shape[1]))
+    centroids[0] = x[0]
+    min_sq = torch.full((x.shape[0],), float("inf"))
+    for i in range(1, k):
+        dist = torch.cdist(x, centroids[i - 1:i]).squeeze(1)
+        min_sq[:] = torch.min(min_sq, dist)
+        centroids[i] = x[torch.multinomial(min_sq, 1)]
+    return centroids, min_sq
+'''
+
+
+def test_a_saved_tensor_whose_op_no_backward_reaches_may_be_written():
+    found = [(f.code, f.line) for f in analyze_source(KMEANS)]
+    # `spread` returns `min_sq`, which holds `torch.min`'s result: a backward through it reaches the op
+    assert found == [("IPV006", 24), ("IPV006", 25)], found
+    mod = load(KMEANS)
+    torch.manual_seed(0)
+    x = torch.randn(10, 2, requires_grad=True)
+    mod["init_centroids"](x, 3).sum().backward()  # backward reaches `x` through the indexing only
+    assert x.grad is not None
+    centroids, min_sq = mod["spread"](x, 3)
+    with pytest.raises(RuntimeError, match=SAVED_ERROR):
+        (centroids.sum() + min_sq.sum()).backward()

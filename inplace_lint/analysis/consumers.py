@@ -53,11 +53,13 @@ Callee = Callable[[ast.Call, ast.AST], Optional[str]]
 
 
 def flows_into(load: ast.AST, parents: Dict[int, ast.AST], callee: Optional[Callee] = None,
-               returned: bool = False) -> Optional[Set[str]]:
+               returned: bool = False, own_storage: Optional[Callable[[str], bool]] = None) -> Optional[Set[str]]:
     """Where the value ``load`` reads goes: None when something may take a gradient through it; else the plain
     names it is bound to (empty: it ends without a gradient, or is only written). ``callee`` judges an argument
     of a call of the project's own code; with ``returned``, a ``return`` gives :data:`RETURNED` (the callers
-    follow the call's result)."""
+    follow the call's result). ``own_storage(name)``: the local ``name`` holds a tensor with storage of its own
+    (``buf = torch.full(...)``), so a value stored into its items (``buf[a:b] = value``) is read only through
+    ``name``, which is then followed."""
     node = load
     for _ in range(_MAX_DEPTH):
         parent = parents.get(id(node))
@@ -112,6 +114,9 @@ def flows_into(load: ast.AST, parents: Dict[int, ast.AST], callee: Optional[Call
             return {RETURNED}
         if isinstance(parent, ast.Assign) and parent.value is node:
             names = set()
+            if own_storage is not None and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Subscript) \
+                    and isinstance(parent.targets[0].value, ast.Name) and own_storage(parent.targets[0].value.id):
+                return {parent.targets[0].value.id}  # K-means++'s `dist[a:b] = torch.min(dist[a:b], d)`
             for target in parent.targets:
                 # `values, indices = torch.topk(scores, k)`: each name holds a part of the result, and is followed
                 parts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
@@ -215,14 +220,15 @@ def _arm(node: ast.If, child: ast.AST) -> str:
 
 def only_gradless_readers(names: Iterable[str], loads_of, parents: Dict[int, ast.AST], write: ast.AST,
                           skip: Set[int], captured: Set[int], params: Iterable[str],
-                          declared: Iterable[str] = (), unread: bool = False, callee: Optional[Callee] = None) -> bool:
+                          declared: Iterable[str] = (), unread: bool = False, callee: Optional[Callee] = None,
+                          own_storage: Optional[Callable[[str], bool]] = None) -> bool:
     """Every read of ``names`` (``loads_of(name)``: its loads), followed through the names it is bound to,
     ends without a gradient; and there is one (``unread``: or there is none). ``skip``: ids of the write's own
     loads; ``captured``: loads inside nested functions and lambdas (run at another time: a reader with a
     gradient); ``declared``: names declared ``global``/``nonlocal`` (bound there, the value outlives the
-    function); ``params``: the caller holds them too."""
+    function); ``params``: the caller holds them too; ``own_storage``: :func:`flows_into`'s."""
     found = _follow(names, loads_of, parents, captured, set(params) | set(declared), callee,
-                    lambda load: id(load) in skip or exclusive(load, write, parents))
+                    lambda load: id(load) in skip or exclusive(load, write, parents), own_storage=own_storage)
     return found is not None and (found[0] or unread)
 
 
@@ -236,7 +242,8 @@ def param_reads(name: str, loads_of, parents: Dict[int, ast.AST], captured: Set[
 
 
 def _follow(names: Iterable[str], loads_of, parents: Dict[int, ast.AST], captured: Set[int], held: Set[str],
-            callee: Optional[Callee], passed=None, returned: bool = False) -> Optional[Tuple[bool, bool]]:
+            callee: Optional[Callee], passed=None, returned: bool = False,
+            own_storage: Optional[Callable[[str], bool]] = None) -> Optional[Tuple[bool, bool]]:
     """Every read of ``names``, followed through the names it is bound to (:func:`flows_into`): None when one
     may take a gradient (or a name is ``held`` elsewhere, or the function reads every name); else (something read
     them, a ``return`` hands them back). ``passed(load)``: a load not to judge."""
@@ -254,7 +261,7 @@ def _follow(names: Iterable[str], loads_of, parents: Dict[int, ast.AST], capture
                 continue
             if id(load) in captured:
                 return None
-            targets = flows_into(load, parents, callee, returned)
+            targets = flows_into(load, parents, callee, returned, own_storage)
             if targets is None:
                 return None
             read = True

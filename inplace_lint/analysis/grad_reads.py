@@ -59,13 +59,17 @@ class GradReadsMixin:
         facts = self.facts()
         if not any(n is node for n in walk_ast(self.stmt_stack[-1])):
             return False  # a call evaluated apart from its statement (a summary's replay)
-        names = flows_into(node, facts.parents)
+        # (a name whose items it is stored into, `buf[a:b] = torch.min(buf[a:b], d)`, when `buf` is made here by a
+        # torch op: read only through `buf`)
+        own = lambda name: name not in self.params and self.torch_made(name)  # noqa: E731
+        names = flows_into(node, facts.parents, own_storage=own)
         if names is None:
             return False
         if not names:
             return True
         return only_gradless_readers(names, lambda name: facts.by_name.get(name, ((), ()))[1], facts.parents, node,
-                                     set(), facts.captured_loads, self.params, facts.declared, unread=True)
+                                     set(), facts.captured_loads, self.params, facts.declared, unread=True,
+                                     own_storage=own)
 
     def _values_read_without_grad(self, call: ast.Call) -> bool:
         """``v, i = x.max(1)`` (a values-and-indices op unpacked into names): every read of ``v``, followed
