@@ -16,7 +16,7 @@ from .. import progress
 from ..config import Settings
 from ..findings import Finding, Origin, Related, RootKind
 from ..rules import PRIORITY, Write
-from . import conditions, grad_flags, model_outputs
+from . import built_arms, conditions, grad_flags, model_outputs
 from .env import origin_key
 from .expressions import as_tensor
 from .out_calls import out_raised_first
@@ -321,10 +321,9 @@ class AcrossCalls(SavedHereMixin):
 
     @staticmethod
     def _cond_holds(calls_to, qual: str, cond: tuple, depth: int = 0) -> bool:
-        """Every in-project call of ``qual`` makes condition ``cond`` (:mod:`.conditions`) hold, with a literal
-        argument or the literal default it leaves; with no in-project call, the default decides (guess:
-        callers outside keep it). A call with ``*args``/``**kwargs`` or a non-literal argument for it keeps
-        the finding."""
+        """Every in-project call of ``qual`` makes condition ``cond`` (:mod:`.conditions`) hold, with a literal argument
+        or the literal default it leaves; with no in-project call, the default decides (guess: callers outside keep
+        it). A call with ``*args``/``**kwargs`` or a non-literal argument for it keeps the finding."""
         index, default = cond[0], cond[2]
         sites = calls_to.get(qual, [])
         if not sites:
@@ -428,8 +427,9 @@ class AcrossCalls(SavedHereMixin):
                 continue  # a mutating helper: reported at the call (by the caller's walk)
             if w.guard and site.bound is not None and any(g not in site.bound for g in w.guard):
                 continue  # the call leaves a parameter at the default that skips the write
-            if w.when and site.bound is not None and conditions.contradicted(w.when, conditions.call_values(site)):
-                continue  # the call's constant arguments rule out the path to the write
+            if w.when and site.bound is not None and ((values := built_arms.site_values(site, origin, w.index)) is None
+                                                      or conditions.contradicted(w.when, values)):
+                continue  # the call's constant arguments (the builds that may get this origin) rule out the path
             if origin.guess_param >= 0 and not calls_to.get(site.caller) and self._unreached_private(site.caller):
                 continue  # a guess about the parameter of a caller nothing calls or imports
             called_without_grad = chain_no_grad or self._grad_off(grad_off, w.func)

@@ -51,6 +51,7 @@ from .reporting import ReportingMixin
 from .env import _MAX_ORIGINS, EMPTY
 from .statements import StatementsMixin
 from .out_calls import OutCallsMixin
+from .built_arms import BuiltArmsMixin
 from .own_class import OwnClassFacts, read_through
 from .summaries import LocalFinding, ParamWrite, param_index, param_origin, parameters
 
@@ -74,7 +75,7 @@ def _arg_line(args: ast.arguments, name: str) -> int:
 @dataclass
 class Scope(OutCallsMixin, StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
             ReportingMixin, ClassFactsMixin, ConditionsMixin, LocalConditionsMixin, TensorKindsMixin,
-            LoopPassesMixin, DispatchMixin):
+            LoopPassesMixin, DispatchMixin, BuiltArmsMixin):
     """Walks one function (or module, or class) body; nested functions get a scope of their own."""
 
     settings: Settings
@@ -168,6 +169,9 @@ class Scope(OutCallsMixin, StatementsMixin, BlocksMixin, BindingMixin, Expressio
     #: (root text, root line) of what an in-project call returned -> why it is also held elsewhere
     #: (``FunctionSummary.kept``): a fix that rebinds a name holding it is unsafe
     kept_roots: Dict[Tuple[str, int], str] = field(default_factory=dict)
+    #: the root of what a call of a submodule built in several arms of ``__init__`` returned -> (those arms, the arms
+    #: whose build may return it) (:mod:`.built_arms`)
+    arm_origins: Dict[str, Tuple[FrozenSet[tuple], FrozenSet[tuple]]] = field(default_factory=dict)
     #: walking the branch a module takes in eval mode only (``else`` of ``if self.training:``): guess, its
     #: writes run for inference, so only the rules that hold without grad apply to them
     eval_branch: bool = False

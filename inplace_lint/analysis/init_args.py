@@ -95,7 +95,8 @@ def _not_none_param(test: ast.expr) -> Optional[str]:
 
 def builder_facts(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None,
                   nodes: Optional[Sequence[ast.AST]] = None
-                  ) -> Tuple[Dict[str, Dict[str, tuple]], Dict[str, Tuple[Dict[str, tuple], ...]]]:
+                  ) -> Tuple[Dict[str, Dict[str, tuple]], Dict[str, Tuple[Dict[str, tuple], ...]],
+                             Dict[str, Tuple[tuple, ...]]]:
     """The constant arguments ``__init__`` builds each submodule with, from one walk of it:
 
     - built once: ``self.conv = BasicConv(8, 8, relu=False)``, the only assignment to ``self.conv``, gives
@@ -105,19 +106,45 @@ def builder_facts(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None,
       arguments, in the second dict. A path of the submodule's code is ruled out only where every build rules it
       out (:data:`.conditions.ALTS`).
 
-    A call with ``*args`` or ``**kwargs`` says nothing. Read with :func:`.conditions.value_at`."""
-    builds = _builds(cls, counts, nodes)
+    A call with ``*args`` or ``**kwargs`` says nothing. Read with :func:`.conditions.value_at`.
+
+    The third dict gives, per submodule built several ways, the arm of ``__init__`` each build sits in (aligned
+    with its builds): a tuple of ``(line of an enclosing if, 0 for its body | 1 for its else)``, outermost first,
+    any other enclosing block a step of its own. Two submodules whose builds sit in the same arms are built
+    together: ``variant == 'original'`` builds both one way (:meth:`.project_calls.ProjectCallsMixin.arm_builds`)."""
+    builds, arms = _builds(cls, counts, nodes)
     return ({attr: b[0] for attr, b in builds.items() if len(b) == 1},
-            {attr: tuple(b) for attr, b in builds.items() if len(b) > 1})
+            {attr: tuple(b) for attr, b in builds.items() if len(b) > 1},
+            {attr: tuple(arms[attr]) for attr, b in builds.items() if len(b) > 1})
+
+
+def _arm_paths(stmts: Sequence[ast.stmt], path: tuple, out: Dict[int, tuple]) -> None:
+    """``out[id(statement)]``: the arms of ``if`` statements (and other blocks) each statement sits in."""
+    for stmt in stmts:
+        out[id(stmt)] = path
+        if isinstance(stmt, ast.If):
+            _arm_paths(stmt.body, path + ((stmt.lineno, 0),), out)
+            _arm_paths(stmt.orelse, path + ((stmt.lineno, 1),), out)
+            continue
+        for i, field in enumerate(("body", "orelse", "finalbody", "handlers")):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                _arm_paths(block, path + ((stmt.lineno, 2 + i),), out)
+            elif isinstance(block, list):  # (`except` handlers hold their bodies)
+                for handler in block:
+                    _arm_paths(getattr(handler, "body", []), path + ((getattr(handler, "lineno", 0), 2 + i),), out)
 
 
 def _builds(cls: ast.ClassDef, counts: Optional[Dict[str, int]], nodes: Optional[Sequence[ast.AST]]
-            ) -> Dict[str, List[Dict[str, tuple]]]:
+            ) -> Tuple[Dict[str, List[Dict[str, tuple]]], Dict[str, List[tuple]]]:
     init = _init(cls)
     if init is None:
-        return {}
+        return {}, {}
     counts = assignment_counts(cls) if counts is None else counts
     out: Dict[str, List[Dict[str, tuple]]] = {}
+    arms: Dict[str, List[tuple]] = {}
+    paths: Dict[int, tuple] = {}
+    _arm_paths(init.body, (), paths)
     callee: Dict[str, Optional[str]] = {}
     unknown: Set[str] = set()
     for node in walk_ast(init):
@@ -131,6 +158,7 @@ def _builds(cls: ast.ClassDef, counts: Optional[Dict[str, int]], nodes: Optional
             given = {f"#{i}": literal(a) for i, a in enumerate(call.args)}
             given.update((f"={k.arg}", literal(k.value)) for k in call.keywords)
             out.setdefault(attr, []).append(given)
+            arms.setdefault(attr, []).append(paths.get(id(node), (("nested", node.lineno),)))
     for node in (walk_ast(cls) if nodes is None else nodes):
         # `self.head.sigmoid = True` or `setattr(self.head, "sigmoid", True)` anywhere in the class: the
         # constants `self.head` was built with no longer decide its flags
@@ -140,5 +168,6 @@ def _builds(cls: ast.ClassDef, counts: Optional[Dict[str, int]], nodes: Optional
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
                 and node.args and _self_attr(node.args[0]):
             unknown.add(node.args[0].attr)
-    return {attr: builds for attr, builds in out.items()
+    kept = {attr: builds for attr, builds in out.items()
             if attr not in unknown and counts.get(attr) == len(builds) and callee.get(attr)}
+    return kept, {attr: arms[attr] for attr in kept}

@@ -122,6 +122,10 @@ class OwnClassFacts:
     def builder_alts(self) -> Dict[str, Tuple[Dict[str, tuple], ...]]:
         return self._builder_facts[1]
 
+    @property
+    def builder_arms(self) -> Dict[str, Tuple[tuple, ...]]:
+        return self._builder_facts[2]
+
     @cached_property
     def zero_dropouts(self) -> FrozenSet[str]:
         return model_outputs.zero_rate_dropouts(self.identity_layers, self.builder_args)
@@ -132,7 +136,7 @@ OUTSIDE_A_CLASS: Dict[str, object] = {
     "frozen_layers": frozenset(), "unsaved_layers": frozenset(), "identity_layers": frozenset(),
     "weights_unknown": False, "output_hook": False, "activation_methods": frozenset(), "init_flags": {},
     "init_guards": {}, "steady_attrs": {}, "torch_stacks": {}, "input_layers": {}, "inplace_firsts": {},
-    "builder_args": {}, "builder_alts": {}, "zero_dropouts": frozenset(),
+    "builder_args": {}, "builder_alts": {}, "builder_arms": {}, "zero_dropouts": frozenset(),
 }
 
 

@@ -353,13 +353,12 @@ class ProjectCallsMixin:
                     continue  # only paths this call's constant arguments rule out reach the write
                 # `add(m1, m2, inplace_safe)`: a path that needs a flag this call passes true only with grad off
                 flagged = not starred and grad_flags.flag_guards(w.when, flag_args)
-                # a mutating helper's write (it does not use the tensor afterwards), or a write the helper
-                # keeps using in another file: reported here too, so that this file shows it; a write the
-                # helper keeps using in this file is its own business, reported at the write naming this
-                # call, but what this function passes on of its own parameters still reaches it (a caller
-                # in another file reports it at its call)
+                # a mutating helper's write (it does not use the tensor afterwards), or a write the helper keeps using
+                # in another file: reported here too, so that this file shows it; a write the helper keeps using in
+                # this file is its own business, reported at the write naming this call, but what this function
+                # passes on of its own parameters still reaches it (a caller in another file reports it at its call)
                 at_write = w.kept and w.path == ctx.path
-                origins, arg_node = binding[w.index]
+                origins, arg_node = self.arm_filtered(w, binding[w.index], submodule, builds, values)
                 helper = w.via or (short_name, w.path, w.line, w.col)
                 # named from here: `(line 5)` in this file, `(pkg/helpers.py:5)` in another
                 op = f"{w.op} in `{helper[0]}()` ({self.where(helper[1], helper[2])})"
@@ -413,7 +412,7 @@ class ProjectCallsMixin:
                                       tuple((i, o) for i, o in passed if o),
                                       self.no_grad or self.grad_off_arm, unread=frozenset(unread),
                                       bound=None if starred else frozenset(binding),
-                                      built=tuple(tuple(sorted(b.items())) for b in builds) or None,
+                                      built=self.built_record(builds, submodule, binding),
                                       **self.site_facts(binding, values, handed_on, own_defaults, flag_args)))
         if summary is not None and summary.no_grad_result and not summary.returns and not starred:
             # every return needs no grad (an index, a factory's method, arithmetic under no_grad), and nothing
@@ -423,6 +422,7 @@ class ProjectCallsMixin:
                                      certain_tensor=False)})
         if summary is None or not summary.returns and not summary.computed:
             return EMPTY
+        self.note_arm_returns(submodule, builds, values, summary, node.lineno)  # (`self.conv1(x)`: :mod:`.built_arms`)
         out = []
         skip = set()
         when = {}
