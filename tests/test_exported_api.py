@@ -25,7 +25,8 @@ def test_an_exported_function_keeps_its_guess_with_the_condition(tmp_path):
     project.build()
     found = [(f.line, f.col, f.code, f.message) for f in project.findings(str(work / "volrend.py"))]
     assert found == [(13, 8, "IPV006", "`*=` writes in place to `trans`, `torch.exp(-torch.cumsum(sigmas * dt, dim=-1))`, "
-                      "whose output autograd saves for backward; backward raises when `prefix_trans is not None`")]
+                      "whose output autograd saves for backward; backward raises when `prefix_trans is not None` "
+                      "(it does when `sigmas` requires grad)")]
     assert project.findings(str(work / "__init__.py")) == []
 
 

@@ -95,11 +95,13 @@ def test_dropout_on_a_saved_output_says_when_backward_raises():
     found = analyze_source(DROPOUT)
     assert [(f.code, f.line, f.col) for f in found] == [("IPV006", 13, 8), ("IPV006", 18, 8), ("IPV006", 23, 8)]
     saved = "writes in place to `probs`, `(q @ k.transpose(-2, -1)).softmax(-1)`, whose output autograd saves for backward"
+    guess = " (it does when `q` requires grad)"  # (a guess about the parameter: the callers decide)
     assert found[0].message == (f"`F.dropout(..., inplace=True)` {saved}; backward raises when `self.training` is "
-                                "true and the dropout probability `self.p` is above 0")
-    assert found[1].message == f"`nn.Dropout(inplace=True)` {saved}; backward raises when `self.attn_drop` is in training mode"
-    # p=0.1 with F.dropout's default training=True: it always writes, nothing to condition on
-    assert found[2].message == f"`F.dropout(..., inplace=True)` {saved}"
+                                f"true and the dropout probability `self.p` is above 0{guess}")
+    assert found[1].message == (f"`nn.Dropout(inplace=True)` {saved}; backward raises when `self.attn_drop` is in "
+                                f"training mode{guess}")
+    # p=0.1 with F.dropout's default training=True: it always writes, nothing to condition on but the guess
+    assert found[2].message == f"`F.dropout(..., inplace=True)` {saved}{guess}"
 
 
 def test_dropout_on_a_model_output_says_when_it_writes():

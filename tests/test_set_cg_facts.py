@@ -210,3 +210,32 @@ def test_a_saved_tensor_whose_op_no_backward_reaches_may_be_written():
     centroids, min_sq = mod["spread"](x, 3)
     with pytest.raises(RuntimeError, match=SAVED_ERROR):
         (centroids.sum() + min_sq.sum()).backward()
+
+
+GUESS = '''import torch
+from torch import Tensor, nn
+
+
+class Schedule(nn.Module):
+    def term(self, x: Tensor, t: Tensor) -> Tensor:
+        return torch.sqrt_(2 * t) * 1
+
+    def level(self, x: Tensor, t: Tensor) -> Tensor:
+        return torch.sqrt_(2 * t)
+
+    def drift(self, x: Tensor, t: Tensor, score: Tensor) -> Tensor:
+        return x - self.level(x, t).square_() * score
+'''
+
+
+def test_a_finding_on_a_guess_about_a_parameter_names_the_parameter():
+    [found] = analyze_source(GUESS)
+    assert (found.code, found.line, found.col) == ("IPV006", 13, 19)
+    assert found.message == ("`square_` writes in place to `self.level(x, t)`, `level(...)`, whose output autograd "
+                             "saves for backward (it does when `t` requires grad)")
+    schedule = load(GUESS)["Schedule"]()
+    x, score = torch.randn(3), torch.randn(3)
+    schedule.drift(x, torch.rand(3), score)  # a time that needs no grad: nothing saved
+    t = torch.rand(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=SAVED_ERROR):
+        schedule.drift(x, t, score).sum().backward()

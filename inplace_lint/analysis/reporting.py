@@ -181,6 +181,8 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
             message = rule.message(write, origin)
         else:
             message = with_condition(rule.message(write, origin), origin)
+            if not origin.condition and rule.code in NEEDS_GRAD and 0 <= origin.guess_param < len(self.params):
+                message = f"{message} (it does when `{self.params[origin.guess_param]}` requires grad)"  # (a guess)
         if condition and condition not in message:  # a rule whose message does not say it (IPV003, IPV004)
             message = f"{message}, when {condition}"
         if helper is not None:
