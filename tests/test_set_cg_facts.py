@@ -1,9 +1,10 @@
 """Facts from set CG (twenty-sixth session), each executed under torch.
 
-- A submodule whose ``forward`` stores into a parameter by a plain key (``state[key] = value``, fairseq's
-  ``set_incremental_state``) writes a mapping as likely as a tensor: with nothing saying the parameter is a tensor,
-  the caller's later read of what it passed is not reported (str2speech's MegaTTS decoder, set CG: three false
-  IPV007). A slice write there (``x[:, 0] = 0``) still is.
+- A submodule whose ``forward`` stores into a parameter by a key that is surely a string (``state[full_key] = value``,
+  ``full_key`` made by a function returning ``"{}.{}".format(...)``: fairseq's ``set_incremental_state``) writes a
+  mapping: with nothing saying the parameter is a tensor, the caller's later read of what it passed is not reported
+  (str2speech's MegaTTS decoder, set CG: three false IPV007). A slice write there (``x[:, 0] = 0``) still is, and so
+  is an int, a mask or an index key (tests/test_review_s26.py).
 - A call through a top-level table of functions (``UPDATES[kind](penalties, p_mult)``) runs one of the table's
   functions: each is a call site, so the callers decide a guess about a parameter (humancompatible-train's penalty
   updates, set CG: a multiplier that is a float at its only call; a false IPV006), and a caller passing a tensor
@@ -104,6 +105,8 @@ UPDATES = {"const": _const, "adapt": _adapt}
 
 class Opt:
     def __init__(self, kind, K0):
+        if kind not in UPDATES:  # (a membership test runs no function of the table)
+            raise ValueError(kind)
         self.kind = kind
         self.K0 = K0
         self.K_schedule = lambda step, K: K

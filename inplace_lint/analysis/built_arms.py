@@ -73,6 +73,8 @@ class BuiltArmsMixin:
         if not arms or alts is None or len(arms) != len(builds) or tuple(alts) != tuple(builds) \
                 or len(set(arms)) != len(arms):
             return None
+        if self.ctx is None or not self.cls_qual or len(self.ctx.dispatch(self.cls_qual, "__init__")) != 1:
+            return None  # (a subclass's own `__init__` may build them otherwise: `super().__init__(...)`, then more)
         return arms
 
     def note_arm_returns(self, submodule: Optional[str], builds: tuple, values: dict, summary, line: int) -> None:

@@ -47,7 +47,7 @@ _SHAPES = {
                    "param_rooted", "guards"),
     ModuleIndex: ("module", "path", "is_package", "imports", "functions", "classes", "attributes", "value_refs",
                   "properties", "wrappers", "grad_off_wrappers", "torch_function_classes", "shared_fields",
-                  "output_hooks", "scripted", "tables"),
+                  "output_hooks", "scripted", "tables", "string_functions"),
     FileResult: ("path", "module", "digest", "index", "functions", "calls", "findings", "deps", "error"),
 }
 CODEC_MATCHES = all(tuple(f.name for f in dataclasses.fields(t)) == names for t, names in _SHAPES.items())
@@ -155,7 +155,7 @@ class _Encoder:
                  for name, (bases, methods) in x.classes.items()},
                 x.attributes, x.value_refs, {k: sorted(v) for k, v in x.properties.items()}, sorted(x.wrappers),
                 sorted(x.grad_off_wrappers), sorted(x.torch_function_classes), [list(g) for g in x.shared_fields],
-                list(x.output_hooks), sorted(x.scripted), {k: list(v) for k, v in x.tables.items()}]
+                list(x.output_hooks), sorted(x.scripted), {k: list(v) for k, v in x.tables.items()}, sorted(x.string_functions)]
 
 
 def _text(part) -> str:
@@ -376,7 +376,7 @@ class _Decoder:
 
     def index(self, x) -> ModuleIndex:
         module, path, is_package, imports, functions, classes, attributes, value_refs, properties, wrappers, grad_off, \
-            torch_function, shared, hooks, scripted, tables = _list(x, 16)
+            torch_function, shared, hooks, scripted, tables, strings = _list(x, 17)
         classes_out = {}
         for name, info in _dict(classes).items():
             bases, methods = _list(info, 2)
@@ -393,7 +393,7 @@ class _Decoder:
                            _ostr(value_refs), {k: frozenset(_strs(v)) for k, v in _dict(properties).items()},
                            frozenset(_strs(wrappers)), frozenset(_strs(grad_off)), frozenset(_strs(torch_function)),
                            tuple(_strs(g) for g in _list(shared)), _ints(hooks), frozenset(_strs(scripted)),
-                           {k: _strs(v) for k, v in _dict(tables).items()})
+                           {k: _strs(v) for k, v in _dict(tables).items()}, frozenset(_strs(strings)))
 
 
 def rebase(result: FileResult, path: str, root: Optional[str], old_root: Optional[str]) -> FileResult:

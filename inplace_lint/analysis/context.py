@@ -48,6 +48,9 @@ class AnalysisContext(Protocol):
     def dispatch(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
         """Every method ``self.name(...)`` may run (the class's and its subclasses' overrides)."""
 
+    def returns_string(self, qual: str) -> bool:
+        """The top-level function ``qual`` always returns a string (:func:`.strings.returns_string`)."""
+
     def table(self, qual: str) -> Tuple[str, ...]:
         """The functions a top-level table of functions holds (``UPDATES = {"adapt": _adapt}``), qualified; empty
         when ``qual`` is no such table (:attr:`.summaries.ModuleIndex.tables`)."""

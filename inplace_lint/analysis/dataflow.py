@@ -52,6 +52,7 @@ from .env import _MAX_ORIGINS, EMPTY
 from .statements import StatementsMixin
 from .out_calls import OutCallsMixin
 from .built_arms import BuiltArmsMixin
+from .strings import StringsMixin
 from .own_class import OwnClassFacts, read_through
 from .summaries import LocalFinding, ParamWrite, param_index, param_origin, parameters
 
@@ -75,7 +76,7 @@ def _arg_line(args: ast.arguments, name: str) -> int:
 @dataclass
 class Scope(OutCallsMixin, StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
             ReportingMixin, ClassFactsMixin, ConditionsMixin, LocalConditionsMixin, TensorKindsMixin,
-            LoopPassesMixin, DispatchMixin, BuiltArmsMixin):
+            LoopPassesMixin, DispatchMixin, BuiltArmsMixin, StringsMixin):
     """Walks one function (or module, or class) body; nested functions get a scope of their own."""
 
     settings: Settings

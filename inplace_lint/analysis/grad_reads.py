@@ -9,7 +9,7 @@ from typing import Optional, Tuple
 
 from ..findings import Origin, RootKind
 
-from .astutil import walk_ast
+from .astutil import dotted_name, walk_ast
 from .consumers import flows_into, only_gradless_readers, param_reads
 from .summaries import param_index
 
@@ -18,6 +18,12 @@ from .summaries import param_index
 _READ_WITHOUT_GRAD_METHODS = frozenset({"item", "tolist", "numpy", "long", "int", "bool", "short", "byte",
                                         "argmax", "argmin", "nonzero", "any", "all"})
 _READ_WITHOUT_GRAD_FUNCTIONS = frozenset({"int", "float", "bool", "len", "round", "str", "repr", "print", "format"})
+
+#: torch factories that make a new tensor with its own storage, and tensor methods that do
+_FRESH_FACTORIES = frozenset({"zeros", "ones", "full", "empty", "rand", "randn", "randint", "randperm", "arange",
+                              "linspace", "logspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like",
+                              "rand_like", "randn_like", "randint_like", "tensor"})
+_FRESH_METHODS = frozenset({"clone", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"})
 
 #: the fields of a compound statement that hold its blocks (statements), not its own expressions
 _BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
@@ -59,9 +65,9 @@ class GradReadsMixin:
         facts = self.facts()
         if not any(n is node for n in walk_ast(self.stmt_stack[-1])):
             return False  # a call evaluated apart from its statement (a summary's replay)
-        # (a name whose items it is stored into, `buf[a:b] = torch.min(buf[a:b], d)`, when `buf` is made here by a
-        # torch op: read only through `buf`)
-        own = lambda name: name not in self.params and self.torch_made(name)  # noqa: E731
+        # (a name whose items it is stored into, `buf[a:b] = torch.min(buf[a:b], d)`, when `buf` is a new tensor made
+        # here: read only through `buf`)
+        own = self._fresh_buffer
         names = flows_into(node, facts.parents, own_storage=own)
         if names is None:
             return False
@@ -70,6 +76,16 @@ class GradReadsMixin:
         return only_gradless_readers(names, lambda name: facts.by_name.get(name, ((), ()))[1], facts.parents, node,
                                      set(), facts.captured_loads, self.params, facts.declared, unread=True,
                                      own_storage=own)
+
+    def _fresh_buffer(self, name: str) -> bool:
+        """Every binding of the local ``name`` makes a new tensor with storage of its own: a factory
+        (``torch.full(...)``, ``torch.zeros_like(x)``), ``x.clone()`` or ``x.new_zeros(...)``; not an op that may give
+        a view or its input back (``torch.select``, ``torch.as_tensor``)."""
+        values = None if name in self.params else self._bindings().get(name)
+        return bool(values) and all(
+            isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and (
+                v.func.attr in _FRESH_METHODS and not (dotted_name(v.func.value) or "").startswith("torch")
+                or v.func.attr in _FRESH_FACTORIES and dotted_name(v.func.value) == "torch") for v in values)
 
     def _values_read_without_grad(self, call: ast.Call) -> bool:
         """``v, i = x.max(1)`` (a values-and-indices op unpacked into names): every read of ``v``, followed

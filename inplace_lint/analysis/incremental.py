@@ -205,6 +205,9 @@ class _Recorder:
     def table(self, qual):
         return self._ask("table", qual)
 
+    def returns_string(self, qual):
+        return self._ask("returns_string", qual)
+
     def params_of(self, qual):
         return self._ask("params_of", qual)
 

@@ -25,6 +25,7 @@ from ..config import DEFAULT_SETTINGS, Settings
 from .across_calls import AcrossCalls
 from .astutil import dotted_name, walk_ast
 from . import tables
+from .strings import STRINGS
 from .dataflow import walk_module
 from .incremental import FunctionCache
 from .relevance import bodies_needed
@@ -207,7 +208,7 @@ class Project(Resolver, AcrossCalls):
 
     def stale(self, result: FileResult) -> bool:
         for qual, seen in result.deps.items():
-            if qual.startswith((DISPATCH, tables.TABLE)):  # an override appeared or went, a table changed its items
+            if qual.startswith((DISPATCH, tables.TABLE, STRINGS)):  # an override, a table's items, a string function
                 if _dispatch_text(self, qual) != seen:
                     return True
                 continue
@@ -289,8 +290,8 @@ def lazy_imports(source: str, module: str, is_package: bool) -> List[str]:
 
 
 def _dispatch_text(project: Project, key: str) -> str:
-    if key.startswith(tables.TABLE):
-        return ",".join(tables.lookup(project.indexes, key[len(tables.TABLE):]))
+    if not key.startswith(DISPATCH):
+        return tables.dep_text(project.indexes, key)  # (a table's items, whether a function returns a string)
     cls_qual, _, name = key[len(DISPATCH):].partition("\x00")
     return targets_digest(project.dispatch(cls_qual, name))
 
@@ -311,7 +312,8 @@ _TORCHSCRIPT = re.compile(r"jit\.script|torch\.jit\s+import")
 #: how many deferred function bodies may be walked inside one another (each nests a whole walk on the stack)
 _MAX_DEMAND_DEPTH = 16
 
-class ModuleContext:
+
+class ModuleContext(tables.IndexAnswers):
     """What one file's walk reads from and leaves in the project (an :class:`~.context.AnalysisContext`)."""
 
     def __init__(self, project: Project, module: str, path: str, is_package: bool = False) -> None:
@@ -441,12 +443,6 @@ class ModuleContext:
         if index is None or name not in index.properties.get(cls_name, ()):
             return ()
         return self.dispatch(cls_qual, name)
-
-    def table(self, qual: str) -> Tuple[str, ...]:
-        """:func:`.tables.lookup`; the walk depends on the answer (an item added to the literal walks it again)."""
-        found = tables.lookup(self.project.indexes, qual)
-        self.deps[f"{tables.TABLE}{qual}"] = ",".join(found)
-        return found
 
     def dispatch(self, cls_qual: str, name: str) -> Tuple[Tuple[str, bool], ...]:
         """:meth:`Project.dispatch`; the walk depends on the answer (a new override walks it again)."""

@@ -43,18 +43,6 @@ def point_index(node: ast.AST, kind: WriteKind) -> bool:
     return not any(isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and e.value is Ellipsis) for e in parts)
 
 
-def keyed_index(node: ast.AST, kind: WriteKind) -> bool:
-    """Item assignment whose index is a plain key: a name, an attribute, a constant, an f-string or a
-    ``"...".format(...)`` (``d[k] = v``; not ``x[:, 0]``, ``x[i, j]``, ``x[x < 0]``, ``x[idx.long()]``)."""
-    if kind is not WriteKind.SUBSCRIPT or not isinstance(node, ast.Subscript):
-        return False
-    key = node.slice
-    if isinstance(key, ast.Constant):
-        return key.value is not Ellipsis
-    return isinstance(key, (ast.Name, ast.Attribute, ast.JoinedStr)) or isinstance(key, ast.Call) \
-        and isinstance(key.func, ast.Attribute) and key.func.attr == "format"
-
-
 def match(origins: Sequence[Origin], write: Write, no_grad: bool, report_in_no_grad: bool,
           grad_context: bool = False, params: Optional[Sequence[str]] = None):
     """The first rule (by priority) some origin matches, and the origin that shows it; or (None, None).
@@ -406,7 +394,8 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
             condition=condition, when=tuple(sorted(set(self.path_conds) | set(when), key=repr)),
             on_tensor=on_tensor, layer=layer,
             past_out=tuple(sorted(self.out_consumed())),
-            keyed=inner.keyed if inner is not None else keyed_index(node, kind) and not on_tensor))
+            keyed=inner.keyed if inner is not None else kind is WriteKind.SUBSCRIPT and isinstance(node, ast.Subscript)
+            and not on_tensor and self.string_key(node.slice)))
 
     def default_guard(self) -> tuple:
         """Parameters whose default skips the statement being walked: ``if t != 1.0:`` (``t=1.0``),

@@ -25,6 +25,7 @@ from .roots import ROOT_MARKERS, find_root, is_loose, module_name  # noqa: F401 
 from .init_builds import init_attributes, layer_builders
 from .narrowing import PLAIN_BASES, plain_bases, torch_class_is_tensor
 from .summaries import ModuleIndex, parameter_names
+from .strings import string_functions
 from .tables import function_tables
 
 #: a dependency on a function the walk looked for in an in-project module and did not find
@@ -87,6 +88,7 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
     index.output_hooks = class_facts.output_hooks(tree, source)
     index.scripted = class_facts.scripted_names(tree, source)
     index.tables = function_tables(tree, module, index.imports)
+    index.string_functions = string_functions(tree)
     return index
 
 

@@ -208,9 +208,9 @@ class ParamWrite:
     #: a caller whose argument for one requires grad whenever the write's hazard holds never reaches the write
     #: (the call raised in the forward)
     past_out: Tuple[int, ...] = ()
-    #: an item assignment whose index is a plain key (``d[k] = v``, ``d[name.attr] = v``, ``d[f"..."] = v``) on a
-    #: parameter not known as a tensor (:attr:`on_tensor` false where it is written): a mapping or a list as likely
-    #: as a tensor (fairseq's ``incremental_state[key] = v``)
+    #: an item assignment whose index is surely a string (``d[f"..."] = v``, ``d[key] = v`` with ``key`` made by a
+    #: function returning ``"{}.{}".format(...)``: :mod:`.strings`), on a parameter not known as a tensor: a
+    #: mapping, which no tensor rule applies to (fairseq's ``incremental_state[full_key] = v``)
     keyed: bool = False
 
 
@@ -389,6 +389,9 @@ class ModuleIndex:
     #: _adapt, "const": _const}``) -> those names, qualified: a call ``UPDATES[kind](...)`` may run any of them
     #: (:func:`.resolve.function_tables`)
     tables: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    #: top-level functions whose every ``return`` gives a string (:func:`.strings.string_functions`): ``d[f(k)] = v``
+    #: stores into a mapping
+    string_functions: FrozenSet[str] = frozenset()
 
 
 @dataclass

@@ -9,6 +9,7 @@ import ast
 from typing import Dict, List, Mapping, Tuple
 
 from .astutil import dotted_name
+from .strings import STRINGS, returns_string
 
 #: a dependency on the functions a top-level table holds: ``TABLE + "pkg.mod.NAME"`` -> the items seen, joined
 TABLE = "\x00table:"
@@ -47,8 +48,24 @@ def function_tables(tree: ast.Module, module: str, imports: Dict[str, str]) -> D
             base = imports.get(head, f"{module}.{head}")
             quals.append(f"{base}.{rest}" if rest else base)
         found[target.id] = tuple(dict.fromkeys(quals))
+    if not found:
+        return {}
+    # every other use of the name: only `NAME[key](...)`, `key in NAME`, `NAME.keys()`, `len(NAME)`; `NAME.get(k)(...)`,
+    # `fn = NAME[k]`, `for f in NAME`, NAME handed to a call run its functions where no call site shows their arguments
+    harmless = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript):
+            harmless.add(id(n.func.value))
+        elif isinstance(n, ast.Compare) and all(isinstance(op, (ast.In, ast.NotIn)) for op in n.ops):
+            harmless.update(id(c) for c in n.comparators)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "keys" and not n.args:
+            harmless.add(id(n.func.value))
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and len(n.args) == 1:
+            harmless.add(id(n.args[0]))
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.id in found and isinstance(n.ctx, ast.Load) and id(n) not in harmless:
+            found.pop(n.id)
     return {k: v for k, v in found.items() if bound.get(k) == 1}
-
 
 
 def table_callees(scope, table: ast.expr) -> List[Tuple[str, int]]:
@@ -65,8 +82,35 @@ def table_callees(scope, table: ast.expr) -> List[Tuple[str, int]]:
 
 
 def lookup(indexes: Mapping[str, object], qual: str) -> Tuple[str, ...]:
-    """The functions the table ``qual`` (``pkg.mod.NAME``) holds, qualified; empty when it is none."""
+    """The functions the table ``qual`` (``pkg.mod.NAME``) holds, qualified; empty when it is none, or when another
+    module imports it (what that module does with it is not in the index)."""
     module, _, name = qual.rpartition(".")
     index = indexes.get(module)
-    return index.tables.get(name, ()) if index is not None else ()
+    found = index.tables.get(name, ()) if index is not None else ()
+    if found and any(qual in other.imports.values() for key, other in indexes.items() if key != module):
+        return ()
+    return found
 
+
+def dep_text(indexes: Mapping[str, object], key: str) -> str:
+    """What a walk's dependency ``key`` (``TABLE + qual`` or ``STRINGS + qual``) reads now."""
+    if key.startswith(TABLE):
+        return ",".join(lookup(indexes, key[len(TABLE):]))
+    return "1" if returns_string(indexes, key[len(STRINGS):]) else ""
+
+
+class IndexAnswers:
+    """The module context's answers read from the modules' indexes, each a dependency of the walk that asks (a part
+    of :class:`~.project.ModuleContext`)."""
+
+    def table(self, qual: str) -> Tuple[str, ...]:
+        """:func:`lookup` (an item added to the literal walks the file again)."""
+        found = lookup(self.project.indexes, qual)
+        self.deps[f"{TABLE}{qual}"] = ",".join(found)
+        return found
+
+    def returns_string(self, qual: str) -> bool:
+        """:func:`.strings.returns_string`."""
+        found = returns_string(self.project.indexes, qual)
+        self.deps[f"{STRINGS}{qual}"] = "1" if found else ""
+        return found

@@ -1,0 +1,120 @@
+"""Values that are surely strings: a tensor, an array or a list cannot be indexed by one, so ``d[key] = value`` with a
+string ``key`` stores into a mapping (fairseq's ``incremental_state[full_key] = value``, ``full_key`` made by a helper
+returning ``"{}.{}".format(...)``).
+
+:func:`string_valued` reads an expression: a string literal, an f-string, ``"...".format(...)``, ``sep.join(...)``,
+``"..." % args``, a concatenation with one, ``str(...)``/``repr(...)``, a local bound only to such values, or a call of
+a function of the project whose every ``return`` gives one (:func:`string_functions`, kept in each module's index).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Callable, Dict, FrozenSet, List, Optional
+
+from .astutil import dotted_name
+from .names import qualify_dotted
+
+#: builtins that return a string
+_STRING_BUILTINS = frozenset({"str", "repr", "format", "chr", "hex", "oct", "bin", "ascii"})
+#: methods of a string that return a string
+_STRING_METHODS = frozenset({"format", "join", "lower", "upper", "strip", "lstrip", "rstrip", "replace", "title",
+                             "capitalize", "casefold", "zfill", "center", "ljust", "rjust", "removeprefix",
+                             "removesuffix", "format_map"})
+_MAX_DEPTH = 4
+#: a dependency on whether a function of the project always returns a string: ``STRINGS + qual`` -> "1" or ""
+STRINGS = "\x00strings:"
+
+
+def string_valued(node: Optional[ast.expr], bindings: Callable[[str], Optional[List[ast.expr]]],
+                  returns_string: Callable[[ast.expr], bool], depth: int = 0) -> bool:
+    """``node`` surely evaluates to a ``str``. ``bindings(name)``: every value the local ``name`` is bound to in the
+    function (None when it is bound some other way, or is a parameter); ``returns_string(func)``: the callee is a
+    function of the project that always returns a string."""
+    if node is None or depth > _MAX_DEPTH:
+        return False
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.Mod):
+            return string_valued(node.left, bindings, returns_string, depth + 1)
+        if isinstance(node.op, ast.Add):  # (`str + x` is a str or raises)
+            return string_valued(node.left, bindings, returns_string, depth + 1) \
+                or string_valued(node.right, bindings, returns_string, depth + 1)
+        return False
+    if isinstance(node, ast.Name):
+        values = bindings(node.id)
+        return bool(values) and all(string_valued(v, bindings, returns_string, depth + 1) for v in values)
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in _STRING_BUILTINS:
+            return True
+        if isinstance(func, ast.Attribute) and func.attr in _STRING_METHODS:
+            return string_valued(func.value, bindings, returns_string, depth + 1)
+        return returns_string(func)
+    return False
+
+
+def _local_bindings(func: ast.AST) -> Dict[str, Optional[List[ast.expr]]]:
+    """Each name ``func`` binds -> the values a plain ``name = value`` binds it to; None for a name also bound any
+    other way (a parameter, a loop, an unpacking, ``+=``, ``with ... as``, ``:=``)."""
+    out: Dict[str, Optional[List[ast.expr]]] = {}
+    plain = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            plain.add(id(node.targets[0]))
+            found = out.setdefault(node.targets[0].id, [])
+            if found is not None:
+                found.append(node.value)
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)) and id(node) not in plain:
+            out[node.id] = None
+        elif isinstance(node, ast.arg):
+            out[node.arg] = None
+    return out
+
+
+def string_functions(tree: ast.Module) -> FrozenSet[str]:
+    """The module's top-level functions whose every ``return`` gives a string (and that return at all), read from
+    their own code alone (a call in a return is not followed)."""
+    found = set()
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        returns = [n for n in ast.walk(node) if isinstance(n, ast.Return)]
+        if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and n is not node
+               for n in ast.walk(node)):
+            continue  # (a nested function's returns are not this one's)
+        local = _local_bindings(node)
+        if returns and all(string_valued(r.value, local.get, lambda func: False) for r in returns):
+            found.add(node.name)
+    return frozenset(found)
+
+
+def returns_string(indexes, qual: str) -> bool:
+    """The top-level function ``qual`` always returns a string (:func:`string_functions` of its module's index)."""
+    module, _, name = qual.rpartition(".")
+    index = indexes.get(module)
+    return index is not None and name in index.string_functions
+
+
+class StringsMixin:
+    """``string_key`` (a part of :class:`~.dataflow.Scope`)."""
+
+    def string_key(self, key: ast.expr) -> bool:
+        """``key`` (an item assignment's index) is surely a string: the written object is a mapping, not a tensor."""
+        params = set(self.params)
+        bindings = self._bindings()
+        return string_valued(key, lambda name: None if name in params else bindings.get(name), self._returns_string)
+
+    def _returns_string(self, func: ast.expr) -> bool:
+        if self.ctx is None:
+            return False
+        dotted = dotted_name(func)
+        if dotted is None or dotted.split(".")[0] in self.env or dotted.split(".")[0] in self.params:
+            return False
+        qual, imported = qualify_dotted(dotted, self.names, self.is_local_name)
+        if not imported:
+            qual = f"{self.ctx.module}.{dotted}"
+        return qual is not None and self.ctx.returns_string(qual)
