@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Dict, FrozenSet, List, Optional
 
-from .astutil import dotted_name
+from .astutil import dotted_name, walk_ast
 from .names import qualify_dotted
 
 #: builtins that return a string
@@ -21,6 +21,9 @@ _STRING_METHODS = frozenset({"format", "join", "lower", "upper", "strip", "lstri
                              "capitalize", "casefold", "zfill", "center", "ljust", "rjust", "removeprefix",
                              "removesuffix", "format_map"})
 _MAX_DEPTH = 4
+#: what a string function's ``return`` may give, at first sight
+_STRING_SHAPES = (ast.Constant, ast.JoinedStr, ast.BinOp, ast.Name, ast.Call)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 #: a dependency on whether a function of the project always returns a string: ``STRINGS + qual`` -> "1" or ""
 STRINGS = "\x00strings:"
 
@@ -82,13 +85,25 @@ def string_functions(tree: ast.Module) -> FrozenSet[str]:
     for node in tree.body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        returns = [n for n in ast.walk(node) if isinstance(n, ast.Return)]
-        if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and n is not node
-               for n in ast.walk(node)):
-            continue  # (a nested function's returns are not this one's)
-        local = _local_bindings(node)
-        if returns and all(string_valued(r.value, local.get, lambda func: False) for r in returns):
-            found.add(node.name)
+        last = node.body[-1]  # (first sight: the function ends in returning a string, or a name bound to one)
+        if last.__class__ is not ast.Return or not (string_valued(last.value, lambda name: None, lambda func: False) or (
+                last.value.__class__ is ast.Name and any(
+                    s.__class__ is ast.Assign and len(s.targets) == 1 and s.targets[0].__class__ is ast.Name
+                    and s.targets[0].id == last.value.id
+                    and string_valued(s.value, lambda name: None, lambda func: False) for s in node.body))):
+            continue
+        returns = []
+        for n in walk_ast(node):
+            if n.__class__ is ast.Return:
+                if n.value is None or not isinstance(n.value, _STRING_SHAPES):
+                    break  # (a tensor's name, a call of another function: no string function, decided at once)
+                returns.append(n)
+            elif n.__class__ in _SCOPES and n is not node:
+                break  # (a nested function's returns are not this one's)
+        else:
+            local = _local_bindings(node) if any(r.value.__class__ is ast.Name for r in returns) else {}
+            if returns and all(string_valued(r.value, local.get, lambda func: False) for r in returns):
+                found.add(node.name)
     return frozenset(found)
 
 
