@@ -9,8 +9,14 @@ tensor), and each found again by the mended facts:
 - a buffer an op's result is stored into is followed only when it is a new tensor (a factory, ``clone``), not a view
   (``torch.select``) or what ``torch.as_tensor`` gives back (b*);
 - submodules built in the same arms go together only when no subclass has an ``__init__`` of its own (a*).
+
+And the second review's (/work/notes/s26/review2.md, keys ``2*``): a string builtin shadowed, a decorated or redefined
+"string function", a nested function shadowing one; ``setattr(self, ...)`` or ``self.add_module(...)`` in
+``__init__``; a table reached through its module from another one (``tab.UPDATES[k](...)``, ``from tab import *``).
 """
 from __future__ import annotations
+
+import sys
 
 import pytest
 
@@ -432,6 +438,253 @@ def run():
     PreActTail(4)(x * 1).sum().backward()
     return "no raise"
 '''),
+    "2s2": ("corrupts", [('IPV007', 20)], '''# s2: a module-level function named str (an index normaliser) shadows the builtin
+import torch
+from torch import nn
+
+def str(i):
+    return i.long()
+
+
+class Drop(nn.Module):
+    def forward(self, x, idx):
+        x[str(idx)] = 0
+        return x * 2
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = Drop()
+
+    def forward(self, x, idx):
+        y = self.drop(x, idx)
+        return x + y
+
+
+def run():
+    x = torch.ones(4)
+    out = Net()(x, torch.tensor([1, 2]))
+    return out.tolist()  # intended all 3.0
+
+'''),
+    "2s3": ("corrupts", [('IPV007', 27)], '''# s3: a top-level function whose returns are strings, wrapped by a decorator that turns them into an index tensor
+import torch
+from torch import nn
+
+def as_index(fn):
+    def wrap(*a):
+        return torch.tensor([int(c) for c in fn(*a).split(",")])
+    return wrap
+
+
+@as_index
+def key_of(i):
+    return ",".join([repr(int(v)) for v in i])
+
+
+class Drop(nn.Module):
+    def forward(self, x, idx):
+        x[key_of(idx)] = 0
+        return x * 2
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = Drop()
+
+    def forward(self, x, idx):
+        y = self.drop(x, idx)
+        return x + y
+
+
+def run():
+    x = torch.ones(4)
+    out = Net()(x, torch.tensor([1, 2]))
+    return out.tolist()  # intended all 3.0
+
+'''),
+    "2s6": ("corrupts", [('IPV007', 22)], '''# s6: a nested def with the same name as a top-level string function
+import torch
+from torch import nn
+
+def key_of(i):
+    return "k" + repr(i)
+
+
+class Drop(nn.Module):
+    def forward(self, x, idx):
+        def key_of(i):
+            return i
+        x[key_of(idx)] = 0
+        return x * 2
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = Drop()
+
+    def forward(self, x, idx):
+        y = self.drop(x, idx)
+        return x + y
+
+
+def run():
+    x = torch.ones(4)
+    out = Net()(x, torch.tensor([1, 2]))
+    return out.tolist()  # intended all 3.0
+
+'''),
+    "2s7": ("corrupts", [('IPV007', 24)], '''# s7: key_of defined twice at top level; the second (live) one returns the index
+import torch
+from torch import nn
+
+def key_of(i):
+    return "k" + repr(i)
+
+
+def key_of(i):  # noqa: F811
+    return i.long()
+
+
+class Drop(nn.Module):
+    def forward(self, x, idx):
+        x[key_of(idx)] = 0
+        return x * 2
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = Drop()
+
+    def forward(self, x, idx):
+        y = self.drop(x, idx)
+        return x + y
+
+
+def run():
+    x = torch.ones(4)
+    out = Net()(x, torch.tensor([1, 2]))
+    return out.tolist()  # intended all 3.0
+
+'''),
+    "2a2": ("raises", [('IPV006', 26), ('IPV007', 48)], '''# setattr in __init__ rebuilds conv2 after the arms
+import torch
+import torch.nn as nn
+
+
+class ConvBlock(nn.Module):
+    def __init__(self, c, norm="batch", activation="relu", pre_norm=False):
+        super().__init__()
+        self.pre_norm = pre_norm
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.norm = None
+        if norm is not None:
+            self.norm = nn.BatchNorm2d(c)
+        self.act = None
+        if activation is not None:
+            if activation == "relu":
+                self.act = nn.ReLU(inplace=True)
+            elif activation == "silu":
+                self.act = nn.SiLU(inplace=True)
+            else:
+                raise ValueError(activation)
+
+    def forward(self, x):
+        if self.pre_norm:
+            if self.norm: x = self.norm(x)
+            if self.act: x = self.act(x)
+            x = self.conv(x)
+        else:
+            x = self.conv(x)
+            if self.norm: x = self.norm(x)
+            if self.act: x = self.act(x)
+        return x
+
+
+class Residual(nn.Module):
+    def __init__(self, c, norm=None, variant="original"):
+        super().__init__()
+        if variant == "original":
+            self.conv1 = ConvBlock(c, norm)
+            self.conv2 = ConvBlock(c, norm, activation=None)
+        else:
+            self.conv1 = ConvBlock(c, norm, pre_norm=True)
+            self.conv2 = ConvBlock(c, norm, pre_norm=True)
+        setattr(self, "conv2", ConvBlock(c, norm, pre_norm=True))
+
+    def forward(self, x):
+        identity = x
+        out = self.conv1(x)
+        out = self.conv2(out)
+        out = out + identity
+        return out
+
+
+def run():
+    x = torch.randn(2, 4, 5, 5, requires_grad=True)
+    Residual(4)(x * 1).sum().backward()
+    return "no raise"
+
+'''),
+    "2a5": ("raises", [('IPV006', 26), ('IPV007', 48)], '''# add_module rebuilds conv2 after the arms
+import torch
+import torch.nn as nn
+
+
+class ConvBlock(nn.Module):
+    def __init__(self, c, norm="batch", activation="relu", pre_norm=False):
+        super().__init__()
+        self.pre_norm = pre_norm
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.norm = None
+        if norm is not None:
+            self.norm = nn.BatchNorm2d(c)
+        self.act = None
+        if activation is not None:
+            if activation == "relu":
+                self.act = nn.ReLU(inplace=True)
+            elif activation == "silu":
+                self.act = nn.SiLU(inplace=True)
+            else:
+                raise ValueError(activation)
+
+    def forward(self, x):
+        if self.pre_norm:
+            if self.norm: x = self.norm(x)
+            if self.act: x = self.act(x)
+            x = self.conv(x)
+        else:
+            x = self.conv(x)
+            if self.norm: x = self.norm(x)
+            if self.act: x = self.act(x)
+        return x
+
+
+class Residual(nn.Module):
+    def __init__(self, c, norm=None, variant="original"):
+        super().__init__()
+        if variant == "original":
+            self.conv1 = ConvBlock(c, norm)
+            self.conv2 = ConvBlock(c, norm, activation=None)
+        else:
+            self.conv1 = ConvBlock(c, norm, pre_norm=True)
+            self.conv2 = ConvBlock(c, norm, pre_norm=True)
+        self.add_module("conv2", ConvBlock(c, norm, pre_norm=True))
+
+    def forward(self, x):
+        identity = x
+        out = self.conv1(x)
+        out = self.conv2(out)
+        out = out + identity
+        return out
+
+
+def run():
+    x = torch.randn(2, 4, 5, 5, requires_grad=True)
+    Residual(4)(x * 1).sum().backward()
+    return "no raise"
+
+'''),
 }
 
 
@@ -455,4 +708,82 @@ CORRUPTED = {
     "k7": ([0.0, pytest.approx(1.5231883525848389), pytest.approx(1.5231883525848389)], "intended",
            [pytest.approx(0.7615941762924194), pytest.approx(1.5231883525848389), pytest.approx(1.5231883525848389)]),
     "k10": [0.0, 2.0, 2.0],
+    # the second review's: each means 3.0 everywhere
+    "2s2": [3.0, 0.0, 0.0, 3.0], "2s3": [3.0, 0.0, 0.0, 3.0], "2s6": [3.0, 0.0, 0.0, 3.0], "2s7": [3.0, 0.0, 0.0, 3.0],
 }
+
+
+TAB = '''import torch
+from torch import Tensor
+
+
+def _adapt(penalties: Tensor, p_mult: Tensor, delta: float):
+    b = (1 - p_mult) * penalties / (delta + 1e-8)
+    penalties.mul_(p_mult).add_(b)
+
+
+def _const(penalties: Tensor, p_mult: Tensor, delta: float):
+    penalties.mul_(p_mult)
+
+
+UPDATES = {"const": _const, "adapt": _adapt}
+
+
+def step_float(penalties):
+    UPDATES["adapt"](penalties, 0.5, 0.1)
+    return penalties
+'''
+USERS = {"module": '''# t2: `from pkg import tab` then tab.UPDATES["adapt"](grad...)
+import torch
+from pkg import tab
+
+
+def step_learned(penalties, w):
+    tab.UPDATES["adapt"](penalties, w.sigmoid(), 0.1)
+    return penalties
+
+
+def run():
+    tab.step_float(torch.ones(3))
+    w = torch.zeros(3, requires_grad=True)
+    step_learned(torch.ones(3), w).sum().backward()
+    return "no raise"
+''', "star": '''# t1: star import of the table module, grad call through .get
+import torch
+from pkg.tab import *  # noqa
+
+
+def step_learned(penalties, w):
+    UPDATES.get("adapt")(penalties, w.sigmoid(), 0.1)
+    return penalties
+
+
+def run():
+    step_float(torch.ones(3))
+    w = torch.zeros(3, requires_grad=True)
+    step_learned(torch.ones(3), w).sum().backward()
+    return "no raise"
+'''}
+
+
+@pytest.mark.parametrize("how", sorted(USERS))
+def test_a_table_reached_from_another_module_is_no_table(tmp_path, how, monkeypatch):
+    from inplace_lint.analysis.project import Project
+    from inplace_lint.config import DEFAULT_SETTINGS
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "tab.py").write_text(TAB)
+    (pkg / "user.py").write_text(USERS[how])
+    project = Project(DEFAULT_SETTINGS, tmp_path)
+    for path in sorted(pkg.glob("*.py")):
+        project.add_file(str(path), source=path.read_text())
+    project.build()
+    assert [(f.code, f.line) for f in project.findings(str(pkg / "tab.py"))] == [("IPV006", 7)]
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+    for name in ("pkg.user", "pkg.tab", "pkg"):
+        sys.modules.pop(name, None)
+    user = importlib.import_module("pkg.user")
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        user.run()

@@ -115,7 +115,7 @@ def builder_facts(cls: ast.ClassDef, counts: Optional[Dict[str, int]] = None,
     builds, arms = _builds(cls, counts, nodes)
     return ({attr: b[0] for attr, b in builds.items() if len(b) == 1},
             {attr: tuple(b) for attr, b in builds.items() if len(b) > 1},
-            {attr: tuple(arms[attr]) for attr, b in builds.items() if len(b) > 1})
+            {attr: tuple(arms[attr]) for attr, b in builds.items() if len(b) > 1 and attr in arms})
 
 
 def _arm_paths(stmts: Sequence[ast.stmt], path: tuple, out: Dict[int, tuple]) -> None:
@@ -170,4 +170,8 @@ def _builds(cls: ast.ClassDef, counts: Optional[Dict[str, int]], nodes: Optional
             unknown.add(node.args[0].attr)
     kept = {attr: builds for attr, builds in out.items()
             if attr not in unknown and counts.get(attr) == len(builds) and callee.get(attr)}
+    if any(isinstance(n, ast.Call) and (
+            isinstance(n.func, ast.Attribute) and n.func.attr in ("add_module", "register_module")
+            or isinstance(n.func, ast.Name) and n.func.id == "setattr") for n in walk_ast(init)):
+        return kept, {}  # (`self.add_module("conv2", ...)`, `setattr(self, ...)`: a submodule built otherwise too)
     return kept, {attr: arms[attr] for attr in kept}

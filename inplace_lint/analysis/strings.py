@@ -29,10 +29,11 @@ STRINGS = "\x00strings:"
 
 
 def string_valued(node: Optional[ast.expr], bindings: Callable[[str], Optional[List[ast.expr]]],
-                  returns_string: Callable[[ast.expr], bool], depth: int = 0) -> bool:
+                  returns_string: Callable[[ast.expr], bool], depth: int = 0,
+                  shadowed: Callable[[str], bool] = lambda name: False) -> bool:
     """``node`` surely evaluates to a ``str``. ``bindings(name)``: every value the local ``name`` is bound to in the
     function (None when it is bound some other way, or is a parameter); ``returns_string(func)``: the callee is a
-    function of the project that always returns a string."""
+    function of the project that always returns a string; ``shadowed(name)``: a builtin's name is bound otherwise."""
     if node is None or depth > _MAX_DEPTH:
         return False
     if isinstance(node, ast.Constant):
@@ -41,20 +42,20 @@ def string_valued(node: Optional[ast.expr], bindings: Callable[[str], Optional[L
         return True
     if isinstance(node, ast.BinOp):
         if isinstance(node.op, ast.Mod):
-            return string_valued(node.left, bindings, returns_string, depth + 1)
+            return string_valued(node.left, bindings, returns_string, depth + 1, shadowed)
         if isinstance(node.op, ast.Add):  # (`str + x` is a str or raises)
-            return string_valued(node.left, bindings, returns_string, depth + 1) \
-                or string_valued(node.right, bindings, returns_string, depth + 1)
+            return string_valued(node.left, bindings, returns_string, depth + 1, shadowed) \
+                or string_valued(node.right, bindings, returns_string, depth + 1, shadowed)
         return False
     if isinstance(node, ast.Name):
         values = bindings(node.id)
-        return bool(values) and all(string_valued(v, bindings, returns_string, depth + 1) for v in values)
+        return bool(values) and all(string_valued(v, bindings, returns_string, depth + 1, shadowed) for v in values)
     if isinstance(node, ast.Call):
         func = node.func
         if isinstance(func, ast.Name) and func.id in _STRING_BUILTINS:
-            return True
+            return not shadowed(func.id)
         if isinstance(func, ast.Attribute) and func.attr in _STRING_METHODS:
-            return string_valued(func.value, bindings, returns_string, depth + 1)
+            return string_valued(func.value, bindings, returns_string, depth + 1, shadowed)
         return returns_string(func)
     return False
 
@@ -82,15 +83,27 @@ def string_functions(tree: ast.Module) -> FrozenSet[str]:
     """The module's top-level functions whose every ``return`` gives a string (and that return at all), read from
     their own code alone (a call in a return is not followed)."""
     found = set()
+    defined: Dict[str, int] = {}
     for node in tree.body:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined[node.name] = defined.get(node.name, 0) + 1
+    bound = {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom))
+             for t in (node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)])
+             if isinstance(t, ast.Name)} | {a.asname or a.name for node in tree.body
+                                            if isinstance(node, (ast.Import, ast.ImportFrom)) for a in node.names}
+    shadowed = bound.__contains__
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list \
+                or defined[node.name] > 1:
+            continue  # (a decorator may return anything; of two definitions, which one runs is not read here)
         last = node.body[-1]  # (first sight: the function ends in returning a string, or a name bound to one)
-        if last.__class__ is not ast.Return or not (string_valued(last.value, lambda name: None, lambda func: False) or (
+        if last.__class__ is not ast.Return or not (
+                string_valued(last.value, lambda name: None, lambda func: False, shadowed=shadowed) or (
                 last.value.__class__ is ast.Name and any(
                     s.__class__ is ast.Assign and len(s.targets) == 1 and s.targets[0].__class__ is ast.Name
                     and s.targets[0].id == last.value.id
-                    and string_valued(s.value, lambda name: None, lambda func: False) for s in node.body))):
+                    and string_valued(s.value, lambda name: None, lambda func: False, shadowed=shadowed)
+                    for s in node.body))):
             continue
         returns = []
         for n in walk_ast(node):
@@ -102,7 +115,8 @@ def string_functions(tree: ast.Module) -> FrozenSet[str]:
                 break  # (a nested function's returns are not this one's)
         else:
             local = _local_bindings(node) if any(r.value.__class__ is ast.Name for r in returns) else {}
-            if returns and all(string_valued(r.value, local.get, lambda func: False) for r in returns):
+            if returns and all(string_valued(r.value, local.get, lambda func: False, shadowed=shadowed)
+                               for r in returns):
                 found.add(node.name)
     return frozenset(found)
 
@@ -121,14 +135,18 @@ class StringsMixin:
         """``key`` (an item assignment's index) is surely a string: the written object is a mapping, not a tensor."""
         params = set(self.params)
         bindings = self._bindings()
-        return string_valued(key, lambda name: None if name in params else bindings.get(name), self._returns_string)
+        return string_valued(key, lambda name: None if name in params else bindings.get(name), self._returns_string,
+                             shadowed=lambda name: name in self.names or self.is_local_name(name))
 
     def _returns_string(self, func: ast.expr) -> bool:
         if self.ctx is None:
             return False
         dotted = dotted_name(func)
-        if dotted is None or dotted.split(".")[0] in self.env or dotted.split(".")[0] in self.params:
-            return False
+        head = dotted.split(".")[0] if dotted is not None else None
+        if head is None or head in self.env or head in self.params \
+                or self.local_funcs.get(head, f"{self.ctx.module}.{head}") != f"{self.ctx.module}.{head}" \
+                or self.func is not None and not isinstance(self.func, ast.Module) and head in self.facts().assigned:
+            return False  # (a local of that name: `def key_of(i): return i` nested here)
         qual, imported = qualify_dotted(dotted, self.names, self.is_local_name)
         if not imported:
             qual = f"{self.ctx.module}.{dotted}"

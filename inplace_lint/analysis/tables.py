@@ -83,12 +83,16 @@ def table_callees(scope, table: ast.expr) -> List[Tuple[str, int]]:
 
 def lookup(indexes: Mapping[str, object], qual: str) -> Tuple[str, ...]:
     """The functions the table ``qual`` (``pkg.mod.NAME``) holds, qualified; empty when it is none, or when another
-    module imports it (what that module does with it is not in the index)."""
+    module imports it, its module (``from pkg import mod``, ``from pkg.mod import *``) or a package above it: what that
+    module does with it is not in the index (``mod.NAME.get(k)(...)``)."""
     module, _, name = qual.rpartition(".")
     index = indexes.get(module)
     found = index.tables.get(name, ()) if index is not None else ()
-    if found and any(qual in other.imports.values() for key, other in indexes.items() if key != module):
-        return ()
+    if found:
+        parts = module.split(".")
+        reach = {qual} | {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+        if any(v in reach for key, other in indexes.items() if key != module for v in other.imports.values()):
+            return ()
     return found
 
 
