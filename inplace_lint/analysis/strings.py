@@ -144,10 +144,11 @@ class StringsMixin:
         dotted = dotted_name(func)
         head = dotted.split(".")[0] if dotted is not None else None
         if head is None or head in self.env or head in self.params \
-                or self.local_funcs.get(head, f"{self.ctx.module}.{head}") != f"{self.ctx.module}.{head}" \
-                or self.func is not None and not isinstance(self.func, ast.Module) and head in self.facts().assigned:
+                or self.local_funcs.get(head, f"{self.ctx.module}.{head}") != f"{self.ctx.module}.{head}":
             return False  # (a local of that name: `def key_of(i): return i` nested here)
         qual, imported = qualify_dotted(dotted, self.names, self.is_local_name)
         if not imported:
             qual = f"{self.ctx.module}.{dotted}"
-        return qual is not None and self.ctx.returns_string(qual)
+        # (the function's own binding of the name, asked last: it builds the function's facts)
+        return qual is not None and self.ctx.returns_string(qual) and not (
+            self.func is not None and not isinstance(self.func, ast.Module) and head in self.facts().assigned)
