@@ -23,9 +23,13 @@ from . import conditions
 TAG = "@"
 
 
+def _key(kind: str, text: str, line: int) -> str:
+    return f"{kind}|{text}|{line}"
+
+
 def root_key(origin: Origin) -> str:
     """What names an origin's root across views and calls: its kind, text and line."""
-    return f"{origin.root.value}|{origin.root_text}|{origin.root_line}"
+    return _key(origin.root.value, origin.root_text, origin.root_line)
 
 
 def allowed_builds(builds: Sequence[tuple], origin: Origin, index: int) -> Optional[List[tuple]]:
@@ -51,8 +55,7 @@ def site_values(site, origin: Origin, index: int) -> Optional[dict]:
     if not alts:
         return None
     if len(alts) == 1:
-        values.pop(conditions.ALTS, None)
-        values.update(alts[0], built=())
+        return conditions.under_build(values, alts[0])
     else:
         values[conditions.ALTS] = tuple(alts)
     return values
@@ -85,13 +88,12 @@ class BuiltArmsMixin:
         if not arms or summary is None or not summary.returns_when:
             return
         text = f"{self.self_name}.{submodule}(...)"  # (what :meth:`project_call` names the origins it returns)
-        base = {k: v for k, v in values.items() if k != conditions.ALTS}
         group = frozenset(arms)
         for returned, paths in summary.returns_when:
             under = frozenset(arm for arm, build in zip(arms, builds) if any(
-                not conditions.contradicted(c, {**base, **build, "built": ()}) for c in paths))
+                not conditions.contradicted(c, conditions.under_build(values, build)) for c in paths))
             if under and under != group:
-                key = f"{returned.root.value}|{text}|{line}"
+                key = _key(returned.root.value, text, line)
                 known = self.arm_origins.get(key)
                 self.arm_origins[key] = (group, under | known[1] if known else under)
 
@@ -104,9 +106,8 @@ class BuiltArmsMixin:
         arms = self.arm_builds(submodule, builds) if w.when else None
         if not arms:
             return given
-        base = {k: v for k, v in values.items() if k != conditions.ALTS}
         open_arms = {arm for arm, build in zip(arms, builds)
-                     if not conditions.contradicted(w.when, {**base, **build, "built": ()})}
+                     if not conditions.contradicted(w.when, conditions.under_build(values, build))}
         group = frozenset(arms)
         kept = frozenset(o for o in origins if not (
             (found := self.arm_origins.get(root_key(o))) is not None and found[0] == group and not found[1] & open_arms))

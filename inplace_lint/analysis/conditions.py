@@ -136,6 +136,12 @@ def value_at(cond: Cond, values: Dict[int, tuple]) -> tuple:
 ALTS = "alts"
 
 
+def under_build(values: Dict, build) -> Dict:
+    """A call's ``values`` (:func:`contradicted`) as seen by one way a submodule was built (one of ``values[ALTS]``):
+    that build's constant arguments decide its ``__init__`` flags."""
+    return {**{k: v for k, v in values.items() if k != ALTS}, **dict(build), "built": ()}
+
+
 def contradicted(conds: Iterable[Cond], values: Dict[int, tuple]) -> bool:
     """Some condition of a path is false for a call whose arguments are ``values`` (parameter index ->
     ``(literal,)`` or ``()`` for a passed non-literal; a parameter left out takes its default). For a submodule
@@ -143,8 +149,7 @@ def contradicted(conds: Iterable[Cond], values: Dict[int, tuple]) -> bool:
     alts = values.get(ALTS)
     if alts:
         conds = tuple(conds)
-        base = {k: v for k, v in values.items() if k != ALTS}
-        return all(contradicted(conds, {**base, **dict(alt), "built": ()}) for alt in alts)
+        return all(contradicted(conds, under_build(values, alt)) for alt in alts)
     return any(holds(c, value_at(c, values)) is False for c in conds)
 
 

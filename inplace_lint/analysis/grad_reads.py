@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Optional, Tuple
 
 from ..findings import Origin, RootKind
+from ..torch_facts import ops
 
 from .astutil import dotted_name, walk_ast
 from .consumers import flows_into, only_gradless_readers, param_reads
@@ -19,11 +20,8 @@ _READ_WITHOUT_GRAD_METHODS = frozenset({"item", "tolist", "numpy", "long", "int"
                                         "argmax", "argmin", "nonzero", "any", "all"})
 _READ_WITHOUT_GRAD_FUNCTIONS = frozenset({"int", "float", "bool", "len", "round", "str", "repr", "print", "format"})
 
-#: torch factories that make a new tensor with its own storage, and tensor methods that do
-_FRESH_FACTORIES = frozenset({"zeros", "ones", "full", "empty", "rand", "randn", "randint", "randperm", "arange",
-                              "linspace", "logspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like",
-                              "rand_like", "randn_like", "randint_like", "tensor"})
-_FRESH_METHODS = frozenset({"clone", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"})
+#: torch factories that make a new tensor with its own storage (not ``as_tensor``, ``from_numpy``: they share it)
+_FRESH_FACTORIES = ops.FACTORY_FUNCTIONS - ops.SHARING_FACTORIES
 
 #: the fields of a compound statement that hold its blocks (statements), not its own expressions
 _BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
@@ -84,7 +82,7 @@ class GradReadsMixin:
         values = None if name in self.params else self._bindings().get(name)
         return bool(values) and all(
             isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and (
-                v.func.attr in _FRESH_METHODS and not (dotted_name(v.func.value) or "").startswith("torch")
+                v.func.attr in ops.OWN_STORAGE_METHODS and not (dotted_name(v.func.value) or "").startswith("torch")
                 or v.func.attr in _FRESH_FACTORIES and dotted_name(v.func.value) == "torch") for v in values)
 
     def _values_read_without_grad(self, call: ast.Call) -> bool:

@@ -147,7 +147,11 @@ def _builds(cls: ast.ClassDef, counts: Optional[Dict[str, int]], nodes: Optional
     _arm_paths(init.body, (), paths)
     callee: Dict[str, Optional[str]] = {}
     unknown: Set[str] = set()
+    built_otherwise = False  # (`self.add_module("conv2", ...)`, `setattr(self, ...)`: a submodule built otherwise too)
     for node in walk_ast(init):
+        if isinstance(node, ast.Call) and (isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "add_module", "register_module") or isinstance(node.func, ast.Name) and node.func.id == "setattr"):
+            built_otherwise = True
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
                 and isinstance(node.value, ast.Call):
             attr, call = node.targets[0].attr, node.value
@@ -170,8 +174,4 @@ def _builds(cls: ast.ClassDef, counts: Optional[Dict[str, int]], nodes: Optional
             unknown.add(node.args[0].attr)
     kept = {attr: builds for attr, builds in out.items()
             if attr not in unknown and counts.get(attr) == len(builds) and callee.get(attr)}
-    if any(isinstance(n, ast.Call) and (
-            isinstance(n.func, ast.Attribute) and n.func.attr in ("add_module", "register_module")
-            or isinstance(n.func, ast.Name) and n.func.id == "setattr") for n in walk_ast(init)):
-        return kept, {}  # (`self.add_module("conv2", ...)`, `setattr(self, ...)`: a submodule built otherwise too)
-    return kept, {attr: arms[attr] for attr in kept}
+    return kept, {} if built_otherwise else {attr: arms[attr] for attr in kept}

@@ -26,7 +26,7 @@ _BOOL_RESULTS = frozenset({"logical_and", "logical_or", "logical_not", "logical_
 
 
 #: tensor methods that make a new tensor with its own storage (only a tensor has them)
-_MADE_BY_METHOD = ops.FACTORY_METHODS | {"clone"}
+_MADE_BY_METHOD = ops.OWN_STORAGE_METHODS
 #: tensor methods that copy into a new tensor, but that a NumPy array has too (``ndarray.repeat``): a tensor's copy
 #: only where the receiver is surely a tensor
 _COPIED_BY_METHOD = frozenset({"repeat", "repeat_interleave"})

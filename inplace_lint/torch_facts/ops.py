@@ -216,6 +216,8 @@ FACTORY_FUNCTIONS = frozenset(
 #: ``x.new_<kind>(...)``: a factory's tensor (new storage, no grad unless ``requires_grad=True``) whatever ``x``
 #: is, with ``x``'s dtype and device (PyTorch docs: ``torch.Tensor.new_empty`` and its siblings)
 FACTORY_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
+#: tensor methods whose result has a storage of its own (only a tensor has them)
+OWN_STORAGE_METHODS = FACTORY_METHODS | {"clone"}
 #: factories that return a tensor sharing the storage of what they are given when they can (a numpy array, a
 #: buffer, a tensor of the right dtype and device): no grad, but not a storage of their own
 #: (PyTorch docs: ``torch.from_numpy``, ``torch.as_tensor``, ``torch.asarray``, ``torch.frombuffer``)
