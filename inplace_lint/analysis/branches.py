@@ -160,8 +160,12 @@ class ConditionsMixin:
         if key not in self.local_cond_cache:
             args = getattr(self.func, "args", None)
             every = parameters(args) if args is not None else []
+            # (a function outside a class taking `self` first is a method attached to a class elsewhere, crypten's
+            # `reciprocal(self, ...)` set on its encrypted tensor: its `self` is that class's instance, whose
+            # tensor-like methods are the class's own)
+            receiver = every[0].arg if every and self.cls_qual is None and every[0].arg == "self" else None
             names = frozenset(a.arg for a in every if a.annotation is None and a.arg != self.self_name
-                              and a.arg not in self.rebound_params and a.arg not in self.assigned)
+                              and a.arg != receiver and a.arg not in self.rebound_params and a.arg not in self.assigned)
             self.local_cond_cache[key] = param_evidence.tensor_used(
                 self.func, names, lambda d: qualify_dotted(d, self.names, self.is_local_name)[0]) if names \
                 else frozenset()
