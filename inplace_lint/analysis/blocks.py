@@ -25,14 +25,18 @@ class BlocksMixin:
         # (`if s == "a": raise` in the body states `s != "a"` for the rest of the body only: a handler may catch it)
         conds = (self.path_conds, self.local_conds)
         flags = set(self.grad_off_flags)
-        self.run_body(node.body)
-        self.run_body(node.orelse)
+        points = self.run_try_body(node.body)  # (where a handler may start: before a statement that may raise)
         flags &= self.grad_off_flags  # a handler may run after any part of the body: flags on every path
+        gone = [self.leaves_block(node.body) is not None] if not node.orelse else []
+        self.run_body(node.orelse)
+        if node.orelse:
+            gone = [self.leaves_block(node.orelse) is not None]
         after = set(flags)
         branches, reaches = [self.env], [self.reach_conds]
+        entry = [before] + [env for env, _ in points]
         for handler in node.handlers:
-            self.env = merge([before, branches[0]], self.big)
-            self.reach_conds = merge_reach([reach_before, reaches[0]], [before, branches[0]])
+            self.env = merge(entry, self.big)
+            self.reach_conds = merge_reach([reach_before] + [reach for _, reach in points], entry)
             self.grad_off_flags = set(flags)
             self.path_conds, self.local_conds = conds
             if handler.name:
@@ -40,11 +44,13 @@ class BlocksMixin:
                 self.bindings.append((handler.name, EMPTY))
                 self.new_ident(handler.name, None)
             self.run_body(handler.body)
+            gone.append(self.leaves_block(handler.body) is not None)
             branches.append(self.env)
             reaches.append(self.reach_conds)
             after &= self.grad_off_flags
-        self.reach_conds = merge_reach(reaches, branches)
-        self.env = merge(branches, self.big)
+        live = [i for i, g in enumerate(gone) if not g] or range(len(branches))  # (`break`, `return`: elsewhere)
+        self.reach_conds = merge_reach([reaches[i] for i in live], [branches[i] for i in live])
+        self.env = merge([branches[i] for i in live], self.big)
         self.grad_off_flags = after
         self.path_conds, self.local_conds = conds  # (`finally` runs on the paths that returned too)
         self._imports_win(node)

@@ -53,6 +53,7 @@ from .statements import StatementsMixin
 from .out_calls import OutCallsMixin
 from .built_arms import BuiltArmsMixin
 from .strings import StringsMixin
+from .exits import ExitsMixin
 from .own_class import OwnClassFacts, read_through
 from .summaries import LocalFinding, ParamWrite, param_index, param_origin, parameters
 
@@ -76,7 +77,7 @@ def _arg_line(args: ast.arguments, name: str) -> int:
 @dataclass
 class Scope(OutCallsMixin, StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
             ReportingMixin, ClassFactsMixin, ConditionsMixin, LocalConditionsMixin, TensorKindsMixin,
-            LoopPassesMixin, DispatchMixin, BuiltArmsMixin, StringsMixin):
+            LoopPassesMixin, DispatchMixin, BuiltArmsMixin, StringsMixin, ExitsMixin):
     """Walks one function (or module, or class) body; nested functions get a scope of their own."""
 
     settings: Settings
@@ -93,6 +94,10 @@ class Scope(OutCallsMixin, StatementsMixin, BlocksMixin, BindingMixin, Expressio
     loop_stack: List[ast.AST] = field(default_factory=list)
     #: the statement lists being walked, innermost last, each with the index of the statement being walked
     blocks: List[list] = field(default_factory=list)
+    #: per loop being walked, innermost last: the values that left a pass (:mod:`.exits`); per ``try`` body being
+    #: walked: the values a handler may start with
+    loop_exits: List[dict] = field(default_factory=list)
+    try_points: List[list] = field(default_factory=list)
     #: the class body of a ``torch.autograd.Function`` subclass / of a class whose methods run grad-off
     autograd_function: bool = False
     class_no_grad: bool = False

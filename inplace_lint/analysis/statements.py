@@ -1,10 +1,9 @@
 """Statements: control flow, scopes and returns (one job of the interpreter).
 
-``with``/``try`` blocks update the environment; ``if``/``try`` branches and loop bodies are
-merged (a name *may* hold any origin of any branch: :mod:`.env`); what assignments and targets
-bind is :mod:`.binding`'s. ``def``/``class`` open scopes of their own and leave a
-function summary behind (:mod:`.summaries`); ``import`` binds names for
-:mod:`.names`.
+``with``/``try`` blocks update the environment; ``if``/``try`` branches and loop bodies are merged (a name *may* hold
+any origin of any branch: :mod:`.env`; what leaves a block elsewhere, :mod:`.exits`); what assignments and targets bind
+is :mod:`.binding`'s. ``def``/``class`` open scopes of their own and leave a function summary behind
+(:mod:`.summaries`); ``import`` binds names for :mod:`.names`.
 """
 from __future__ import annotations
 
@@ -24,7 +23,6 @@ from .summaries import FunctionSummary, derived_any, function_of, located_steps,
 
 #: ``if`` statements merge only the keys their arms touched (tests turn it off to compare with :func:`merge`)
 TOUCHED_MERGE = True
-
 
 #: node type -> ``stmt_<Node>``
 _STMT: dict = {}
@@ -54,6 +52,8 @@ class StatementsMixin:
         return body[index + 1:] if index < len(body) and body[index] is node else None
 
     def stmt(self, node: ast.stmt) -> None:
+        if self.try_points:
+            self.note_try_point(node)  # (a handler may start here: :mod:`.exits`)
         self.stmt_stack.append(node)
         try:
             try:
@@ -149,14 +149,14 @@ class StatementsMixin:
         # follows the loop (a review's misses)
         gates = (self.eval_branch, self.grad_off_arm, set(self.nograd_keys))
         self.loop_stack.append(node)
+        self.loop_exits.append(exits := {"exit": [], "flag": [], "next": []})  # (what left a pass: :mod:`.exits`)
         try:
             for first in (True, False):  # a second pass sees values carried around the loop
                 self.eval_branch, self.grad_off_arm, self.nograd_keys = gates[0], gates[1], set(gates[2])
                 self.path_conds, self.local_conds = conds
                 head()
                 self.run_body(node.body)
-                self.reach_conds = merge_reach([reach_before, self.reach_conds], [before, self.env])
-                self.env = merge([before, self.env], self.big)
+                self.next_pass(node.body, before, reach_before, exits)
                 self.grad_off_flags &= state[6]  # a flag on entry that the body binds otherwise is none after
                 if first and self._loop_state()[:-1] == state[:-1] and not (self.assigned - state[-1]) & LITERAL_HEADS \
                         and (self.env == before or self.carried_unread(node, before)):
@@ -166,11 +166,14 @@ class StatementsMixin:
                     break
         finally:
             self.loop_stack.pop()
+            self.loop_exits.pop()
             self.eval_branch, self.grad_off_arm, self.nograd_keys = gates[0], gates[1], set(gates[2])
             self.path_conds, self.local_conds = conds
+        self.leave_loop(exits, "flag")  # (`while err:` made false: what follows, its `else:` included)
         if (last := last_pass_body(node)) is not None:
             self.last_pass(node, head, last, before)  # (`if i < len(S) - 1: x = act(x)`: not on the last pass)
         self.run_body(node.orelse)
+        self.leave_loop(exits, "exit")  # (`break` skips the `else:`)
 
     def _loop_state(self) -> tuple:
         """What a loop's body may change, other than ``env``, that later statements read (``assigned``: apart)."""
@@ -246,7 +249,7 @@ class StatementsMixin:
             arm_reach.append(self.reach_conds)
             arm_flags.append(self.grad_off_flags)
             self.grad_off_flags = set(flags_before)
-            left.append(grad.leaves_function(current.body))
+            left.append(self.leaves_block(current.body) is not None)
             self.env = before
             # what follows runs only in eval mode, or (after `if torch.is_grad_enabled():`) with grad off
             chain = self.eval_branch = chain or else_mode is False or else_off
@@ -274,7 +277,7 @@ class StatementsMixin:
             arms.append(self.env)
             arm_reach.append(self.reach_conds)
             arm_flags.append(self.grad_off_flags)
-            left.append(grad.leaves_function(orelse))
+            left.append(self.leaves_block(orelse) is not None)
             break
         self.eval_branch = saved
         self.grad_off_arm = saved_off
@@ -304,8 +307,7 @@ class StatementsMixin:
                 if origins != other:
                     evaluation[key] = frozenset(o if o in other or param_index(o) is not None
                                                 else replace(o, root_no_grad=True) for o in origins)
-        # `else: raise ...`: the value before the `if` reaches what follows only through the arms that go on
-        live = [env for env, gone in zip(arms, left) if not gone] or arms
+        live = [env for env, gone in zip(arms, left) if not gone] or arms  # (`else: raise`: only the arms going on)
         live_flags = [f for f, gone in zip(arm_flags, left) if not gone] or arm_flags
         self.grad_off_flags = set.intersection(*live_flags)
         reach = self._reach_under(node, arms, mark) if len(arms) == 2 and not any(left) else None
@@ -328,8 +330,7 @@ class StatementsMixin:
             # only, the same guess as an `else:` arm (neosr's partial convolutions write in place only there)
             self.eval_branch = True
         if not node.orelse and grad.ends_flow(node.body) and (gates[0][0] or gates[0][1]):
-            # `if torch.is_grad_enabled(): return ...` / `if x.requires_grad: raise ...`: what follows runs
-            # with the test false
+            # `if torch.is_grad_enabled(): return ...` / `if x.requires_grad: raise ...`: what follows, test false
             self._gate(*gates[0])
 
     def _gate(self, grad_off: bool, requires) -> None:
@@ -396,8 +397,8 @@ class StatementsMixin:
             return
         if self.ctx is not None and len(self.stmt_stack) == 1 and (
                 self.qual == self.ctx.module or (self.in_class and self.qual.rpartition(".")[0] == self.ctx.module)):
-            # at the top of the file or of a top-level class: walked when a caller first needs its summary
-            # (the scope it starts from is the one made here, at the `def`)
+            # at the top of the file or of a top-level class: walked when a caller first needs its summary (the
+            # scope it starts from is the one made here, at the `def`)
             def walk_body() -> None:
                 child.run_body(node.body)
                 self._define(qual, child.summary(declared, static))
@@ -455,8 +456,7 @@ class StatementsMixin:
         returns = frozenset(o for o in self.returns if not model_outputs.is_guessed_object(o))
         returned = {param_index(o) for o in self.returns} - {None}
         for key in self.rooted_keys:
-            # a parameter bound again (in a branch, or later in a loop) may hold what no caller passed:
-            # its guess stays a finding here
+            # a parameter bound again (in a branch, later in a loop) may hold what no caller passed: a finding here
             found = self.sink.get(key)
             if found is not None and found.param_rooted is not None \
                     and self.params[found.param_rooted] in self.rebound_params:
