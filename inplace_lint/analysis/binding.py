@@ -17,6 +17,7 @@ from .local_conds import conflict
 from .env import _MAX_ORIGINS, EMPTY, cap
 from .names import qualify
 from .init_builds import ELEMENTS
+from .lambdas import mapped_items
 from .model_outputs import ALL_LAYERS
 from .summaries import element_kind, function_ref, is_tuple_item, no_grad_value, param_index, tuple_item_at
 
@@ -36,16 +37,25 @@ class BindingMixin:
     """Assignments and targets (a part of :class:`~.dataflow.Scope`)."""
 
     def stmt_Assign(self, node: ast.Assign) -> None:
-        value = self.function_value(node.value, self.eval(node.value), node.targets)
-        self.note_bound_value(node.value, value)
-        module = model_outputs.inplace_module(node.value)
+        items = mapped_items(node.value, node.targets)
+        if items is not None:  # `q, k, v = map(lambda t: rearrange(t, ...), (q, k, v))` (:mod:`.lambdas`)
+            values = [self.eval(item) for item in items]  # (all evaluated before any name is bound)
+            for target, item, value in zip(node.targets[0].elts, items, values):
+                self._bind_value([target], item, value)
+            return
+        self._bind_value(node.targets, node.value, self.eval(node.value))
+
+    def _bind_value(self, targets, value_node: ast.expr, value: frozenset) -> None:
+        value = self.function_value(value_node, value, targets)
+        self.note_bound_value(value_node, value)
+        module = model_outputs.inplace_module(value_node)
         is_bool = None
-        context = node.value if self.grad_mode_of(node.value) is not None or (
-            isinstance(node.value, ast.IfExp) and self._conditional_grad_off(node.value) is not None) else None
-        for target in node.targets:
+        context = value_node if self.grad_mode_of(value_node) is not None or (
+            isinstance(value_node, ast.IfExp) and self._conditional_grad_off(value_node) is not None) else None
+        for target in targets:
             if module and isinstance(target, ast.Name):
                 self.inplace_modules[target.id] = module
-            self.assign(target, node.value, value)
+            self.assign(target, value_node, value)
             if isinstance(target, ast.Name):
                 if context is not None:
                     self.grad_contexts[target.id] = context
@@ -53,10 +63,10 @@ class BindingMixin:
                     self.grad_contexts.pop(target.id, None)
             if isinstance(target, ast.Name):
                 if is_bool is None:
-                    is_bool = self.is_bool_value(node.value)
+                    is_bool = self.is_bool_value(value_node)
                 if is_bool:
                     self.bool_names.add(target.id)
-                if grad.is_grad_off_flag(node.value, self.grad_off_flags) and target.id not in self.shared_names:
+                if grad.is_grad_off_flag(value_node, self.grad_off_flags) and target.id not in self.shared_names:
                     self.grad_off_flags.add(target.id)
 
     def function_value(self, value_node: ast.expr, value: frozenset, targets) -> frozenset:

@@ -18,7 +18,7 @@ from .astutil import dotted_name, is_false, is_str_constant, kw, last_name, shor
 from .grad_reads import GradReadsMixin
 from .layer_inputs import LayerInputsMixin
 from .param_guesses import ParamGuessesMixin
-from .storage import StorageMixin, basic_view
+from .storage import StorageMixin, basic_view, whole_read
 from .param_guesses import guessed_param  # noqa: F401 (re-exported)
 from .env import EMPTY, cap
 from .model_outputs import ALL_LAYERS
@@ -89,16 +89,20 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         if not origins and self._parameter_attribute(arg):
             origins = frozenset({Origin(RootKind.TENSOR, key, line)})  # `torch.sqrt(1 - self.v ** 2)` saved `self.v`
             self.hold(key, origins)
-        if not origins and isinstance(arg, ast.Name) and self.recording:
-            guesses = self.untracked_guesses(arg.id, line)
+        untracked = whole_read(arg, self.known_ints())
+        if not origins and untracked is not None and not self.env.get(untracked) and self.recording:
+            guesses = self.untracked_guesses(untracked, line)
             if guesses and not self._output_read_without_grad(call):
                 # `x = F.unfold(x, k).transpose(1, 2); x.var(-1)`: a local computed from parameters by torch ops
-                # alone (left untracked) is a guess about them, marked saved for its callers to decide
+                # alone (left untracked) is a guess about them, marked saved for its callers to decide; so is a
+                # basic view of one (`out = coords.clone(); out[..., 0].clamp(-1, 1)` saved a view of `out`)
                 step = Step(StepKind.SAVED_INPUT, op, line)
                 named = " or ".join(f"`{self.params[g]}`" for g in guesses)
-                self.hold(arg.id, frozenset(Origin(RootKind.TENSOR, arg.id, line, guessed=True, guess_param=g,
-                                                   condition=f"it does when {named} requires grad")
-                                            .extend(step) for g in guesses))
+                self.hold(untracked, frozenset(Origin(RootKind.TENSOR, untracked, line, guessed=True, guess_param=g,
+                                                      condition=f"it does when {named} requires grad")
+                                               .extend(step) for g in guesses))
+            return
+        if not origins and isinstance(arg, ast.Name) and self.recording:
             return
         holder = key or holder_of(arg)
         if holder is None or not self.env.get(holder) or self._output_read_without_grad(call):
@@ -177,7 +181,7 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         if name in _SELECTING_BY_INDEX and _reduces_along_dim(node, given, self.int_parameters()):
             return  # `x.max(dim=0)`: the backward reads the indices, not `x` (derivatives.yaml's `max.dim`)
         own = [p for p in entry[2] if p < len(given) and (self.env.get(holder_of(given[p]) or "") or (
-            isinstance(given[p], ast.Name) and self.untracked_guesses(given[p].id, node.lineno)))]
+            (name_read := whole_read(given[p], self.known_ints())) and self.untracked_guesses(name_read, node.lineno)))]
         # (the table probes two inputs: `x` in `F.linear(x, w, b)` is read for `w`'s gradient, not `b`'s)
         other, guessed = [], {}
         for p in entry[3]:

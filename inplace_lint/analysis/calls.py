@@ -21,8 +21,10 @@ from .call_args import (DROPOUTS, dropout_condition, expands_to_itself, inplace_
 from .call_grad import is_detached, known_origins, needs_no_grad_arg
 from .saved_ops import REORDERING, TENSOR_IS_RETURNED, einsum_operands_kept, output_saved_here, returns_tuple
 from .expressions import cut_tracking, holder_of, index_text, is_basic_index
-from .names import FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, is_non_tensor_library, qualify, qualify_dotted
+from .names import (FUNCTIONAL_NAMESPACE, REARRANGES, TORCH_NAMESPACES, is_non_tensor_library, qualify,
+                    qualify_dotted)
 from .env import EMPTY, cap
+from .storage import whole_read
 from .summaries import PASS_THROUGH, function_of, no_grad_value, param_index
 from .tensor_kinds import _is_bool_expr
 
@@ -58,6 +60,8 @@ class CallsMixin:
                 return self.method_call(node, func.attr, node.args[0], args[0])
             if ns in TORCH_NAMESPACES:
                 return self.function_call(node, func.attr, ns == FUNCTIONAL_NAMESPACE, args, kwargs, ns)
+            if imported and f"{ns}.{func.attr}" in REARRANGES and node.args:
+                return self.method_call(node, "reshape", node.args[0], args[0], functional=True)
             if is_non_tensor_library(ns):
                 # math.sqrt, np.exp, random.random: never tensors (but `np.asarray(x)` shares its memory)
                 return self._unresolved(node)
@@ -133,6 +137,8 @@ class CallsMixin:
                 head, _, name = qual.rpartition(".")
                 if head in TORCH_NAMESPACES:  # from torch.nn.functional import relu_
                     return self.function_call(node, name, head == FUNCTIONAL_NAMESPACE, args, kwargs, head)
+                if qual in REARRANGES and node.args:
+                    return self.method_call(node, "reshape", node.args[0], args[0], functional=True)
                 if is_non_tensor_library(qual):
                     return EMPTY
             if func.id in self.local_stacks and node.args:  # `for up in self.us: x = up(x)`
@@ -316,8 +322,8 @@ class CallsMixin:
         if name == "backward" and not functional:
             self.backward_ran(node)
         elif not functional and not self._is_self(recv_node) and (any(o.is_tensor for o in recv) or (
-                not recv and isinstance(recv_node, ast.Name) and ops.saved_for_backward(ops.TENSOR_METHOD, name)
-                and self.untracked_guesses(recv_node.id, node.lineno))):
+                not recv and ops.saved_for_backward(ops.TENSOR_METHOD, name)
+                and (read := whole_read(recv_node, self.known_ints())) and self.untracked_guesses(read, node.lineno))):
             # (an untracked local made by torch ops from parameters: `x = F.unfold(x, k); x.var(-1)` saves it,
             # a guess for the callers to decide)
             self.note_saved_inputs(node, ops.TENSOR_METHOD, name, [recv_node] + list(node.args),
@@ -439,11 +445,13 @@ class CallsMixin:
                 and not self.built_submodule(recv_node, name):
             return frozenset({Origin(RootKind.MODEL_OUTPUT_OBJECT, f"{short(node.func)}(...)", line,
                                      root_no_grad=self.no_grad)})
-        if name in ops.ARITHMETIC:
+        if name in ops.ARITHMETIC or name == "clone":
             args = [self.eval_quiet(a) for a in node.args] if node.args else []
             if known == recv and no_grad_value(known) and self._inputs_need_no_grad(node, args, {}, receiver=known):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             result = self.arithmetic_result(node, [recv_node] + list(node.args), [recv] + args)
+            if name == "clone":  # `p = z.clone()` of a guess: a new tensor that is the same guess (an out= call on it
+                return frozenset(o for o in result if o.guessed)  # raises first); one by evidence stays untracked
             return result if name in REORDERING else _evidence(result)
         return EMPTY
 

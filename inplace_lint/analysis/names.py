@@ -98,3 +98,9 @@ def is_torch(qual: Optional[str]) -> bool:
 
 def is_non_tensor_library(qual: Optional[str]) -> bool:
     return qual is not None and qual.split(".")[0] in NON_TENSOR_LIBRARIES
+
+
+#: einops' ``rearrange`` of a tensor is ``reshape`` and ``permute`` of it: a view when the strides allow, else a copy,
+#: with the input's autograd history either way (einops docs: "rearrange ... reordering, composition and decomposition
+#: of axes"; its torch backend calls ``Tensor.reshape``/``permute``): what ``x.reshape(...)`` is
+REARRANGES = frozenset({"einops.rearrange", "einops.einops.rearrange"})

@@ -291,7 +291,7 @@ class ParamGuessesMixin:
                 continue
             if not isinstance(value, ast.Call):
                 return ()
-            if self.torch_op_call(value):
+            if self.torch_op_call(value) or self._copy_of_annotated(value):
                 torch_op = True
             elif not (isinstance(value.func, ast.Attribute) and value.func.attr in _KNOWN_OPS):
                 return ()
@@ -306,6 +306,16 @@ class ParamGuessesMixin:
             found |= deps
         out = self.local_cond_cache[("untracked", name, line)] = tuple(sorted(found))
         return out
+
+    def _copy_of_annotated(self, call: ast.Call) -> bool:
+        """``out = coords.clone()`` with ``coords: Tensor``: a copy of a parameter that is surely a tensor is a tensor
+        computed from it (it requires grad when the parameter does), as ``coords * 1`` is."""
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "clone"
+                and isinstance(call.func.value, ast.Name)):
+            return False
+        params = list(self.params)
+        name = call.func.value.id
+        return name in params and self.annotated_tensor(params.index(name))
 
     def torch_op_call(self, call: ast.Call) -> bool:
         """``torch.<op>(...)`` (through the module's imports: ``F.unfold``) that returns one tensor: not

@@ -114,6 +114,16 @@ class StorageMixin:
                 self.hold(name, cap(held | saved))
 
 
+def whole_read(node: ast.expr, counters=frozenset()) -> Optional[str]:
+    """The name ``node`` reads whole: the name itself, or the base of basic indexing of it (``out[..., 0]``, a view:
+    :func:`basic_view`); None for anything else."""
+    if not (isinstance(node, ast.Name) or isinstance(node, ast.Subscript) and basic_view(node, counters)):
+        return None
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node.id
+
+
 def basic_view(node: ast.expr, counters=frozenset()) -> bool:
     """``node`` is a name, or basic indexing of one (``qu[..., 0]``, ``x[:, 1:]``, or with ``counters``, names a
     ``for ... in range(...)`` binds: ``qu[..., i]``): surely a view of it, whatever the walk knows of the names
