@@ -22,7 +22,7 @@ from .call_grad import is_detached, known_origins, needs_no_grad_arg
 from .saved_ops import REORDERING, TENSOR_IS_RETURNED, einsum_operands_kept, output_saved_here, returns_tuple
 from .expressions import cut_tracking, holder_of, index_text, is_basic_index
 from .names import (FUNCTIONAL_NAMESPACE, REARRANGES, TORCH_NAMESPACES, is_non_tensor_library, qualify,
-                    qualify_dotted)
+                    qualify_dotted, rearranged)
 from .env import EMPTY, cap
 from .storage import whole_read
 from .summaries import PASS_THROUGH, function_of, no_grad_value, param_index
@@ -60,7 +60,7 @@ class CallsMixin:
                 return self.method_call(node, func.attr, node.args[0], args[0])
             if ns in TORCH_NAMESPACES:
                 return self.function_call(node, func.attr, ns == FUNCTIONAL_NAMESPACE, args, kwargs, ns)
-            if imported and f"{ns}.{func.attr}" in REARRANGES and node.args:
+            if imported and f"{ns}.{func.attr}" in REARRANGES and rearranged(node):
                 return self.method_call(node, "reshape", node.args[0], args[0], functional=True)
             if is_non_tensor_library(ns):
                 # math.sqrt, np.exp, random.random: never tensors (but `np.asarray(x)` shares its memory)
@@ -137,7 +137,7 @@ class CallsMixin:
                 head, _, name = qual.rpartition(".")
                 if head in TORCH_NAMESPACES:  # from torch.nn.functional import relu_
                     return self.function_call(node, name, head == FUNCTIONAL_NAMESPACE, args, kwargs, head)
-                if qual in REARRANGES and node.args:
+                if qual in REARRANGES and rearranged(node):
                     return self.method_call(node, "reshape", node.args[0], args[0], functional=True)
                 if is_non_tensor_library(qual):
                     return EMPTY
@@ -174,8 +174,7 @@ class CallsMixin:
         return self._unresolved(node)  # `(lambda: x)()`, `getattr(o, n)(x)`
 
     def _unresolved(self, node: ast.Call) -> frozenset:
-        """A call the walk could not resolve: nothing known (:attr:`~.dataflow.Scope.unresolved_calls` notes it, its
-        result may be an argument: :mod:`.fixplan.sources`)."""
+        """A call not resolved: nothing known (:attr:`~.dataflow.Scope.unresolved_calls`; :mod:`.fixplan.sources`)."""
         self.unresolved_calls.add((node.lineno, node.col_offset))
         return EMPTY
 
@@ -450,8 +449,9 @@ class CallsMixin:
             if known == recv and no_grad_value(known) and self._inputs_need_no_grad(node, args, {}, receiver=known):
                 return frozenset({Origin(RootKind.FRESH, short(node), line, root_no_grad=True)})
             result = self.arithmetic_result(node, [recv_node] + list(node.args), [recv] + args)
-            if name == "clone":  # `p = z.clone()` of a guess: a new tensor that is the same guess (an out= call on it
-                return frozenset(o for o in result if o.guessed)  # raises first); one by evidence stays untracked
+            if name == "clone":  # `p = z.clone()` of a local guess is that guess (an out= on it raises first); of a
+                return EMPTY if any(param_index(o) is not None for o in recv) else frozenset(  # parameter or by
+                    o for o in result if o.guessed)  # evidence, untracked as before (the guesses path decides)
             return result if name in REORDERING else _evidence(result)
         return EMPTY
 
