@@ -8,7 +8,7 @@ from typing import Optional
 
 from ..findings import Step, StepKind
 from . import conditions, param_evidence
-from .astutil import defaults, dotted_name
+from .astutil import defaults, dotted_name, last_name, walk_ast
 from .names import qualify_dotted
 from .own_class import OwnClassFacts
 from .summaries import param_index, parameters
@@ -170,6 +170,32 @@ class ConditionsMixin:
                 self.func, names, lambda d: qualify_dotted(d, self.names, self.is_local_name)[0]) if names \
                 else frozenset()
         return self.local_cond_cache[key]
+
+    def number_default(self, index: int) -> bool:
+        """Parameter ``index`` defaults to a number or a bool literal (``scale=1.0``, ``enable_time=True``), and
+        nothing here says it may be a tensor (an annotation naming ``Tensor``, ``Union[float, Tensor]`` too; a use as
+        one; ``isinstance(p, torch.Tensor)``, ``torch.is_tensor(p)``): an augmented assignment on it rebinds a number
+        unless a caller passes a tensor (:attr:`.summaries.ParamWrite.number`; docs/analysis.md)."""
+        if index >= len(self.params) or self.annotated_tensor(index):
+            return False
+        default = self.param_default(self.params[index])
+        name = self.params[index]
+        every = parameters(self.func.args) if getattr(self.func, "args", None) is not None else []
+        annotation = every[index].annotation if index < len(every) else None
+        return bool(default) and type(default[0]) in (bool, int, float, complex) and not (
+            annotation is not None and "Tensor" in ast.unparse(annotation)) and not any(
+            isinstance(n, ast.Call) and last_name(n.func) in ("isinstance", "is_tensor") and n.args
+            and isinstance(n.args[0], ast.Name) and n.args[0].id == name for n in walk_ast(self.func))
+
+    def number_argument(self, node: ast.expr) -> bool:
+        """What a call passes as ``node`` is taken as a number (for a callee's :attr:`.summaries.ParamWrite.number`):
+        this function's own parameter with a number default (:meth:`number_default`), or a name nothing here knows
+        as a tensor (not a bool tensor, not a torch op's result)."""
+        if not isinstance(node, ast.Name):
+            return False
+        if node.id in self.params:
+            return self.number_default(list(self.params).index(node.id))
+        return node.id not in self.bool_names and not self._is_tensor_argument(node)
 
     def param_default(self, name: str) -> tuple:
         """``(value,)`` for a parameter's literal default, else ``()``."""

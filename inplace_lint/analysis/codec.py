@@ -38,7 +38,7 @@ _SHAPES = {
               "fix", "related", "no_fix"),
     ParamWrite: ("func", "index", "path", "line", "col", "end_line", "end_col", "op", "kind", "steps", "target",
                  "no_grad", "kept", "via", "op_name", "point_index", "guard", "condition", "when", "fix",
-                 "fix_if_callers", "on_tensor", "layer", "past_out", "keyed"),
+                 "fix_if_callers", "on_tensor", "layer", "past_out", "keyed", "number"),
     CallSite: ("caller", "callee", "path", "line", "col", "args", "no_grad", "callback", "unread", "bound",
                "constants", "passed", "grad_off_args", "guards", "built"),
     FunctionSummary: ("qual", "params", "returns", "writes", "declared_no_grad", "observed", "static", "kept",
@@ -117,7 +117,7 @@ class _Encoder:
         return [w.func, w.index, self.p(w.path), w.line, w.col, w.end_line, w.end_col, w.op, w.kind.value,
                 self.steps(w.steps), w.target, w.no_grad, w.kept, via,
                 w.op_name, w.point_index, list(w.guard), self.fix(w.fix), self.fix(w.fix_if_callers), w.condition,
-                [conditions.encode(c) for c in w.when], w.on_tensor, w.layer, list(w.past_out), w.keyed]
+                [conditions.encode(c) for c in w.when], w.on_tensor, w.layer, list(w.past_out), w.keyed, w.number]
 
     def summary(self, s: FunctionSummary) -> list:
         return [s.qual, list(s.params), [self.o(o) for o in s.returns], [self.write(w) for w in s.writes],
@@ -306,7 +306,7 @@ class _Decoder:
 
     def write(self, x) -> ParamWrite:
         (func, index, path, line, col, end_line, end_col, op, kind, steps, target, no_grad, kept, via, op_name,
-         point_index, guard, fix, fix_if_callers, condition, when, on_tensor, layer, past_out, keyed) = _list(x, 25)
+         point_index, guard, fix, fix_if_callers, condition, when, on_tensor, layer, past_out, keyed, number) = _list(x, 26)
         if via is not None:
             name, via_path, via_line, via_col = _list(via, 4)
             via = (_str(name), self.p(via_path), _int(via_line), _int(via_col))
@@ -317,7 +317,7 @@ class _Decoder:
                      guard=_ints(guard), fix=self.fix(fix), fix_if_callers=self.fix(fix_if_callers),
                      condition=_ostr(condition), when=tuple(self.cond(c) for c in _list(when)),
                      on_tensor=_bool(on_tensor), layer=_ostr(layer), past_out=_ints(past_out),
-                     keyed=_bool(keyed))
+                     keyed=_bool(keyed), number=_bool(number))
 
     def summary(self, x) -> FunctionSummary:
         qual, params, returns, writes, declared, observed, static, digest, kept, decorated, when, saves, gradless, \

@@ -374,8 +374,6 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
         item's index stays known."""
         if any(w.line == node.lineno and w.col == node.col_offset and w.index == index for w in self.param_writes):
             return
-        if via is None and kind is WriteKind.AUGMENTED and isinstance(target, ast.Name) and self._number_default(index):
-            return  # `enable_time &= is_video` with `enable_time=True`: on the number its default says it is, a rebinding
         fix = alt = None
         if via is None and self.func is not None:
             fix = self.plan_fix(node, kind, target, op_name, [origin])
@@ -397,16 +395,9 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
             on_tensor=on_tensor, layer=layer,
             past_out=tuple(sorted(self.out_consumed())),
             keyed=inner.keyed if inner is not None else kind is WriteKind.SUBSCRIPT and isinstance(node, ast.Subscript)
-            and not on_tensor and self.string_key(node.slice)))
-
-    def _number_default(self, index: int) -> bool:
-        """Parameter ``index`` defaults to a number or a bool literal (``scale=1.0``, ``enable_time=True``) and is not
-        a tensor by its annotation or use: what a caller passes for it is taken as the number its default says
-        (an augmented assignment on a number makes a new object, docs/analysis.md)."""
-        if index >= len(self.params) or self.annotated_tensor(index):
-            return False
-        default = self.param_default(self.params[index])
-        return bool(default) and type(default[0]) in (bool, int, float, complex)
+            and not on_tensor and self.string_key(node.slice),
+            number=inner.number if inner is not None else via is None and kind is WriteKind.AUGMENTED
+            and isinstance(target, ast.Name) and self.number_default(index)))
 
     def default_guard(self) -> tuple:
         """Parameters whose default skips the statement being walked: ``if t != 1.0:`` (``t=1.0``),

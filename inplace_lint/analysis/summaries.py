@@ -212,6 +212,9 @@ class ParamWrite:
     #: function returning ``"{}.{}".format(...)``: :mod:`.strings`), on a parameter not known as a tensor: a
     #: mapping, which no tensor rule applies to (fairseq's ``incremental_state[full_key] = v``)
     keyed: bool = False
+    #: an augmented assignment on the parameter itself, whose default is a number or a bool (``enable_time &=
+    #: is_video`` with ``enable_time=True``): a rebinding unless a caller passes what is known to be a tensor
+    number: bool = False
 
 
 @dataclass(frozen=True)
