@@ -27,10 +27,11 @@ class BlocksMixin:
         flags = set(self.grad_off_flags)
         points = self.run_try_body(node.body)  # (where a handler may start: before a statement that may raise)
         flags &= self.grad_off_flags  # a handler may run after any part of the body: flags on every path
-        gone = [self.leaves_block(node.body) is not None] if not node.orelse else []
+        # (with a `finally`, every path runs it first: none is gone from the join it runs on)
+        gone = [self.leaves_block(node.body) is not None and not node.finalbody] if not node.orelse else []
         self.run_body(node.orelse)
         if node.orelse:
-            gone = [self.leaves_block(node.orelse) is not None]
+            gone = [self.leaves_block(node.orelse) is not None and not node.finalbody]
         after = set(flags)
         branches, reaches = [self.env], [self.reach_conds]
         entry = [before] + [env for env, _ in points]
@@ -44,7 +45,7 @@ class BlocksMixin:
                 self.bindings.append((handler.name, EMPTY))
                 self.new_ident(handler.name, None)
             self.run_body(handler.body)
-            gone.append(self.leaves_block(handler.body) is not None)
+            gone.append(self.leaves_block(handler.body) is not None and not node.finalbody)
             branches.append(self.env)
             reaches.append(self.reach_conds)
             after &= self.grad_off_flags

@@ -26,6 +26,10 @@ from .local_conds import copy_reach, merge_reach
 
 #: statements that cannot raise (a name bound to a name or a literal, a jump): no handler starts before them
 _QUIET = (ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal)
+#: statements with no parts that run after others (a handler starting after one sees what it bound only if the next
+#: statement raises)
+_SIMPLE = _QUIET + (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Raise, ast.Delete,
+                    ast.Import, ast.ImportFrom, ast.Assert)
 
 
 def may_raise(stmt: ast.stmt) -> bool:
@@ -35,6 +39,17 @@ def may_raise(stmt: ast.stmt) -> bool:
     if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
         return not isinstance(stmt.value, (ast.Name, ast.Constant))
     return True
+
+
+def _binds_then_raises(stmt: ast.stmt) -> bool:
+    """``h = cache[0] = v``, ``a, b[0] = v``: a name is bound before a store that may raise (targets are assigned left
+    to right, a tuple's items in order)."""
+    if not isinstance(stmt, ast.Assign):
+        return False
+    leaves = [n for t in stmt.targets for n in ast.walk(t) if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript))
+              and isinstance(getattr(n, "ctx", None), ast.Store)]
+    first_name = next((i for i, n in enumerate(leaves) if isinstance(n, ast.Name)), None)
+    return first_name is not None and any(not isinstance(n, ast.Name) for n in leaves[first_name + 1:])
 
 
 def _while_flag(test: ast.expr):
@@ -67,8 +82,16 @@ class ExitsMixin:
             kind = "flag"
         else:
             return None
+        if self._finally_inside_loop():
+            return None  # (a `finally` runs first, on what the block holds: the values go on to it)
         self.loop_exits[-1][kind].append((dict(self.env), copy_reach(self.reach_conds)))
         return kind
+
+    def _finally_inside_loop(self) -> bool:
+        """A ``try`` with a ``finally`` encloses the statement being walked, inside the innermost loop."""
+        loop = self.loop_stack[-1]
+        at = next((i for i, s in enumerate(self.stmt_stack) if s is loop), -1)
+        return any(isinstance(s, ast.Try) and s.finalbody for s in self.stmt_stack[at + 1:])
 
     def _ends_while(self, stmt: ast.stmt) -> bool:
         """``err = False`` in ``while err:``, with nothing after it on the way to the end of the loop's body (each
@@ -102,9 +125,11 @@ class ExitsMixin:
             self.try_points.pop()
         return points
 
-    def note_try_point(self, stmt: ast.stmt) -> None:
-        """Called before each statement: inside a ``try`` body, what a handler sees if ``stmt`` raises."""
-        if may_raise(stmt):
+    def note_try_point(self, stmt: ast.stmt, before: bool) -> None:
+        """Called before and after each statement inside a ``try`` body: what a handler sees if ``stmt`` raises
+        before it binds anything, or after some of its parts ran (a compound statement: a ``with``'s exit, a loop's
+        iterator; ``h = cache[0] = v``, which binds ``h`` before the store raises)."""
+        if before and may_raise(stmt) or not before and (not isinstance(stmt, _SIMPLE) or _binds_then_raises(stmt)):
             point = (dict(self.env), copy_reach(self.reach_conds))
             for points in self.try_points:
                 points.append(point)
@@ -112,6 +137,8 @@ class ExitsMixin:
     def next_pass(self, body, before: dict, reach_before, exits: dict) -> None:
         """After a pass over a loop's ``body``: the values the next pass starts with (those before the loop, at the
         end of this pass unless it always leaves, at each ``continue``)."""
+        if self.try_points:
+            self.note_try_point(self.loop_stack[-1], before=False)  # (the iterator's next step may raise)
         ended = self.leaves_block(body)
         envs = [before] + ([] if ended else [self.env]) + [e for e, _ in exits["next"]]
         reaches = [reach_before] + ([] if ended else [self.reach_conds]) + [r for _, r in exits["next"]]

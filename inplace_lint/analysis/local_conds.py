@@ -28,7 +28,8 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from . import conditions
 from .astutil import defaults, walk_ast, walk_statements
-from .env import EMPTY
+from .env import EMPTY, negate
+from .summaries import derived_any
 
 #: conditions on locals use a string index of their own (never a parameter index nor an ``init:`` flag)
 LOCAL = "local:"
@@ -220,6 +221,21 @@ class LocalConditionsMixin:
                 return True
         return False
 
+    def _reach_under(self, node: ast.If, arms: List[Dict[str, frozenset]], mark: int) -> Dict[str, list]:
+        """After ``if flag: ids = ids.clone()`` (a test on a parameter; both arms go on): what each arm alone
+        bound is held only when the test is true (false for the other arm), :attr:`reach_conds`."""
+        cond = self.param_condition(node.test) or self.local_condition(node.test)
+        reach: Dict[str, list] = {}
+        if cond is None:
+            return reach
+        body, other = arms
+        for key in {k for k, _ in self.bindings[mark:]}:
+            b, e = body.get(key, EMPTY), other.get(key, EMPTY)
+            if b != e and not derived_any(b, e) and not derived_any(e, b):
+                entries = [(o, cond) for o in b - e] + [(o, negate(cond)) for o in e - b]
+                if entries:
+                    reach[key] = entries
+        return reach
 
 
 _KEY_ROOT = re.compile(r"[^.\[]*")

@@ -52,8 +52,9 @@ class StatementsMixin:
         return body[index + 1:] if index < len(body) and body[index] is node else None
 
     def stmt(self, node: ast.stmt) -> None:
-        if self.try_points:
-            self.note_try_point(node)  # (a handler may start here: :mod:`.exits`)
+        points = self.try_points  # (a handler may start before or after it: :mod:`.exits`)
+        if points:
+            self.note_try_point(node, before=True)
         self.stmt_stack.append(node)
         try:
             try:
@@ -68,6 +69,8 @@ class StatementsMixin:
                     self.eval(child)
         finally:
             self.stmt_stack.pop()
+            if points:
+                self.note_try_point(node, before=False)
 
     def stmt_Assert(self, node: ast.Assert) -> None:
         self.eval(node.test)
@@ -179,22 +182,6 @@ class StatementsMixin:
         """What a loop's body may change, other than ``env``, that later statements read (``assigned``: apart)."""
         return (set(self.nograd_bound), dict(self.names), dict(self.local_funcs), dict(self.inplace_modules), set(
             self.submodule_results), set(self.bool_names), set(self.grad_off_flags), self.redefined, set(self.assigned))
-
-    def _reach_under(self, node: ast.If, arms: List[Dict[str, frozenset]], mark: int) -> Dict[str, list]:
-        """After ``if flag: ids = ids.clone()`` (a test on a parameter; both arms go on): what each arm alone
-        bound is held only when the test is true (false for the other arm), :attr:`reach_conds`."""
-        cond = self.param_condition(node.test) or self.local_condition(node.test)
-        reach: Dict[str, list] = {}
-        if cond is None:
-            return reach
-        body, other = arms
-        for key in {k for k, _ in self.bindings[mark:]}:
-            b, e = body.get(key, EMPTY), other.get(key, EMPTY)
-            if b != e and not derived_any(b, e) and not derived_any(e, b):
-                entries = [(o, cond) for o in b - e] + [(o, negate(cond)) for o in e - b]
-                if entries:
-                    reach[key] = entries
-        return reach
 
     def stmt_If(self, node: ast.If) -> None:
         # an elif chain is walked as a loop, not by recursion (generated code has chains of hundreds)
