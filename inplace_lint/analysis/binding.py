@@ -37,7 +37,7 @@ class BindingMixin:
     """Assignments and targets (a part of :class:`~.dataflow.Scope`)."""
 
     def stmt_Assign(self, node: ast.Assign) -> None:
-        items = mapped_items(node.value, node.targets)
+        items = None if self.is_local_name("map") or "map" in self.names else mapped_items(node.value, node.targets)
         if items is not None:  # `q, k, v = map(lambda t: rearrange(t, ...), (q, k, v))` (:mod:`.lambdas`)
             values = [self.eval(item) for item in items]  # (all evaluated before any name is bound)
             for target, item, value in zip(node.targets[0].elts, items, values):

@@ -104,3 +104,8 @@ def is_non_tensor_library(qual: Optional[str]) -> bool:
 #: with the input's autograd history either way (einops docs: "rearrange ... reordering, composition and decomposition
 #: of axes"; its torch backend calls ``Tensor.reshape``/``permute``): what ``x.reshape(...)`` is
 REARRANGES = frozenset({"einops.rearrange", "einops.einops.rearrange"})
+
+
+def rearranged(call: ast.Call) -> bool:
+    """``rearrange(x, ...)`` of one tensor: not of a list or tuple of them (einops stacks those first: a copy)."""
+    return bool(call.args) and not isinstance(call.args[0], (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp))
