@@ -43,6 +43,8 @@ _KNOWN_OPS = (ops.VIEW_METHODS | ops.MAY_ALIAS_METHODS | ops.MULTI_VIEW_METHODS 
               | ops.EXPAND_METHODS | ops.SAVES_OUTPUT | ops.ARITHMETIC)
 
 
+#: a copy of a parameter that is surely a tensor is computed from it (``out = coords.clone()``, as ``coords * 1``)
+CLONES = frozenset({"clone"})
 #: tensor methods that make a factory's tensor (``requires_grad=False`` unless passed)
 _FACTORY_METHODS = ops.FACTORY_METHODS
 #: torch functions and tensor methods that make a new tensor (not a view, not maybe the input itself)
@@ -291,7 +293,7 @@ class ParamGuessesMixin:
                 continue
             if not isinstance(value, ast.Call):
                 return ()
-            if self.torch_op_call(value) or self._copy_of_annotated(value):
+            if self.torch_op_call(value) or self._copy_of_tensor_param(value, CLONES):
                 torch_op = True
             elif not (isinstance(value.func, ast.Attribute) and value.func.attr in _KNOWN_OPS):
                 return ()
@@ -306,16 +308,6 @@ class ParamGuessesMixin:
             found |= deps
         out = self.local_cond_cache[("untracked", name, line)] = tuple(sorted(found))
         return out
-
-    def _copy_of_annotated(self, call: ast.Call) -> bool:
-        """``out = coords.clone()`` with ``coords: Tensor``: a copy of a parameter that is surely a tensor is a tensor
-        computed from it (it requires grad when the parameter does), as ``coords * 1`` is."""
-        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "clone"
-                and isinstance(call.func.value, ast.Name)):
-            return False
-        params = list(self.params)
-        name = call.func.value.id
-        return name in params and self.annotated_tensor(params.index(name))
 
     def torch_op_call(self, call: ast.Call) -> bool:
         """``torch.<op>(...)`` (through the module's imports: ``F.unfold``) that returns one tensor: not

@@ -139,10 +139,11 @@ class TensorKindsMixin:
                         return False
         return found
 
-    def _copy_of_tensor_param(self, value: ast.Call) -> bool:
-        """``weights.view(n, 1, a).repeat(1, h, 1)``: a copying method (:data:`_COPIED_BY_METHOD`) of a method chain
-        on a parameter that is surely a tensor (annotated ``Tensor``, or used as one: :meth:`annotated_tensor`)."""
-        if not (isinstance(value.func, ast.Attribute) and value.func.attr in _COPIED_BY_METHOD):
+    def _copy_of_tensor_param(self, value: ast.Call, methods=_COPIED_BY_METHOD) -> bool:
+        """``weights.view(n, 1, a).repeat(1, h, 1)``: a copying method (:data:`_COPIED_BY_METHOD`, or ``methods``) of a
+        method chain on a parameter that is surely a tensor (annotated ``Tensor``, or used as one:
+        :meth:`annotated_tensor`)."""
+        if not (isinstance(value.func, ast.Attribute) and value.func.attr in methods):
             return False
         recv = value.func.value
         while isinstance(recv, ast.Call) and isinstance(recv.func, ast.Attribute):
