@@ -99,8 +99,7 @@ class ProjectCallsMixin:
     def resolve_callee(self, func: ast.expr, receiver: Optional[Tuple[Optional[str], bool]] = None
                        ) -> Optional[Tuple[str, int]]:
         """The first of :meth:`resolve_callees` (the method seen from ``self``'s own class), or None."""
-        found = self.resolve_callees(func, receiver)
-        return found[0] if found else None
+        return next(iter(self.resolve_callees(func, receiver)), None)
 
     def resolve_callees(self, func: ast.expr, receiver: Optional[Tuple[Optional[str], bool]] = None
                         ) -> List[Tuple[str, int]]:
@@ -142,7 +141,8 @@ class ProjectCallsMixin:
         if isinstance(value, ast.Name) and value.id == self.self_name and self.cls_qual:
             if f"{value.id}.{func.attr}" in self.env:
                 return []
-            return [(q, 0 if static else 1) for q, static in ctx.dispatch(self.cls_qual, func.attr)]
+            return [(q, 0 if static else 1) for q, static in ctx.dispatch(self.cls_qual, func.attr)] or \
+                self.attribute_functions(func.attr)
         if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
                 and value.value.id == self.self_name and self.cls_qual:
             # self.runner.execute(...) where __init__ did self.runner = Runner(...)
