@@ -401,3 +401,49 @@ def test_a_function_held_in_an_attribute_is_called_where_the_attribute_is():
         layer(x).sum().backward()
     layer.eval()
     layer(x).sum().backward()  # out of training the dropout writes nothing
+
+
+REGISTRY = '''import torch
+from torch import nn
+
+REGISTRY = {"torch": nn.Linear}
+MANY = {"linear": nn.Linear, "identity": nn.Identity}
+
+
+class Block(nn.Module):
+    def __init__(self, dim, kind="torch"):
+        super().__init__()
+        self.fc = REGISTRY[kind](dim, dim)
+
+    def forward(self, x):
+        h = x * 2
+        y = self.fc(h)
+        h.add_(1)
+        return y
+
+
+class Either(nn.Module):
+    def __init__(self, dim, kind="linear"):
+        super().__init__()
+        self.fc = MANY[kind](dim, dim) if kind == "linear" else MANY[kind]()
+
+    def forward(self, x):
+        h = x * 2
+        y = self.fc(h)
+        h.add_(1)
+        return y
+'''
+
+
+def test_a_layer_built_from_a_table_of_one_class_is_that_class():
+    # `self.fc = REGISTRY[kind](dim, dim)` with `REGISTRY = {"torch": nn.Linear}`: an `nn.Linear`, which saves its
+    # input for its weight's gradient (zetascale's `FC_CLASS_REGISTRY`, set CI); a table of two classes says nothing
+    findings = analyze_source(REGISTRY)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 16, 8)]
+    assert "`self.fc(...)` (`nn.Linear`, line 15) saved for backward" in findings[0].message
+    mod = load(REGISTRY)
+    x = torch.randn(2, 4)  # no grad needed on the input: the weight's gradient reads `h`
+    with pytest.raises(RuntimeError, match=SAVED_ERROR):
+        mod["Block"](4)(x).sum().backward()
+    with pytest.raises(RuntimeError, match=SAVED_ERROR):  # the same with the table's Linear: left unknown, unfound
+        mod["Either"](4)(x).sum().backward()

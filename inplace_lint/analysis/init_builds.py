@@ -20,6 +20,11 @@ _RETURNS_SELF = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bflo
                            "type", "apply", "share_memory", "to_empty"})  # (not `requires_grad_(False)`: frozen)
 
 
+#: marks a builder taken from a top-level table of classes (``NAME[key](...)``): :meth:`.resolve.Resolver.attribute_builder`
+#: reads the table's single class (``FC_CLASS_REGISTRY = {"torch": nn.Linear}``)
+TABLE_ITEM = "[*]"
+
+
 def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
     """``self.x = SomeClass(...)`` (or ``self.x: SomeClass = ...``, or ``self.x = x`` with the parameter
     ``x: SomeClass``) in ``__init__``: x -> "SomeClass"."""
@@ -62,6 +67,8 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
                 target, value = node.target, node.annotation
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
                 name = dotted_name(value) if value is not None else None
+                if called and isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+                    name = f"{value.value.id}{TABLE_ITEM}"  # `FC_REGISTRY[fc_type](...)`: the table decides
                 if name and (called or name.rpartition(".")[2][:1].isupper()):
                     out.setdefault(target.attr, name)
         for attr, name in container_elements(item, me).items():

@@ -22,7 +22,7 @@ from .refs import refers, refs_text, value_refs, value_refs_in_text  # noqa: F40
 from .import_order import imported_files, post_order, suffix_module  # noqa: F401  (re-exported)
 from .names import import_bindings
 from .roots import ROOT_MARKERS, find_root, is_loose, module_name  # noqa: F401  (re-exported)
-from .init_builds import init_attributes, layer_builders
+from .init_builds import TABLE_ITEM, init_attributes, layer_builders
 from .narrowing import PLAIN_BASES, plain_bases, torch_class_is_tensor
 from .summaries import ModuleIndex, parameter_names
 from .strings import string_functions
@@ -427,6 +427,9 @@ class Resolver:
                     if hit:
                         return hit
             return None
+        if dotted.endswith(TABLE_ITEM):  # `self.fc = FC_REGISTRY[kind](...)`: the table's one class, if one
+            classes = index.tables.get(dotted[:-len(TABLE_ITEM)], ())
+            return classes[0] if len(classes) == 1 else None
         head, _, rest = dotted.partition(".")
         if dotted.startswith("@") or head not in index.imports:
             return dotted if dotted.startswith("@") else f"{module}.{dotted}"
