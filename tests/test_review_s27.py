@@ -93,6 +93,21 @@ PROBES['f09_safe_fix_for_iterator_handler_view_of_param'] = ('import torch\n\nde
     [('IPV006', 16, 8, 'unsafe')],
     'value:[1.0, 2.0, 2.0, 1.0]')
 
+# second review (/work/notes/s27/review2.md): a local table in `__init__` shadowing the module's
+PROBES['r09_local_table_shadows_global'] = ('import torch\nfrom torch import nn\n\nLAYERS = {"linear": nn.Linear}\n\n\nclass Block(nn.Module):\n    def __init__(self, dim, kind="id"):\n        super().__init__()\n        LAYERS = {"linear": nn.Linear, "id": lambda a, b: nn.Identity()}\n        self.fc = LAYERS[kind](dim, dim)\n\n    def forward(self, x):\n        h = x * 2\n        y = self.fc(h)\n        h.add_(1)\n        return y\n\n\ndef run():\n    x = torch.randn(2, 4, requires_grad=True)\n    Block(4)(x).sum().backward()\n    return "backward ran"\n',
+    [],
+    'value:backward ran')
+
+# second review (/work/notes/s27/review2.md): an attribute's function replaced by `setattr`: the model-call guess stands
+PROBES['a03_setattr_replaces_policy'] = ('import torch\nfrom torch import nn\n\n\ndef scale_fn(q):\n    return q * 2\n\n\ndef sig_fn(q):\n    return q.sigmoid()\n\n\nclass M(nn.Module):\n    def __init__(self, sharp=True):\n        super().__init__()\n        self.lin = nn.Linear(4, 4)\n        self.policy = scale_fn\n        if sharp:\n            setattr(self, "policy", sig_fn)\n\n    def forward(self, x):\n        y = self.policy(self.lin(x))\n        y.mul_(2)\n        return y\n\n\ndef run():\n    M()(torch.randn(2, 4)).sum().backward()\n    return "backward ran"\n',
+    [('IPV001', 23, 8, 'safe')],
+    'raises')
+
+# second review (/work/notes/s27/review2.md): `out = coords.view(...).clone()` of a tensor parameter, saved then written
+PROBES['c02_view_chain_clone_annotated'] = ('import torch\n\n\ndef normalize(coords: torch.Tensor):\n    out = coords.view(-1, 2).clone()\n    s = out[..., 0].clamp(-1, 1)\n    out.mul_(2)\n    return s, out\n\n\ndef run():\n    w = torch.randn(3, 2, requires_grad=True)\n    s, out = normalize(w * 1)\n    s.sum().backward()\n    return "backward ran"\n',
+    [('IPV006', 7, 4, 'unsafe')],
+    'raises')
+
 
 @pytest.mark.parametrize("name", sorted(PROBES))
 def test_review_probe(name):

@@ -354,55 +354,6 @@ def test_a_clone_keeps_the_history_an_out_call_then_raises_on():
     assert torch.allclose(A @ x, b.detach(), atol=1e-5)
 
 
-ATTRIBUTE_FUNCTION = '''import torch
-import torch.nn.functional as F
-from torch import nn
-
-
-def attention(query, key, value, dropout=0.0, training=False):
-    weight = torch.softmax(query.matmul(key.transpose(-1, -2)), dim=-1)
-    if dropout:
-        weight = F.dropout(weight, p=dropout, training=training, inplace=True)
-    return weight.matmul(value)
-
-
-def fused(query, key, value, dropout=0.0, training=False):
-    return query + key + value
-
-
-class Attn(nn.Module):
-    def __init__(self, dim, impl="torch"):
-        super().__init__()
-        self.qkv = nn.Linear(dim, dim * 3)
-        if impl == "torch":
-            self.attn_fn = attention
-        elif impl == "fused":
-            self.attn_fn = fused
-        else:
-            self.attn_fn = None
-
-    def forward(self, x):
-        q, k, v = self.qkv(x).chunk(3, dim=-1)
-        return self.attn_fn(q, k, v, dropout=0.1, training=self.training)
-'''
-
-
-def test_a_function_held_in_an_attribute_is_called_where_the_attribute_is():
-    # `self.attn_fn = attention` in `__init__`: `self.attn_fn(q, k, v, ...)` is a call site of `attention` (and of
-    # `fused`), whose arguments decide the guess about `query` (zetascale's attention shape, set CI)
-    findings = analyze_source(ATTRIBUTE_FUNCTION)
-    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 9, 17)]
-    assert "backward raises when `training` is true and the dropout probability `dropout` is above 0" \
-        in findings[0].message
-    mod = load(ATTRIBUTE_FUNCTION)
-    layer = mod["Attn"](4)
-    x = torch.randn(2, 3, 4)
-    with pytest.raises(RuntimeError, match=SAVED_ERROR):
-        layer(x).sum().backward()
-    layer.eval()
-    layer(x).sum().backward()  # out of training the dropout writes nothing
-
-
 REGISTRY = '''import torch
 from torch import nn
 

@@ -9,10 +9,9 @@ inside ``_forward`` never runs (torch-activation's activations, set BY: about 18
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from .astutil import child_nodes
-from .names import qualify_dotted
 
 #: the value of a call made with no flag test around it
 UNGUARDED = "dispatch.none"
@@ -86,17 +85,3 @@ class DispatchMixin:
             return False
         _, attr, truth = guard.rsplit(".", 2)
         return attr == flag[0] and (truth == "1") != flag[1]
-
-    def attribute_functions(self, attr: str) -> List[Tuple[str, int]]:
-        """``self.attn_fn(...)`` with ``self.attn_fn = f`` in ``__init__`` (:func:`.own_class.function_attributes`):
-        each in-project function the attribute may hold, called with no bound argument."""
-        out = []
-        for dotted in self.function_attrs.get(attr, ()):
-            if dotted in self.local_funcs:
-                out.append((self.local_funcs[dotted], 0))
-                continue
-            found = self.ctx.function(qualify_dotted(dotted, self.names, self.is_local_name)[0]
-                                      or f"{self.ctx.module}.{dotted}")
-            if found:
-                out.append(found)
-        return out

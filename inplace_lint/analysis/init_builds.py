@@ -35,6 +35,8 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
         me = item.args.args[0].arg
         every = item.args.posonlyargs + item.args.args + item.args.kwonlyargs
         annotated = {a.arg: dotted_name(a.annotation) for a in every[1:] if a.annotation is not None}
+        init_locals = {a.arg for a in every} | {n.id for n in ast.walk(item) if isinstance(n, ast.Name)
+                                                and isinstance(n.ctx, ast.Store)}
         nodes = list(item.body)
         for stmt in item.body:  # the top level of __init__ and one level of if/else, try, with
             for field in ("body", "orelse", "finalbody"):
@@ -68,7 +70,8 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
                 name = dotted_name(value) if value is not None else None
                 if called and isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
-                    name = f"{value.value.id}{TABLE_ITEM}"  # `FC_REGISTRY[fc_type](...)`: the table decides
+                    # `FC_REGISTRY[fc_type](...)`: the module's table decides (not a local of `__init__` of that name)
+                    name = None if value.value.id in init_locals else f"{value.value.id}{TABLE_ITEM}"
                 if name and (called or name.rpartition(".")[2][:1].isupper()):
                     out.setdefault(target.attr, name)
         for attr, name in container_elements(item, me).items():

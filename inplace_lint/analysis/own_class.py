@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import Dict, FrozenSet, List, Tuple
 
 from . import init_args, local_conds, model_outputs, stack_inputs
-from .astutil import dotted_name, walk_ast
+from .astutil import walk_ast
 from .names import qualify_dotted
 
 
@@ -130,47 +130,13 @@ class OwnClassFacts:
     def zero_dropouts(self) -> FrozenSet[str]:
         return model_outputs.zero_rate_dropouts(self.identity_layers, self.builder_args)
 
-    @cached_property
-    def function_attrs(self) -> Dict[str, Tuple[str, ...]]:
-        return function_attributes(self._cls, self.counts)
-
-
-def function_attributes(cls: ast.ClassDef, counts: Dict[str, int]) -> Dict[str, Tuple[str, ...]]:
-    """``self.attn_fn = scaled_dot_product_attention`` in ``__init__`` (one per arm; ``None`` in another): attribute ->
-    the dotted names of the functions it may hold, when every assignment to it in the class is one of these in
-    ``__init__`` and none names a local of ``__init__`` (zetascale's attention, set CI: ``self.attn_fn(q, k, v, ...)``
-    runs the function chosen by ``attn_impl``; a call of it is a call site of each)."""
-    init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__" and n.args.args), None)
-    if init is None:
-        return {}
-    me = init.args.args[0].arg
-    local = {a.arg for a in init.args.posonlyargs + init.args.args + init.args.kwonlyargs} | {
-        n.id for n in walk_ast(init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    found: Dict[str, list] = {}
-    seen: Dict[str, int] = {}
-    bad = set()
-    for node in walk_ast(init):
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute)
-                and isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id == me):
-            continue
-        attr, value = node.targets[0].attr, node.value
-        seen[attr] = seen.get(attr, 0) + 1
-        if isinstance(value, ast.Constant) and value.value is None:
-            continue
-        dotted = dotted_name(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
-        if dotted is None or dotted.split(".")[0] in local:
-            bad.add(attr)
-        else:
-            found.setdefault(attr, []).append(dotted)
-    return {a: tuple(d) for a, d in found.items() if a not in bad and seen[a] == counts.get(a, 0)}
-
 
 #: each fact, and what a scope outside any class reads for it
 OUTSIDE_A_CLASS: Dict[str, object] = {
     "frozen_layers": frozenset(), "unsaved_layers": frozenset(), "identity_layers": frozenset(),
     "weights_unknown": False, "output_hook": False, "activation_methods": frozenset(), "init_flags": {},
     "init_guards": {}, "steady_attrs": {}, "torch_stacks": {}, "input_layers": {}, "inplace_firsts": {},
-    "builder_args": {}, "builder_alts": {}, "builder_arms": {}, "zero_dropouts": frozenset(), "function_attrs": {},
+    "builder_args": {}, "builder_alts": {}, "builder_arms": {}, "zero_dropouts": frozenset(),
 }
 
 

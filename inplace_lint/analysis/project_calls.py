@@ -141,8 +141,7 @@ class ProjectCallsMixin:
         if isinstance(value, ast.Name) and value.id == self.self_name and self.cls_qual:
             if f"{value.id}.{func.attr}" in self.env:
                 return []
-            return [(q, 0 if static else 1) for q, static in ctx.dispatch(self.cls_qual, func.attr)] or \
-                self.attribute_functions(func.attr)
+            return [(q, 0 if static else 1) for q, static in ctx.dispatch(self.cls_qual, func.attr)]
         if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
                 and value.value.id == self.self_name and self.cls_qual:
             # self.runner.execute(...) where __init__ did self.runner = Runner(...)

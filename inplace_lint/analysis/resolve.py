@@ -26,6 +26,7 @@ from .init_builds import TABLE_ITEM, init_attributes, layer_builders
 from .narrowing import PLAIN_BASES, plain_bases, torch_class_is_tensor
 from .summaries import ModuleIndex, parameter_names
 from .strings import string_functions
+from . import tables
 from .tables import function_tables
 
 #: a dependency on a function the walk looked for in an in-project module and did not find
@@ -427,8 +428,8 @@ class Resolver:
                     if hit:
                         return hit
             return None
-        if dotted.endswith(TABLE_ITEM):  # `self.fc = FC_REGISTRY[kind](...)`: the table's one class, if one
-            classes = index.tables.get(dotted[:-len(TABLE_ITEM)], ())
+        if dotted.endswith(TABLE_ITEM):  # `self.fc = FC_REGISTRY[kind](...)`: the table's one class, if one (and no
+            classes = tables.lookup(self.indexes, f"{module}.{dotted[:-len(TABLE_ITEM)]}")  # other module imports it)
             return classes[0] if len(classes) == 1 else None
         head, _, rest = dotted.partition(".")
         if dotted.startswith("@") or head not in index.imports:
