@@ -398,3 +398,47 @@ def test_a_layer_built_from_a_table_of_one_class_is_that_class():
         mod["Block"](4)(x).sum().backward()
     with pytest.raises(RuntimeError, match=SAVED_ERROR):  # the same with the table's Linear: left unknown, unfound
         mod["Either"](4)(x).sum().backward()
+
+
+def test_a_table_of_classes_another_module_imports_says_nothing(tmp_path, monkeypatch):
+    # the second review's r02 (/work/notes/s27/review2.md): `plugins.py` replaces the table's class with one whose
+    # forward saves nothing; the table, imported there, is no evidence of an `nn.Linear`
+    import importlib
+    import sys
+
+    from inplace_lint.analysis.project import Project
+    from inplace_lint.config import DEFAULT_SETTINGS
+    layers = REGISTRY.split("\n\nclass Either")[0] + "\n"
+    plugins = '''import torch
+from torch import nn
+
+from .layers import REGISTRY
+
+
+class FrozenLinear(nn.Module):
+    def __init__(self, dim, dim2):
+        super().__init__()
+        self.register_buffer("w", torch.randn(dim2, dim))
+
+    def forward(self, x):
+        return x @ self.w.t()
+
+
+REGISTRY["torch"] = FrozenLinear
+'''
+    pkg = tmp_path / "regpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "layers.py").write_text(layers)
+    (pkg / "plugins.py").write_text(plugins)
+    project = Project(DEFAULT_SETTINGS, tmp_path)
+    for path in sorted(pkg.glob("*.py")):
+        project.add_file(str(path), source=path.read_text())
+    project.build()
+    assert project.findings(str(pkg / "layers.py")) == []
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("regpkg.plugins", "regpkg.layers", "regpkg"):
+        sys.modules.pop(name, None)
+    importlib.import_module("regpkg.plugins")
+    block = importlib.import_module("regpkg.layers").Block(4)
+    block(torch.randn(2, 4, requires_grad=True)).sum().backward()  # runs: the frozen layer saved nothing
