@@ -139,9 +139,7 @@ class ConditionsMixin:
         of eagerpy, ``tf.Tensor``, whose ``+=`` may make a new object: foolbox's attacks, set AO), or, with no
         annotation, by what the function does with it (:func:`.param_evidence.tensor_used`: ``v.exp()``,
         ``torch.cos(f0 * t)``)."""
-        args = getattr(self.func, "args", None)
-        every = parameters(args) if args is not None else []  # (indexed as `self.params`: `*rest` included)
-        annotation = every[index].annotation if index < len(every) else None
+        every, annotation = self._param_annotation(index)
         if annotation is None:
             return index < len(every) and every[index].arg in self._tensor_used_params()
         dotted = dotted_name(annotation) if annotation is not None else None
@@ -153,6 +151,13 @@ class ConditionsMixin:
             return True
         # `from .types import Tensor`: a project module's name (a re-export of torch's, or the project's own class)
         return self.ctx is not None and self.ctx.resolve(qual.rpartition(".")[0]) is not None
+
+    def _param_annotation(self, index: int):
+        """This function's parameters (indexed as ``self.params``: ``*rest`` included) and parameter ``index``'s
+        annotation (None without one)."""
+        args = getattr(self.func, "args", None)
+        every = parameters(args) if args is not None else []
+        return every, every[index].annotation if index < len(every) else None
 
     def _tensor_used_params(self) -> frozenset:
         """This function's unannotated parameters, never bound again in it, that its body uses as tensors."""
@@ -180,8 +185,7 @@ class ConditionsMixin:
             return False
         default = self.param_default(self.params[index])
         name = self.params[index]
-        every = parameters(self.func.args) if getattr(self.func, "args", None) is not None else []
-        annotation = every[index].annotation if index < len(every) else None
+        annotation = self._param_annotation(index)[1]
         return bool(default) and type(default[0]) in (bool, int, float, complex) and not (
             annotation is not None and "Tensor" in ast.unparse(annotation)) and not any(
             isinstance(n, ast.Call) and last_name(n.func) in ("isinstance", "is_tensor") and n.args

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional
 
+from . import grad
 from .env import merge
 from .local_conds import copy_reach, merge_reach
 
@@ -72,11 +73,11 @@ class ExitsMixin:
         if not body:
             return None
         last = body[-1]
-        if isinstance(last, (ast.Return, ast.Raise)):
+        if grad.leaves_function(body):
             return "function"
         if not self.loop_exits:
             return None
-        if isinstance(last, (ast.Break, ast.Continue)):
+        if grad.ends_flow(body):  # (`break`, `continue`: the rest of `ends_flow`)
             kind = "exit" if isinstance(last, ast.Break) else "next"
         elif self._ends_while(last):
             kind = "flag"
@@ -87,11 +88,15 @@ class ExitsMixin:
         self.loop_exits[-1][kind].append((dict(self.env), copy_reach(self.reach_conds)))
         return kind
 
-    def _finally_inside_loop(self) -> bool:
-        """A ``try`` with a ``finally`` encloses the statement being walked, inside the innermost loop."""
+    def _after_loop(self) -> list:
+        """The statements being walked inside the innermost loop (outermost first)."""
         loop = self.loop_stack[-1]
         at = next((i for i, s in enumerate(self.stmt_stack) if s is loop), -1)
-        return any(isinstance(s, ast.Try) and s.finalbody for s in self.stmt_stack[at + 1:])
+        return self.stmt_stack[at + 1:]
+
+    def _finally_inside_loop(self) -> bool:
+        """A ``try`` with a ``finally`` encloses the statement being walked, inside the innermost loop."""
+        return any(isinstance(s, ast.Try) and s.finalbody for s in self._after_loop())
 
     def _ends_while(self, stmt: ast.stmt) -> bool:
         """``err = False`` in ``while err:``, with nothing after it on the way to the end of the loop's body (each
@@ -108,11 +113,9 @@ class ExitsMixin:
                 inside = True
             if inside and index != len(frame_body) - 1:
                 return False
-        at = next((i for i, s in enumerate(self.stmt_stack) if s is loop), None)
-        return inside and at is not None and not any(
-            isinstance(s, (ast.Try, ast.For, ast.AsyncFor, ast.While)) and (getattr(s, "finalbody", None)
-                                                                             or s.orelse)
-            for s in self.stmt_stack[at + 1:])
+        return inside and any(s is loop for s in self.stmt_stack) and not any(
+            isinstance(s, (ast.Try, ast.For, ast.AsyncFor, ast.While)) and (getattr(s, "finalbody", None) or s.orelse)
+            for s in self._after_loop())
 
     def run_try_body(self, body) -> List[tuple]:
         """Walk a ``try`` body; return the values (and reach conditions) a handler may start with: those before
