@@ -61,8 +61,10 @@ class AnalysisContext(Protocol):
     def attribute_class(self, cls_qual: str, attr: str) -> Optional[str]:
         """The in-project class ``self.<attr>`` was built from in ``__init__``."""
 
-    def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:
-        """What ``self.<attr>`` was built from in ``__init__``, qualified (imports resolved, else the module's name)."""
+    def attribute_builder(self, cls_qual: str, attr: str, default: bool = True) -> Optional[str]:
+        """What ``self.<attr>`` was built from in ``__init__``, qualified (imports resolved, else the module's name);
+        with ``default`` False, None for a torch layer class that is only an ``__init__`` parameter's default
+        (``norm_layer=nn.LayerNorm``: a caller may pass another)."""
 
     def defer(self, qual: str, walk_body: Callable[[], None]) -> None:
         """Walk a top-level function's body when its summary is first asked for (else at :meth:`finish`)."""

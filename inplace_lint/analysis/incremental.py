@@ -162,8 +162,8 @@ class _Recorder:
     def attribute_class(self, cls_qual, attr):
         return self._ask("attribute_class", cls_qual, attr)
 
-    def attribute_builder(self, cls_qual, attr):
-        return self._ask("attribute_builder", cls_qual, attr)
+    def attribute_builder(self, cls_qual, attr, default=True):
+        return self._ask("attribute_builder", cls_qual, attr, default)
 
     def compiles_torchscript(self):
         return self._ask("compiles_torchscript")

@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from ..torch_facts import ops
 from . import layer_lists
-from .astutil import dotted_name, is_true, kw, last_name, walk_ast, walk_statements
+from .astutil import defaults, dotted_name, is_true, kw, last_name, walk_ast, walk_statements
 from .dispatch import dispatch_guards
 from .param_containers import init_param_containers
 
@@ -24,6 +24,11 @@ _RETURNS_SELF = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bflo
 #: reads the table's single class (``FC_CLASS_REGISTRY = {"torch": nn.Linear}``)
 TABLE_ITEM = "[*]"
 
+#: marks a builder that is an ``__init__`` parameter's default class (``norm_layer=nn.LayerNorm``, then
+#: ``self.norm = norm_layer(dim)``): :meth:`.resolve.Resolver.attribute_builder` takes the default where no subclass
+#: ``__init__`` stands between (one may pass another class to ``super().__init__``)
+DEFAULT_CLASS = "@default:"
+
 
 def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
     """``self.x = SomeClass(...)`` (or ``self.x: SomeClass = ...``, or ``self.x = x`` with the parameter
@@ -37,6 +42,7 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
         annotated = {a.arg: dotted_name(a.annotation) for a in every[1:] if a.annotation is not None}
         init_locals = {a.arg for a in every} | {n.id for n in ast.walk(item) if isinstance(n, ast.Name)
                                                 and isinstance(n.ctx, ast.Store)}
+        classes = default_classes(item)
         nodes = list(item.body)
         for stmt in item.body:  # the top level of __init__ and one level of if/else, try, with
             for field in ("body", "orelse", "finalbody"):
@@ -72,6 +78,10 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
                 if called and isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
                     # `FC_REGISTRY[fc_type](...)`: the module's table decides (not a local of `__init__` of that name)
                     name = None if value.value.id in init_locals else f"{value.value.id}{TABLE_ITEM}"
+                elif called and isinstance(value, ast.Name) and value.id in classes:
+                    # `norm_layer(dim)`, the parameter `norm_layer=nn.LayerNorm` (timm's idiom): the default class
+                    # is one the instance may hold (what a caller passes instead is another)
+                    name = f"{DEFAULT_CLASS}{dotted_name(classes[value.id])}"
                 if name and (called or name.rpartition(".")[2][:1].isupper()):
                     out.setdefault(target.attr, name)
         for attr, name in container_elements(item, me).items():
@@ -79,6 +89,22 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
         for attr, name in init_param_containers(item, me).items():
             out.setdefault(attr, name)
     out.update(dispatch_guards(cls))
+    return out
+
+
+def default_classes(init: ast.FunctionDef) -> Dict[str, ast.expr]:
+    """The parameters of ``init`` whose default is a class (timm's ``norm_layer=nn.LayerNorm``) and that it does not
+    bind again: name -> the class as written. ``partial(nn.LayerNorm, eps=1e-6)`` is its class; a ``partial`` that
+    sets anything but ``eps`` is left out (``elementwise_affine=False`` makes a LayerNorm with other saved tensors), as
+    is any other default (a function, None, a call of something else)."""
+    stored = {n.id for n in ast.walk(init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    out = {}
+    for name, node in defaults(init.args).items():
+        if isinstance(node, ast.Call) and (dotted_name(node.func) or "").rpartition(".")[2] == "partial":
+            node = node.args[0] if node.args and all(k.arg == "eps" for k in node.keywords) else None
+        spelled = dotted_name(node) if node is not None else None
+        if spelled and spelled.rpartition(".")[2][:1].isupper() and name not in stored:
+            out[name] = node
     return out
 
 

@@ -24,7 +24,7 @@ from ..findings import Origin, RootKind, Step, StepKind, WriteKind
 from .astutil import dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, walk_ast, \
     walk_statements
 from . import layer_lists
-from .init_builds import ELEMENTS, container_items, layer_parameters
+from .init_builds import ELEMENTS, container_items, default_classes, layer_parameters
 
 
 def is_guessed_object(origin: Origin) -> bool:
@@ -278,15 +278,24 @@ def torch_stacks(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Optio
     ``torch.nn`` layers written out (``qualify`` resolves a dotted name through the module's imports): the
     ``torch.nn.functional`` op its output comes from (``"sigmoid"``, ``"softmax"``:
     :data:`ops.MODULE_FUNCTIONALS`), or ``""`` for a stack whose last layer is another torch layer
-    (``nn.Linear``): torch's own code, no unknown head."""
+    (``nn.Linear``): torch's own code, no unknown head. A layer built from an ``__init__`` parameter whose default
+    is a torch activation (``act_layer=nn.ReLU``, then ``self.act = act_layer()``: :func:`.init_builds.default_classes`)
+    counts as that activation, one the attribute may hold; a default of another layer says nothing (a caller may
+    pass a layer whose output a custom Function made)."""
     counts = assignment_counts(cls) if counts is None else counts
     out: Dict[str, str] = {}
+    init = _init(cls)
+    classes = default_classes(init) if init is not None else {}
+    in_init = {id(n) for n in walk_ast(init)} if classes else set()
     for node in (walk_ast(cls) if nodes is None else nodes):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
                 and counts.get(node.targets[0].attr) == 1:
-            op = _stack_output(node.value, qualify, 0)
+            used: List[str] = []
+            op = _stack_output(node.value, qualify, 0, classes if id(node) in in_init else {}, used)
             if op is None:
                 op = _listed_stack_output(cls, node, qualify)
+            if used and op in ("", "Identity"):
+                continue  # (`self.norm = norm_layer(d)`: another class a caller passes decides)
             if op is not None and (op or (dotted_name(node.value.func) or "").endswith("Sequential")):
                 out[node.targets[0].attr] = op  # (a single layer other than an activation: torch's own rules)
     for attr, elements in _module_list_elements(cls, qualify, counts, nodes).items():
@@ -347,10 +356,17 @@ def _list_root(node: ast.AST) -> Optional[str]:
     return node.attr if _self_attr(node) else None
 
 
-def _stack_output(node: ast.expr, qualify: Callable[[str], str], depth: int) -> Optional[str]:
+def _stack_output(node: ast.expr, qualify: Callable[[str], str], depth: int,
+                  classes: Optional[Dict[str, ast.expr]] = None, used: Optional[List[str]] = None) -> Optional[str]:
+    """``classes``: the ``__init__`` parameters whose default class a call of them builds; ``used`` collects those
+    met."""
     if depth > 4 or not isinstance(node, ast.Call):
         return None
-    name = qualify(dotted_name(node.func) or "")
+    func = node.func
+    if classes and isinstance(func, ast.Name) and func.id in classes and used is not None:
+        used.append(func.id)
+        func = classes[func.id]
+    name = qualify(dotted_name(func) or "")
     if not name.startswith("torch.nn.") or name.startswith(("torch.nn.parallel.", "torch.nn.utils.")):
         return None
     layer = name.rsplit(".", 1)[-1]
@@ -358,7 +374,7 @@ def _stack_output(node: ast.expr, qualify: Callable[[str], str], depth: int) -> 
         items = node.args
         if not items or node.keywords or any(isinstance(a, ast.Starred) for a in items):
             return None
-        inner = [_stack_output(a, qualify, depth + 1) for a in items]
+        inner = [_stack_output(a, qualify, depth + 1, classes, used) for a in items]
         inner = [i for i in inner if i != "Identity"]  # (`nn.Identity()` passes the previous layer's output on)
         return None if not inner or any(i is None for i in inner) else inner[-1]
     if layer == "Identity":

@@ -459,8 +459,8 @@ class ModuleContext(tables.IndexAnswers):
         self.deps[CLASS_FACTS] = repr(facts)
         return facts
 
-    def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:
-        return self.project.attribute_builder(cls_qual, attr)
+    def attribute_builder(self, cls_qual: str, attr: str, default: bool = True) -> Optional[str]:
+        return self.project.attribute_builder(cls_qual, attr, default)
 
     def module_class(self, cls_qual: str) -> bool:
         return self.project.module_class(cls_qual)

@@ -202,7 +202,7 @@ class ProjectCallsMixin:
         if self.ctx is None or not self.cls_qual or not isinstance(recv_node, ast.Name) \
                 or recv_node.id != self.self_name:
             return False
-        builder = self.ctx.attribute_builder(self.cls_qual, name)
+        builder = self.ctx.attribute_builder(self.cls_qual, name, default=False)
         return builder is not None and self.ctx.module_class(self.cls_qual) and self.ctx.resolve(builder) is not None
 
     def torch_layer(self, recv_node: ast.expr, name: str) -> bool:
@@ -214,7 +214,7 @@ class ProjectCallsMixin:
         if self.ctx is None or not self.cls_qual or not isinstance(recv_node, ast.Name) \
                 or recv_node.id != self.self_name:
             return False
-        builder = self.ctx.attribute_builder(self.cls_qual, name) or ""
+        builder = self.ctx.attribute_builder(self.cls_qual, name, default=False) or ""
         if not builder.startswith("torch.nn.") or builder.startswith(("torch.nn.parallel.", "torch.nn.utils.")):
             return False
         return builder.rsplit(".", 1)[-1] not in _TORCH_CONTAINERS
@@ -223,7 +223,7 @@ class ProjectCallsMixin:
         """The class name of the torch layer ``self.<name>`` was built as (``"Linear"``), when :meth:`torch_layer`."""
         if not self.torch_layer(recv_node, name):
             return None
-        return (self.ctx.attribute_builder(self.cls_qual, name) or "").rsplit(".", 1)[-1]
+        return (self.ctx.attribute_builder(self.cls_qual, name, default=False) or "").rsplit(".", 1)[-1]
 
     def frozen_embedding(self, recv_node: ast.expr, name: str) -> bool:
         """``self.<name>`` is an ``nn.Embedding``/``nn.EmbeddingBag`` the class frozen (``self.embed.weight.requires_grad

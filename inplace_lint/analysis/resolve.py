@@ -22,7 +22,7 @@ from .refs import refers, refs_text, value_refs, value_refs_in_text  # noqa: F40
 from .import_order import imported_files, post_order, suffix_module  # noqa: F401  (re-exported)
 from .names import import_bindings
 from .roots import ROOT_MARKERS, find_root, is_loose, module_name  # noqa: F401  (re-exported)
-from .init_builds import TABLE_ITEM, init_attributes, layer_builders
+from .init_builds import DEFAULT_CLASS, TABLE_ITEM, init_attributes, layer_builders
 from .narrowing import PLAIN_BASES, plain_bases, torch_class_is_tensor
 from .summaries import ModuleIndex, parameter_names
 from .strings import string_functions
@@ -404,12 +404,18 @@ class Resolver:
                                               tuple(sorted(groups)), tuple(sorted(hooks)), tuple(sorted(scripted)))
         return memo
 
-    def attribute_builder(self, cls_qual: str, attr: str) -> Optional[str]:
+    def attribute_builder(self, cls_qual: str, attr: str, default: bool = True) -> Optional[str]:
         """What ``self.<attr>`` was built from in ``__init__`` of this class, qualified: through the module's
         imports (``torch.nn.Parameter`` for ``self.raw = nn.Parameter(...)``), else as a name of the class's
         module (``pkg.conv.make_aggr``), in the project or not; a base's ``__init__`` when the class's does not
-        build it (what the class's ``super().__init__`` passed, :mod:`.param_containers`); None unknown."""
-        return param_containers.builder(self._attribute_builder(cls_qual, attr, 0))
+        build it (what the class's ``super().__init__`` passed, :mod:`.param_containers`); None unknown. A torch
+        layer that is the default of the ``__init__`` parameter it is built from (``self.norm = norm_layer(dim)``,
+        ``norm_layer=nn.LayerNorm``) is one class the attribute may hold: taken with ``default`` (a hazard it
+        makes is reachable), None without (what a caller passes may be a custom Function)."""
+        found = self._attribute_builder(cls_qual, attr, 0)
+        if found is not None and found.startswith(DEFAULT_CLASS):  # `norm_layer=nn.LayerNorm`: the default class
+            found = found[len(DEFAULT_CLASS):] if default and found.startswith(f"{DEFAULT_CLASS}torch.nn.") else None
+        return param_containers.builder(found)
 
     def _attribute_builder(self, cls_qual: str, attr: str, depth: int) -> Optional[str]:
         module, _, name = cls_qual.rpartition(".")
@@ -425,13 +431,20 @@ class Resolver:
                                      else f"{module}.{base}")
                 if found and found[0] == "class" and found[1] != cls_qual:
                     hit = param_containers.through_super(self._attribute_builder(found[1], attr, depth + 1), own)
+                    if hit and hit.startswith(DEFAULT_CLASS) and info and "__init__" in info[1]:
+                        return None  # (this class's `__init__` may pass the base another class)
                     if hit:
                         return hit
             return None
         if dotted.endswith(TABLE_ITEM):  # `self.fc = FC_REGISTRY[kind](...)`: the table's one class, if one (and no
             classes = tables.lookup(self.indexes, f"{module}.{dotted[:-len(TABLE_ITEM)]}")  # other module imports it)
             return classes[0] if len(classes) == 1 else None
+        mark = DEFAULT_CLASS if dotted.startswith(DEFAULT_CLASS) else ""
+        dotted = dotted[len(mark):]
         head, _, rest = dotted.partition(".")
+        if mark:  # qualified where the default is written
+            return mark + (index.imports[head] + (f".{rest}" if rest else "") if head in index.imports
+                           else f"{module}.{dotted}")
         if dotted.startswith("@") or head not in index.imports:
             return dotted if dotted.startswith("@") else f"{module}.{dotted}"
         return index.imports[head] + (f".{rest}" if rest else "")
