@@ -28,11 +28,6 @@ _MODEL_LIBRARIES = frozenset({"torch", "torchvision", "torchaudio", "timm", "tra
 AUG_OPS = {getattr(ast, name): symbol for name, symbol in ops.AST_AUGMENTED.items()}
 
 
-#: NumPy scalar types (``np.float32(2.0)``): a tensor's in-place ops take them as numbers
-_NUMPY_SCALARS = ("float", "int", "uint", "bool", "complex", "double", "half", "single", "longlong", "short",
-                  "byte", "ubyte", "ushort", "uintc", "intc", "intp", "uintp", "str_", "bytes_", "generic",
-                  "number", "datetime64", "timedelta64")
-
 class BindingMixin:
     """Assignments and targets (a part of :class:`~.dataflow.Scope`)."""
 
@@ -107,7 +102,8 @@ class BindingMixin:
             base = self.eval(target.value)
             self.eval(target.slice)
             if not is_str_constant(target.slice):
-                self.report(node, WriteKind.SUBSCRIPT, f"`{op}` on an item", target.value, base)
+                self.report(node, WriteKind.SUBSCRIPT, f"`{op}` on an item", target.value,
+                            self.written_with_grad(base, node.value))
                 self.written_with(target.value, base, value, node.value)
         elif isinstance(target, (ast.Name, ast.Attribute)) and (
                 ops.AUGMENTED_INPLACE.get(op) is None or self._numpy_array(node.value)):
@@ -118,21 +114,9 @@ class BindingMixin:
             self.assign(target, None, EMPTY)
         elif isinstance(target, (ast.Name, ast.Attribute)):
             origins = self.eval(target)
-            self.report(node, WriteKind.AUGMENTED, f"`{op}`", target, origins, ops.AUGMENTED_INPLACE.get(op))
+            self.report(node, WriteKind.AUGMENTED, f"`{op}`", target, self.written_with_grad(origins, node.value),
+                        ops.AUGMENTED_INPLACE.get(op))
             self.written_with(target, origins, value, node.value)
-
-    def _numpy_array(self, node: ast.expr) -> bool:
-        """``node`` surely makes a NumPy array: a call of a ``numpy`` function other than a scalar type
-        (``np.ones(n)``, ``np.asarray(v)``, not ``np.float32(2.0)``, which a tensor's in-place ops accept), or
-        ``t.numpy()``."""
-        if not isinstance(node, ast.Call):
-            return False
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "numpy" and not node.args:
-            return True
-        qual, _ = qualify(node.func, self.names, self.is_local_name)
-        if not qual or not qual.startswith("numpy.") or qual.count(".") != 1:
-            return False
-        return not qual[len("numpy."):].startswith(_NUMPY_SCALARS)
 
     def stmt_Delete(self, node: ast.Delete) -> None:
         for target in node.targets:
@@ -267,7 +251,8 @@ class BindingMixin:
             if not is_str_constant(target.slice):  # x["key"] = v: a mapping, not a tensor
                 # guess: `small[k:] = False` writes a bool mask, and a bool tensor never requires grad
                 # (docs/pytorch-facts.md#grad-off): the autograd rules do not apply, the alias rules do
-                self.report(target, WriteKind.SUBSCRIPT, "item assignment", target.value, base,
+                self.report(target, WriteKind.SUBSCRIPT, "item assignment", target.value,
+                            self.written_with_grad(base, value_node),
                             write_no_grad=isinstance(value_node, ast.Constant) and isinstance(value_node.value, bool))
             key = self.key_of(target)
             if key is not None and not any(o.is_tensor for o in base):

@@ -72,7 +72,7 @@ def is_detached(node: ast.AST) -> bool:
 _NO_GRAD_METHODS = frozenset({"detach", "argmax", "argmin", "argsort", "long", "int", "bool", "item", "tolist",
                               # comparisons make bool tensors (`2 * x.ge(0) * buf[k - 1]` saves no row of `buf`)
                               "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "logical_not",
-                              "logical_and", "logical_or", "logical_xor"})
+                              "logical_and", "logical_or", "logical_xor"}) | ops.FACTORY_METHODS  # (`w.new_zeros(n)`)
 
 
 class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, StorageMixin):
@@ -394,8 +394,9 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
                 return self.submodule_call(node.func.attr)  # self.fc(x), self.proj(h)
             return self.grad_source(value)  # self.fc(x).view(...), h.float()
         if isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Name) and self.returns_no_grad(node.func):
-                return False  # `_norm(self.fc(x))` returning `.item()`: every return needs no grad
+            if isinstance(node.func, ast.Name) and self.returns_no_grad(node.func) or last_name(
+                    node.func) in ops.FACTORY_FUNCTIONS and kw(node, "requires_grad") is None:
+                return False  # `_norm(self.fc(x))` returning `.item()`; `torch.zeros_like(self.w)`: no grad
             return any(self.grad_source(a) for a in node.args)  # torch.sum(self.fc(x) * y)
         if isinstance(node, ast.BinOp):
             return self.grad_source(node.left) or self.grad_source(node.right)

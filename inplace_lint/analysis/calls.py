@@ -337,8 +337,7 @@ class CallsMixin:
             # `pos.requires_grad_()` (forces as the gradient of an energy): from here on it requires grad (a
             # flag that is not a literal, `.requires_grad_(x.requires_grad)`, says nothing)
             made = frozenset({Origin(RootKind.TENSOR, short(recv_node), line)})
-            key = self.key_of(recv_node)
-            if key is not None and self.recording:
+            if (key := self.key_of(recv_node)) is not None and self.recording:
                 self.bind_name(key, made)
             return made
         if name in ops.TENSOR_INPLACE_METHODS:
@@ -348,7 +347,8 @@ class CallsMixin:
                 base = self.eval_quiet(recv_node.value)
                 recv = cap(o.extend(Step(StepKind.VIEW, index_text(recv_node.slice), line, self.no_grad))
                            for o in base if o.is_tensor and not model_outputs.is_guessed_object(o))
-            self.report(node, WriteKind.METHOD, f"`{name}`", recv_node, recv, name)
+            values = node.args + [k.value for k in node.keywords]  # (`a.addcmul_(t, tensor2=self.w)`)
+            self.report(node, WriteKind.METHOD, f"`{name}`", recv_node, self.written_with_grad(recv, *values), name)
             result = cap(o.extend(Step(StepKind.ALIAS, f".{name}()", line)) for o in recv if o.is_tensor)
             if model_outputs.saves_output_inplace(name) and not self.no_grad:
                 # `h.sigmoid_()`: what it returns is also an output its backward reads, as for `torch.sigmoid_(h)`

@@ -3,11 +3,15 @@ value a container stored, a parameter already updated in place (state). A part o
 from __future__ import annotations
 
 import ast
-from typing import Set
+from dataclasses import replace
+from typing import Optional, Set
 
+from ..findings import RootKind, StepKind
+from ..rules.ipv003_multi_output_view import GRAD_VALUE_WRITTEN
 from ..torch_facts import ops
-from .astutil import dotted_name, last_name, values_bound, walk_ast
-from .call_args import is_dtype_conversion
+from .astutil import dotted_name, kw, last_name, values_bound, walk_ast
+from .call_args import INTEGER_DTYPES, is_dtype_conversion
+from .names import qualify
 from .summaries import param_index
 
 
@@ -32,11 +36,67 @@ _MADE_BY_METHOD = ops.OWN_STORAGE_METHODS
 _COPIED_BY_METHOD = frozenset({"repeat", "repeat_interleave"})
 
 
+#: NumPy scalar types (``np.float32(2.0)``): a tensor's in-place ops take them as numbers
+_NUMPY_SCALARS = ("float", "int", "uint", "bool", "complex", "double", "half", "single", "longlong", "short",
+                  "byte", "ubyte", "ushort", "uintc", "intc", "intp", "uintp", "str_", "bytes_", "generic",
+                  "number", "datetime64", "timedelta64")
+
+
+def _integer_factory(text: str) -> bool:
+    """A factory call's text that makes an integer or bool tensor (``torch.zeros(n, dtype=torch.long)``,
+    ``torch.zeros(n).long()``), which never requires grad: a value written into it is converted."""
+    try:
+        call = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return False
+    if not isinstance(call, ast.Call):
+        return False
+    if isinstance(call.func, ast.Attribute) and call.func.attr in _INTEGER_CASTS and not call.args:
+        return True
+    return (dotted_name(kw(call, "dtype")) or "").rpartition(".")[2] in INTEGER_DTYPES
+
+
+#: tensor methods that convert to an integer or bool dtype
+_INTEGER_CASTS = frozenset({"long", "int", "short", "byte", "char", "bool"})
+
+
 class TensorKindsMixin:
     """``is_bool_value``, ``stored_value``, ``accumulated_params``, ``torch_made`` (a part of
     :class:`~.dataflow.Scope`)."""
 
     bool_names: Set[str]
+
+    def written_with_grad(self, written: frozenset, *value_nodes: Optional[ast.expr]) -> frozenset:
+        """What a write of ``value_nodes`` writes (``a[:] = v``, ``a += v``, ``a.copy_(v)``): where a value requires
+        grad by evidence (a model output, a parameter, an op on either: its origins, or
+        :meth:`~.call_grad.CallGradMixin.grad_source`), an output of ``split``/``chunk``/``unbind`` (or the loop
+        variable over a tensor) of a tensor that needs none (a factory's, ``a, b = torch.zeros(2, n)``) is written as
+        one of a tensor that requires grad: with grad on, the write raises ``A view was created in no_grad mode and is
+        being modified inplace with grad mode enabled. This view is the output of a function that returns multiple
+        views.`` (docs/pytorch-facts.md#multi-output-view-grad-value; POT's log-domain barycenters, set CK). Such an
+        origin keeps its root (a fix's safety still finds the names bound to the factory's tensor) and says so in its
+        condition, which IPV003 reads. A write with grad off records nothing: :meth:`~.reporting.ReportingMixin.report`
+        reads the grad mode as for any write."""
+        if not any(o.root is RootKind.FRESH and o.has(StepKind.ELEMENT) for o in written) or not any(
+                v is not None and not isinstance(v, ast.Starred) and (self.grad_source(v) or any(
+                    o.is_tensor and o.grad_evidence and param_index(o) is None for o in self.eval_quiet(v)))
+                for v in value_nodes):
+            return written
+        return frozenset(replace(o, condition=GRAD_VALUE_WRITTEN) if o.root is RootKind.FRESH and o.is_tensor
+                         and o.has(StepKind.ELEMENT) and not _integer_factory(o.root_text) else o for o in written)
+
+    def _numpy_array(self, node: ast.expr) -> bool:
+        """``node`` surely makes a NumPy array: a call of a ``numpy`` function other than a scalar type
+        (``np.ones(n)``, ``np.asarray(v)``, not ``np.float32(2.0)``, which a tensor's in-place ops accept), or
+        ``t.numpy()``."""
+        if not isinstance(node, ast.Call):
+            return False
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "numpy" and not node.args:
+            return True
+        qual, _ = qualify(node.func, self.names, self.is_local_name)
+        if not qual or not qual.startswith("numpy.") or qual.count(".") != 1:
+            return False
+        return not qual[len("numpy."):].startswith(_NUMPY_SCALARS)
 
     def is_bool_value(self, node: ast.expr) -> bool:
         """``node`` is a bool tensor: a comparison or ``torch.logical_*(...)`` (or a name bound to one), and
@@ -162,3 +222,4 @@ def _state_items(value: ast.expr) -> bool:
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
         and value.func.attr in ("values", "items") and isinstance(value.func.value, ast.Attribute) \
         and value.func.value.attr == "state"
+

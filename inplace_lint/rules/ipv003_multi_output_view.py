@@ -3,8 +3,16 @@ from ..findings import Origin, RootKind, StepKind
 from .base import Example, Rule, Write, root_phrase
 
 
+#: an origin's condition where the value written makes the write raise: an output of ``split`` (or ``unbind``, the
+#: loop over a tensor) of a tensor that needs no grad (a factory's) written with a value that requires grad raises
+#: "A view was created in no_grad mode ... This view is the output of a function that returns multiple views"
+#: (docs/pytorch-facts.md#multi-output-view-grad-value)
+GRAD_VALUE_WRITTEN = "written with a value that requires grad"
+
+
 def applies(origin: Origin, write: Write) -> bool:
-    return origin.has(StepKind.ELEMENT) and origin.is_tensor and origin.root is not RootKind.FRESH
+    return origin.has(StepKind.ELEMENT) and origin.is_tensor and (
+        origin.root is not RootKind.FRESH or origin.condition == GRAD_VALUE_WRITTEN)
 
 
 def message(write: Write, origin: Origin) -> str:
@@ -35,7 +43,11 @@ RULE = Rule(
         "With a base that requires grad it raises `RuntimeError: Output 0 of Split is "
         "a view and is being modified inplace. This view is the output of a function that "
         "returns multiple views. Such functions do not allow the output views to be modified "
-        "inplace.` (torchvision `make_grid`, pytorch #48149; docs/pytorch-facts.md#multi-output-view)."
+        "inplace.` (torchvision `make_grid`, pytorch #48149; docs/pytorch-facts.md#multi-output-view). "
+        "With a base that needs none (a factory's zeros), writing a value that requires grad raises too: "
+        "`A view was created in no_grad mode and is being modified inplace with grad mode enabled. This view "
+        "is the output of a function that returns multiple views.` "
+        "(docs/pytorch-facts.md#multi-output-view-grad-value)."
     ),
     fix_safety=(
         "Unsafe: the in-place write also changes the base, which the out-of-place form does not. "

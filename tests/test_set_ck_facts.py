@@ -1,0 +1,252 @@
+"""Facts from sets CJ and CK (twenty-eighth session), each executed under torch.
+
+- A layer built from an ``__init__`` parameter whose default is a torch layer class (timm's and vissl's
+  ``norm_layer=nn.LayerNorm``, then ``self.norm2 = norm_layer(dim)``) may be that layer: what the default builds is
+  reachable (a caller who passes nothing gets it), so ``x[:, 0:1] = self.norm2(x[:, 0:1])`` overwrites the input
+  LayerNorm saved and the backward raises (vissl's XCiT class-attention block, set CJ). A subclass whose ``__init__``
+  passes ``super().__init__`` another class may hold another layer; a subclass with no ``__init__`` of its own keeps
+  the default. The default is never taken to say the attribute is *only* a plain torch layer (a caller may pass a
+  layer whose output a custom Function made).
+"""
+from __future__ import annotations
+
+import pytest
+
+from inplace_lint.analysis import analyze_source
+from inplace_lint.fixing import fix_code
+from tests.executed import load
+
+torch = pytest.importorskip("torch")
+
+SAVED_ERROR = "modified by an inplace operation"
+
+DEFAULT_NORM = '''from functools import partial
+
+import torch
+from torch import nn
+
+
+class ClassAttentionBlock(nn.Module):
+    def __init__(self, dim, norm_layer=nn.LayerNorm):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.norm2 = norm_layer(dim)
+
+    def forward(self, x):
+        x = x + self.fc(x)
+        x[:, 0:1] = self.norm2(x[:, 0:1])
+        return x
+
+
+class WithEps(nn.Module):
+    def __init__(self, dim, norm_layer=partial(nn.LayerNorm, eps=1e-6)):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.norm = norm_layer(dim)
+
+    def forward(self, x):
+        x = x + self.fc(x)
+        x[:, :1] = self.norm(x[:, :1])
+        return x
+
+
+class Rebound(nn.Module):
+    def __init__(self, dim, norm_layer=nn.LayerNorm):
+        super().__init__()
+        norm_layer = nn.Identity
+        self.fc = nn.Linear(dim, dim)
+        self.norm = norm_layer(dim)
+
+    def forward(self, x):
+        x = x + self.fc(x)
+        x[:, :1] = self.norm(x[:, :1])
+        return x
+
+
+class Identity(ClassAttentionBlock):
+    def __init__(self, dim):
+        super().__init__(dim, norm_layer=nn.Identity)
+
+
+class Inherits(ClassAttentionBlock):
+    pass
+'''
+
+
+def test_a_layer_built_from_a_parameter_default_torch_class_is_that_layer():
+    findings = analyze_source(DEFAULT_NORM)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 15, 8), ("IPV006", 27, 8)]
+    assert findings[0].message.startswith(
+        "item assignment writes in place to `x`, which `self.norm2(...)` (`nn.LayerNorm`, line 15) saved for backward")
+    mod = load(DEFAULT_NORM)
+    for name in ("ClassAttentionBlock", "WithEps", "Inherits"):
+        block = mod[name](4)
+        with pytest.raises(RuntimeError, match=SAVED_ERROR):
+            block(torch.randn(2, 3, 4)).sum().backward()
+    for name in ("Rebound", "Identity"):  # (no LayerNorm: the same write is legal)
+        block = mod[name](4)
+        x = torch.randn(2, 3, 4, requires_grad=True)
+        block(x).sum().backward()
+        assert x.grad is not None
+
+
+GRAD_VALUE = '''import torch
+from torch import nn
+
+
+class Tables(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(3))
+
+    def table(self):
+        table = torch.zeros(4, 3)
+        a, b = table.split(2)
+        a[0] = self.w * 2
+        return table
+
+    def rows(self):
+        out = torch.zeros(2, 3)
+        for row in out:
+            row += self.w
+        return out
+
+    def unbound(self):
+        first, second = torch.zeros(2, 3).unbind(0)
+        first.add_(self.w)
+        return first
+
+    def chunked(self):
+        a = torch.zeros(2, 3).chunk(2)[0]
+        a.mul_(self.w)
+        return a
+
+    def grad_off(self):
+        a, b = torch.zeros(4, 3).split(2)
+        with torch.no_grad():
+            a[0] = self.w * 2
+        return a
+
+    def detached(self):
+        a, b = torch.zeros(4, 3).split(2)
+        a[0] = self.w.detach() * 2
+        return a
+
+    def selected(self):
+        a = torch.zeros(2, 3)[0]
+        a += self.w
+        return a
+'''
+
+NO_GRAD_VIEW = "A view was created in no_grad mode and is being modified inplace"
+
+
+def test_a_split_output_of_a_factory_written_with_a_value_that_requires_grad_is_ipv003():
+    findings = analyze_source(GRAD_VALUE)
+    assert [(f.code, f.line, f.col) for f in findings] == [
+        ("IPV003", 13, 8), ("IPV003", 19, 12), ("IPV003", 24, 8), ("IPV003", 29, 8)]
+    assert findings[0].message == (
+        "item assignment writes in place to `a`, one output of `.split(2)` of fresh tensor `torch.zeros(4, 3)` "
+        "(written with a value that requires grad)")
+    assert findings[1].message == (
+        "`+=` writes in place to `row`, one output of the loop over fresh tensor `torch.zeros(2, 3)` "
+        "(written with a value that requires grad)")
+    # the table is returned: rewriting the write onto a copy would leave it zero
+    assert findings[0].fix.applicability.value == "unsafe"
+    tables = load(GRAD_VALUE)["Tables"]()
+    for name in ("table", "rows", "unbound", "chunked"):
+        with pytest.raises(RuntimeError, match=NO_GRAD_VIEW):
+            getattr(tables, name)()
+    # silent: grad off, a value that needs no grad, one select view
+    assert torch.equal(tables.grad_off()[0], tables.w.detach() * 2)
+    assert torch.equal(tables.detached()[0], tables.w.detach() * 2)
+    assert tables.selected().requires_grad
+
+
+def test_the_safe_fix_of_a_grad_valued_chunk_write_runs_and_keeps_the_gradient():
+    new = fix_code(GRAD_VALUE, style="inline").new_source
+    assert "        a = a.clone().mul_(_a_operand)\n" in new
+    assert "        first = first.clone().add_(_first_operand)\n" in new
+    tables = load(new)["Tables"]()
+    out = tables.chunked()
+    assert torch.equal(out, torch.zeros(1, 3))
+    out.sum().backward()
+    assert torch.equal(tables.w.grad, torch.zeros(3))  # (d(0 * w)/dw = 0)
+    first = tables.unbound()
+    assert torch.equal(first, tables.w.detach())
+    first.sum().backward()
+    assert torch.equal(tables.w.grad, torch.ones(3))
+
+
+REVIEW = '''from functools import partial
+
+import torch
+from torch import nn
+
+
+class NoAffine(nn.Module):
+    def __init__(self, dim, norm_layer=partial(nn.LayerNorm, elementwise_affine=False)):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.norm = norm_layer(dim)
+
+    def forward(self, x):
+        x = x * 2
+        x[:, 0:1] = self.norm(x[:, 0:1])
+        return x + self.fc(x)
+
+
+class Act(nn.Module):
+    def __init__(self, dim, act_layer=nn.ReLU):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.act = act_layer()
+
+    def forward(self, x):
+        h = self.act(self.fc(x))
+        h += 1
+        return h
+
+
+class Gelu(Act):
+    def __init__(self, dim):
+        super().__init__(dim, act_layer=nn.GELU)
+
+
+class Values(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4))
+
+    def integer(self):
+        a, b = torch.zeros(2, 4, dtype=torch.long).unbind(0)
+        a.copy_(self.w)
+        return a
+
+    def factories(self):
+        a, b = torch.zeros(2, 4).unbind(0)
+        a.copy_(self.w.new_zeros(4) + torch.zeros_like(self.w))
+        return a
+
+    def keyword(self):
+        a, b = torch.zeros(2, 4).unbind(0)
+        a.addcmul_(torch.ones(4), tensor2=self.w)
+        return a
+'''
+
+
+def test_review_probes_of_the_two_facts():
+    findings = analyze_source(REVIEW)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 27, 8), ("IPV003", 53, 8)]
+    assert findings[0].message.startswith("`+=` writes in place to `h`, `self.act(self.fc(x))`, whose output autograd")
+    mod = load(REVIEW)
+    x = torch.randn(2, 3, 4)
+    mod["NoAffine"](4)(x).sum().backward()  # (LayerNorm without weights saves nothing this write changes)
+    with pytest.raises(RuntimeError, match=SAVED_ERROR):  # ReLU saved its output
+        mod["Act"](4)(x).sum().backward()
+    mod["Gelu"](4)(x).sum().backward()  # (a subclass passing GELU: nothing saved is written)
+    values = mod["Values"]()
+    assert values.integer().dtype == torch.long  # an integer tensor takes no grad: the copy converts
+    assert not values.factories().requires_grad
+    with pytest.raises(RuntimeError, match=NO_GRAD_VIEW):
+        values.keyword()
