@@ -250,3 +250,86 @@ def test_review_probes_of_the_two_facts():
     assert not values.factories().requires_grad
     with pytest.raises(RuntimeError, match=NO_GRAD_VIEW):
         values.keyword()
+
+
+OR_IDIOM = '''from functools import partial
+
+import torch
+from torch import nn
+
+
+class OrIdiom(nn.Module):
+    def __init__(self, dim, norm_layer=None, act_layer=None):
+        super().__init__()
+        norm_layer = norm_layer or partial(nn.LayerNorm, eps=1e-6)
+        act_layer = act_layer or nn.Sigmoid
+        self.fc = nn.Linear(dim, dim)
+        self.norm = norm_layer(dim)
+        self.act = act_layer()
+
+    def forward(self, x):
+        x = x + self.fc(x)
+        x[:, 0:1] = self.norm(x[:, 0:1])
+        h = self.act(x)
+        h.mul_(2)
+        return h
+
+
+class IfNone(nn.Module):
+    def __init__(self, dim, norm_layer=None):
+        super().__init__()
+        if norm_layer is None:
+            norm_layer = nn.LayerNorm
+        self.fc = nn.Linear(dim, dim)
+        self.norm = norm_layer(dim)
+
+    def forward(self, x):
+        x = x + self.fc(x)
+        x[:, 0:1] = self.norm(x[:, 0:1])
+        return x
+
+
+class Mixed(nn.Module):
+    def __init__(self, dim, norm_layer=None, plain=False):
+        super().__init__()
+        if norm_layer is None:
+            norm_layer = nn.LayerNorm
+        if plain:
+            norm_layer = nn.Identity
+        self.fc = nn.Linear(dim, dim)
+        self.norm = norm_layer(dim)
+
+    def forward(self, x):
+        x = x + self.fc(x)
+        x[:, 0:1] = self.norm(x[:, 0:1])
+        return x
+
+
+class Factory(nn.Module):
+    def __init__(self, dim, norm_layer=None):
+        super().__init__()
+        norm_layer = get_norm(norm_layer)
+        self.fc = nn.Linear(dim, dim)
+        self.norm = norm_layer(dim)
+
+    def forward(self, x):
+        x = x + self.fc(x)
+        x[:, 0:1] = self.norm(x[:, 0:1])
+        return x
+
+
+def get_norm(layer):
+    return layer or nn.Identity
+'''
+
+
+def test_timms_or_idiom_and_an_if_none_default_are_the_class_they_name():
+    findings = analyze_source(OR_IDIOM)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 18, 8), ("IPV006", 20, 8), ("IPV006", 34, 8)]
+    mod = load(OR_IDIOM)
+    for name in ("OrIdiom", "IfNone", "Mixed"):
+        with pytest.raises(RuntimeError, match=SAVED_ERROR):
+            mod[name](4)(torch.randn(2, 3, 4)).sum().backward()
+    # `Mixed` binds the parameter to two classes (a flag picks one): not followed, a miss accepted; `Factory` asks a
+    # function, whose default is `nn.Identity`: silent, and the same write runs
+    mod["Factory"](4)(torch.randn(2, 3, 4)).sum().backward()

@@ -94,18 +94,43 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
 
 def default_classes(init: ast.FunctionDef) -> Dict[str, ast.expr]:
     """The parameters of ``init`` whose default is a class (timm's ``norm_layer=nn.LayerNorm``) and that it does not
-    bind again: name -> the class as written. ``partial(nn.LayerNorm, eps=1e-6)`` is its class; a ``partial`` that
-    sets anything but ``eps`` is left out (``elementwise_affine=False`` makes a LayerNorm with other saved tensors), as
-    is any other default (a function, None, a call of something else)."""
-    stored = {n.id for n in ast.walk(init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    bind again, or whose default is None and that every binding in ``init`` sets to one class when it is not given
+    (timm's other idiom, ``norm_layer = norm_layer or nn.LayerNorm``; ``if norm_layer is None: norm_layer = ...``):
+    name -> the class as written. ``partial(nn.LayerNorm, eps=1e-6)`` is its class; a ``partial`` that sets anything
+    but ``eps`` is left out (``elementwise_affine=False`` makes a LayerNorm with other saved tensors), as is any other
+    default (a function, a call of something else)."""
+    stored: Dict[str, list] = {}
+    for n in ast.walk(init):
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
+            for t in _targets(n) if not isinstance(n, ast.With) else [i.optional_vars for i in n.items]:
+                for m in ast.walk(t) if t is not None else ():
+                    if isinstance(m, ast.Name):
+                        stored.setdefault(m.id, []).append(n)
     out = {}
     for name, node in defaults(init.args).items():
+        if isinstance(node, ast.Constant) and node.value is None and name in stored:
+            given = [_when_none(n, name) for n in stored[name]]  # (`norm_layer = norm_layer or nn.LayerNorm`)
+            node = given[0] if all(g is not None for g in given) and len({ast.dump(g) for g in given}) == 1 else None
+        elif name in stored:
+            continue
         if isinstance(node, ast.Call) and (dotted_name(node.func) or "").rpartition(".")[2] == "partial":
             node = node.args[0] if node.args and all(k.arg == "eps" for k in node.keywords) else None
         spelled = dotted_name(node) if node is not None else None
-        if spelled and spelled.rpartition(".")[2][:1].isupper() and name not in stored:
+        if spelled and spelled.rpartition(".")[2][:1].isupper():
             out[name] = node
     return out
+
+
+def _when_none(stmt: ast.stmt, name: str) -> Optional[ast.expr]:
+    """What ``stmt`` binds the parameter ``name`` to where it was None: ``X`` of ``name = name or X`` or of a plain
+    ``name = X`` (under ``if name is None:``, or anywhere: every binding must agree); None for anything else."""
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+        return None
+    value = stmt.value
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and len(value.values) == 2 \
+            and isinstance(value.values[0], ast.Name) and value.values[0].id == name:
+        value = value.values[1]
+    return value if dotted_name(value) or isinstance(value, ast.Call) else None
 
 
 #: the key of what a container attribute holds (``blocks[]`` for ``self.blocks = nn.ModuleList(...)``)
