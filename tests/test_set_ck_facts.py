@@ -1,4 +1,4 @@
-"""Facts from sets CJ and CK (twenty-eighth session), each executed under torch.
+"""Facts from sets CJ, CK and CM (twenty-eighth session), each executed under torch.
 
 - A layer built from an ``__init__`` parameter whose default is a torch layer class (timm's and vissl's
   ``norm_layer=nn.LayerNorm``, then ``self.norm2 = norm_layer(dim)``) may be that layer: what the default builds is
@@ -7,6 +7,9 @@
   passes ``super().__init__`` another class may hold another layer; a subclass with no ``__init__`` of its own keeps
   the default. The default is never taken to say the attribute is *only* a plain torch layer (a caller may pass a
   layer whose output a custom Function made).
+- A split of a factory tensor written with a value that requires grad raises at the write (IPV003).
+- einops' ``repeat`` that adds an axis of its own is a stride-0 view of its input (spflow's channel map, set CM):
+  an item write zeroes every repeat and the caller's tensor; a new axis folded into a group is a possible view.
 """
 from __future__ import annotations
 
@@ -333,3 +336,56 @@ def test_timms_or_idiom_and_an_if_none_default_are_the_class_they_name():
     # `Mixed` binds the parameter to two classes (a flag picks one): not followed, a miss accepted; `Factory` asks a
     # function, whose default is `nn.Identity`: silent, and the same write runs
     mod["Factory"](4)(torch.randn(2, 3, 4)).sum().backward()
+
+
+EINOPS_REPEAT = '''import torch
+from einops import repeat
+
+
+def map_channels(output_ids, channels):
+    mapped = repeat(output_ids, "b f -> b f i", i=len(channels))
+    for i, c in enumerate(channels):
+        if c == 1:
+            mapped[..., i] = 0
+    return mapped
+
+
+def folded(output_ids, n):
+    mapped = repeat(output_ids, "b f -> b (f i)", i=n)
+    mapped[:, 0] = 0
+    return mapped
+
+
+def unit(output_ids):
+    mapped = repeat(output_ids, "b f -> b f 1")
+    mapped[..., 0] = 0
+    return mapped
+
+
+def scaled(x: torch.Tensor, n: int):
+    y = repeat(x, "b f -> b f i", i=n)
+    y.mul_(2)
+    return y
+'''
+
+
+def test_einops_repeat_adding_an_axis_of_its_own_is_an_expanded_view():
+    pytest.importorskip("einops")
+    findings = analyze_source(EINOPS_REPEAT)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV004", 9, 12), ("IPV004", 27, 4)]
+    assert findings[0].message.startswith(
+        "item assignment writes in place to `mapped`, an expanded view of `output_ids`; raises when `repeat(...)`")
+    mod = load(EINOPS_REPEAT)
+    ids = torch.tensor([[2], [1]])
+    out = mod["map_channels"](ids, [1, 3])
+    # spflow's channel map (set CM): the write zeroes every repeat and the caller's ids
+    assert ids.tolist() == [[0], [0]] and out.tolist() == [[[0, 0]], [[0, 0]]]
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        mod["scaled"](torch.ones(2, 3), 2)
+    # folded into a group: a copy where `f` > 1 (a view where `f` is 1: read as a possible view, no IPV004)
+    ids = torch.arange(6).reshape(2, 3)
+    mod["folded"](ids, 2)
+    assert ids.tolist() == [[0, 1, 2], [3, 4, 5]]
+    ids = torch.tensor([[2], [1]])
+    mod["unit"](ids)  # (a new axis of size 1 shares no element)
+    assert ids.tolist() == [[0], [0]]

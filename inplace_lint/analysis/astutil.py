@@ -118,11 +118,14 @@ def short(node: ast.AST, limit: int = 60) -> str:
 
 
 def call_text(node: ast.Call, method: str) -> str:
-    """``.squeeze(0)``; long argument lists are elided."""
+    """``.squeeze(0)``; long argument lists are elided. A call of another name that amounts to ``method`` (einops'
+    ``repeat(x, "b f -> b f i", i=n)`` for ``expand``) is shown as written: ``repeat(...)``."""
     args = ", ".join([ast.unparse(a) for a in node.args] + [ast.unparse(k) for k in node.keywords])
     if len(args) > 30:
         args = "..."
-    return f".{method}({args})"
+    called = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id \
+        if isinstance(node.func, ast.Name) else method
+    return f".{method}({args})" if called == method else f"{called}({args})"
 
 
 def defaults(args: ast.arguments) -> Dict[str, ast.expr]:

@@ -13,6 +13,7 @@ keep working; ``F`` and ``nn.functional`` are then read as ``torch.nn.functional
 from __future__ import annotations
 
 import ast
+import re
 from typing import Dict, Optional, Tuple
 
 from .astutil import dotted_name
@@ -103,9 +104,31 @@ def is_non_tensor_library(qual: Optional[str]) -> bool:
 #: einops' ``rearrange`` of a tensor is ``reshape`` and ``permute`` of it: a view when the strides allow, else a copy,
 #: with the input's autograd history either way (einops docs: "rearrange ... reordering, composition and decomposition
 #: of axes"; its torch backend calls ``Tensor.reshape``/``permute``): what ``x.reshape(...)`` is
-REARRANGES = frozenset({"einops.rearrange", "einops.einops.rearrange"})
+#: einops' ``repeat`` is that and ``expand``: an axis the output adds on its own (``"b f -> b f i"``) is a stride-0
+#: view of the input, one folded into a group with another (``"b f -> b (f i)"``) makes a copy (executed on torch
+#: 2.13 and einops 0.8: the first shares the input's storage, the second does not): :func:`einops_op`
+REARRANGES = frozenset({"einops.rearrange", "einops.einops.rearrange", "einops.repeat", "einops.einops.repeat"})
 
 
 def rearranged(call: ast.Call) -> bool:
     """``rearrange(x, ...)`` of one tensor: not of a list or tuple of them (einops stacks those first: a copy)."""
     return bool(call.args) and not isinstance(call.args[0], (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp))
+
+
+def einops_op(qual: str, call: ast.Call) -> str:
+    """The tensor method an einops call of :data:`REARRANGES` amounts to: ``expand`` for a ``repeat`` whose pattern
+    adds an axis of its own (a stride-0 view: a write to it writes the input, every repeat at once), else ``reshape``
+    (a view when the strides allow, else a copy: a new axis folded into a group, ``"b f -> b (f i)"``, copies, but
+    not where ``f`` is 1; a pattern that is not a literal)."""
+    pattern = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "pattern"), None)
+    if not qual.endswith(".repeat") or not (isinstance(pattern, ast.Constant) and isinstance(pattern.value, str)) \
+            or pattern.value.count("->") != 1:
+        return "reshape"
+    left, right = pattern.value.split("->")
+    known = set(re.findall(r"[A-Za-z_]\w*", left))
+    depth, added = 0, set()  # (the depth at which each new axis stands)
+    for token in re.findall(r"\(|\)|[A-Za-z_]\w*|\d+", right):
+        depth += token == "(" or -(token == ")")
+        if token not in "()" and token not in known and token != "1":
+            added.add(depth)
+    return "expand" if 0 in added else "reshape"
