@@ -235,6 +235,15 @@ class Values(nn.Module):
         a, b = torch.zeros(2, 4).unbind(0)
         a.addcmul_(torch.ones(4), tensor2=self.w)
         return a
+
+    def integers(self):
+        p, q = torch.arange(8).split(4)
+        r, s = torch.randint(0, 5, (2, 4)).unbind(0)
+        u, v = torch.zeros(2, 4).to(torch.long).unbind(0)
+        p.copy_(self.w)
+        r.copy_(self.w)
+        u.copy_(self.w)
+        return p, r, u
 '''
 
 
@@ -250,6 +259,7 @@ def test_review_probes_of_the_two_facts():
     mod["Gelu"](4)(x).sum().backward()  # (a subclass passing GELU: nothing saved is written)
     values = mod["Values"]()
     assert values.integer().dtype == torch.long  # an integer tensor takes no grad: the copy converts
+    assert all(t.dtype == torch.long for t in values.integers())
     assert not values.factories().requires_grad
     with pytest.raises(RuntimeError, match=NO_GRAD_VIEW):
         values.keyword()
@@ -366,6 +376,12 @@ def scaled(x: torch.Tensor, n: int):
     y = repeat(x, "b f -> b f i", i=n)
     y.mul_(2)
     return y
+
+
+def merged(x):
+    y = repeat(x, "b f -> (f b) i", i=2)
+    y[:, 0] = 0
+    return y
 '''
 
 
@@ -389,3 +405,96 @@ def test_einops_repeat_adding_an_axis_of_its_own_is_an_expanded_view():
     ids = torch.tensor([[2], [1]])
     mod["unit"](ids)  # (a new axis of size 1 shares no element)
     assert ids.tolist() == [[0], [0]]
+    ids = torch.arange(6).reshape(2, 3)
+    mod["merged"](ids)  # (axes merged into a group after a permute: a copy, no IPV004)
+    assert ids.tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+DEFAULT_ONLY_MAY = '''import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self, d, v, head_layer=nn.Linear):
+        super().__init__()
+        self.lm_head = head_layer(d, v)
+
+    def forward(self, h, t):
+        logits = self.lm_head(h)
+        logits.div_(t)
+        return logits
+
+
+class Direct(nn.Module):
+    def __init__(self, d, v):
+        super().__init__()
+        self.lm_head = nn.Linear(d, v)
+
+    def forward(self, h, t):
+        logits = self.lm_head(h)
+        logits.div_(t)
+        return logits
+
+
+class Base(nn.Module):
+    def __init__(self, d, norm_layer=nn.LayerNorm):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+        self.norm = norm_layer(d)
+
+
+class Plain(Base):
+    def __init__(self, d):
+        super().__init__(d, norm_layer=nn.Identity)
+
+    def forward(self, x):
+        x = x + self.fc(x)
+        x[:, 0:1] = self.norm(x[:, 0:1])
+        return x
+
+
+class Kept(Base):
+    def forward(self, x):
+        x = x + self.fc(x)
+        x[:, 0:1] = self.norm(x[:, 0:1])
+        return x
+'''
+
+
+def test_a_default_class_never_withdraws_a_finding_and_a_subclass_init_drops_it():
+    findings = analyze_source(DEFAULT_ONLY_MAY)
+    # `Head`: a caller may pass a head whose output a custom Function made, so the model-call guess stays (the same
+    # attribute built as `nn.Linear` itself is torch's own code: `Direct` is silent); `Plain` passes `nn.Identity` to
+    # `super().__init__` and writes in its own `forward`: silent; `Kept` has no `__init__`: the LayerNorm
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV001", 12, 8), ("IPV006", 47, 8)]
+    mod = load(DEFAULT_ONLY_MAY)
+    x = torch.randn(2, 3, 4)
+    mod["Plain"](4)(x).sum().backward()
+    with pytest.raises(RuntimeError, match=SAVED_ERROR):
+        mod["Kept"](4)(x).sum().backward()
+
+
+NESTED = '''import torch
+from torch import nn
+
+
+def make(dim):
+    class Inner(nn.Module):
+        def __init__(self, dim, norm_layer=nn.LayerNorm):
+            super().__init__()
+            self.fc = nn.Linear(dim, dim)
+            self.norm2 = norm_layer(dim)
+
+        def forward(self, x):
+            x = x + self.fc(x)
+            x[:, 0:1] = self.norm2(x[:, 0:1])
+            return x
+    return Inner(dim)
+'''
+
+
+def test_a_class_inside_a_function_reads_its_default_layer_class_too():
+    findings = analyze_source(NESTED)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 14, 12)]
+    with pytest.raises(RuntimeError, match=SAVED_ERROR):
+        load(NESTED)["make"](4)(torch.randn(2, 3, 4)).sum().backward()

@@ -96,9 +96,7 @@ def is_dtype_conversion(node: ast.Call, name: str) -> bool:
     return False
 
 
-#: the integer and bool dtypes (``torch.long``, ...): a tensor of one never requires grad
-INTEGER_DTYPES = frozenset({"long", "int", "int64", "int32", "int16", "int8", "uint8", "short", "bool", "uint16",
-                             "uint32", "uint64"})
+
 
 
 
@@ -108,7 +106,7 @@ def to_integer_dtype(node: ast.Call, name: str) -> bool:
         return False
     given = [kw(node, "dtype")] + list(node.args[:2])
     return any(a is not None and (dotted_name(a) or "").startswith("torch.")
-               and (dotted_name(a) or "").rsplit(".", 1)[1] in INTEGER_DTYPES for a in given)
+               and (dotted_name(a) or "").rsplit(".", 1)[1] in ops.INTEGER_DTYPES for a in given)
 
 
 

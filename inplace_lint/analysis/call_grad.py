@@ -394,8 +394,8 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
                 return self.submodule_call(node.func.attr)  # self.fc(x), self.proj(h)
             return self.grad_source(value)  # self.fc(x).view(...), h.float()
         if isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Name) and self.returns_no_grad(node.func) or last_name(
-                    node.func) in ops.FACTORY_FUNCTIONS and kw(node, "requires_grad") is None:
+            if isinstance(node.func, ast.Name) and self.returns_no_grad(node.func) or last_name(node.func) in \
+                    ops.FACTORY_FUNCTIONS - ops.SHARING_FACTORIES and kw(node, "requires_grad") is None:
                 return False  # `_norm(self.fc(x))` returning `.item()`; `torch.zeros_like(self.w)`: no grad
             return any(self.grad_source(a) for a in node.args)  # torch.sum(self.fc(x) * y)
         if isinstance(node, ast.BinOp):

@@ -21,7 +21,7 @@ from .call_args import (DROPOUTS, dropout_condition, expands_to_itself, inplace_
 from .call_grad import is_detached, known_origins, needs_no_grad_arg
 from .saved_ops import REORDERING, TENSOR_IS_RETURNED, einsum_operands_kept, output_saved_here, returns_tuple
 from .expressions import cut_tracking, holder_of, index_text, is_basic_index
-from .names import (FUNCTIONAL_NAMESPACE, REARRANGES, TORCH_NAMESPACES, einops_op, is_non_tensor_library,
+from .names import (EINOPS_OPS, FUNCTIONAL_NAMESPACE, TORCH_NAMESPACES, einops_op, is_non_tensor_library,
                     qualify, qualify_dotted, rearranged)
 from .env import EMPTY, cap
 from .storage import whole_read
@@ -60,7 +60,7 @@ class CallsMixin:
                 return self.method_call(node, func.attr, node.args[0], args[0])
             if ns in TORCH_NAMESPACES:
                 return self.function_call(node, func.attr, ns == FUNCTIONAL_NAMESPACE, args, kwargs, ns)
-            if imported and (qual := f"{ns}.{func.attr}") in REARRANGES and rearranged(node):
+            if imported and (qual := f"{ns}.{func.attr}") in EINOPS_OPS and rearranged(node):
                 return self.method_call(node, einops_op(qual, node), node.args[0], args[0], functional=True)
             if is_non_tensor_library(ns):
                 # math.sqrt, np.exp, random.random: never tensors (but `np.asarray(x)` shares its memory)
@@ -137,7 +137,7 @@ class CallsMixin:
                 head, _, name = qual.rpartition(".")
                 if head in TORCH_NAMESPACES:  # from torch.nn.functional import relu_
                     return self.function_call(node, name, head == FUNCTIONAL_NAMESPACE, args, kwargs, head)
-                if qual in REARRANGES and rearranged(node):
+                if qual in EINOPS_OPS and rearranged(node):
                     return self.method_call(node, einops_op(qual, node), node.args[0], args[0], functional=True)
                 if is_non_tensor_library(qual):
                     return EMPTY

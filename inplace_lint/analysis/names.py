@@ -107,7 +107,7 @@ def is_non_tensor_library(qual: Optional[str]) -> bool:
 #: einops' ``repeat`` is that and ``expand``: an axis the output adds on its own (``"b f -> b f i"``) is a stride-0
 #: view of the input, one folded into a group with another (``"b f -> b (f i)"``) makes a copy (executed on torch
 #: 2.13 and einops 0.8: the first shares the input's storage, the second does not): :func:`einops_op`
-REARRANGES = frozenset({"einops.rearrange", "einops.einops.rearrange", "einops.repeat", "einops.einops.repeat"})
+EINOPS_OPS = frozenset({"einops.rearrange", "einops.einops.rearrange", "einops.repeat", "einops.einops.repeat"})
 
 
 def rearranged(call: ast.Call) -> bool:
@@ -116,8 +116,9 @@ def rearranged(call: ast.Call) -> bool:
 
 
 def einops_op(qual: str, call: ast.Call) -> str:
-    """The tensor method an einops call of :data:`REARRANGES` amounts to: ``expand`` for a ``repeat`` whose pattern
-    adds an axis of its own (a stride-0 view: a write to it writes the input, every repeat at once), else ``reshape``
+    """The tensor method an einops call of :data:`EINOPS_OPS` amounts to: ``expand`` for a ``repeat`` whose pattern
+    adds an axis of its own and merges no axes into a group (a stride-0 view: a write to it writes the input, every
+    repeat at once; ``"b f -> (f b) i"`` copies, executed), else ``reshape``
     (a view when the strides allow, else a copy: a new axis folded into a group, ``"b f -> b (f i)"``, copies, but
     not where ``f`` is 1; a pattern that is not a literal)."""
     pattern = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "pattern"), None)
@@ -129,6 +130,8 @@ def einops_op(qual: str, call: ast.Call) -> str:
     depth, added = 0, set()  # (the depth at which each new axis stands)
     for token in re.findall(r"\(|\)|[A-Za-z_]\w*|\d+", right):
         depth += token == "(" or -(token == ")")
-        if token not in "()" and token not in known and token != "1":
+        if token not in ("(", ")") and token not in known and token != "1":
             added.add(depth)
-    return "expand" if 0 in added else "reshape"
+    # (`"b f -> (f b) i"`: axes merged into a group, after a permute, make a copy)
+    grouped = any(len(group.split()) > 1 for group in re.findall(r"\(([^()]*)\)", right))
+    return "expand" if 0 in added and not grouped else "reshape"

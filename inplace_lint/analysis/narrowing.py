@@ -12,7 +12,7 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 
 from ..findings import Step, StepKind
 from .astutil import dotted_name, walk_ast
-from .init_builds import init_attributes
+from .init_builds import DEFAULT_CLASS, init_attributes
 from .names import qualify_dotted
 from .summaries import param_index, plain_tensor
 
@@ -274,7 +274,12 @@ class ClassFactsMixin:
         qualified as :meth:`~.resolve.Resolver.attribute_builder` does for a top-level class; None otherwise."""
         if self.ctx is None or self.qual == self.ctx.module:
             return None
-        return {attr: self._qualified(dotted)[2] for attr, dotted in init_attributes(node).items()}
+        out = {}
+        for attr, dotted in init_attributes(node).items():
+            qual = self._qualified(dotted.removeprefix(DEFAULT_CLASS))[2]
+            if not dotted.startswith(DEFAULT_CLASS) or qual.startswith("torch.nn."):  # (as `attribute_builder` does)
+                out[attr] = qual
+        return out
 
     def nested_class_plain(self, node: ast.ClassDef) -> Optional[bool]:
         """For a class inside a function or class (the project indexes top-level classes only): whether each

@@ -63,9 +63,6 @@ def _gradless_return(value: Optional[ast.expr], origins: frozenset, no_grad: boo
     return _gradless_expr(value)
 
 
-#: integer and bool dtypes (a tensor of one never requires grad)
-_INTEGER_DTYPES = frozenset({"long", "int", "int64", "int32", "int16", "int8", "uint8", "short", "bool", "uint16",
-                             "uint32", "uint64"})
 
 
 def _integer_result(call: ast.Call) -> bool:
@@ -79,7 +76,7 @@ def _integer_result(call: ast.Call) -> bool:
         return False
     for arg in list(call.args) + [k.value for k in call.keywords if k.arg == "dtype"]:
         dtype = last_name(arg) or ""
-        if dtype in _INTEGER_DTYPES or dtype == "dtype":
+        if dtype in ops.INTEGER_DTYPES or dtype == "dtype":
             return True
     return False
 

@@ -10,7 +10,7 @@ from ..findings import RootKind, StepKind
 from ..rules.ipv003_multi_output_view import GRAD_VALUE_WRITTEN
 from ..torch_facts import ops
 from .astutil import dotted_name, kw, last_name, values_bound, walk_ast
-from .call_args import INTEGER_DTYPES, is_dtype_conversion
+from .call_args import is_dtype_conversion, to_integer_dtype
 from .names import qualify
 from .summaries import param_index
 
@@ -43,17 +43,25 @@ _NUMPY_SCALARS = ("float", "int", "uint", "bool", "complex", "double", "half", "
 
 
 def _integer_factory(text: str) -> bool:
-    """A factory call's text that makes an integer or bool tensor (``torch.zeros(n, dtype=torch.long)``,
-    ``torch.zeros(n).long()``), which never requires grad: a value written into it is converted."""
+    """The text of a factory call that makes an integer or bool tensor, which never requires grad (a value written
+    into it is converted): ``torch.zeros(n, dtype=torch.long)``, ``torch.randint(...)``, ``torch.arange(n)`` with no
+    float argument, ``x.long()``, ``x.to(torch.int64)``. A text :func:`~.astutil.short` cut is not read (a float
+    tensor is assumed: the finding stands)."""
     try:
         call = ast.parse(text, mode="eval").body
     except SyntaxError:
         return False
     if not isinstance(call, ast.Call):
         return False
-    if isinstance(call.func, ast.Attribute) and call.func.attr in _INTEGER_CASTS and not call.args:
+    name = last_name(call.func)
+    dtype = (dotted_name(kw(call, "dtype")) or "").rpartition(".")[2]
+    if dtype:
+        return dtype in ops.INTEGER_DTYPES
+    if name in ("randint", "randperm", "randint_like") or isinstance(call.func, ast.Attribute) and (
+            name in _INTEGER_CASTS and not call.args or to_integer_dtype(call, name)):
         return True
-    return (dotted_name(kw(call, "dtype")) or "").rpartition(".")[2] in INTEGER_DTYPES
+    return name == "arange" and not any(isinstance(a, ast.Constant) and isinstance(a.value, float)
+                                        for a in call.args)
 
 
 #: tensor methods that convert to an integer or bool dtype
@@ -83,7 +91,8 @@ class TensorKindsMixin:
                 for v in value_nodes):
             return written
         return frozenset(replace(o, condition=GRAD_VALUE_WRITTEN) if o.root is RootKind.FRESH and o.is_tensor
-                         and o.has(StepKind.ELEMENT) and not _integer_factory(o.root_text) else o for o in written)
+                         and o.has(StepKind.ELEMENT) and not o.has(StepKind.EXPAND) and not o.condition
+                         and not _integer_factory(o.root_text) else o for o in written)
 
     def _numpy_array(self, node: ast.expr) -> bool:
         """``node`` surely makes a NumPy array: a call of a ``numpy`` function other than a scalar type
@@ -222,4 +231,3 @@ def _state_items(value: ast.expr) -> bool:
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
         and value.func.attr in ("values", "items") and isinstance(value.func.value, ast.Attribute) \
         and value.func.value.attr == "state"
-

@@ -204,6 +204,10 @@ MODULE_FUNCTIONALS = {**ACTIVATION_FUNCTIONS, "Softmax": "softmax", "LogSoftmax"
 #: to be a tensor or a parameter: ``self.norm(h)`` is a LayerNorm submodule, not ``Tensor.norm``.
 SAVES_OUTPUT_ANY_RECEIVER = frozenset({"exp", "sigmoid", "tanh", "softmax", "log_softmax", "relu", "sqrt",
                                        "rsqrt", "logsumexp"})
+#: the integer and bool dtypes (``torch.long``, ...): a tensor of one never requires grad (PyTorch docs, Autograd
+#: mechanics: only floating point and complex tensors can require gradients)
+INTEGER_DTYPES = frozenset({"long", "int", "int64", "int32", "int16", "int8", "uint8", "short", "bool", "uint16",
+                            "uint32", "uint64"})
 #: ``torch.<name>(...)`` factories: a fresh tensor that needs no grad unless ``requires_grad=True``.
 FACTORY_FUNCTIONS = frozenset(
     {
