@@ -439,15 +439,13 @@ class Resolver:
         if dotted.endswith(TABLE_ITEM):  # `self.fc = FC_REGISTRY[kind](...)`: the table's one class, if one (and no
             classes = tables.lookup(self.indexes, f"{module}.{dotted[:-len(TABLE_ITEM)]}")  # other module imports it)
             return classes[0] if len(classes) == 1 else None
-        mark = DEFAULT_CLASS if dotted.startswith(DEFAULT_CLASS) else ""
+        mark = DEFAULT_CLASS if dotted.startswith(DEFAULT_CLASS) else ""  # (qualified where the default is written)
         dotted = dotted[len(mark):]
+        if dotted.startswith("@"):
+            return dotted
         head, _, rest = dotted.partition(".")
-        if mark:  # qualified where the default is written
-            return mark + (index.imports[head] + (f".{rest}" if rest else "") if head in index.imports
-                           else f"{module}.{dotted}")
-        if dotted.startswith("@") or head not in index.imports:
-            return dotted if dotted.startswith("@") else f"{module}.{dotted}"
-        return index.imports[head] + (f".{rest}" if rest else "")
+        return mark + (index.imports[head] + (f".{rest}" if rest else "") if head in index.imports
+                       else f"{module}.{dotted}")
 
     def attribute_class(self, cls_qual: str, attr: str) -> Optional[str]:
         """The in-project class ``self.<attr>`` was built from in ``__init__`` (this class or a base)."""
