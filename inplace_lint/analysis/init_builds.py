@@ -92,27 +92,46 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
     return out
 
 
-def default_classes(init: ast.FunctionDef) -> Dict[str, ast.expr]:
-    """The parameters of ``init`` whose default is a class (timm's ``norm_layer=nn.LayerNorm``) and that it does not
-    bind again, or whose default is None and that every binding in ``init`` sets to one class when it is not given
-    (timm's other idiom, ``norm_layer = norm_layer or nn.LayerNorm``; ``if norm_layer is None: norm_layer = ...``):
-    name -> the class as written. ``partial(nn.LayerNorm, eps=1e-6)`` is its class; a ``partial`` that sets anything
-    but ``eps`` is left out (``elementwise_affine=False`` makes a LayerNorm with other saved tensors), as is any other
-    default (a function, a call of something else)."""
+def held_by_default(func: ast.AST) -> Tuple[Dict[str, ast.expr], Set[str]]:
+    """What each parameter of ``func`` holds where a caller passes nothing, where the code says: its default, for one
+    the function does not bind again; for one with no default or a None default that every binding in ``func`` sets
+    to one value where it was not given (timm's ``norm_layer = norm_layer or nn.LayerNorm``, ``if act_layer is None:
+    act_layer = nn.ReLU``), that value. Also the parameters ``func`` binds again. The one reader of such defaults:
+    :func:`default_classes` (the class a layer attribute may be) and :func:`layer_parameters` (a layer class handed in
+    for ``inplace=True``)."""
+    args = getattr(func, "args", None)
+    if not isinstance(args, ast.arguments):
+        return {}, set()
     stored: Dict[str, list] = {}
-    for n in ast.walk(init):
-        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
-            for t in _targets(n) if not isinstance(n, ast.With) else [i.optional_vars for i in n.items]:
-                for m in ast.walk(t) if t is not None else ():
-                    if isinstance(m, ast.Name):
-                        stored.setdefault(m.id, []).append(n)
+    for stmt in walk_statements(func):
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+            for target in _targets(stmt):
+                for n in ast.walk(target):
+                    if isinstance(n, ast.Name):
+                        stored.setdefault(n.id, []).append(stmt)
+    names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+    given = defaults(args)
+    out: Dict[str, ast.expr] = {}
+    for name in names:
+        node = given.get(name)
+        if name in stored:
+            if node is None or isinstance(node, ast.Constant) and node.value is None:
+                held = [_when_none(stmt, name) for stmt in stored[name]]
+                if all(h is not None for h in held) and len({ast.dump(h) for h in held}) == 1:
+                    out[name] = held[0]
+        elif node is not None:
+            out[name] = node
+    return out, {name for name in names if name in stored}
+
+
+def default_classes(init: ast.FunctionDef) -> Dict[str, ast.expr]:
+    """The parameters of ``init`` that hold a class where a caller passes nothing (:func:`held_by_default`: timm's
+    ``norm_layer=nn.LayerNorm``, or ``norm_layer = norm_layer or nn.LayerNorm``): name -> the class as written.
+    ``partial(nn.LayerNorm, eps=1e-6)`` is its class; a ``partial`` that sets anything but ``eps`` is left out
+    (``elementwise_affine=False`` makes a LayerNorm with other saved tensors), as is any other value (a function, a
+    call of something else)."""
     out = {}
-    for name, node in defaults(init.args).items():
-        if isinstance(node, ast.Constant) and node.value is None and name in stored:
-            given = [_when_none(n, name) for n in stored[name]]  # (`norm_layer = norm_layer or nn.LayerNorm`)
-            node = given[0] if all(g is not None for g in given) and len({ast.dump(g) for g in given}) == 1 else None
-        elif name in stored:
-            continue
+    for name, node in held_by_default(init)[0].items():
         if isinstance(node, ast.Call) and (dotted_name(node.func) or "").rpartition(".")[2] == "partial":
             node = node.args[0] if node.args and all(k.arg == "eps" for k in node.keywords) else None
         spelled = dotted_name(node) if node is not None else None
@@ -348,26 +367,17 @@ def layer_parameters(func: ast.AST) -> Dict[str, Tuple[Optional[str], bool]]:
     args = getattr(func, "args", None)
     if not isinstance(args, ast.arguments):
         return {}
-    positional = args.posonlyargs + args.args
-    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
-    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
-    rebound: Dict[str, List[ast.expr]] = {}
-    for stmt in walk_statements(func):
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For)):
-            for target in _targets(stmt):
-                for n in ast.walk(target):
-                    if isinstance(n, ast.Name):
-                        rebound.setdefault(n.id, []).append(getattr(stmt, "value", None))
+    held, rebound = held_by_default(func)
+    given = defaults(args)
     out: Dict[str, Tuple[Optional[str], bool]] = {}
-    for arg in positional + args.kwonlyargs:
-        default = defaults.get(arg.arg)
+    for arg in args.posonlyargs + args.args + args.kwonlyargs:
+        default = held.get(arg.arg)
         if arg.arg in rebound:
             # `act_layer = act_layer or nn.ReLU`, `if act_layer is None: act_layer = nn.ReLU`: with no default, or
             # `None`, the torch layer every rebinding names is what the ordinary use builds
-            given = [_or_default(v, arg.arg) for v in rebound[arg.arg]]
-            if (default is None or isinstance(default, ast.Constant) and default.value is None) and given \
-                    and len(set(given)) == 1 and given[0] and given[0].rpartition(".")[2] in ops.INPLACE_KWARG_MODULES:
-                out[arg.arg] = (given[0], False)
+            spelled = dotted_name(default) if default is not None else None
+            if spelled and spelled.rpartition(".")[2] in ops.INPLACE_KWARG_MODULES:
+                out[arg.arg] = (spelled, False)
             continue
         preset = False
         if isinstance(default, ast.Call) and last_name(default.func) == "partial" and default.args:
@@ -376,14 +386,6 @@ def layer_parameters(func: ast.AST) -> Dict[str, Tuple[Optional[str], bool]]:
         spelled = dotted_name(default) if default is not None else None
         if spelled and spelled.rpartition(".")[2] in ops.INPLACE_KWARG_MODULES:
             out[arg.arg] = (spelled, preset)
-        elif arg.arg not in defaults and arg.arg.lower().endswith(("layer", "act", "activation")):
+        elif arg.arg not in given and arg.arg.lower().endswith(("layer", "act", "activation")):
             out[arg.arg] = (None, False)
     return out
-
-
-def _or_default(value: Optional[ast.expr], name: str) -> Optional[str]:
-    """The layer ``value`` binds the parameter ``name`` to: ``nn.ReLU`` for ``nn.ReLU`` or ``name or nn.ReLU``."""
-    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and len(value.values) == 2 \
-            and isinstance(value.values[0], ast.Name) and value.values[0].id == name:
-        value = value.values[1]
-    return dotted_name(value) if value is not None else None
