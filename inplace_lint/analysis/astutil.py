@@ -123,8 +123,7 @@ def call_text(node: ast.Call, method: str) -> str:
     args = ", ".join([ast.unparse(a) for a in node.args] + [ast.unparse(k) for k in node.keywords])
     if len(args) > 30:
         args = "..."
-    called = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id \
-        if isinstance(node.func, ast.Name) else method
+    called = last_name(node.func) or method
     return f".{method}({args})" if called == method else f"{called}({args})"
 
 

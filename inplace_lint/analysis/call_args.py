@@ -96,10 +96,6 @@ def is_dtype_conversion(node: ast.Call, name: str) -> bool:
     return False
 
 
-
-
-
-
 def to_integer_dtype(node: ast.Call, name: str) -> bool:
     """``x.to(torch.long)``, ``x.to(dtype=torch.bool)``, ``x.type(torch.int64)``: an integer or bool result."""
     if name not in ("to", "type"):

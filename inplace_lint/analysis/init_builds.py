@@ -30,6 +30,16 @@ TABLE_ITEM = "[*]"
 DEFAULT_CLASS = "@default:"
 
 
+def default_builder(builder: str) -> Optional[str]:
+    """A qualified builder with its :data:`DEFAULT_CLASS` mark read: the class itself where it is a torch layer (the
+    layer a caller who passes nothing gets), None for any other default (a project class, a function: what it builds
+    is not followed from a default); an unmarked builder as it is."""
+    if not builder.startswith(DEFAULT_CLASS):
+        return builder
+    builder = builder[len(DEFAULT_CLASS):]
+    return builder if builder.startswith("torch.nn.") else None
+
+
 def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
     """``self.x = SomeClass(...)`` (or ``self.x: SomeClass = ...``, or ``self.x = x`` with the parameter
     ``x: SomeClass``) in ``__init__``: x -> "SomeClass"."""

@@ -12,7 +12,7 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 
 from ..findings import Step, StepKind
 from .astutil import dotted_name, walk_ast
-from .init_builds import DEFAULT_CLASS, init_attributes
+from .init_builds import DEFAULT_CLASS, default_builder, init_attributes
 from .names import qualify_dotted
 from .summaries import param_index, plain_tensor
 
@@ -276,8 +276,9 @@ class ClassFactsMixin:
             return None
         out = {}
         for attr, dotted in init_attributes(node).items():
-            qual = self._qualified(dotted.removeprefix(DEFAULT_CLASS))[2]
-            if not dotted.startswith(DEFAULT_CLASS) or qual.startswith("torch.nn."):  # (as `attribute_builder` does)
+            mark = DEFAULT_CLASS if dotted.startswith(DEFAULT_CLASS) else ""
+            qual = default_builder(mark + self._qualified(dotted[len(mark):])[2])  # (as `attribute_builder` reads it)
+            if qual is not None:
                 out[attr] = qual
         return out
 

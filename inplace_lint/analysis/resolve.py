@@ -22,7 +22,7 @@ from .refs import refers, refs_text, value_refs, value_refs_in_text  # noqa: F40
 from .import_order import imported_files, post_order, suffix_module  # noqa: F401  (re-exported)
 from .names import import_bindings
 from .roots import ROOT_MARKERS, find_root, is_loose, module_name  # noqa: F401  (re-exported)
-from .init_builds import DEFAULT_CLASS, TABLE_ITEM, init_attributes, layer_builders
+from .init_builds import DEFAULT_CLASS, TABLE_ITEM, default_builder, init_attributes, layer_builders
 from .narrowing import PLAIN_BASES, plain_bases, torch_class_is_tensor
 from .summaries import ModuleIndex, parameter_names
 from .strings import string_functions
@@ -414,7 +414,7 @@ class Resolver:
         makes is reachable), None without (what a caller passes may be a custom Function)."""
         found = self._attribute_builder(cls_qual, attr, 0)
         if found is not None and found.startswith(DEFAULT_CLASS):  # `norm_layer=nn.LayerNorm`: the default class
-            found = found[len(DEFAULT_CLASS):] if default and found.startswith(f"{DEFAULT_CLASS}torch.nn.") else None
+            found = default_builder(found) if default else None
         return param_containers.builder(found)
 
     def _attribute_builder(self, cls_qual: str, attr: str, depth: int) -> Optional[str]:

@@ -85,14 +85,14 @@ class TensorKindsMixin:
         origin keeps its root (a fix's safety still finds the names bound to the factory's tensor) and says so in its
         condition, which IPV003 reads. A write with grad off records nothing: :meth:`~.reporting.ReportingMixin.report`
         reads the grad mode as for any write."""
-        if not any(o.root is RootKind.FRESH and o.has(StepKind.ELEMENT) for o in written) or not any(
+        split = {o for o in written if o.root is RootKind.FRESH and o.is_tensor and o.has(StepKind.ELEMENT)
+                 and not o.has(StepKind.EXPAND) and not o.condition and not _integer_factory(o.root_text)}
+        if not split or not any(
                 v is not None and not isinstance(v, ast.Starred) and (self.grad_source(v) or any(
                     o.is_tensor and o.grad_evidence and param_index(o) is None for o in self.eval_quiet(v)))
                 for v in value_nodes):
             return written
-        return frozenset(replace(o, condition=GRAD_VALUE_WRITTEN) if o.root is RootKind.FRESH and o.is_tensor
-                         and o.has(StepKind.ELEMENT) and not o.has(StepKind.EXPAND) and not o.condition
-                         and not _integer_factory(o.root_text) else o for o in written)
+        return frozenset(replace(o, condition=GRAD_VALUE_WRITTEN) if o in split else o for o in written)
 
     def _numpy_array(self, node: ast.expr) -> bool:
         """``node`` surely makes a NumPy array: a call of a ``numpy`` function other than a scalar type
