@@ -11,7 +11,8 @@ timm's Xception port builds its block's first activation with ``inplace=False`` 
 :func:`read_again` finds the first load that may read the written tensor on some path after the write: in the same
 statement where the load's reference outlives the call (``x + self.block(x)``), in the statements that follow until
 the name is bound again on every path, in a loop around the write on its next pass, and through names bound to
-the same tensor before the write (``identity = x``). Reads of metadata only (``x.shape``, ``x.size(0)``,
+the same tensor before the write (``identity = x``), and through containers that hold it (``feats.append(x)``:
+:mod:`.holders`). Reads of metadata only (``x.shape``, ``x.size(0)``,
 ``len(x)``, ``x is None``) do not count: a write in place changes no shape.
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .astutil import dotted_name, last_name
 from .consumers import SIZE_METHODS
 from .fixplan.bindings import shared_base
 from .fixplan.facts import LOOPS, NON_ALIAS_ATTRS, FunctionFacts
+from .holders import CONTAINER_MUTATORS, containers_holding
 
 #: tensor methods that read only metadata
 _METADATA_METHODS = SIZE_METHODS | frozenset({"storage_offset", "data_ptr", "is_floating_point", "is_complex", "type"})
@@ -54,8 +56,11 @@ def value_load(facts: FunctionFacts, load: ast.Name) -> bool:
         if parent.attr in NON_ALIAS_ATTRS:
             return False
         call = facts.parent(parent)
-        if parent.attr in _METADATA_METHODS | _NEW_METHODS and isinstance(call, ast.Call) and call.func is parent:
-            return False
+        if parent.attr in _METADATA_METHODS | _NEW_METHODS | CONTAINER_MUTATORS and isinstance(call, ast.Call) \
+                and call.func is parent:
+            return False  # (`feats.append(y)`: a list that holds the tensor stores another element, reading none)
+    if isinstance(parent, ast.Subscript) and parent.value is load and isinstance(parent.ctx, ast.Store):
+        return False  # `feats[k] = y`
     if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in _METADATA_CALLS:
         return False
     if isinstance(parent, ast.Call) and parent.args and parent.args[0] is load \
@@ -336,7 +341,7 @@ def read_again(facts: FunctionFacts, call: ast.Call, name: str,
         found = _following(facts, stmt, name)
     if found is not None or not aliases:
         return (found, False) if found is not None else None
-    for alias, may in _aliases(facts, stmt, name):
+    for alias, may in _aliases(facts, stmt, name) + containers_holding(facts, stmt, name, _assign_binds):
         found = _same_statement(facts, stmt, call, alias)
         if found is None and not _binds(stmt, alias):
             found = _following(facts, stmt, alias)

@@ -1,0 +1,110 @@
+"""Facts of the twenty-ninth session, each executed under torch.
+
+- A list, tuple or dict that holds a tensor holds the object, not a copy: ``feats.append(x)`` and then an in-place
+  layer on ``x`` (``x = self.relu(x)`` with ``nn.ReLU(inplace=True)``) changes ``feats``' element, so a later read
+  of ``feats`` sees the layer's output (IPV007). In a loop, what a pass stores after the write is written by the
+  next pass's layer. Not: a copy stored (``x.clone()``), a store on a branch that never reaches the write, a new
+  list each pass.
+"""
+from __future__ import annotations
+
+import pytest
+
+from inplace_lint.analysis import analyze_source
+from tests.executed import load
+
+torch = pytest.importorskip("torch")
+
+HELD = '''import torch
+from torch import nn
+
+
+class Pyramid(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv2d(2, 2, 3, padding=1) for _ in range(3)])
+        self.relu = nn.ReLU(inplace=True)
+
+    def stored_then_written(self, x):
+        feats = []
+        for conv in self.convs:
+            x = conv(x)
+            feats.append(x)
+            x = self.relu(x)
+        return feats
+
+    def literal(self, x):
+        x = self.convs[0](x)
+        feats = [x]
+        x = self.relu(x)
+        return feats
+
+    def next_pass(self, x):
+        outs = []
+        for conv in self.convs:
+            x = self.relu(x)
+            x = conv(x)
+            outs.append(x)
+        return outs
+
+    def keyed(self, x):
+        x = self.convs[0](x)
+        outs = {"pre": x}
+        x = self.relu(x)
+        outs["post"] = x
+        return outs["pre"]
+
+    def copied(self, x):
+        feats = []
+        for conv in self.convs:
+            x = conv(x)
+            feats.append(x.clone())
+            x = self.relu(x)
+        return feats
+
+    def other_branch(self, x, keep):
+        feats = []
+        x = self.convs[0](x)
+        if keep:
+            feats.append(x)
+        else:
+            x = self.relu(x)
+        return feats
+
+    def new_list_each_pass(self, x):
+        for conv in self.convs:
+            feats = []
+            x = conv(x)
+            x = self.relu(x)
+            feats.append(x)
+        return feats
+'''
+
+
+def test_a_container_holding_the_written_tensor_is_read_again():
+    findings = analyze_source(HELD)
+    assert [(f.code, f.line, f.col) for f in findings] == [
+        ("IPV007", 16, 16), ("IPV007", 22, 12), ("IPV007", 28, 16), ("IPV007", 36, 12)]
+    assert findings[0].message.startswith(
+        "`nn.ReLU(inplace=True)` writes in place to `x`; `feats`, read again on line 17, holds the same tensor and "
+        "sees the layer's output, not its input")
+    assert "`outs`, read again on line 31" in findings[2].message
+    mod = load(HELD)
+    torch.manual_seed(0)
+    model = mod["Pyramid"]().eval()
+    x = torch.randn(1, 2, 5, 5)
+    with torch.no_grad():
+        # what the code means: each stored feature before its activation (the copy keeps it)
+        meant = model.copied(x.clone())
+        assert any((f < 0).any() for f in meant)
+        got = model.stored_then_written(x.clone())
+        assert all((f >= 0).all() for f in got)  # every stored element was rectified afterwards
+        assert not all(torch.equal(a, b) for a, b in zip(got, meant))
+        assert (model.literal(x.clone())[0] >= 0).all()
+        assert (model.keyed(x.clone()) >= 0).all()
+        # the next pass rectifies what the last pass stored: every stored output but the last
+        outs = model.next_pass(x.clone())
+        assert all((o >= 0).all() for o in outs[:-1]) and (outs[-1] < 0).any()
+        pre = model.convs[0](x.clone())
+        assert torch.equal(model.other_branch(x.clone(), True)[0], pre)
+
