@@ -108,3 +108,35 @@ def test_a_container_holding_the_written_tensor_is_read_again():
         pre = model.convs[0](x.clone())
         assert torch.equal(model.other_branch(x.clone(), True)[0], pre)
 
+
+WHERE_INDEX = '''import torch
+
+
+def proximal(x, lam):
+    row_norm = torch.norm(x, p=2, dim=1)
+    score = torch.clamp(row_norm - lam, min=0)
+    index = torch.where(row_norm > 0)
+    score[index] = score[index] / row_norm[index]
+    return score.unsqueeze(1) * x
+
+
+def sliced(x, lam):
+    row_norm = torch.norm(x, p=2, dim=1)
+    score = torch.clamp(row_norm - lam, min=0)
+    score[1:] = score[1:] / row_norm[1:]
+    return score.unsqueeze(1) * x
+'''
+
+
+def test_an_index_from_one_argument_where_copies():
+    """``torch.where(c)`` is ``torch.nonzero(c, as_tuple=True)``: ``score[index]`` is advanced indexing, a copy,
+    so the division saved the copy and the write of ``score`` leaves it alone (greatx's and graphwar's AMP
+    proximal step, set CO: a false finding before). A slice is a view: the same write raises."""
+    findings = analyze_source(WHERE_INDEX)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 15, 4)]
+    mod = load(WHERE_INDEX)
+    x = torch.randn(5, 3, requires_grad=True)
+    mod["proximal"](x, 0.5).sum().backward()
+    assert x.grad is not None
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        mod["sliced"](torch.randn(5, 3, requires_grad=True), 0.5).sum().backward()

@@ -22,7 +22,7 @@ def _is_bool_expr(node: ast.AST) -> bool:
 
 
 #: functions and methods whose result is a bool tensor, or an integer one of one dimension or more that indexes
-#: (``nonzero``, ``argsort``): either needs no grad, and as an index either is advanced indexing (a copy). Not
+#: (``nonzero``, ``argsort``; ``torch.where(c)`` with one argument, :meth:`TensorKindsMixin.is_bool_value`): either needs no grad, and as an index either is advanced indexing (a copy). Not
 #: ``argmax``: without a dimension it is 0-dim, and ``x[s.argmax()]`` is a view (executed on torch 2.13)
 _BOOL_RESULTS = frozenset({"logical_and", "logical_or", "logical_not", "logical_xor", "isnan", "isinf", "isfinite",
                            "isin", "eq", "ne", "gt", "lt", "ge", "le", "bool", "isclose", "all", "any", "nonzero",
@@ -125,6 +125,12 @@ class TensorKindsMixin:
             name = last_name(node.func)
             if name in _BOOL_RESULTS:
                 return True
+            if name == "where" and len(node.args) + len(node.keywords) == 1 and (
+                    node.args or node.keywords[0].arg == "condition"):
+                return True  # `torch.where(c)` is `torch.nonzero(c, as_tuple=True)`: index tensors (PyTorch docs)
+            if name == "where" and len(node.args) == 3 and all(
+                    isinstance(a, ast.Constant) and type(a.value) in (int, bool) for a in node.args[1:]):
+                return True  # `torch.where(c, 1, 0)`: an integer tensor, which indexes as advanced indexing
             if not isinstance(node.func, ast.Attribute) or is_dtype_conversion(node, name) or not (
                     name in ops.VIEW_METHODS or name in ops.EXPAND_METHODS or name in ops.MAY_ALIAS_METHODS):
                 return False
