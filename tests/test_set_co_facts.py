@@ -140,3 +140,56 @@ def test_an_index_from_one_argument_where_copies():
     assert x.grad is not None
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         mod["sliced"](torch.randn(5, 3, requires_grad=True), 0.5).sum().backward()
+
+
+CALIBRATED = '''import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Verbalizer(nn.Module):
+    def __init__(self, ids):
+        super().__init__()
+        self.ids = nn.Parameter(torch.tensor(ids), requires_grad=False)
+        self.proj = nn.Linear(4, 8)
+
+    def process_logits(self, logits: torch.Tensor, **kwargs):
+        words = self.project(logits, **kwargs)
+        probs = self.normalize(words)
+        probs = self.calibrate(probs=probs)
+        return torch.log(probs + 1e-15)
+
+    def project(self, logits: torch.Tensor, **kwargs) -> torch.Tensor:
+        return logits[:, self.ids]
+
+    def normalize(self, logits: torch.Tensor) -> torch.Tensor:
+        return F.softmax(logits.reshape(logits.shape[0], -1), dim=-1).reshape(*logits.shape)
+
+    def calibrate(self, probs: torch.Tensor, **kwargs) -> torch.Tensor:
+        probs /= 2.0
+        return probs
+
+    def hidden(self, x):
+        h = self.proj(x)
+        probs = self.normalize(h)
+        probs /= 2.0
+        return probs
+'''
+
+
+def test_a_guess_goes_through_an_item_of_a_parameter_and_a_name_bound_to_a_layer_output():
+    """openprompt's calibrated verbalizer (set CO, labelled, non-default): the logits' label words
+    (``logits[:, self.ids]``, a copy that requires grad when the logits do) go through two methods to a softmax
+    whose output a third divides in place; the call passing ``**kwargs`` binds its positional arguments as any
+    call does. And a name bound to a weighted layer's output (``h = self.proj(x)``) in any method requires grad,
+    as the call itself does."""
+    findings = analyze_source(CALIBRATED)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 25, 8), ("IPV006", 31, 8)]
+    assert "passed by the call at line 15" in findings[0].message
+    mod = load(CALIBRATED)
+    verbalizer = mod["Verbalizer"]([1, 3, 5])
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        verbalizer.process_logits(torch.randn(2, 8, requires_grad=True)).sum().backward()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        verbalizer.hidden(torch.randn(2, 4)).sum().backward()
+    verbalizer.process_logits(torch.randn(2, 8)).sum()  # (no grad anywhere: nothing saved, it runs)

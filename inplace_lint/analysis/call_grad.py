@@ -374,14 +374,14 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
 
     def grad_source(self, node: Optional[ast.expr]) -> bool:
         """An untracked expression that requires grad by evidence: what a submodule returns in a module's
-        method (``self.fc(x)``, a name bound to one), an arithmetic or call of such values. Anything else
-        untracked is unknown, and an op on it saves nothing the analysis can speak for."""
+        method (``self.fc(x)``, a name bound to one; in any method, to a weighted layer's), an arithmetic or call
+        of such values. Anything else untracked is unknown, and an op on it saves nothing the analysis can speak for."""
         if node is None:
             return False
         if isinstance(node, ast.Name):
             # a parameter (known only as itself when the walk has no project: a snippet) is a guess that the
             # callers decide (``Origin.guess_param``)
-            return node.id in self.submodule_results or (
+            return node.id in self.submodule_results or node.id in self.layer_results or (
                 self.ctx is None and node.id in self.params and node.id != self.self_name)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             value = node.func.value

@@ -9,7 +9,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from ..findings import Origin, RootKind
 from ..torch_facts import ops
-from .astutil import dotted_name, last_name, walk_ast
+from .astutil import dotted_name, is_str_constant, last_name, walk_ast
 from .consumers import GRADLESS_CONSUMERS
 from .grad import grad_mode_of
 from .env import EMPTY
@@ -246,7 +246,9 @@ class ParamGuessesMixin:
                 isinstance(value, ast.BinOp) or isinstance(value, ast.UnaryOp) and not isinstance(value.op, ast.Not)
                 or isinstance(value, ast.Call) and (self.torch_op_call(value) or isinstance(value.func, ast.Attribute)
                                                     and value.func.attr in _KNOWN_OPS)
-                or isinstance(value, ast.Name) and value.id in self.assigned):
+                or isinstance(value, ast.Name) and value.id in self.assigned
+                # (`x[:, self.ids]`: an item of a tensor, view or copy, requires grad when the tensor does)
+                or isinstance(value, ast.Subscript) and not is_str_constant(value.slice)):
             return
         found = self._computed_from(value, 0) if not self.grad_off_block else None  # (a local made with grad off)
         if found and not any(isinstance(n, ast.Call) and _integer_result(n) for n in walk_ast(value)):
@@ -414,9 +416,12 @@ class ParamGuessesMixin:
                           if 0 <= g < len(self.params) and self.annotated_tensor(g)})
         return [Origin(RootKind.TENSOR, text, line, guessed=True, guess_param=guesses[0])] if guesses else []
 
-    def tensor_param_guess(self, node: ast.expr, origins: Optional[frozenset]) -> int:
+    def tensor_param_guess(self, node: Optional[ast.expr], origins: Optional[frozenset]) -> int:
         """:meth:`_guess_of` ``node``, when that parameter is annotated ``torch.Tensor`` (a parameter that may be a
-        number, a scale or a probability, is no guess that anything requires grad); -1 otherwise."""
+        number, a scale or a probability, is no guess that anything requires grad); -1 otherwise. (Also what a
+        project call passes untracked, `logits[:, self.ids]`: the callee's guess goes to that parameter.)"""
+        if node is None:
+            return -1
         if origins is None:
             key = dotted_name(node)
             origins = self.env.get(key, EMPTY) if key is not None else EMPTY

@@ -456,7 +456,7 @@ class ProjectCallsMixin:
                     # it requires grad by evidence now (no longer a guess)
                     certain, guessed = True, False
                 else:
-                    guess = guessed_param(given) if given else -1
+                    guess = guessed_param(given) if given else self.tensor_param_guess(given_node, EMPTY)
                     if guess < 0:
                         continue  # nothing passed for it requires grad by evidence: nothing saved to speak of
             i = param_index(o)
@@ -487,10 +487,10 @@ class ProjectCallsMixin:
                 # the object is also held where the callee put it: a fix that rebinds its name is unsafe
                 reason = f"what `{short_name}()` returns, which is also reachable elsewhere: {summary.kept}"
                 self.kept_roots.setdefault((text, node.lineno), reason)
-        if summary.computed and not self.no_grad and not starred and any(
+        if summary.computed and not self.no_grad and any(  # (`binding` holds only what is surely bound)
                 self._passes_grad(*binding.get(i, (EMPTY, None))) for i in summary.computed):
             out.append(Origin(RootKind.TENSOR, f"{short_name}(...)", node.lineno))  # computed from it: requires grad
-        elif summary.computed and not self.no_grad and not starred and not out:
+        elif summary.computed and not self.no_grad and not out:
             out.extend(self.computed_guess(summary.computed, binding, f"{short_name}(...)", node.lineno))
         return cap(out)
 
