@@ -193,3 +193,121 @@ def test_a_guess_goes_through_an_item_of_a_parameter_and_a_name_bound_to_a_layer
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         verbalizer.hidden(torch.randn(2, 4)).sum().backward()
     verbalizer.process_logits(torch.randn(2, 8)).sum()  # (no grad anywhere: nothing saved, it runs)
+
+
+REVIEWED = '''import torch
+from torch import nn
+
+
+class Stages(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv2d(2, 2, 3, padding=1) for _ in range(3)])
+        self.relu = nn.ReLU(inplace=True)
+        self.pool = nn.AvgPool2d(1)
+
+    def tensor_buffer(self, x):
+        out = x.new_zeros(2, *x.shape)
+        out[0] = x
+        x = self.relu(x)
+        return out
+
+    def both_arms(self, x, flag):
+        feats = [x]
+        if flag:
+            x = self.pool(x)
+        else:
+            x = x * 2
+        x = self.relu(x)
+        return feats
+
+    def in_with(self, x):
+        feats = [x]
+        with torch.enable_grad():
+            x = x * 2
+        x = self.relu(x)
+        return feats
+
+    def then_break(self, x):
+        outs = []
+        for conv in self.convs:
+            x = self.relu(x)
+            x = conv(x)
+            outs.append(x)
+            break
+        return outs
+
+    def replaced(self, x):
+        feats = []
+        feats.append(x)
+        x = self.relu(x)
+        feats[-1] = x
+        return feats
+
+    def sliced(self, x):
+        feats = []
+        feats.append(x[:, :1])
+        x = self.relu(x)
+        return feats
+
+    def detached(self, x):
+        feats = [x.detach()]
+        x = self.relu(x)
+        return feats
+
+    def made_contiguous(self, x):
+        feats = [x]
+        x = x.contiguous()
+        x = self.relu(x)
+        return feats
+'''
+
+
+def test_what_a_container_holds_is_decided_on_every_path():
+    """A fresh helper's review of the first form (/tmp/REV29): an item store into a tensor (a copy of the values),
+    a name bound to other storage on every path (both arms of an ``if``, a ``with`` body) and a store followed by
+    ``break`` were reported, an element replaced after the write too; a view stored (``x[:, :1]``,
+    ``x.detach()``) and the name bound to its own storage (``x.contiguous()``) were missed."""
+    findings = analyze_source(REVIEWED)
+    assert [(f.code, f.line) for f in findings] == [("IPV007", 53), ("IPV007", 58), ("IPV007", 64)]
+    assert findings[0].message.endswith("`feats`, read again on line 54, holds the same tensor and sees the layer's "
+                                        "output, not its input")
+    mod = load(REVIEWED)
+    model = mod["Stages"]().eval()
+    torch.manual_seed(0)
+    x = torch.randn(1, 2, 4, 4)
+    with torch.no_grad():
+        assert (model.tensor_buffer(x.clone())[0] < 0).any()
+        for flag in (True, False):
+            assert (model.both_arms(x.clone(), flag)[0] < 0).any()
+        assert (model.in_with(x.clone())[0] < 0).any()
+        assert (model.then_break(x.clone())[0] < 0).any()
+        for name in ("sliced", "detached", "made_contiguous"):  # each stored element was rectified afterwards
+            assert (getattr(model, name)(x.clone())[0] >= 0).all()
+
+
+def test_where_indexes_by_keyword_and_with_integer_values():
+    src = '''import torch
+
+
+def by_keyword(x):
+    n = torch.norm(x, dim=1)
+    s = torch.clamp(n - 0.1, min=0)
+    idx = torch.where(condition=n > 0)
+    s[idx] = s[idx] / n[idx]
+    return s.sum()
+
+
+def integer_values(x):
+    n = torch.norm(x, dim=1)
+    s = torch.clamp(n - 0.1, min=0)
+    idx = torch.where(n > 0, 1, 0)
+    s[idx] = s[idx] / n[idx]
+    return s.sum()
+'''
+    assert analyze_source(src) == []
+    mod = load(src)
+    for name in ("by_keyword", "integer_values"):
+        x = torch.randn(4, 3, requires_grad=True)
+        mod[name](x).backward()
+        assert x.grad is not None

@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Tuple
 
+from .astutil import last_name
+from .fixplan.bindings import shared_base
 from .fixplan.facts import LOOPS, FunctionFacts
 
 #: list and deque methods that store their argument (the element's position among the arguments)
@@ -25,11 +27,53 @@ _STORING_ALL = frozenset({"extend", "extendleft"})
 CONTAINER_MUTATORS = frozenset(_STORING) | _STORING_ALL | {"clear"}
 
 
+def _stored(facts: FunctionFacts, load: ast.Name) -> ast.expr:
+    """The expression around ``load`` that shares its storage (``x``, ``x[:, :1]``, ``x.detach()``,
+    ``x.view(n, -1)``: :func:`~.fixplan.bindings.shared_base`): what a container stores when it stores that."""
+    node: ast.expr = load
+    while True:
+        parent = facts.parent(node)
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            call = facts.parent(parent)  # (`x.detach()`: the method's call, not its attribute)
+            parent = call if isinstance(call, ast.Call) and call.func is parent else parent
+        if not isinstance(parent, ast.expr) or shared_base(parent) is not load:
+            return node
+        node = parent
+
+
+def _list_or_dict(facts: FunctionFacts, name: str) -> bool:
+    """Every binding of the local ``name`` in the function is a list or dict (``[]``, ``{}``, ``[None] * n``,
+    ``list()``, ``dict()``, ``OrderedDict()``, ``defaultdict(list)``, a comprehension), so ``name[k] = x`` stores a
+    reference; a tensor's item assignment copies the values instead."""
+    values = [a.value for a in facts.assigns if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.value is not None
+              and any(isinstance(t, ast.Name) and t.id == name
+                      for t in (a.targets if isinstance(a, ast.Assign) else [a.target]))]
+    bound = [a for a in facts.assigns if a.__class__ is not ast.Assign and a.__class__ is not ast.AnnAssign]
+    if not values or any(_binds_other(a, name) for a in bound):
+        return False
+    return all(isinstance(v, (ast.List, ast.Dict, ast.ListComp, ast.DictComp))
+               or isinstance(v, ast.BinOp) and isinstance(v.op, ast.Mult) and isinstance(v.left, ast.List)
+               or isinstance(v, ast.Call) and last_name(v.func) in _CONTAINER_TYPES for v in values)
+
+
+def _binds_other(node: ast.AST, name: str) -> bool:
+    target = getattr(node, "target", None)  # (`for name in ...`, `name := ...`)
+    return target is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
+
+
+#: statements whose body may not run on a path through them
+_BRANCHING = (ast.If, ast.Try, ast.While, ast.For, ast.AsyncFor, ast.Match)
+#: constructors of the containers whose item assignment stores a reference
+_CONTAINER_TYPES = frozenset({"list", "dict", "OrderedDict", "defaultdict"})
+
+
 def _holding(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
-    """The local container name that ``load`` (a load of the tensor's name) stores its tensor into, if any."""
-    parent = facts.parent(load)
+    """The local container name that ``load`` (a load of the tensor's name) stores its tensor, or a view of it,
+    into, if any."""
+    stored = _stored(facts, load)
+    parent = facts.parent(stored)
     if isinstance(parent, (ast.List, ast.Tuple)) or isinstance(parent, ast.Dict) and any(
-            v is load for v in parent.values):
+            v is stored for v in parent.values):
         literal, parent = parent, facts.parent(parent)
         if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
             return parent.targets[0].id  # `feats = [x, y]`
@@ -42,13 +86,14 @@ def _holding(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
     if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute) \
             and isinstance(parent.func.value, ast.Name) and parent.func.attr in _STORING:
         position = _STORING[parent.func.attr]
-        if len(parent.args) == position + 1 and parent.args[position] is load and not parent.keywords:
+        if len(parent.args) == position + 1 and parent.args[position] is stored and not parent.keywords:
             return parent.func.value.id  # `feats.append(x)`
         return None
-    if isinstance(parent, ast.Assign) and parent.value is load and len(parent.targets) == 1:
+    if isinstance(parent, ast.Assign) and parent.value is stored and len(parent.targets) == 1:
         target = parent.targets[0]
-        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-            return target.value.id  # `feats[k] = x`
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                and _list_or_dict(facts, target.value.id):
+            return target.value.id  # `feats[k] = x` (not `buf[t] = x` into a tensor: a copy of the values)
     return None
 
 
@@ -79,54 +124,127 @@ def _exclusive(facts: FunctionFacts, a: ast.stmt, b: ast.stmt) -> bool:
         or field_a == field_b == "handlers" and arm_a is not arm_b or isinstance(parent, ast.Match) and arm_a is not arm_b
 
 
-def _binds(facts: FunctionFacts, name: str, binds) -> List[Tuple[int, int]]:
-    """The positions of the statements of the function that bind ``name``."""
-    return [(a.lineno, a.col_offset) for a in facts.assigns if binds(a, name)]
+def _self_view(node: ast.AST, name: str) -> bool:
+    """``name = name.contiguous()``, ``name = name.view(n, -1)``: the name bound again to its own storage."""
+    base = shared_base(node.value) if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None \
+        else None
+    return isinstance(base, ast.Name) and base.id == name
+
+
+def _must_bind(stmt: ast.stmt, name: str, binds) -> bool:
+    """``stmt`` binds ``name`` to other storage on every path through it (both arms of an ``if``, a ``with``
+    body, a ``try`` body and each handler, or its ``finally:``); a loop may run no pass."""
+    def block(stmts) -> bool:
+        return any(_must_bind(s, name, binds) for s in stmts)
+    if isinstance(stmt, ast.If):
+        return block(stmt.body) and block(stmt.orelse)
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return block(stmt.body)
+    if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+        return block(stmt.body) and all(block(h.body) for h in stmt.handlers) or block(stmt.finalbody)
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        return binds(stmt, name) and not _self_view(stmt, name)
+    return False
+
+
+def rebound_between(facts: FunctionFacts, held: ast.stmt, stmt: ast.stmt, name: str, binds) -> Optional[bool]:
+    """How ``name`` is bound again to other storage between ``held`` and ``stmt`` (``held`` before it): True on
+    every path (a statement that runs on each path from one to the other binds it: :func:`_must_bind`), False on
+    some paths, None on none. ``binds(assign, name)``: a binding statement of :attr:`FunctionFacts.assigns` binds
+    ``name``."""
+    at, start = (held.lineno, held.col_offset), (stmt.lineno, stmt.col_offset)
+    path = facts.path_to(stmt)
+    ancestors = {id(n) for n in path}
+    for node in path[:-1]:
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            for child in getattr(node, field, None) or ():
+                if isinstance(child, ast.stmt) and id(child) not in ancestors \
+                        and at < (child.lineno, child.col_offset) < start and _must_bind(child, name, binds):
+                    return True
+    if any(at < (a.lineno, a.col_offset) < start and binds(a, name) and not _self_view(a, name)
+           for a in facts.assigns):
+        return False
+    return None
+
+
+def _leaves_loop(facts: FunctionFacts, held: ast.stmt, loop: ast.AST) -> bool:
+    """A ``break``, ``return`` or ``raise`` follows ``held`` on every path to the end of the loop's pass."""
+    node: ast.AST = held
+    while node is not loop:
+        parent = facts.parent(node)
+        block = next((b for b in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody"))
+                      if isinstance(b, list) and any(s is node for s in b)), [])
+        index = next((i for i, s in enumerate(block) if s is node), len(block))
+        if any(isinstance(s, (ast.Break, ast.Return, ast.Raise)) for s in block[index + 1:]):
+            return True
+        node = parent
+    return False
+
+
+def _positions(facts: FunctionFacts, name: str, binds) -> List[Tuple[int, int]]:
+    """The positions of the statements of the function that bind ``name`` to other storage."""
+    return [(a.lineno, a.col_offset) for a in facts.assigns if binds(a, name) and not _self_view(a, name)]
 
 
 def containers_holding(facts: FunctionFacts, stmt: ast.stmt, name: str, binds) -> List[Tuple[str, bool]]:
     """The local containers that hold, when ``stmt`` runs, the tensor ``name`` holds then (each with whether only on
-    some paths): stored before ``stmt`` with no binding of ``name`` or of the container in between, or stored after
-    ``stmt`` in a loop around both, so that the loop's next pass reaches ``stmt`` with the stored tensor (no binding
-    of ``name`` in the loop before ``stmt`` or after the store, and the loop's own target is not ``name``).
+    some paths): stored before ``stmt`` with no binding of ``name`` (to other storage) or of the container on every
+    path in between, or stored after ``stmt`` in a loop around both, so that the loop's next pass reaches ``stmt``
+    with the stored tensor (no binding of ``name`` in the loop before ``stmt`` or after the store, the loop's own
+    target is not ``name``, and the pass does not leave the loop after the store). A container whose item is
+    assigned after ``stmt`` (``feats[-1] = x``: the element may be replaced) is left out.
     ``binds(assign, name)``: whether a binding statement of :attr:`FunctionFacts.assigns` binds ``name``."""
     start = (stmt.lineno, stmt.col_offset)
-    path = facts.path_to(stmt)
-    ancestors = {id(n) for n in path}
-    loop = next((n for n in reversed(path[:-1]) if isinstance(n, LOOPS)), None)
-    stores = _binds(facts, name, binds)
+    loop = next((n for n in reversed(facts.path_to(stmt)[:-1]) if isinstance(n, LOOPS)), None)
+    stores = _positions(facts, name, binds)
     out: List[Tuple[str, bool]] = []
     for load in facts.by_name.get(name, ((), []))[1]:
         if id(load) in facts.captured_loads:
             continue  # (a nested function or lambda stores it when, and if, it runs)
         container = _holding(facts, load)
-        if container is None or container == name or any(c == container for c, _ in out):
-            continue
         held = _statement(facts, load)
-        if held is None or held is stmt:
+        if container is None or container == name or any(c == container for c, _ in out) or held is None \
+                or held is stmt or _item_assigned_after(facts, container, start, held):
             continue
         at = (held.lineno, held.col_offset)
-        rebound = _binds(facts, container, binds)
+        rebound = [(a.lineno, a.col_offset) for a in facts.assigns if binds(a, container)]
         if at < start:
-            if _exclusive(facts, held, stmt):
+            if _exclusive(facts, held, stmt) or any(at < p < start for p in rebound if p != at):
                 continue
-            between = [p for p in stores if at < p < start]
-            if any(at < p < start for p in rebound if p != at):
-                continue
-            if any(id(facts.parent(a)) in ancestors for a in facts.assigns
-                   if at < (a.lineno, a.col_offset) < start and binds(a, name)):
-                continue  # `name` bound again, on every path to `stmt`, after the store
-            out.append((container, bool(between)))
+            again = rebound_between(facts, held, stmt, name, binds)
+            ancestors = {id(n) for n in facts.path_to(stmt)}
+            guarded = any(isinstance(n, _BRANCHING) and id(n) not in ancestors for n in facts.path_to(held)[:-1])
+            if again is not True:
+                out.append((container, again is False or guarded))  # (`if keep: feats.append(x)`: some paths)
         elif loop is not None and any(n is loop for n in facts.path_to(held)):
             if isinstance(loop, (ast.For, ast.AsyncFor)) and any(
                     isinstance(n, ast.Name) and n.id in (name, container) for n in ast.walk(loop.target)):
                 continue
             first, last = (loop.lineno, loop.col_offset), (loop.end_lineno or loop.lineno, loop.end_col_offset or 0)
-            if any(first <= p < start or at < p <= last for p in stores):
+            if any(first <= p < start or at < p <= last for p in stores) or _leaves_loop(facts, held, loop):
                 continue
             if any(first <= p <= last for p in rebound if p != at):
                 continue  # a new container each pass
-            conditional = any(isinstance(n, (ast.If, ast.Try, ast.While, ast.For, ast.AsyncFor, ast.With))
-                              for n in facts.path_to(held)[facts.path_to(held).index(loop) + 1:-1])
+            inside = facts.path_to(held)
+            conditional = any(isinstance(n, _BRANCHING) for n in inside[inside.index(loop) + 1:-1])
             out.append((container, conditional))
     return out
+
+
+def _item_assigned_after(facts: FunctionFacts, container: str, start: Tuple[int, int], held: ast.stmt) -> bool:
+    """An item of ``container`` is assigned after ``start`` where it may replace what ``held`` stored
+    (``feats[-1] = x``); another string key than those ``held`` stored under (``outs["post"] = x`` after
+    ``outs = {"pre": x}``) replaces nothing."""
+    keys = {k.value for k in getattr(held.value, "keys", ()) if isinstance(k, ast.Constant)} \
+        if isinstance(held, ast.Assign) and isinstance(held.value, ast.Dict) else None
+    if isinstance(held, ast.Assign) and isinstance(held.targets[0], ast.Subscript):
+        key = held.targets[0].slice
+        keys = {key.value} if isinstance(key, ast.Constant) else None
+    for a in facts.assigns:
+        if isinstance(a, ast.Assign) and (a.lineno, a.col_offset) > start:
+            for t in a.targets:
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == container and not (
+                        keys is not None and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str)
+                        and t.slice.value not in keys):
+                    return True
+    return False

@@ -25,7 +25,7 @@ from .astutil import dotted_name, last_name
 from .consumers import SIZE_METHODS
 from .fixplan.bindings import shared_base
 from .fixplan.facts import LOOPS, NON_ALIAS_ATTRS, FunctionFacts
-from .holders import CONTAINER_MUTATORS, containers_holding
+from .holders import CONTAINER_MUTATORS, containers_holding, rebound_between
 
 #: tensor methods that read only metadata
 _METADATA_METHODS = SIZE_METHODS | frozenset({"storage_offset", "data_ptr", "is_floating_point", "is_complex", "type"})
@@ -282,11 +282,9 @@ def _aliases(facts: FunctionFacts, stmt: ast.stmt, name: str) -> List[Tuple[str,
     ``x.detach()``, ``x.data``, ``x[0]``; :func:`~.fixplan.bindings.shared_base`) before ``stmt`` and not bound again
     since, each with whether
     ``name`` may have been bound again in between (in a branch that ``stmt`` is not in: ``residual = x; if pre:
-    x = self.norm(x)``, so ``residual`` is the written tensor only on some paths). A binding of ``name`` in between
-    in a block that holds ``stmt`` ends the alias."""
+    x = self.norm(x)``, so ``residual`` is the written tensor only on some paths). A binding of ``name`` to other
+    storage on every path in between (:func:`.holders.rebound_between`) ends the alias."""
     start = (stmt.lineno, stmt.col_offset)
-    ancestors = {id(n) for n in facts.path_to(stmt)}
-    stores = [a for a in facts.assigns if _assign_binds(a, name)]
     out = []
     for assign in facts.assigns:
         if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1
@@ -296,13 +294,13 @@ def _aliases(facts: FunctionFacts, stmt: ast.stmt, name: str) -> List[Tuple[str,
         if not (isinstance(base, ast.Name) and base.id == name) or assign.targets[0].id == name:
             continue
         at = (assign.lineno, assign.col_offset)
-        between = [a for a in stores if at < (a.lineno, a.col_offset) < start]
-        if any(id(facts.parent(a)) in ancestors for a in between):
+        again = rebound_between(facts, assign, stmt, name, _assign_binds)  # (on every path, some, none)
+        if again is True:
             continue
         alias = assign.targets[0].id
         if any(at < (a.lineno, a.col_offset) < start for a in facts.assigns if _assign_binds(a, alias)):
             continue
-        out.append((alias, bool(between)))
+        out.append((alias, again is False))
     return out
 
 
