@@ -311,3 +311,50 @@ def integer_values(x):
         x = torch.randn(4, 3, requires_grad=True)
         mod[name](x).backward()
         assert x.grad is not None
+
+
+INHERITED = '''import torch
+from torch import nn
+from torch.nn import TransformerDecoderLayer
+
+
+class DecoderLayer(TransformerDecoderLayer):
+    def __init__(self, d, heads):
+        super().__init__(d, heads, 16, 0.0)
+
+    def infer(self, tgt):
+        tgt = self.norm2(tgt)
+        tgt += self.linear2(self.activation(self.linear1(tgt)))
+        return self.norm3(tgt)
+
+
+class EncoderLayer(nn.TransformerEncoderLayer):
+    def __init__(self, d, heads):
+        super().__init__(d, heads, 16, 0.0)
+        self.linear1 = nn.Identity()
+
+    def step(self, x):
+        x = self.norm1(x)
+        x += self.linear2(torch.cat([self.linear1(x)] * 4, dim=-1))
+        return x
+'''
+
+
+def test_a_subclass_of_a_torch_transformer_layer_holds_the_layers_torchs_init_built():
+    """pero-ocr's decoder layer (set CP, labelled, non-default) subclasses ``nn.TransformerDecoderLayer`` and calls
+    ``self.linear1`` that torch's ``__init__`` built: an ``nn.Linear``, which saves its input, so ``tgt += ...`` of
+    its result raises at backward. A subclass that builds the attribute again holds its own."""
+    from inplace_lint.torch_facts import ops
+
+    for cls in (torch.nn.TransformerEncoderLayer, torch.nn.TransformerDecoderLayer):
+        built = {name: type(layer).__name__ for name, layer in cls(4, 1).named_children()}
+        assert ops.TORCH_LAYER_ATTRIBUTES[cls.__name__] == built
+    findings = analyze_source(INHERITED)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 12, 8)]
+    assert "`self.linear1(...)` (`nn.Linear`, line 12) saved for backward" in findings[0].message
+    mod = load(INHERITED)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        mod["DecoderLayer"](4, 1).infer(torch.randn(3, 2, 4)).sum().backward()
+    x = torch.randn(3, 2, 4, requires_grad=True)
+    mod["EncoderLayer"](4, 1).step(x).sum().backward()  # (its own `linear1`, an Identity: nothing saved `x`)
+    assert x.grad is not None

@@ -427,8 +427,12 @@ class Resolver:
         if dotted is None:
             for base in info[0] if info else ():
                 head, _, rest = base.partition(".")
-                found = self.resolve(index.imports[head] + (f".{rest}" if rest else "") if head in index.imports
-                                     else f"{module}.{base}")
+                qual = index.imports[head] + (f".{rest}" if rest else "") if head in index.imports else None
+                found = self.resolve(qual or f"{module}.{base}")
+                torch_layer = ops.TORCH_LAYER_ATTRIBUTES.get(qual.rpartition(".")[2], {}).get(attr) \
+                    if qual and qual.startswith("torch.nn.") else None
+                if torch_layer:  # (`class Layer(nn.TransformerDecoderLayer)`: torch's `__init__` built it)
+                    return f"torch.nn.{torch_layer}"
                 if found and found[0] == "class" and found[1] != cls_qual:
                     hit = param_containers.through_super(self._attribute_builder(found[1], attr, depth + 1), own)
                     if hit and hit.startswith(DEFAULT_CLASS) and info and "__init__" in info[1]:

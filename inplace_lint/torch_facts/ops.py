@@ -187,6 +187,17 @@ WEIGHTED_LAYERS = frozenset({
 })
 #: ``torch.nn.init`` functions: each fills its argument in place and returns it
 #: (https://pytorch.org/docs/stable/nn.init.html)
+#: what the ``__init__`` of torch's transformer layers builds on ``self`` (torch/nn/modules/transformer.py, torch 2.x):
+#: a subclass that calls ``super().__init__`` and does not build the attribute again holds these layers
+TORCH_LAYER_ATTRIBUTES = {
+    "TransformerEncoderLayer": {"self_attn": "MultiheadAttention", "linear1": "Linear", "linear2": "Linear",
+                                "norm1": "LayerNorm", "norm2": "LayerNorm", "dropout": "Dropout",
+                                "dropout1": "Dropout", "dropout2": "Dropout"},
+    "TransformerDecoderLayer": {"self_attn": "MultiheadAttention", "multihead_attn": "MultiheadAttention",
+                                "linear1": "Linear", "linear2": "Linear", "norm1": "LayerNorm", "norm2": "LayerNorm",
+                                "norm3": "LayerNorm", "dropout": "Dropout", "dropout1": "Dropout",
+                                "dropout2": "Dropout", "dropout3": "Dropout"},
+}
 INIT_FUNCTIONS = frozenset({"uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
                             "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
                             "orthogonal_", "sparse_"})
