@@ -349,6 +349,12 @@ def test_a_subclass_of_a_torch_transformer_layer_holds_the_layers_torchs_init_bu
     for cls in (torch.nn.TransformerEncoderLayer, torch.nn.TransformerDecoderLayer):
         built = {name: type(layer).__name__ for name, layer in cls(4, 1).named_children()}
         assert ops.TORCH_LAYER_ATTRIBUTES[cls.__name__] == built
+    built = {}
+    for attention in (torch.nn.MultiheadAttention(4, 1), torch.nn.MultiheadAttention(4, 1, kdim=3, vdim=3)):
+        built.update({name: "Parameter" for name, _ in attention.named_parameters(recurse=False)})
+        built.update({name: type(layer).__mro__[1].__name__ if type(layer).__name__.startswith("NonDynamically")
+                      else type(layer).__name__ for name, layer in attention.named_children()})
+    assert ops.TORCH_LAYER_ATTRIBUTES["MultiheadAttention"] == built
     findings = analyze_source(INHERITED)
     assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 12, 8)]
     assert "`self.linear1(...)` (`nn.Linear`, line 12) saved for backward" in findings[0].message

@@ -187,9 +187,12 @@ WEIGHTED_LAYERS = frozenset({
 })
 #: ``torch.nn.init`` functions: each fills its argument in place and returns it
 #: (https://pytorch.org/docs/stable/nn.init.html)
-#: what the ``__init__`` of torch's transformer layers builds on ``self`` (torch/nn/modules/transformer.py, torch 2.x):
-#: a subclass that calls ``super().__init__`` and does not build the attribute again holds these layers
+#: what the ``__init__`` of torch's transformer layers and attention builds on ``self`` (torch/nn/modules/transformer.py,
+#: activation.py; torch 2.x): a subclass that calls ``super().__init__`` and does not build the attribute again holds
+#: these layers and parameters (``q_proj_weight`` and the others where ``kdim``/``vdim`` differ from the embedding's)
 TORCH_LAYER_ATTRIBUTES = {
+    "MultiheadAttention": {"in_proj_weight": "Parameter", "in_proj_bias": "Parameter", "q_proj_weight": "Parameter",
+                           "k_proj_weight": "Parameter", "v_proj_weight": "Parameter", "out_proj": "Linear"},
     "TransformerEncoderLayer": {"self_attn": "MultiheadAttention", "linear1": "Linear", "linear2": "Linear",
                                 "norm1": "LayerNorm", "norm2": "LayerNorm", "dropout": "Dropout",
                                 "dropout1": "Dropout", "dropout2": "Dropout"},
