@@ -174,6 +174,11 @@ class Verbalizer(nn.Module):
         probs = self.normalize(h)
         probs /= 2.0
         return probs
+
+    def direct(self, logits: torch.Tensor):
+        probs = self.normalize(logits[:, self.ids])
+        probs /= 2.0
+        return probs
 '''
 
 
@@ -184,14 +189,17 @@ def test_a_guess_goes_through_an_item_of_a_parameter_and_a_name_bound_to_a_layer
     call does. And a name bound to a weighted layer's output (``h = self.proj(x)``) in any method requires grad,
     as the call itself does."""
     findings = analyze_source(CALIBRATED)
-    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 25, 8), ("IPV006", 31, 8)]
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 25, 8), ("IPV006", 31, 8), ("IPV006", 36, 8)]
     assert "passed by the call at line 15" in findings[0].message
+    assert "(it does when `logits` requires grad)" in findings[2].message
     mod = load(CALIBRATED)
     verbalizer = mod["Verbalizer"]([1, 3, 5])
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         verbalizer.process_logits(torch.randn(2, 8, requires_grad=True)).sum().backward()
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         verbalizer.hidden(torch.randn(2, 4)).sum().backward()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        verbalizer.direct(torch.randn(2, 8, requires_grad=True)).sum().backward()
     verbalizer.process_logits(torch.randn(2, 8)).sum()  # (no grad anywhere: nothing saved, it runs)
 
 
@@ -364,3 +372,191 @@ def test_a_subclass_of_a_torch_transformer_layer_holds_the_layers_torchs_init_bu
     x = torch.randn(3, 2, 4, requires_grad=True)
     mod["EncoderLayer"](4, 1).step(x).sum().backward()  # (its own `linear1`, an Identity: nothing saved `x`)
     assert x.grad is not None
+
+
+ITERATED = '''import torch
+from torch import nn
+
+
+class Discriminator(nn.Module):
+    def __init__(self, layers=3, act="LeakyReLU"):
+        super().__init__()
+        self.conv_layers = nn.ModuleList()
+        for i in range(layers - 1):
+            block = [nn.Conv1d(2, 2, 3, padding=1), getattr(nn, act)(inplace=True)]
+            self.conv_layers += block
+        self.conv_layers += [nn.Conv1d(2, 1, 3, padding=1)]
+        self.features = nn.Sequential(nn.Conv1d(2, 2, 3, padding=1), nn.ReLU(inplace=True), nn.Conv1d(2, 2, 1))
+        self.head = nn.Sequential(nn.ReLU(inplace=True), nn.Conv1d(2, 2, 1))
+        self.taps = (0,)
+
+    def forward(self, x, return_fmaps=False):
+        fmaps = []
+        for f in self.conv_layers:
+            x = f(x)
+            if return_fmaps:
+                fmaps.append(x)
+        if return_fmaps:
+            return [x], fmaps
+        return x
+
+    def every(self, x):
+        feats = []
+        for layer in self.features:
+            x = layer(x)
+            feats.append(x)
+        return feats
+
+    def tapped(self, x):
+        feats = []
+        for i, layer in enumerate(self.features):
+            x = layer(x)
+            if i in self.taps:
+                feats.append(x)
+        return feats
+
+    def copied(self, x):
+        feats = []
+        for layer in self.features:
+            x = layer(x)
+            feats.append(x.clone())
+        return feats
+
+    def first_only(self, x):
+        feats = []
+        for layer in self.head:
+            x = layer(x)
+            feats.append(x)
+        return feats
+'''
+
+
+def test_a_layer_list_iterated_writes_what_an_earlier_pass_stored():
+    """nnsvs' PWG discriminator (set CP, labelled, non-default): ``for f in self.conv_layers: x = f(x);
+    fmaps.append(x)`` over convolutions each followed by ``getattr(nn, act)(inplace=True)``: the activation's pass
+    rectifies the convolution output the previous pass stored (``fmaps[0] is fmaps[1]``). Not reported: a store an
+    ``if`` on the loop's own index guards (which passes store is the data's), a copy stored, a list whose only in-place
+    layer comes first (it writes the loop's input, which nothing stored)."""
+    findings = analyze_source(ITERATED)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV007", 20, 16), ("IPV007", 30, 16)]
+    assert findings[0].message.startswith(
+        "`getattr(nn, act)(inplace=True)` in `self.conv_layers` writes in place to `x`; `fmaps`, read again on line 24 "
+        "(on some paths), holds the same tensor")
+    mod = load(ITERATED)
+    torch.manual_seed(0)
+    model = mod["Discriminator"]()
+    x = torch.randn(1, 2, 8)
+    with torch.no_grad():
+        _, fmaps = model(x.clone(), return_fmaps=True)
+        conv = model.conv_layers[0](x)
+        assert fmaps[0] is fmaps[1] and not torch.equal(fmaps[0], conv)  # the first convolution's output, rectified
+        feats = model.every(x.clone())
+        assert feats[0] is feats[1]
+        assert (model.copied(x.clone())[0] < 0).any()
+        tapped = model.tapped(x.clone())[0]  # (a conv index tapped: rectified too; left to the data, not reported)
+        assert (tapped >= 0).all()
+        first = model.first_only(x.clone())
+        assert first[0] is not first[1]
+
+
+STORES = '''import torch
+from torch import nn
+
+
+class Stores(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv2d(2, 2, 3, padding=1) for _ in range(2)])
+        self.relu = nn.ReLU(inplace=True)
+
+    def item(self, x):
+        feats = [None, None]
+        feats[0] = x
+        x = self.relu(x)
+        return feats
+
+    def added(self, x):
+        feats = []
+        feats += [x]
+        x = self.relu(x)
+        return feats
+
+    def extended(self, x):
+        feats = []
+        feats.extend([x])
+        x = self.relu(x)
+        return feats
+
+    def inserted(self, x):
+        feats = []
+        feats.insert(0, x)
+        x = self.relu(x)
+        return feats
+
+    def augmented(self, x):
+        feats = [x]
+        x = self.relu(x)
+        feats[0] += 1
+        return x
+
+    def stored_only(self, x):
+        outs = {"pre": x}
+        x = self.relu(x)
+        outs["post"] = x
+        return x
+
+    def in_a_helper(self, x):
+        feats = []
+
+        def keep():
+            feats.append(x)
+        x = self.relu(x)
+        return feats
+
+    def alias_both_arms(self, x, flag):
+        identity = x
+        if flag:
+            x = x + 1
+        else:
+            x = x * 2
+        x = self.relu(x)
+        return identity
+
+    def write_in_an_arm(self, x, flag):
+        feats = [x]
+        if flag:
+            x = x + 1
+        else:
+            x = self.relu(x)
+        return feats
+
+    def returned_in_the_pass(self, x):
+        outs = []
+        for conv in self.convs:
+            x = self.relu(x)
+            x = conv(x)
+            outs.append(x)
+            return outs
+        return outs
+'''
+
+
+def test_each_way_a_container_holds_the_tensor():
+    """The stores a list or dict keeps a reference by (an item, ``+=``, ``extend``, ``insert``), a store into it or a
+    change of an element that reads nothing more of the written tensor, a store a nested function would make, and a
+    pass that returns what it stored (no next pass writes it)."""
+    findings = analyze_source(STORES)
+    assert [(f.code, f.line) for f in findings] == [("IPV007", 14), ("IPV007", 20), ("IPV007", 26), ("IPV007", 32),
+                                                    ("IPV007", 37), ("IPV007", 69)]
+    assert "`feats`, read again on line 70, holds" in findings[5].message  # (not "on some paths": this arm writes)
+    assert "`feats`, read again on line 38" in findings[4].message  # (`feats[0] += 1` reads the element)
+    mod = load(STORES)
+    torch.manual_seed(0)
+    model = mod["Stores"]()
+    x = torch.randn(1, 2, 4, 4)
+    for name in ("item", "added", "extended", "inserted"):
+        assert (getattr(model, name)(x.clone())[0] >= 0).all()  # the stored input, rectified afterwards
+    with torch.no_grad():
+        assert (model.returned_in_the_pass(x.clone())[0] < 0).any()
+        assert (model.alias_both_arms(x.clone(), True) < 0).any() and (model.alias_both_arms(x.clone(), False) < 0).any()
+        assert (model.write_in_an_arm(x.clone(), False)[0] >= 0).all()

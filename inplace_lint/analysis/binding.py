@@ -400,11 +400,23 @@ class BindingMixin:
             else:
                 self.local_stacks.pop(target.id, None)
             attr = self._own_container(iterable)
+            self._some_pass_layer(target.id, attr, iterable)
             layer = self.input_layers.get(f"{attr}{ELEMENTS}") if attr is not None else None
             if layer and not {attr, ALL_LAYERS} & self.unsaved_layers:
                 self.local_input_layers[target.id] = layer  # `for conv in self.convs: x = conv(x)`
             else:
                 self.local_input_layers.pop(target.id, None)
+
+    def _some_pass_layer(self, name: str, attr: Optional[str], iterable: ast.expr) -> None:
+        """``for f in self.layers:`` over a layer list with an in-place layer after its first element: ``f`` is that
+        layer on some passes of this loop (:mod:`.layer_elements`); any other binding of ``name`` ends that."""
+        loop = self.loop_stack[-1] if self.loop_stack else None
+        layer = self.inplace_elements.get(attr) if attr is not None and isinstance(loop, (ast.For, ast.AsyncFor)) \
+            and (loop.iter is iterable or isinstance(loop.iter, ast.Call) and iterable in loop.iter.args) else None
+        if layer:
+            self.some_pass_layers[name] = (loop, layer)
+        else:
+            self.some_pass_layers.pop(name, None)
 
     def _own_container(self, iterable: ast.expr) -> Optional[str]:
         """``blocks`` for ``self.blocks`` (or a slice of it) or ``self.blocks.values()``, in a class's method."""

@@ -255,7 +255,7 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
             origins = self.env.get(key) if key is not None else None
         if origins:
             return any(o.is_tensor and o.grad_evidence and param_index(o) is None for o in origins)
-        return self.grad_source(node) or (isinstance(node, ast.Name) and node.id in self.layer_results)
+        return self.grad_source(node)
 
     def mark_saved_for_other(self, arg: ast.expr, op: str, line: int, call: ast.expr, surely_tensor: bool,
                              guess: int = -1) -> None:

@@ -71,9 +71,8 @@ class CallsMixin:
             forwards = self.submodule_forwards(func)
             if forwards:
                 # the project's implementations decide, whatever the attribute is called (`self.score_head =
-                # MLP(...)`, or `iql_model: ILQL`): what each forward returns, each named in the message when it
-                # matters. Only a head we cannot see counts as the model-call patterns say (it may be a custom
-                # Function)
+                # MLP(...)`, `iql_model: ILQL`): what each forward returns, each named in the message when it
+                # matters. Only a head we cannot see counts as the model-call patterns say (a custom Function)
                 return self.project_calls(node, forwards, args, kwargs, submodule=func.attr)
             if imported and ns is not None and (ns.split(".")[0] != "torch" and func.attr in _TENSOR_OPS
                                                  or self.settings.is_model_call_name(func.attr)):
@@ -118,12 +117,13 @@ class CallsMixin:
             return self._unresolved(node)
 
         if isinstance(func, ast.Name):
-            if func.id == "getattr" and len(node.args) == 2 and is_str_constant(node.args[1]):
-                # getattr(out, "logits") is out.logits
+            if func.id == "getattr" and len(node.args) == 2 and is_str_constant(node.args[1]):  # is out.logits
                 attribute = ast.copy_location(ast.Attribute(value=node.args[0], attr=node.args[1].value,
                                                             ctx=ast.Load()), node)
                 ast.fix_missing_locations(attribute)
                 return self.eval_Attribute(attribute)
+            if func.id in self.some_pass_layers and node.args:  # `for f in self.layers: x = f(x)`: what the loop kept
+                self.some_pass_write(node, func.id)
             module = self.inplace_modules.get(func.id)
             if module and node.args:
                 self.report(node, WriteKind.INPLACE_KWARG, f"`{module}(inplace=True)`", node.args[0], args[0],

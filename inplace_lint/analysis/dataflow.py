@@ -54,6 +54,7 @@ from .out_calls import OutCallsMixin
 from .built_arms import BuiltArmsMixin
 from .strings import StringsMixin
 from .exits import ExitsMixin
+from .layer_elements import LayerElementsMixin
 from .own_class import OwnClassFacts, read_through
 from .summaries import LocalFinding, ParamWrite, param_index, param_origin, parameters
 
@@ -77,7 +78,7 @@ def _arg_line(args: ast.arguments, name: str) -> int:
 @dataclass
 class Scope(OutCallsMixin, StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
             ReportingMixin, ClassFactsMixin, ConditionsMixin, LocalConditionsMixin, TensorKindsMixin,
-            LoopPassesMixin, DispatchMixin, BuiltArmsMixin, StringsMixin, ExitsMixin):
+            LoopPassesMixin, DispatchMixin, BuiltArmsMixin, StringsMixin, ExitsMixin, LayerElementsMixin):
     """Walks one function (or module, or class) body; nested functions get a scope of their own."""
 
     settings: Settings
@@ -90,6 +91,9 @@ class Scope(OutCallsMixin, StatementsMixin, BlocksMixin, BindingMixin, Expressio
     #: names bound while grad was off, in the current no-grad region
     nograd_bound: Set[str] = field(default_factory=set)
     inplace_modules: Dict[str, str] = field(default_factory=dict)
+    #: loop variables over a layer list an element of which writes in place (:mod:`.layer_elements`) -> the loop, the
+    #: layer
+    some_pass_layers: Dict[str, Tuple[ast.AST, str]] = field(default_factory=dict)
     stmt_stack: List[ast.stmt] = field(default_factory=list)
     loop_stack: List[ast.AST] = field(default_factory=list)
     #: the statement lists being walked, innermost last, each with the index of the statement being walked

@@ -17,7 +17,9 @@ from typing import List, Optional, Tuple
 
 from .astutil import last_name
 from .fixplan.bindings import shared_base
+from .consumers import exclusive
 from .fixplan.facts import LOOPS, FunctionFacts
+from .layer_elements import loop_targets
 
 #: list and deque methods that store their argument (the element's position among the arguments)
 _STORING = {"append": 0, "appendleft": 0, "insert": 1}
@@ -49,16 +51,11 @@ def _list_or_dict(facts: FunctionFacts, name: str) -> bool:
               and any(isinstance(t, ast.Name) and t.id == name
                       for t in (a.targets if isinstance(a, ast.Assign) else [a.target]))]
     bound = [a for a in facts.assigns if a.__class__ is not ast.Assign and a.__class__ is not ast.AnnAssign]
-    if not values or any(_binds_other(a, name) for a in bound):
-        return False
+    if not values or any(assign_binds(a, name) for a in bound):
+        return False  # (`for feats in ...`, `feats := ...`)
     return all(isinstance(v, (ast.List, ast.Dict, ast.ListComp, ast.DictComp))
                or isinstance(v, ast.BinOp) and isinstance(v.op, ast.Mult) and isinstance(v.left, ast.List)
                or isinstance(v, ast.Call) and last_name(v.func) in _CONTAINER_TYPES for v in values)
-
-
-def _binds_other(node: ast.AST, name: str) -> bool:
-    target = getattr(node, "target", None)  # (`for name in ...`, `name := ...`)
-    return target is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
 
 
 #: statements whose body may not run on a path through them
@@ -97,31 +94,34 @@ def _holding(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
     return None
 
 
-def _statement(facts: FunctionFacts, node: ast.AST) -> Optional[ast.stmt]:
+def binds(stmt: ast.stmt, name: str) -> bool:
+    """``stmt`` (a simple statement) binds ``name`` again or deletes it."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        targets = [stmt.target]
+    elif isinstance(stmt, ast.Delete):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return any((a.asname or a.name.split(".")[0]) == name for a in stmt.names)
+    else:
+        return False
+    return any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)
+               if not isinstance(t, (ast.Attribute, ast.Subscript)))
+
+
+def assign_binds(node: ast.AST, name: str) -> bool:
+    """A binding node of :attr:`FunctionFacts.assigns` (``=``, annotated ``=``, ``for``, ``:=``) binds ``name``."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        return binds(node, name)
+    target = node.target if isinstance(node, (ast.For, ast.AsyncFor, ast.NamedExpr)) else None
+    return target is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
+
+
+def statement_of(facts: FunctionFacts, node: ast.AST) -> Optional[ast.stmt]:
     while node is not None and not isinstance(node, ast.stmt):
         node = facts.parent(node)
     return node
-
-
-def _exclusive(facts: FunctionFacts, a: ast.stmt, b: ast.stmt) -> bool:
-    """``a`` and ``b`` stand in different arms of one ``if``/``try``/``match`` (no path runs both)."""
-    path_a, path_b = facts.path_to(a), facts.path_to(b)
-    common = 0
-    while common < min(len(path_a), len(path_b)) and path_a[common] is path_b[common]:
-        common += 1
-    if common == 0 or common >= min(len(path_a), len(path_b)):
-        return False
-    parent, arm_a, arm_b = path_a[common - 1], path_a[common], path_b[common]
-    if not isinstance(parent, (ast.If, ast.Try, ast.Match)) and type(parent).__name__ != "TryStar":
-        return False
-    fields = [f for f in parent._fields if isinstance(getattr(parent, f, None), list)]
-    field_a = next(f for f in fields if any(n is arm_a for n in getattr(parent, f)))
-    field_b = next(f for f in fields if any(n is arm_b for n in getattr(parent, f)))
-    if isinstance(parent, ast.If):
-        return field_a != field_b
-    # a `try` body runs before its handlers and `else:`, but a handler never runs with `else:` or another handler
-    return field_a != field_b and "body" not in (field_a, field_b) and "finalbody" not in (field_a, field_b) \
-        or field_a == field_b == "handlers" and arm_a is not arm_b or isinstance(parent, ast.Match) and arm_a is not arm_b
 
 
 def _self_view(node: ast.AST, name: str) -> bool:
@@ -131,11 +131,11 @@ def _self_view(node: ast.AST, name: str) -> bool:
     return isinstance(base, ast.Name) and base.id == name
 
 
-def _must_bind(stmt: ast.stmt, name: str, binds) -> bool:
+def _must_bind(stmt: ast.stmt, name: str) -> bool:
     """``stmt`` binds ``name`` to other storage on every path through it (both arms of an ``if``, a ``with``
     body, a ``try`` body and each handler, or its ``finally:``); a loop may run no pass."""
     def block(stmts) -> bool:
-        return any(_must_bind(s, name, binds) for s in stmts)
+        return any(_must_bind(s, name) for s in stmts)
     if isinstance(stmt, ast.If):
         return block(stmt.body) and block(stmt.orelse)
     if isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -147,22 +147,42 @@ def _must_bind(stmt: ast.stmt, name: str, binds) -> bool:
     return False
 
 
-def rebound_between(facts: FunctionFacts, held: ast.stmt, stmt: ast.stmt, name: str, binds) -> Optional[bool]:
+def _between(facts: FunctionFacts, held: ast.stmt, stmt: ast.stmt) -> List[ast.stmt]:
+    """The statements that run on every path from ``held`` to ``stmt`` (``held`` before it in one pass): those after
+    ``held`` in each block around it, and those before ``stmt`` in each block around it, up to the block that holds
+    both (exits aside)."""
+    held_path, path = facts.path_to(held), facts.path_to(stmt)
+    common = 0
+    while common < min(len(held_path), len(path)) and held_path[common] is path[common]:
+        common += 1
+    out: List[ast.stmt] = []
+    for chain, after in ((held_path, True), (path, False)):
+        for parent, child in zip(chain[common - 1:], chain[common:]):
+            block = next((b for b in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody"))
+                          if isinstance(b, list) and any(s is child for s in b)), None)
+            if block is None:
+                continue  # (a handler, a case: what runs around it is not every path's)
+            index = next(i for i, s in enumerate(block) if s is child)
+            if parent is chain[common - 1] and common < min(len(held_path), len(path)):
+                other = (path if after else held_path)[common]
+                if any(s is other for s in block):  # the shared block: only what stands between the two
+                    lo, hi = sorted((index, next(i for i, s in enumerate(block) if s is other)))
+                    out.extend(block[lo + 1:hi] if after else [])
+                    continue
+            out.extend(block[index + 1:] if after else block[:index])
+    return out
+
+
+def rebound_between(facts: FunctionFacts, held: ast.stmt, stmt: ast.stmt, name: str) -> Optional[bool]:
     """How ``name`` is bound again to other storage between ``held`` and ``stmt`` (``held`` before it): True on
     every path (a statement that runs on each path from one to the other binds it: :func:`_must_bind`), False on
-    some paths, None on none. ``binds(assign, name)``: a binding statement of :attr:`FunctionFacts.assigns` binds
-    ``name``."""
+    some paths (a binding in between that may run on the way: not in another arm of an ``if`` around ``stmt``),
+    None on none."""
+    if any(_must_bind(s, name) for s in _between(facts, held, stmt)):
+        return True
     at, start = (held.lineno, held.col_offset), (stmt.lineno, stmt.col_offset)
-    path = facts.path_to(stmt)
-    ancestors = {id(n) for n in path}
-    for node in path[:-1]:
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            for child in getattr(node, field, None) or ():
-                if isinstance(child, ast.stmt) and id(child) not in ancestors \
-                        and at < (child.lineno, child.col_offset) < start and _must_bind(child, name, binds):
-                    return True
-    if any(at < (a.lineno, a.col_offset) < start and binds(a, name) and not _self_view(a, name)
-           for a in facts.assigns):
+    if any(at < (a.lineno, a.col_offset) < start and assign_binds(a, name) and not _self_view(a, name)
+           and not exclusive(a, stmt, facts.parents) for a in facts.assigns):
         return False
     return None
 
@@ -181,41 +201,45 @@ def _leaves_loop(facts: FunctionFacts, held: ast.stmt, loop: ast.AST) -> bool:
     return False
 
 
-def _positions(facts: FunctionFacts, name: str, binds) -> List[Tuple[int, int]]:
+def _positions(facts: FunctionFacts, name: str) -> List[Tuple[int, int]]:
     """The positions of the statements of the function that bind ``name`` to other storage."""
-    return [(a.lineno, a.col_offset) for a in facts.assigns if binds(a, name) and not _self_view(a, name)]
+    return [(a.lineno, a.col_offset) for a in facts.assigns if assign_binds(a, name) and not _self_view(a, name)]
 
 
-def containers_holding(facts: FunctionFacts, stmt: ast.stmt, name: str, binds) -> List[Tuple[str, bool]]:
+def containers_holding(facts: FunctionFacts, stmt: ast.stmt, name: str,
+                       within: Optional[ast.AST] = None) -> List[Tuple[str, bool]]:
     """The local containers that hold, when ``stmt`` runs, the tensor ``name`` holds then (each with whether only on
     some paths): stored before ``stmt`` with no binding of ``name`` (to other storage) or of the container on every
     path in between, or stored after ``stmt`` in a loop around both, so that the loop's next pass reaches ``stmt``
     with the stored tensor (no binding of ``name`` in the loop before ``stmt`` or after the store, the loop's own
     target is not ``name``, and the pass does not leave the loop after the store). A container whose item is
     assigned after ``stmt`` (``feats[-1] = x``: the element may be replaced) is left out.
-    ``binds(assign, name)``: whether a binding statement of :attr:`FunctionFacts.assigns` binds ``name``."""
+    ``within`` (a loop around ``stmt``): only stores inside it, and not one an ``if`` that reads the loop's own
+    names guards (``if i in self.taps: feats.append(x)``: which passes store is the data's to say)."""
     start = (stmt.lineno, stmt.col_offset)
     loop = next((n for n in reversed(facts.path_to(stmt)[:-1]) if isinstance(n, LOOPS)), None)
-    stores = _positions(facts, name, binds)
+    stores = _positions(facts, name)
     out: List[Tuple[str, bool]] = []
     for load in facts.by_name.get(name, ((), []))[1]:
         if id(load) in facts.captured_loads:
             continue  # (a nested function or lambda stores it when, and if, it runs)
         container = _holding(facts, load)
-        held = _statement(facts, load)
-        if container is None or container == name or any(c == container for c, _ in out) or held is None \
-                or held is stmt or _item_assigned_after(facts, container, start, held):
+        held = statement_of(facts, load)
+        if within is not None and held is not None and not _stored_by_the_loop(facts, held, within):
+            continue
+        if container is None or container == name or held is None or held is stmt \
+                or _item_assigned_after(facts, container, start, held):
             continue
         at = (held.lineno, held.col_offset)
-        rebound = [(a.lineno, a.col_offset) for a in facts.assigns if binds(a, container)]
         if at < start:
-            if _exclusive(facts, held, stmt) or any(at < p < start for p in rebound if p != at):
+            if exclusive(held, stmt, facts.parents) or rebound_between(facts, held, stmt, container) is True:
                 continue
-            again = rebound_between(facts, held, stmt, name, binds)
+            again = rebound_between(facts, held, stmt, name)
             ancestors = {id(n) for n in facts.path_to(stmt)}
             guarded = any(isinstance(n, _BRANCHING) and id(n) not in ancestors for n in facts.path_to(held)[:-1])
-            if again is not True:
-                out.append((container, again is False or guarded))  # (`if keep: feats.append(x)`: some paths)
+            if again is not True:  # (`if keep: feats.append(x)`, or `x` or `feats` bound again on some paths)
+                _add(out, container, again is False or guarded or rebound_between(facts, held, stmt, container)
+                     is False)
         elif loop is not None and any(n is loop for n in facts.path_to(held)):
             if isinstance(loop, (ast.For, ast.AsyncFor)) and any(
                     isinstance(n, ast.Name) and n.id in (name, container) for n in ast.walk(loop.target)):
@@ -223,12 +247,21 @@ def containers_holding(facts: FunctionFacts, stmt: ast.stmt, name: str, binds) -
             first, last = (loop.lineno, loop.col_offset), (loop.end_lineno or loop.lineno, loop.end_col_offset or 0)
             if any(first <= p < start or at < p <= last for p in stores) or _leaves_loop(facts, held, loop):
                 continue
-            if any(first <= p <= last for p in rebound if p != at):
+            if any(first <= (a.lineno, a.col_offset) <= last and (a.lineno, a.col_offset) != at
+                   for a in facts.assigns if assign_binds(a, container)):
                 continue  # a new container each pass
             inside = facts.path_to(held)
-            conditional = any(isinstance(n, _BRANCHING) for n in inside[inside.index(loop) + 1:-1])
-            out.append((container, conditional))
+            _add(out, container, any(isinstance(n, _BRANCHING) for n in inside[inside.index(loop) + 1:-1]))
     return out
+
+
+def _add(out: List[Tuple[str, bool]], container: str, may: bool) -> None:
+    """One entry per container: held on every path wins over held on some (the wording of the finding)."""
+    for i, (known, known_may) in enumerate(out):
+        if known == container:
+            out[i] = (known, known_may and may)
+            return
+    out.append((container, may))
 
 
 def _item_assigned_after(facts: FunctionFacts, container: str, start: Tuple[int, int], held: ast.stmt) -> bool:
@@ -248,3 +281,13 @@ def _item_assigned_after(facts: FunctionFacts, container: str, start: Tuple[int,
                         and t.slice.value not in keys):
                     return True
     return False
+
+
+def _stored_by_the_loop(facts: FunctionFacts, held: ast.stmt, loop: ast.AST) -> bool:
+    """``held`` is inside ``loop`` and no ``if`` between them tests a name the loop binds on each pass."""
+    path = facts.path_to(held)
+    if not any(n is loop for n in path):
+        return False
+    names = loop_targets(loop)
+    return not any(isinstance(n, ast.If) and any(isinstance(m, ast.Name) and m.id in names for m in ast.walk(n.test))
+                   for n in path[path.index(loop) + 1:-1])

@@ -10,7 +10,7 @@ import ast
 from functools import cached_property
 from typing import Dict, FrozenSet, List, Tuple
 
-from . import init_args, local_conds, model_outputs, stack_inputs
+from . import init_args, layer_elements, local_conds, model_outputs, stack_inputs
 from .astutil import walk_ast
 from .names import qualify_dotted
 
@@ -31,7 +31,8 @@ class OwnClassFacts:
       parameters and the constant arguments each submodule was built with (:mod:`.init_args`);
     - ``steady_attrs``: attributes that hold an immutable value, and the methods that assign them;
     - ``torch_stacks``, ``input_layers``, ``inplace_firsts``: ``self.<attr>`` built as a torch activation or a stack,
-      the layer its stack starts with (:mod:`.stack_inputs`).
+      the layer its stack starts with (:mod:`.stack_inputs`); ``inplace_elements``: a layer list with an in-place
+      layer after its first element (:mod:`.layer_elements`).
 
     ``names``, ``local_names``, ``layer_builders``, ``stack_builders``: the class scope's imports, its local names and
     the module's layer-building functions, as they stood at the ``class`` statement.
@@ -111,6 +112,10 @@ class OwnClassFacts:
             self._cls, self._qualify, self.counts, self.nodes, self._stack_builders)
 
     @cached_property
+    def inplace_elements(self) -> Dict[str, str]:
+        return layer_elements.inplace_elements(self._cls)
+
+    @cached_property
     def _builder_facts(self):
         return init_args.builder_facts(self._cls, self.counts, self.nodes)
 
@@ -136,7 +141,7 @@ OUTSIDE_A_CLASS: Dict[str, object] = {
     "frozen_layers": frozenset(), "unsaved_layers": frozenset(), "identity_layers": frozenset(),
     "weights_unknown": False, "output_hook": False, "activation_methods": frozenset(), "init_flags": {},
     "init_guards": {}, "steady_attrs": {}, "torch_stacks": {}, "input_layers": {}, "inplace_firsts": {},
-    "builder_args": {}, "builder_alts": {}, "builder_arms": {}, "zero_dropouts": frozenset(),
+    "inplace_elements": {}, "builder_args": {}, "builder_alts": {}, "builder_arms": {}, "zero_dropouts": frozenset(),
 }
 
 

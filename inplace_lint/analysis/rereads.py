@@ -25,7 +25,8 @@ from .astutil import dotted_name, last_name
 from .consumers import SIZE_METHODS
 from .fixplan.bindings import shared_base
 from .fixplan.facts import LOOPS, NON_ALIAS_ATTRS, FunctionFacts
-from .holders import CONTAINER_MUTATORS, containers_holding, rebound_between
+from .holders import CONTAINER_MUTATORS, assign_binds as _assign_binds, binds as _binds, \
+    containers_holding, rebound_between, statement_of
 
 #: tensor methods that read only metadata
 _METADATA_METHODS = SIZE_METHODS | frozenset({"storage_offset", "data_ptr", "is_floating_point", "is_complex", "type"})
@@ -59,8 +60,9 @@ def value_load(facts: FunctionFacts, load: ast.Name) -> bool:
         if parent.attr in _METADATA_METHODS | _NEW_METHODS | CONTAINER_MUTATORS and isinstance(call, ast.Call) \
                 and call.func is parent:
             return False  # (`feats.append(y)`: a list that holds the tensor stores another element, reading none)
-    if isinstance(parent, ast.Subscript) and parent.value is load and isinstance(parent.ctx, ast.Store):
-        return False  # `feats[k] = y`
+    if isinstance(parent, ast.Subscript) and parent.value is load and isinstance(parent.ctx, ast.Store) \
+            and not isinstance(facts.parent(parent), ast.AugAssign):
+        return False  # `feats[k] = y` (not `x[k] += y`, which reads `x[k]`)
     if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in _METADATA_CALLS:
         return False
     if isinstance(parent, ast.Call) and parent.args and parent.args[0] is load \
@@ -95,30 +97,6 @@ def _shadowed(facts: FunctionFacts, node: ast.AST) -> bool:
 def _loads(facts: FunctionFacts, node: ast.AST, name: str) -> List[ast.Name]:
     return sorted((n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name
                    and isinstance(n.ctx, ast.Load) and value_load(facts, n)), key=lambda n: (n.lineno, n.col_offset))
-
-
-def _binds(stmt: ast.stmt, name: str) -> bool:
-    """``stmt`` (a simple statement) binds ``name`` again or deletes it."""
-    if isinstance(stmt, ast.Assign):
-        targets = stmt.targets
-    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-        targets = [stmt.target]
-    elif isinstance(stmt, ast.Delete):
-        targets = stmt.targets
-    elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return any((a.asname or a.name.split(".")[0]) == name for a in stmt.names)
-    else:
-        return False
-    return any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)
-               if not isinstance(t, (ast.Attribute, ast.Subscript)))
-
-
-def _assign_binds(node: ast.AST, name: str) -> bool:
-    """A binding node of :attr:`FunctionFacts.assigns` (``=``, annotated ``=``, ``for``, ``:=``) binds ``name``."""
-    if isinstance(node, (ast.Assign, ast.AnnAssign)):
-        return _binds(node, name)
-    target = node.target if isinstance(node, (ast.For, ast.AsyncFor, ast.NamedExpr)) else None
-    return target is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
 
 
 def _scan_block(facts: FunctionFacts, stmts, name: str) -> _Result:
@@ -193,12 +171,6 @@ def _scan(facts: FunctionFacts, stmt: ast.stmt, name: str) -> _Result:
     if loads:
         return ("read", loads[0])
     return ("end", None) if _binds(stmt, name) else None
-
-
-def statement_of(facts: FunctionFacts, node: ast.AST) -> Optional[ast.stmt]:
-    while node is not None and not isinstance(node, ast.stmt):
-        node = facts.parent(node)
-    return node
 
 
 def _same_statement(facts: FunctionFacts, stmt: ast.stmt, call: ast.Call, name: str) -> Optional[ast.Name]:
@@ -294,7 +266,7 @@ def _aliases(facts: FunctionFacts, stmt: ast.stmt, name: str) -> List[Tuple[str,
         if not (isinstance(base, ast.Name) and base.id == name) or assign.targets[0].id == name:
             continue
         at = (assign.lineno, assign.col_offset)
-        again = rebound_between(facts, assign, stmt, name, _assign_binds)  # (on every path, some, none)
+        again = rebound_between(facts, assign, stmt, name)  # (on every path, some, none)
         if again is True:
             continue
         alias = assign.targets[0].id
@@ -324,11 +296,13 @@ def last_binding(facts: FunctionFacts, stmt: ast.stmt, name: str) -> Optional[as
     return best[1] if best is not None else None
 
 
-def read_again(facts: FunctionFacts, call: ast.Call, name: str,
-               aliases: bool = True) -> Optional[Tuple[ast.Name, bool]]:
+def read_again(facts: FunctionFacts, call: ast.Call, name: str, aliases: bool = True,
+               within: Optional[ast.AST] = None) -> Optional[Tuple[ast.Name, bool]]:
     """The first load after ``call`` (which wrote the tensor the local or parameter ``name`` holds) that may read
     what it wrote, and whether only on some paths: of ``name`` before it is bound again, or (``aliases``) of a name
-    bound to the same tensor before the call. None where there is none."""
+    bound to the same tensor before the call. None where there is none. ``within`` (a loop around the call whose
+    layer writes only what an earlier pass made, :mod:`.layer_elements`): only names and containers the loop itself
+    bound or filled count, on some paths."""
     stmt = statement_of(facts, call)
     if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)):
         return None
@@ -339,7 +313,9 @@ def read_again(facts: FunctionFacts, call: ast.Call, name: str,
         found = _following(facts, stmt, name)
     if found is not None or not aliases:
         return (found, False) if found is not None else None
-    for alias, may in _aliases(facts, stmt, name) + containers_holding(facts, stmt, name, _assign_binds):
+    held = [(alias, True) for alias, _ in containers_holding(facts, stmt, name, within)] \
+        if within is not None else _aliases(facts, stmt, name) + containers_holding(facts, stmt, name)
+    for alias, may in held:
         found = _same_statement(facts, stmt, call, alias)
         if found is None and not _binds(stmt, alias):
             found = _following(facts, stmt, alias)
@@ -440,6 +416,12 @@ class RereadsMixin:
         facts = self.facts()
         if layer and unchanged(facts, node, target.id, self._non_negative, layer):
             return None
+        some_pass = self.some_pass_layers.get(node.func.id) if isinstance(node.func, ast.Name) else None
+        if some_pass is not None:  # (`for f in self.layers: x = f(x)`: only what the loop stored)
+            found = read_again(facts, node, target.id, within=some_pass[0]) \
+                if any(n is some_pass[0] for n in facts.path_to(node)) else None
+            return (target.id, f"`{found[0].id}` (on some paths)", found[0].lineno, found[0].col_offset) \
+                if found is not None else None
         found = read_again(facts, node, target.id)
         written = self.env.get(target.id, ())
         if found is None and written:

@@ -22,8 +22,9 @@ def _is_bool_expr(node: ast.AST) -> bool:
 
 
 #: functions and methods whose result is a bool tensor, or an integer one of one dimension or more that indexes
-#: (``nonzero``, ``argsort``; ``torch.where(c)`` with one argument, :meth:`TensorKindsMixin.is_bool_value`): either needs no grad, and as an index either is advanced indexing (a copy). Not
-#: ``argmax``: without a dimension it is 0-dim, and ``x[s.argmax()]`` is a view (executed on torch 2.13)
+#: (``nonzero``, ``argsort``; ``torch.where(c)`` with one argument, :meth:`TensorKindsMixin.is_bool_value`): either
+#: needs no grad, and as an index either is advanced indexing (a copy). Not ``argmax``: without a dimension it is
+#: 0-dim, and ``x[s.argmax()]`` is a view (executed on torch 2.13)
 _BOOL_RESULTS = frozenset({"logical_and", "logical_or", "logical_not", "logical_xor", "isnan", "isinf", "isfinite",
                            "isin", "eq", "ne", "gt", "lt", "ge", "le", "bool", "isclose", "all", "any", "nonzero",
                            "argwhere", "argsort"})

@@ -185,11 +185,10 @@ WEIGHTED_LAYERS = frozenset({
     "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "Embedding", "EmbeddingBag", "BatchNorm1d",
     "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LayerNorm", "GroupNorm", "RMSNorm", "PReLU",
 })
-#: ``torch.nn.init`` functions: each fills its argument in place and returns it
-#: (https://pytorch.org/docs/stable/nn.init.html)
 #: what the ``__init__`` of torch's transformer layers and attention builds on ``self`` (torch/nn/modules/transformer.py,
-#: activation.py; torch 2.x): a subclass that calls ``super().__init__`` and does not build the attribute again holds
-#: these layers and parameters (``q_proj_weight`` and the others where ``kdim``/``vdim`` differ from the embedding's)
+#: activation.py; torch 2.x): a subclass that does not build the attribute itself holds these layers and parameters
+#: (without torch's ``__init__`` it would have no such attribute; ``q_proj_weight`` and the others where
+#: ``kdim``/``vdim`` differ from the embedding's)
 TORCH_LAYER_ATTRIBUTES = {
     "MultiheadAttention": {"in_proj_weight": "Parameter", "in_proj_bias": "Parameter", "q_proj_weight": "Parameter",
                            "k_proj_weight": "Parameter", "v_proj_weight": "Parameter", "out_proj": "Linear"},
@@ -201,6 +200,8 @@ TORCH_LAYER_ATTRIBUTES = {
                                 "norm3": "LayerNorm", "dropout": "Dropout", "dropout1": "Dropout",
                                 "dropout2": "Dropout", "dropout3": "Dropout"},
 }
+#: ``torch.nn.init`` functions: each fills its argument in place and returns it
+#: (https://pytorch.org/docs/stable/nn.init.html)
 INIT_FUNCTIONS = frozenset({"uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
                             "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
                             "orthogonal_", "sparse_"})
