@@ -389,6 +389,10 @@ class Discriminator(nn.Module):
         self.features = nn.Sequential(nn.Conv1d(2, 2, 3, padding=1), nn.ReLU(inplace=True), nn.Conv1d(2, 2, 1))
         self.head = nn.Sequential(nn.ReLU(inplace=True), nn.Conv1d(2, 2, 1))
         self.taps = (0,)
+        self.pooled = nn.Sequential(nn.Conv1d(2, 2, 1), nn.ReLU(), nn.MaxPool1d(2), nn.ReLU(inplace=True))
+        self.dropped = nn.Sequential(nn.Conv1d(2, 2, 1), nn.Dropout(0.5, inplace=True))
+        self.pool = nn.MaxPool1d(2)
+        self.relu = nn.ReLU(inplace=True)
 
     def forward(self, x, return_fmaps=False):
         fmaps = []
@@ -428,6 +432,34 @@ class Discriminator(nn.Module):
             x = layer(x)
             feats.append(x)
         return feats
+
+    def sliced(self, x):
+        feats = []
+        for layer in self.features[1:]:
+            x = layer(x)
+            feats.append(x)
+        return feats
+
+    def after_a_relu(self, x):
+        feats = []
+        for layer in self.pooled:
+            x = layer(x)
+            feats.append(x)
+        return feats
+
+    def dropout(self, x):
+        feats = []
+        for layer in self.dropped:
+            x = layer(x)
+            feats.append(x)
+        return feats
+
+    def pooled_then_relu(self, x):
+        feats = []
+        x = self.pool(torch.relu(x))
+        feats.append(x)
+        x = self.relu(x)
+        return feats
 '''
 
 
@@ -438,9 +470,11 @@ def test_a_layer_list_iterated_writes_what_an_earlier_pass_stored():
     ``if`` on the loop's own index guards (which passes store is the data's), a copy stored, a list whose only in-place
     layer comes first (it writes the loop's input, which nothing stored)."""
     findings = analyze_source(ITERATED)
-    assert [(f.code, f.line, f.col) for f in findings] == [("IPV007", 20, 16), ("IPV007", 30, 16)]
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV007", 24, 16), ("IPV007", 34, 16),
+                                                           ("IPV007", 77, 16)]
+    assert findings[2].message.endswith("when `self.dropped` is in training mode")
     assert findings[0].message.startswith(
-        "`getattr(nn, act)(inplace=True)` in `self.conv_layers` writes in place to `x`; `fmaps`, read again on line 24 "
+        "`getattr(nn, act)(inplace=True)` in `self.conv_layers` writes in place to `x`; `fmaps`, read again on line 28 "
         "(on some paths), holds the same tensor")
     mod = load(ITERATED)
     torch.manual_seed(0)
@@ -457,6 +491,15 @@ def test_a_layer_list_iterated_writes_what_an_earlier_pass_stored():
         assert (tapped >= 0).all()
         first = model.first_only(x.clone())
         assert first[0] is not first[1]
+        # (a review's probes, /work/notes/s29: a slice whose first element is the in-place layer, a ReLU after a
+        # ReLU's pooled output, a dropout in eval mode change nothing stored)
+        sliced = model.sliced(x.clone())
+        assert sliced[0] is not sliced[1] and (sliced[0] >= 0).all()  # (stored after its own pass wrote it)
+        pooled = model.after_a_relu(x.clone())
+        assert torch.equal(pooled[2], pooled[3]) and pooled[2] is pooled[3]
+        assert (model.pooled_then_relu(x.clone())[0] >= 0).all()
+        model.eval()
+        assert (model.dropout(x.clone())[0] < 0).any()
 
 
 STORES = '''import torch

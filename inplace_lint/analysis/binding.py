@@ -409,9 +409,11 @@ class BindingMixin:
 
     def _some_pass_layer(self, name: str, attr: Optional[str], iterable: ast.expr) -> None:
         """``for f in self.layers:`` over a layer list with an in-place layer after its first element: ``f`` is that
-        layer on some passes of this loop (:mod:`.layer_elements`); any other binding of ``name`` ends that."""
+        layer on some passes of this loop (:mod:`.layer_elements`; not over a slice, whose first element may be it);
+        any other binding of ``name`` ends that."""
         loop = self.loop_stack[-1] if self.loop_stack else None
-        layer = self.inplace_elements.get(attr) if attr is not None and isinstance(loop, (ast.For, ast.AsyncFor)) \
+        layer = self.inplace_elements.get(attr) if attr is not None and isinstance(iterable, ast.Attribute) \
+            and isinstance(loop, (ast.For, ast.AsyncFor)) \
             and (loop.iter is iterable or isinstance(loop.iter, ast.Call) and iterable in loop.iter.args) else None
         if layer:
             self.some_pass_layers[name] = (loop, layer)

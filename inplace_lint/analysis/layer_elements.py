@@ -22,7 +22,10 @@ import ast
 from typing import Dict, List, Optional
 
 from ..findings import WriteKind
+from ..torch_facts import ops
+from ..torch_facts.ops import NON_NEGATIVE_OPS, POSITIVE_IDENTITY
 from .astutil import dotted_name, short, walk_ast
+from .call_args import module_condition
 from .env import EMPTY
 from .init_builds import layer_parameters
 from .model_outputs import inplace_module
@@ -60,8 +63,9 @@ def inplace_elements(cls: ast.ClassDef) -> Dict[str, str]:
                                                                        for k, v in sources.items()]:
         if not key.startswith(f"{me}."):
             continue
-        layer = next((found for found in (inplace_module(e, params) or _named_torch_layer(e) for e in elements[1:])
-                      if found), None)
+        layer = next((found for i, e in enumerate(elements) if i
+                      and (found := inplace_module(e, params) or _named_torch_layer(e))
+                      and not _after_non_negative(found, elements[:i])), None)
         if layer:
             out[key[len(me) + 1:]] = layer
     return out
@@ -99,6 +103,19 @@ def _additions(node: ast.AST, me: str):
 class _LocalList(ast.expr):
     """A local list whose elements were added at once (``self.layers += block``); ``id``: its name."""
     _fields = ("id",)
+
+
+def _after_non_negative(layer: str, before: List[ast.expr]) -> bool:
+    """A ReLU-like ``layer`` right after a layer whose output is never negative (``nn.ReLU()``, ``nn.Sigmoid()``), with
+    only sign-keeping layers between (``nn.MaxPool2d``, ``nn.Dropout``): it leaves what it is given as it is."""
+    if layer.rpartition(".")[2] not in POSITIVE_IDENTITY:
+        return False
+    for element in reversed(before):
+        name = (dotted_name(element.func) or "").rpartition(".")[2] if isinstance(element, ast.Call) else ""
+        if name in ops.SIGN_KEEPING_LAYERS:
+            continue
+        return ops.MODULE_FUNCTIONALS.get(name) in NON_NEGATIVE_OPS
+    return False
 
 
 def _named_torch_layer(node: ast.expr) -> Optional[str]:
@@ -141,5 +158,6 @@ class LayerElementsMixin:
         again (IPV007 alone, through :meth:`~.rereads.RereadsMixin.hidden_write_reread`: the call's input is not
         written, so no origin of it is reported)."""
         loop, layer = self.some_pass_layers[name]
-        self.report(node, WriteKind.INPLACE_KWARG, f"`{layer}(inplace=True)` in `{short(loop.iter)}`", node.args[0],
-                    EMPTY, layer=layer)
+        where = short(loop.iter.args[0] if isinstance(loop.iter, ast.Call) and loop.iter.args else loop.iter)
+        self.report(node, WriteKind.INPLACE_KWARG, f"`{layer}(inplace=True)` in `{where}`", node.args[0], EMPTY,
+                    condition=module_condition(layer, where), layer=layer)

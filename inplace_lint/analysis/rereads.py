@@ -21,6 +21,7 @@ import ast
 from typing import Callable, List, Optional, Tuple
 
 from ..torch_facts import ops
+from ..torch_facts.ops import NON_NEGATIVE_OPS, POSITIVE_IDENTITY
 from .astutil import dotted_name, last_name
 from .consumers import SIZE_METHODS
 from .fixplan.bindings import shared_base
@@ -37,11 +38,6 @@ _METADATA_FUNCTIONS = frozenset({"zeros_like", "ones_like", "empty_like", "full_
                                  "randint_like", "is_tensor", "is_floating_point", "is_complex", "numel"})
 #: tensor methods whose result takes only the receiver's dtype and device (``x.new_ones(x.shape)``)
 _NEW_METHODS = ops.FACTORY_METHODS
-#: activations whose output is their input where the input is not negative (``relu(relu(x)) == relu(x)``)
-POSITIVE_IDENTITY = frozenset({"ReLU", "LeakyReLU", "ELU", "CELU", "RReLU"})
-#: functional ops (and ``torch_stacks`` endings) whose output is never negative
-NON_NEGATIVE_OPS = frozenset({"relu", "relu_", "sigmoid", "sigmoid_", "softmax", "exp", "exp_", "abs", "abs_",
-                              "square", "softplus", "hardsigmoid", "relu6"})
 #: containers that keep the reference they are given (``[x, self.block(x)]``)
 _KEEPS_REFERENCE = (ast.List, ast.Tuple, ast.Set, ast.Starred, ast.keyword)
 _EXCLUSIVE = (ast.IfExp, ast.BoolOp, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)
@@ -356,12 +352,28 @@ def value_used(facts: FunctionFacts, call: ast.AST, name: str) -> bool:
 
 
 def unchanged(facts: FunctionFacts, call: ast.Call, name: str, non_negative: Callable[[ast.expr], bool],
-              layer: str) -> bool:
+              layer: str, keeps_sign: Callable[[ast.Call], bool] = lambda c: False) -> bool:
     """The layer leaves the value as it is: a ReLU-like layer (:data:`POSITIVE_IDENTITY`) on a value
-    ``non_negative`` says is never negative (``x = F.relu(h)``; ``relu(relu(x)) == relu(x)``)."""
+    ``non_negative`` says is never negative (``x = F.relu(h)``; ``relu(relu(x)) == relu(x)``), also through names bound
+    to what ``keeps_sign`` calls (a pooling layer) made of such a value."""
+    if layer.rpartition(".")[2] not in POSITIVE_IDENTITY:
+        return False
     stmt = statement_of(facts, call)
     value = last_binding(facts, stmt, name) if stmt is not None else None
-    return layer.rpartition(".")[2] in POSITIVE_IDENTITY and value is not None and non_negative(value)
+    for _ in range(4):  # (`x = self.pool(x)` after `x = self.relu1(h)`: the pooled maxima of a ReLU's output)
+        if value is None:
+            return False
+        if non_negative(value):
+            return True
+        inner = value.args[0] if isinstance(value, ast.Call) and value.args and keeps_sign(value) else None
+        if isinstance(inner, ast.Name):
+            stmt = statement_of(facts, value)
+            value = last_binding(facts, stmt, inner.id) if stmt is not None else None
+        elif isinstance(inner, ast.Call):
+            value = inner  # `self.pool(torch.relu(h))`
+        else:
+            return False
+    return False
 
 
 def non_negative_call(value: ast.expr, stack_op: Callable[[ast.expr], Optional[str]]) -> bool:
@@ -414,7 +426,7 @@ class RereadsMixin:
                 and not isinstance(self.func, ast.Module)):
             return None
         facts = self.facts()
-        if layer and unchanged(facts, node, target.id, self._non_negative, layer):
+        if layer and unchanged(facts, node, target.id, self._non_negative, layer, self._keeps_sign):
             return None
         some_pass = self.some_pass_layers.get(node.func.id) if isinstance(node.func, ast.Name) else None
         if some_pass is not None:  # (`for f in self.layers: x = f(x)`: only what the loop stored)
@@ -454,6 +466,15 @@ class RereadsMixin:
                 and statement_of(facts, load) is not statement_of(facts, node):
             text += " (on the loop's next pass)"
         return target.id, text, load.lineno, load.col_offset
+
+    def _keeps_sign(self, call: ast.Call) -> bool:
+        """``self.pool(x)`` with ``self.pool = nn.MaxPool2d(2)`` (:data:`~...torch_facts.ops.SIGN_KEEPING_LAYERS`), or
+        ``F.max_pool2d(x, 2)``: a non-negative input stays so."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and self._is_self(func.value) and self.ctx is not None and self.cls_qual:
+            builder = self.ctx.attribute_builder(self.cls_qual, func.attr) or ""
+            return builder.startswith("torch.") and builder.rpartition(".")[2] in ops.SIGN_KEEPING_LAYERS
+        return last_name(func) in _KEEPS_SIGN
 
     def _non_negative(self, value: ast.expr) -> bool:
         """``value`` is never negative: a call of ``relu``, ``sigmoid``, ``exp``, ... or of ``self.<attr>`` built

@@ -214,6 +214,17 @@ MODULE_FUNCTIONALS = {**ACTIVATION_FUNCTIONS, "Softmax": "softmax", "LogSoftmax"
                       "Softmin": "softmin", "GELU": "gelu", "SiLU": "silu", "Softplus": "softplus",
                       "Hardtanh": "hardtanh", "ReLU6": "relu6", "Mish": "mish", "LogSigmoid": "logsigmoid",
                       "Hardsigmoid": "hardsigmoid", "Hardswish": "hardswish"}
+#: activations whose output is their input where the input is not negative (``relu(relu(x)) == relu(x)``)
+POSITIVE_IDENTITY = frozenset({"ReLU", "LeakyReLU", "ELU", "CELU", "RReLU"})
+#: functional ops (and ``torch_stacks`` endings) whose output is never negative
+NON_NEGATIVE_OPS = frozenset({"relu", "relu_", "sigmoid", "sigmoid_", "softmax", "exp", "exp_", "abs", "abs_",
+                              "square", "softplus", "hardsigmoid", "relu6"})
+#: ``torch.nn`` layers whose output elements are elements, means or maxima of their input (or their input scaled by a
+#: positive factor: dropout): a non-negative input stays non-negative (a ReLU after them changes nothing)
+SIGN_KEEPING_LAYERS = frozenset({"MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+                                 "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AdaptiveAvgPool1d",
+                                 "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "Identity", "Flatten", "Dropout",
+                                 "Dropout1d", "Dropout2d", "Dropout3d", "Upsample", "PixelShuffle"})
 #: Of those, the method names that are taken as a tensor's even when nothing proves the receiver a tensor
 #: (``logits.softmax(-1)``); the others (``norm``, ``std``, ``det``, ``solve``, ...) need a receiver known
 #: to be a tensor or a parameter: ``self.norm(h)`` is a LayerNorm submodule, not ``Tensor.norm``.
