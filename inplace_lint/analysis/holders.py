@@ -217,7 +217,9 @@ def containers_holding(facts: FunctionFacts, stmt: ast.stmt, name: str,
     ``within`` (a loop around ``stmt``): only stores inside it, and not one an ``if`` that reads the loop's own
     names guards (``if i in self.taps: feats.append(x)``: which passes store is the data's to say)."""
     start = (stmt.lineno, stmt.col_offset)
-    loop = next((n for n in reversed(facts.path_to(stmt)[:-1]) if isinstance(n, LOOPS)), None)
+    path = facts.path_to(stmt)
+    ancestors = {id(n) for n in path}
+    loop = next((n for n in reversed(path[:-1]) if isinstance(n, LOOPS)), None)
     stores = _positions(facts, name)
     out: List[Tuple[str, bool]] = []
     for load in facts.by_name.get(name, ((), []))[1]:
@@ -232,14 +234,13 @@ def containers_holding(facts: FunctionFacts, stmt: ast.stmt, name: str,
             continue
         at = (held.lineno, held.col_offset)
         if at < start:
-            if exclusive(held, stmt, facts.parents) or rebound_between(facts, held, stmt, container) is True:
+            replaced = rebound_between(facts, held, stmt, container)
+            if exclusive(held, stmt, facts.parents) or replaced is True:
                 continue
             again = rebound_between(facts, held, stmt, name)
-            ancestors = {id(n) for n in facts.path_to(stmt)}
             guarded = any(isinstance(n, _BRANCHING) and id(n) not in ancestors for n in facts.path_to(held)[:-1])
             if again is not True:  # (`if keep: feats.append(x)`, or `x` or `feats` bound again on some paths)
-                _add(out, container, again is False or guarded or rebound_between(facts, held, stmt, container)
-                     is False)
+                _add(out, container, again is False or guarded or replaced is False)
         elif loop is not None and any(n is loop for n in facts.path_to(held)):
             if isinstance(loop, (ast.For, ast.AsyncFor)) and any(
                     isinstance(n, ast.Name) and n.id in (name, container) for n in ast.walk(loop.target)):

@@ -207,15 +207,15 @@ def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
                 index = t.slice
                 t = t.value
                 # (`self.bos = self.table["<s>"] = BOS`: of a chained assignment, the subscript target's own index)
-                if _self_attr(t, me) and isinstance(node, ast.Assign) and not isinstance(index, ast.Slice):
+                if self_attr(t, me) and isinstance(node, ast.Assign) and not isinstance(index, ast.Slice):
                     # `self.heads[name] = Head(...)`, `self.blocks[-1] = Other()`: one more element, of that class
                     appended.setdefault(t.attr, set()).add(_builder(node.value) or "")
-                elif _self_attr(t, me):
+                elif self_attr(t, me):
                     assigned[t.attr] = 2
-            elif _self_attr(t, me):
+            elif self_attr(t, me):
                 assigned[t.attr] = assigned.get(t.attr, 0) + (2 if isinstance(node, ast.AugAssign) else 1)
     for node in nodes:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0], me):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and self_attr(node.targets[0], me):
             value = node.value
             if isinstance(value, ast.Call) and (dotted_name(value.func) or "").rpartition(".")[2] in _MODULE_CONTAINERS:
                 elements = container_items(value)
@@ -227,7 +227,7 @@ def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
                 made.setdefault(node.targets[0].attr, set()).add("")  # anything else: unknown
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
                 and isinstance(node.value.func, ast.Attribute) and node.value.func.attr in ("append", "extend", "insert") \
-                and _self_attr(node.value.func.value, me) and node.value.args:
+                and self_attr(node.value.func.value, me) and node.value.args:
             arg = node.value.args[0]
             if node.value.func.attr != "append":
                 names = {""}
@@ -244,7 +244,8 @@ def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
     return out
 
 
-def _self_attr(node: ast.expr, me: str) -> bool:
+def self_attr(node: ast.expr, me: str) -> bool:
+    """``node`` is ``<me>.<attr>``: an attribute of the method's ``self``."""
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == me
 
 

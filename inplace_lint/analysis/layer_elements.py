@@ -27,7 +27,7 @@ from ..torch_facts.ops import NON_NEGATIVE_OPS, POSITIVE_IDENTITY
 from .astutil import dotted_name, short, walk_ast
 from .call_args import module_condition
 from .env import EMPTY
-from .init_builds import layer_parameters
+from .init_builds import layer_parameters, self_attr
 from .model_outputs import inplace_module
 
 #: torch's containers of layers: built from elements written out, or filled afterwards
@@ -49,7 +49,7 @@ def inplace_elements(cls: ast.ClassDef) -> Dict[str, str]:
     for node in walk_ast(init):
         for key, elements in _additions(node, me):
             added.setdefault(key, []).extend(elements)
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0], me) \
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and self_attr(node.targets[0], me) \
                 and isinstance(node.value, ast.Call) and _container(node.value):
             arg = node.value.args[0] if len(node.value.args) == 1 else None
             if isinstance(arg, ast.Starred) and isinstance(arg.value, ast.Name):
@@ -136,10 +136,6 @@ def _container(call: ast.Call) -> bool:
 
 def _module_list(call: ast.Call) -> bool:
     return (dotted_name(call.func) or "").rpartition(".")[2] == "ModuleList"
-
-
-def _self_attr(node: ast.AST, me: str) -> bool:
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == me
 
 
 def loop_targets(loop: Optional[ast.AST]) -> frozenset:
