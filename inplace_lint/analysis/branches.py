@@ -6,8 +6,8 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ..findings import Step, StepKind
-from . import conditions, param_evidence
+from ..findings import Step, StepKind, WriteKind
+from . import conditions, holders, param_evidence
 from .astutil import defaults, dotted_name, last_name, walk_ast
 from .names import qualify_dotted
 from .own_class import OwnClassFacts
@@ -151,6 +151,22 @@ class ConditionsMixin:
             return True
         # `from .types import Tensor`: a project module's name (a re-export of torch's, or the project's own class)
         return self.ctx is not None and self.ctx.resolve(qual.rpartition(".")[0]) is not None
+
+    def annotated_container(self, index: int) -> bool:
+        """Parameter ``index`` is annotated as a list or a mapping (:func:`.param_evidence.container_annotation`)."""
+        return param_evidence.container_annotation(self._param_annotation(index)[1])
+
+    def container_store(self, write, arg: ast.expr) -> bool:
+        """A callee's ``write`` (a :class:`~.summaries.ParamWrite`) stores an item into the container this call
+        passes as ``arg``, and writes no tensor: the callee stores by a string key, or into a parameter annotated
+        as a container (:attr:`~.summaries.ParamWrite.keyed`), or it assigns an item of the parameter itself
+        (``x[p] = v``) and ``arg`` is a local name every binding here makes a list or a dict
+        (:func:`.holders.list_or_dict`)."""
+        if write.keyed:
+            return True
+        if write.kind is not WriteKind.SUBSCRIPT or write.steps or not isinstance(arg, ast.Name):
+            return False
+        return arg.id not in self.params and holders.list_or_dict(self.facts(), arg.id)
 
     def _param_annotation(self, index: int):
         """This function's parameters (indexed as ``self.params``: ``*rest`` included) and parameter ``index``'s

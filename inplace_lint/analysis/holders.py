@@ -43,7 +43,7 @@ def _stored(facts: FunctionFacts, load: ast.Name) -> ast.expr:
         node = parent
 
 
-def _list_or_dict(facts: FunctionFacts, name: str) -> bool:
+def list_or_dict(facts: FunctionFacts, name: str) -> bool:
     """Every binding of the local ``name`` in the function is a list or dict (``[]``, ``{}``, ``[None] * n``,
     ``list()``, ``dict()``, ``OrderedDict()``, ``defaultdict(list)``, a comprehension), so ``name[k] = x`` stores a
     reference; a tensor's item assignment copies the values instead."""
@@ -89,7 +89,7 @@ def _holding(facts: FunctionFacts, load: ast.Name) -> Optional[str]:
     if isinstance(parent, ast.Assign) and parent.value is stored and len(parent.targets) == 1:
         target = parent.targets[0]
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
-                and _list_or_dict(facts, target.value.id):
+                and list_or_dict(facts, target.value.id):
             return target.value.id  # `feats[k] = x` (not `buf[t] = x` into a tensor: a copy of the values)
     return None
 

@@ -16,6 +16,34 @@ from typing import Callable, FrozenSet, Iterator, Optional
 
 from .astutil import dotted_name, sliced_name
 
+#: annotations of a mutable container (``typing``'s and the builtins' names): ``x[k] = v`` on a parameter so
+#: annotated stores a reference in the container; it writes no tensor
+CONTAINER_ANNOTATIONS = frozenset({"dict", "Dict", "list", "List", "Mapping", "MutableMapping", "Sequence",
+                                   "MutableSequence", "OrderedDict", "DefaultDict", "defaultdict"})
+
+
+def container_annotation(annotation: Optional[ast.expr]) -> bool:
+    """``annotation`` names a list or a mapping: ``dict[str, Tensor]``, ``typing.List[Tensor]``, ``Mapping``, a
+    quoted one, or ``Optional[...]``/``... | None`` of one (a ``dict[str, Tensor]`` of feature maps that a submodule's
+    ``forward`` updates by key, nugraph's planes: its caller's later reads see the new entries, as meant)."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return False
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [annotation.left, annotation.right]
+        return any(container_annotation(s) for s in sides) and all(
+            container_annotation(s) or isinstance(s, ast.Constant) and s.value is None for s in sides)
+    if isinstance(annotation, ast.Subscript):
+        head = dotted_name(annotation.value)
+        if head is not None and head.rpartition(".")[2] == "Optional":
+            return container_annotation(annotation.slice)
+        annotation = annotation.value
+    name = dotted_name(annotation)
+    return name is not None and name.rpartition(".")[2] in CONTAINER_ANNOTATIONS
+
+
 #: methods of ``torch.Tensor`` that ``numpy.ndarray``, ``list``, ``str``, ``dict`` and ``nn.Module`` do not have
 #: (``to``, ``float``, ``cuda``, ``requires_grad_`` are a module's too; ``sum``, ``max``, ``reshape``, ``squeeze``,
 #: ``transpose``, ``view``, ``cumsum``, ``clip``, ``split`` an array's or a string's; ``abs``, ``pow`` a pandas

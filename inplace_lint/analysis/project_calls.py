@@ -385,7 +385,7 @@ class ProjectCallsMixin:
                                     layer=hidden)
                     finally:
                         self.path_conds = saved_conds
-                elif hidden and isinstance(arg_node, ast.Name) and not w.keyed and not (
+                elif hidden and isinstance(arg_node, ast.Name) and not self.container_store(w, arg_node) and not (
                         w.number and not real and self.number_argument(arg_node)) and not (real and match(
                         real, Write(w.op, w.op_name, w.kind, w.target, w.point_index, w.condition),
                         self.no_grad or w.no_grad, self.settings.report_in_no_grad)[0]):

@@ -35,6 +35,8 @@ _MADE_BY_METHOD = ops.OWN_STORAGE_METHODS
 #: tensor methods that copy into a new tensor, but that a NumPy array has too (``ndarray.repeat``): a tensor's copy
 #: only where the receiver is surely a tensor
 _COPIED_BY_METHOD = frozenset({"repeat", "repeat_interleave"})
+#: conversions that return their receiver when it already has the dtype and device asked, and a copy otherwise
+_CONVERSIONS = frozenset({"to", "float", "double", "half", "bfloat16", "type", "type_as", "cpu", "cuda"})
 
 
 #: NumPy scalar types (``np.float32(2.0)``): a tensor's in-place ops take them as numbers
@@ -209,11 +211,29 @@ class TensorKindsMixin:
                 found = True
             elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
                 for value in values_bound(node, name):
-                    if not (isinstance(value, ast.Call) and (self.torch_op_call(value) or (
-                            isinstance(value.func, ast.Attribute) and value.func.attr in _MADE_BY_METHOD)
-                            or self._copy_of_tensor_param(value))):
+                    if not self._made(value, name):
                         return False
         return found
+
+    def _made(self, value: ast.expr, name: str) -> bool:
+        """:meth:`torch_made`'s test of one value bound to ``name``; ``t = torch.stack(...).to(torch.float)``,
+        ``F.one_hot(y, n).float()`` and ``t = t.float()`` too (a dtype or device conversion, :data:`_CONVERSIONS`,
+        returns its receiver or a copy: a tensor either way), a conversion of a parameter surely a tensor (``t =
+        target.float()``: the caller's tensor or a copy of it), and arithmetic on the name itself or on such a value
+        (``t = t * mask``): pixseg's Dice loss, set CQ."""
+        if isinstance(value, ast.Name):
+            return value.id == name
+        if isinstance(value, ast.BinOp):
+            return self._made(value.left, name) or self._made(value.right, name)
+        if not isinstance(value, ast.Call):
+            return False
+        if isinstance(value.func, ast.Attribute) and value.func.attr in _CONVERSIONS:
+            recv = value.func.value
+            if isinstance(recv, ast.Name) and recv.id in self.params and recv.id not in self.rebound_params:
+                return self.annotated_tensor(list(self.params).index(recv.id))
+            return self._made(recv, name)
+        return self.torch_op_call(value) or (isinstance(value.func, ast.Attribute) and value.func.attr in
+                                             _MADE_BY_METHOD) or self._copy_of_tensor_param(value)
 
     def _copy_of_tensor_param(self, value: ast.Call, methods=_COPIED_BY_METHOD) -> bool:
         """``weights.view(n, 1, a).repeat(1, h, 1)``: a copying method (:data:`_COPIED_BY_METHOD`, or ``methods``) of a

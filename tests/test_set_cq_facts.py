@@ -1,0 +1,160 @@
+"""Facts of the thirtieth session, each executed under torch.
+
+- An item assignment into a parameter annotated as a list or a mapping (``x: dict[str, Tensor]``) stores a
+  reference in the container, and so does one into a parameter that the caller passes a local list or dict: the
+  caller's later read of the container sees the new entry, as the callee's ``-> None`` says it means, and no tensor
+  was written (nugraph's planar and nexus modules update a feature dict by key; set CQ, two false IPV007 findings).
+  A callee that writes through a mask (``x[mask] = 0``) into what the caller passes as a tensor still writes it.
+"""
+from __future__ import annotations
+
+import pytest
+
+from inplace_lint.analysis import analyze_source
+from tests.executed import load
+
+torch = pytest.importorskip("torch")
+
+KEYED = '''from typing import Dict, Optional
+
+import torch
+from torch import nn
+
+
+class Planes(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.ModuleDict({"u": nn.Linear(4, 4), "v": nn.Linear(4, 4)})
+
+
+class Plane(Planes):
+    def forward(self, x: dict[str, torch.Tensor]) -> None:
+        for p in self.net:
+            x[p] = self.net[p](x[p])
+
+
+class Typed(Planes):
+    def forward(self, x: "Optional[Dict[str, torch.Tensor]]") -> None:
+        for p in self.net:
+            x[p] = self.net[p](x[p])
+
+
+class Untyped(Planes):
+    def forward(self, x) -> None:
+        for p in self.net:
+            x[p] = self.net[p](x[p])
+
+
+class Masked(nn.Module):
+    def forward(self, x, mask):
+        x[mask] = 0.0
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(4, 4)
+        self.plane = Plane()
+        self.typed = Typed()
+        self.untyped = Untyped()
+        self.masked = Masked()
+
+    def forward(self, m):
+        for _ in range(2):
+            self.plane(m)
+            self.typed(m)
+        return m
+
+    def local(self, x):
+        m = {"u": self.enc(x), "v": self.enc(x)}
+        self.untyped(m)
+        return m
+
+    def tensor(self, x, mask):
+        h = self.enc(x)
+        self.masked(h, mask)
+        return h + x
+'''
+
+
+def test_an_item_stored_into_a_container_writes_no_tensor():
+    findings = analyze_source(KEYED)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV007", 58, 8)]
+    assert findings[0].message.startswith("item assignment in `Masked.forward()` (line 33) writes in place to `h`")
+    mod = load(KEYED)
+    torch.manual_seed(0)
+    model = mod["Model"]()
+    x = torch.randn(3, 4, requires_grad=True)
+    m = {"u": model.enc(x), "v": model.enc(x)}
+    before = dict(m)
+    out = model(m)
+    # the dict now holds new tensors, as meant; the tensors it held before were not written
+    assert out is m and all(out[k] is not before[k] for k in m)
+    assert torch.equal(before["u"], model.enc(x))
+    sum(v.sum() for v in out.values()).backward()
+    assert x.grad is not None
+    m = model.local(x)
+    assert set(m) == {"u", "v"}
+    # the mask write changes the tensor the caller reads again
+    mask = torch.tensor([True, False, True])
+    with torch.no_grad():
+        h = model.enc(x)
+        assert not torch.equal(model.tensor(x, mask), h + x)
+
+
+DICE = '''import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+
+def dice_loss(input: Tensor, target: Tensor, weight=None, eps=1e-6):
+    num_classes = input.size(1)
+    input = F.softmax(input, dim=1)
+    target_one_hot = torch.stack([target == i for i in range(num_classes)], dim=1)
+    target_one_hot = target_one_hot.to(torch.float)
+    mask = target != -100
+    input = input * mask.unsqueeze(1)
+    target_one_hot = target_one_hot * mask.unsqueeze(1)
+    intersection = input * target_one_hot
+    dice = 1 - (2 * intersection + eps) / (input + target_one_hot + eps)
+    if weight is not None:
+        target_one_hot *= weight.view(1, -1, 1)
+    return dice.mean()
+
+
+def one_hot_loss(input: Tensor, target: Tensor, weight):
+    t = F.one_hot(target, input.size(-1)).float()
+    product = input.sigmoid() * t
+    t *= weight
+    return product.sum()
+
+
+def fresh_each_time(input: Tensor, target: Tensor, weight):
+    t = F.one_hot(target, input.size(-1)).float()
+    product = input.sigmoid() * t.clone()
+    t *= weight
+    return product.sum()
+'''
+
+
+def test_a_converted_tensor_saved_for_another_input_is_written():
+    """``t = torch.stack(...).to(torch.float)``, ``F.one_hot(y, n).float()`` and ``t = t * mask`` hold a tensor
+    surely (a conversion returns its receiver or a copy): the product with the softmax saves it for the softmax's
+    gradient, and the weighted write after it makes the backward raise (pixseg's Dice loss, set CQ: a miss). A copy
+    saved (``t.clone()``) leaves ``t`` free to write."""
+    findings = analyze_source(DICE)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 17, 8), ("IPV006", 24, 4)]
+    assert findings[0].message.startswith(
+        "`*=` writes in place to `target_one_hot`, which `input * target_one_hot` (line 14) saved for backward to "
+        "compute the gradient of another input")
+    mod = load(DICE)
+    logits = torch.randn(2, 3, 4, requires_grad=True)
+    target = torch.randint(0, 3, (2, 4))
+    mod["dice_loss"](logits, target).backward()  # no weight: nothing written
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        mod["dice_loss"](logits, target, torch.tensor([1.0, 2.0, 3.0])).backward()
+    x = torch.randn(4, 3, requires_grad=True)
+    y = torch.tensor([0, 2, 1, 1])
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        mod["one_hot_loss"](x, y, torch.tensor(2.0)).backward()
+    mod["fresh_each_time"](x, y, torch.tensor(2.0)).backward()
