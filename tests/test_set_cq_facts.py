@@ -129,6 +129,13 @@ def one_hot_loss(input: Tensor, target: Tensor, weight):
     return product.sum()
 
 
+def converted_parameter(input: Tensor, target: Tensor, weight):
+    t = target.float()
+    product = input.sigmoid() * t
+    t *= weight
+    return product.sum()
+
+
 def fresh_each_time(input: Tensor, target: Tensor, weight):
     t = F.one_hot(target, input.size(-1)).float()
     product = input.sigmoid() * t.clone()
@@ -143,7 +150,9 @@ def test_a_converted_tensor_saved_for_another_input_is_written():
     gradient, and the weighted write after it makes the backward raise (pixseg's Dice loss, set CQ: a miss). A copy
     saved (``t.clone()``) leaves ``t`` free to write."""
     findings = analyze_source(DICE)
-    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 17, 8), ("IPV006", 24, 4)]
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 17, 8), ("IPV006", 24, 4), ("IPV006", 31, 4)]
+    # (`t` may be the caller's `target`: no fix that would hide the write from it is safe)
+    assert "`t` may be `target` (line 29), a parameter" in findings[2].fix.reason
     assert findings[0].message.startswith(
         "`*=` writes in place to `target_one_hot`, which `input * target_one_hot` (line 14) saved for backward to "
         "compute the gradient of another input")
@@ -157,4 +166,8 @@ def test_a_converted_tensor_saved_for_another_input_is_written():
     y = torch.tensor([0, 2, 1, 1])
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         mod["one_hot_loss"](x, y, torch.tensor(2.0)).backward()
+    one_hot = torch.nn.functional.one_hot(y, 3)
+    for target in (one_hot, one_hot.float()):  # a copy, or the caller's own tensor: saved and written either way
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            mod["converted_parameter"](x, target, torch.tensor(2.0)).backward()
     mod["fresh_each_time"](x, y, torch.tensor(2.0)).backward()

@@ -293,7 +293,7 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
                 # the backward raise whatever the caller passed for it; the other input's callers decide)
                 if origins and any(o.is_tensor and o.certain_tensor and param_index(o) is None
                                    and o.root_text not in self.params for o in origins) \
-                        or not origins and name == key and self.torch_made(name, line) \
+                        or name == key and self.torch_made(name, line) \
                         or self._tensor_param_here(name, guess):
                     condition = f"it does when `{self.params[guess]}` requires grad"
                     self.hold(name, cap(set(origins or ()) | {Origin(RootKind.TENSOR, name, line, guessed=True,
