@@ -171,3 +171,59 @@ def test_a_converted_tensor_saved_for_another_input_is_written():
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             mod["converted_parameter"](x, target, torch.tensor(2.0)).backward()
     mod["fresh_each_time"](x, y, torch.tensor(2.0)).backward()
+
+
+UNPACKED = '''import torch
+from torch import nn
+
+
+class Two(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.a(x), self.a(x) * 2
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.two = Two()
+        self.act = nn.ReLU(inplace=True)
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        x_v, x_e = self.two(x)
+        x_v, x_e = self.act(x_v), self.act(x_e)
+        return x_v, x_e
+
+    def apart(self, x):
+        x_v, x_e = self.two(x)
+        x_v = self.act(x_v)
+        return x_v + x_e
+
+    def same(self, x):
+        h = self.lin(x)
+        keep = h
+        h = self.act(h)
+        return h + keep
+'''
+
+
+def test_two_elements_of_an_unpacked_result_are_two_tensors():
+    """``x_v, x_e = self.two(x)``: the elements of what a module returned are two tensors, even where the analysis
+    gives both the call's origin (dhg-bench's EHNN layers, set CR: two false IPV007 findings said `x_e` "holds the
+    same tensor"). A name bound to the same tensor (``keep = h``) still sees the layer's output."""
+    findings = analyze_source(UNPACKED)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV007", 34, 12)]
+    assert "`keep`, read again on line 35, holds the same tensor" in findings[0].message
+    mod = load(UNPACKED)
+    torch.manual_seed(0)
+    net = mod["Net"]()
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        a, b = net.two(x)
+        assert torch.equal(net.apart(x), a.relu() + b)  # `x_e` kept its negative values
+        h = net.lin(x)
+        assert torch.equal(net.same(x), 2 * h.relu())  # `keep` is the rectified tensor

@@ -124,6 +124,26 @@ def statement_of(facts: FunctionFacts, node: ast.AST) -> Optional[ast.stmt]:
     return node
 
 
+def unpacked_apart(facts: FunctionFacts, stmt: ast.stmt, a: str, b: str) -> bool:
+    """The last bindings of ``a`` and ``b`` before ``stmt`` in source order are one unpacking, at different positions,
+    of a value that is no tuple literal (``x_v, x_e = self.block(x)``): two elements of what a call returned, not one
+    tensor, whatever origins the analysis gave them (a project module's forward returning ``self.a(x), self.a(x) * 2``
+    gives both the call's origin; dhg-bench's EHNN layers, set CR, a false IPV007)."""
+    start = (stmt.lineno, stmt.col_offset)
+
+    def last(name: str) -> Optional[ast.AST]:
+        found = [n for n in facts.assigns if (n.lineno, n.col_offset) < start and assign_binds(n, name)]
+        return max(found, key=lambda n: (n.lineno, n.col_offset)) if found else None
+
+    unpacking = last(a)
+    if not (isinstance(unpacking, ast.Assign) and unpacking is last(b) and len(unpacking.targets) == 1
+            and isinstance(unpacking.targets[0], (ast.Tuple, ast.List))
+            and not isinstance(unpacking.value, (ast.Tuple, ast.List))):
+        return False
+    names = [e.id if isinstance(e, ast.Name) else None for e in unpacking.targets[0].elts]
+    return a in names and b in names and names.index(a) != names.index(b)
+
+
 def _self_view(node: ast.AST, name: str) -> bool:
     """``name = name.contiguous()``, ``name = name.view(n, -1)``: the name bound again to its own storage."""
     base = shared_base(node.value) if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None \

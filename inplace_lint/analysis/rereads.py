@@ -27,7 +27,7 @@ from .consumers import SIZE_METHODS
 from .fixplan.bindings import shared_base
 from .fixplan.facts import LOOPS, NON_ALIAS_ATTRS, FunctionFacts
 from .holders import CONTAINER_MUTATORS, assign_binds as _assign_binds, binds as _binds, \
-    containers_holding, rebound_between, statement_of
+    containers_holding, rebound_between, statement_of, unpacked_apart
 
 #: tensor methods that read only metadata
 _METADATA_METHODS = SIZE_METHODS | frozenset({"storage_offset", "data_ptr", "is_floating_point", "is_complex", "type"})
@@ -442,7 +442,8 @@ class RereadsMixin:
             for name in sorted(self.holders(list(written))):
                 held = self.env.get(name, ())
                 if "." in name or "[" in name or name == target.id or not held or any(h.guessed for h in held) \
-                        or not all(any(h.derived_from(o) for o in written) for h in held):
+                        or not all(any(h.derived_from(o) for o in written) for h in held) \
+                        or unpacked_apart(facts, statement_of(facts, node), target.id, name):
                     continue
                 found = read_again(facts, node, name, aliases=False)
                 if found is not None:
