@@ -227,3 +227,64 @@ def test_two_elements_of_an_unpacked_result_are_two_tensors():
         assert torch.equal(net.apart(x), a.relu() + b)  # `x_e` kept its negative values
         h = net.lin(x)
         assert torch.equal(net.same(x), 2 * h.relu())  # `keep` is the rectified tensor
+
+
+NOT_A_STORE = '''from typing import Dict
+
+import torch
+from torch import nn
+
+
+class Bump(nn.Module):
+    def forward(self, x: Dict[str, torch.Tensor]) -> None:
+        for k in x:
+            x[k] += 1.0
+
+
+class Zero(nn.Module):
+    def forward(self, x) -> None:
+        x[0] = 0.0
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(4, 4)
+        self.bump = Bump()
+        self.zero = Zero()
+
+    def forward(self, x):
+        m = {"u": torch.sigmoid(self.enc(x))}
+        self.bump(m)
+        return m["u"].sum()
+
+    def unpacked(self, x, raw: bool = True):
+        m = {}
+        if raw:
+            m, n = x, 1
+        self.zero(m)
+        return m + 1
+
+
+def loss(input: torch.Tensor, weight):
+    scale = torch.get_num_threads() * 1.0
+    product = input.log_softmax(1) * scale
+    scale *= weight
+    return product.sum() / scale
+'''
+
+
+def test_what_a_container_store_is_not():
+    """A review's probes (/work/notes/s30/review.md): ``x[k] += v`` adds in place to the stored tensor (the sigmoid's
+    saved output: the backward raises), so it is no store; a name bound to a dict on one path and unpacked from a
+    tensor on another may be the tensor; ``torch.get_num_threads() * 1.0`` is a number, not a tensor saved."""
+    findings = analyze_source(NOT_A_STORE)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV007", 27, 8), ("IPV007", 34, 8)]
+    mod = load(NOT_A_STORE)
+    model = mod["Model"]()
+    x = torch.randn(3, 4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        model(x).backward()
+    ones = torch.ones(3, 4)
+    assert not torch.equal(model.unpacked(ones), torch.full((3, 4), 2.0))  # row 0 of the caller's tensor zeroed
+    mod["loss"](torch.randn(4, 3, requires_grad=True), 0.5).backward()

@@ -156,6 +156,17 @@ class ConditionsMixin:
         """Parameter ``index`` is annotated as a list or a mapping (:func:`.param_evidence.container_annotation`)."""
         return param_evidence.container_annotation(self._param_annotation(index)[1])
 
+    def plain_store(self, target: ast.expr) -> bool:
+        """``target`` is an item assigned by the statement being walked, ``x[k] = v`` (not ``x[k] += v``, which adds
+        in place to the stored tensor first), whose value calls no layer built with ``inplace=True`` (``x[k] =
+        self.act(x[k])`` writes the stored tensor)."""
+        stmt = self.stmt_stack[-1] if self.stmt_stack else None
+        if not (isinstance(stmt, ast.Assign) and any(t is target for t in stmt.targets)
+                or isinstance(stmt, ast.AnnAssign) and stmt.target is target):
+            return False
+        return not any(isinstance(n, ast.Call) and self.inplace_modules.get(dotted_name(n.func) or "")
+                       for n in walk_ast(stmt.value))
+
     def container_store(self, write, arg: ast.expr) -> bool:
         """A callee's ``write`` (a :class:`~.summaries.ParamWrite`) stores an item into the container this call
         passes as ``arg``, and writes no tensor: the callee stores by a string key, or into a parameter annotated
@@ -164,7 +175,8 @@ class ConditionsMixin:
         (:func:`.holders.list_or_dict`)."""
         if write.keyed:
             return True
-        if write.kind is not WriteKind.SUBSCRIPT or write.steps or not isinstance(arg, ast.Name):
+        if write.kind is not WriteKind.SUBSCRIPT or write.op != "item assignment" or write.layer or write.steps \
+                or not isinstance(arg, ast.Name):
             return False
         return arg.id not in self.params and holders.list_or_dict(self.facts(), arg.id)
 

@@ -50,7 +50,8 @@ def list_or_dict(facts: FunctionFacts, name: str) -> bool:
     values = [a.value for a in facts.assigns if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.value is not None
               and any(isinstance(t, ast.Name) and t.id == name
                       for t in (a.targets if isinstance(a, ast.Assign) else [a.target]))]
-    bound = [a for a in facts.assigns if a.__class__ is not ast.Assign and a.__class__ is not ast.AnnAssign]
+    bound = [a for a in facts.assigns if a.__class__ is not ast.Assign and a.__class__ is not ast.AnnAssign
+             or a.__class__ is ast.Assign and any(not isinstance(t, ast.Name) for t in a.targets)]
     if not values or any(assign_binds(a, name) for a in bound):
         return False  # (`for feats in ...`, `feats := ...`)
     return all(isinstance(v, (ast.List, ast.Dict, ast.ListComp, ast.DictComp))

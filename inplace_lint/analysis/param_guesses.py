@@ -22,6 +22,9 @@ _NOT_ONE_TENSOR = frozenset({"split", "chunk", "unbind", "tensor_split", "hsplit
                              "unique", "unique_consecutive", "nonzero", "frexp", "lu", "qr", "svd", "eig", "slogdet",
                              "histogram", "aminmax", "var_mean", "std_mean", "cummax", "cummin", "is_tensor",
                              "is_floating_point", "numel", "typename", "get_default_dtype", "is_grad_enabled"})
+#: torch modules whose functions return no tensor of a program's values: a process group's size or rank, a device
+#: count, a work handle, a script (``torch.distributed.get_world_size() * 1.0`` is a number)
+_NOT_TENSOR_MODULES = ("torch.jit.", "torch.distributed.", "torch.cuda.", "torch.backends.", "torch.utils.")
 #: what a tensor has that is not its value: reading it reads no tensor (:meth:`CallGradMixin._computed_from`)
 _NOT_VALUE_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "layout"})
 #: attributes of a tensor that are tensors computed from it (another attribute of a parameter is an object's field)
@@ -310,11 +313,13 @@ class ParamGuessesMixin:
 
     def torch_op_call(self, call: ast.Call) -> bool:
         """``torch.<op>(...)`` (through the module's imports: ``F.unfold``) that returns one tensor: not
-        ``torch.jit.*`` (``torch.jit.annotate(List[Tensor], [])`` is a list), nor ``torch.split(...)`` (a tuple)."""
+        ``torch.jit.*`` (``torch.jit.annotate(List[Tensor], [])`` is a list), nor ``torch.split(...)`` (a tuple), nor
+        a number (``dist.get_world_size()``, ``torch.get_num_threads()``, ``torch.is_tensor(x)``)."""
         dotted = dotted_name(call.func)
         qual = (qualify_dotted(dotted, self.names, self.is_local_name)[0] or "") if dotted else ""
-        return qual.startswith("torch.") and not qual.startswith("torch.jit.") \
-            and qual.rpartition(".")[2] not in _NOT_ONE_TENSOR
+        name = qual.rpartition(".")[2]
+        return qual.startswith("torch.") and not qual.startswith(_NOT_TENSOR_MODULES) \
+            and name not in _NOT_ONE_TENSOR and not name.startswith(("is_", "get_num_"))
 
     def shape_part_of(self, name: ast.Name, recv: ast.expr, line: int):
         """``"shape"`` when ``name`` is bound once, before ``line``, to ``recv.shape`` or ``recv.size()``; ``k``

@@ -395,8 +395,8 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
             on_tensor=on_tensor, layer=layer,
             past_out=tuple(sorted(self.out_consumed())),
             keyed=inner.keyed if inner is not None else kind is WriteKind.SUBSCRIPT and isinstance(node, ast.Subscript)
-            and not on_tensor and (self.string_key(node.slice) or isinstance(node.value, ast.Name)
-                                   and node.value.id == self.params[index] and self.annotated_container(index)),
+            and not on_tensor and self.plain_store(node) and (self.string_key(node.slice) or isinstance(
+                node.value, ast.Name) and node.value.id == self.params[index] and self.annotated_container(index)),
             number=inner.number if inner is not None else via is None and kind is WriteKind.AUGMENTED
             and isinstance(target, ast.Name) and self.number_default(index)))
 
