@@ -288,3 +288,55 @@ def test_what_a_container_store_is_not():
     ones = torch.ones(3, 4)
     assert not torch.equal(model.unpacked(ones), torch.full((3, 4), 2.0))  # row 0 of the caller's tensor zeroed
     mod["loss"](torch.randn(4, 3, requires_grad=True), 0.5).backward()
+
+
+REGISTERED = '''import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+LOSSES = {}
+
+
+def register_loss():
+    def wrapper(cls):
+        LOSSES[cls.__name__] = cls
+        return cls
+    return wrapper
+
+
+@register_loss()
+class WeightedDice(nn.Module):
+    def __init__(self, weight=None):
+        super().__init__()
+        self.weight = weight
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        input = F.softmax(input, dim=1)
+        target_one_hot = F.one_hot(target, input.size(1)).float()
+        intersection = input * target_one_hot
+        if self.weight is not None:
+            target_one_hot *= self.weight
+        return 1 - intersection.mean()
+
+
+def _test():
+    loss = WeightedDice(torch.rand(3))
+    print(loss(torch.rand(4, 3), torch.randint(0, 3, (4,))))
+'''
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_registered_class_is_called_where_no_call_site_shows(newline):
+    """A class defined under a call decorator (``@register_loss()``) is kept by a registry, and code that builds it
+    from a name calls its instances where no call site shows: a self-test's call on ``torch.rand(...)`` is not all of
+    its callers, so the guess that ``input`` may require grad stands (pixseg's ``DiceLoss``, set CQ, registered into
+    ``CRITERION_ZOO``; its file has Windows line ends). Without the decorator the one visible call decides."""
+    source = REGISTERED.replace("\n", newline)
+    findings = analyze_source(source)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 26, 12)]
+    plain = source.replace("@register_loss()" + newline, "")
+    assert analyze_source(plain) == []
+    mod = load(REGISTERED)
+    loss = mod["LOSSES"]["WeightedDice"](torch.tensor([1.0, 2.0, 3.0]))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss(torch.randn(4, 3, requires_grad=True), torch.tensor([0, 2, 1, 1])).backward()

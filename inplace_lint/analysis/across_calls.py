@@ -22,7 +22,7 @@ from .expressions import as_tensor
 from .out_calls import out_raised_first
 from .reporting import match
 from .saved_here import SavedHereMixin
-from .refs import refers, unreached, value_refs
+from .refs import refers, registered, unreached, value_refs
 from .summaries import (CallSite, FileResult, FunctionSummary, ModuleIndex, located, located_steps, param_index,
                         ran_without_grad, with_steps)
 
@@ -218,7 +218,7 @@ class AcrossCalls(SavedHereMixin):
         for lf in result.findings:
             if lf.grad_rule and (file_off or self._grad_off(grad_off, lf.func)) and not self.settings.report_in_no_grad:
                 continue
-            if lf.grad_rule and lf.grad_cond is not None and self._cond_holds(calls_to, lf.func, lf.grad_cond):
+            if lf.grad_rule and lf.grad_cond is not None and conditions.callers_keep(calls_to, lf.func, lf.grad_cond):
                 continue  # `with no_grad() if flag else nullcontext():` and every call keeps flag so
             if lf.grad_rule and not self.settings.report_in_no_grad \
                     and any(grad_flags.flag_grad_off(calls_to, grad_off, self._exported(), lf.func, g, d)
@@ -297,7 +297,7 @@ class AcrossCalls(SavedHereMixin):
         sites = calls_to.get(qual, [])
         if not sites and self._unreached_private(qual):
             return True  # no caller at all, and none can import it as an API: a guess has nothing behind it
-        if not sites or (qual in self._exported() and not self._all_grad_off(sites)):
+        if not sites or (qual in self._exported() and not self._all_grad_off(sites)) or self._registered(qual):
             return not self.runs_on_activations(qual)
         for site in sites:
             if (site.no_grad or self._grad_off(self.finalize()[1], site.caller)) and not site.callback \
@@ -319,30 +319,18 @@ class AcrossCalls(SavedHereMixin):
                         return False
         return True
 
-    @staticmethod
-    def _cond_holds(calls_to, qual: str, cond: tuple, depth: int = 0) -> bool:
-        """Every in-project call of ``qual`` makes condition ``cond`` (:mod:`.conditions`) hold, with a literal argument
-        or the literal default it leaves; with no in-project call, the default decides (guess: callers outside keep
-        it). A call with ``*args``/``**kwargs`` or a non-literal argument for it keeps the finding."""
-        index, default = cond[0], cond[2]
-        sites = calls_to.get(qual, [])
-        if not sites:
-            return conditions.holds(cond, default) is True
-        for site in sites:
-            constants = dict(site.constants)
-            passed = {i: (j, d) for i, j, d in site.passed}
-            if index in constants:
-                if conditions.holds(cond, (constants[index],)) is not True:
-                    return False
-            elif index in passed and site.bound is not None and depth < 8:
-                # `no_grad=no_grad`: the caller's own callers decide, with the caller's default
-                j, own_default = passed[index]
-                if not AcrossCalls._cond_holds(calls_to, site.caller, (j, cond[1], own_default, cond[3], cond[4]),
-                                               depth + 1):
-                    return False
-            elif site.bound is None or index in site.bound or conditions.holds(cond, default) is not True:
-                return False
-        return True
+    def _registered(self, qual: str) -> bool:
+        """``qual`` is a method of a class its module defines under a call decorator (``@register_criterion()``,
+        :func:`.refs.registered`): a registry keeps the class, and the code that builds it from a name calls its
+        instances where no call site shows, so the calls that do show (a self-test's on ``torch.rand(...)``:
+        pixseg's ``DiceLoss``, set CQ) are not all its callers."""
+        cls = qual.rpartition(".")[0]
+        module, _, name = cls.rpartition(".")
+        index = self.indexes.get(module)
+        if index is None or self._class(cls) is None:
+            return False
+        found = self._value_refs(index)
+        return found is not None and refers(found, registered(name))
 
     def _callers_checked(self, calls_to, qual: str, observed) -> int:
         sites = calls_to.get(qual, [])

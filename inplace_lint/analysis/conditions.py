@@ -247,3 +247,27 @@ def call_values(site) -> Dict[int, tuple]:
     elif site.built is not None:
         values[ALTS] = site.built
     return values
+
+
+def callers_keep(calls_to, qual: str, cond: tuple, depth: int = 0) -> bool:
+    """Every in-project call of ``qual`` makes condition ``cond`` (this module's form) hold, with a literal argument
+    or the literal default it leaves; with no in-project call, the default decides (guess: callers outside keep
+    it). A call with ``*args``/``**kwargs`` or a non-literal argument for it keeps the finding."""
+    index, default = cond[0], cond[2]
+    sites = calls_to.get(qual, [])
+    if not sites:
+        return holds(cond, default) is True
+    for site in sites:
+        constants = dict(site.constants)
+        passed = {i: (j, d) for i, j, d in site.passed}
+        if index in constants:
+            if holds(cond, (constants[index],)) is not True:
+                return False
+        elif index in passed and site.bound is not None and depth < 8:
+            # `no_grad=no_grad`: the caller's own callers decide, with the caller's default
+            j, own_default = passed[index]
+            if not callers_keep(calls_to, site.caller, (j, cond[1], own_default, cond[3], cond[4]), depth + 1):
+                return False
+        elif site.bound is None or index in site.bound or holds(cond, default) is not True:
+            return False
+    return True

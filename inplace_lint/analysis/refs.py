@@ -33,6 +33,18 @@ _METHOD_CALL = re.compile(r"\.\s*([A-Za-z_]\w*)\s*\(")
 _OWN_RECEIVER = re.compile(r"(?:(?<![\w.])(?:self|cls)|\bsuper\(\))\s*$")
 
 
+#: a class definition under a decorator that is a call (``@register_criterion()``, ``@MODELS.register_module()``):
+#: the decorator is handed the class, and a registry decorator keeps it where code built from a config or a name
+#: constructs and calls its instances, where no call site shows
+_REGISTERED_CLASS = re.compile(r"^[ \t]*@[^\n]*\)[ \t]*\r?\n(?:[ \t]*@[^\n]*\n)*[ \t]*class[ \t]+([A-Za-z_]\w*)", re.M)
+
+
+def registered(name: str) -> str:
+    """The entry :func:`value_refs` keeps for a class ``name`` defined under a call decorator (``@name``: no
+    identifier, so no use of the name as a value matches it)."""
+    return "@" + name
+
+
 def _other_receiver_calls(text: str) -> Set[str]:
     """Names of methods called on a receiver other than ``self``, ``cls`` or ``super()``."""
     return {m.group(1) for m in _METHOD_CALL.finditer(text) if not _OWN_RECEIVER.search(text, max(0, m.start() - 16), m.start())}
@@ -92,7 +104,8 @@ def value_refs_in_text(source: str, tree: ast.Module) -> str:
                 break
         pieces.append(source[end:])
         text = "".join(pieces)
-    return refs_text(set(_NOT_CALLED.findall(text)) | _other_receiver_calls(text))
+    return refs_text(set(_NOT_CALLED.findall(text)) | _other_receiver_calls(text)
+                     | {registered(m) for m in _REGISTERED_CLASS.findall(text)})
 
 
 def value_refs(tree: ast.Module) -> str:
@@ -114,4 +127,6 @@ def value_refs(tree: ast.Module) -> str:
             out.add(n.attr)
         elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier():
             out.add(n.value)
+        elif isinstance(n, ast.ClassDef) and any(isinstance(d, ast.Call) for d in n.decorator_list):
+            out.add(registered(n.name))
     return refs_text(out)
