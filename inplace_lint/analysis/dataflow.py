@@ -55,6 +55,7 @@ from .built_arms import BuiltArmsMixin
 from .strings import StringsMixin
 from .exits import ExitsMixin
 from .layer_elements import LayerElementsMixin
+from .stale_views import StaleViewsMixin
 from .own_class import OwnClassFacts, read_through
 from .summaries import LocalFinding, ParamWrite, param_index, param_origin, parameters
 
@@ -78,7 +79,8 @@ def _arg_line(args: ast.arguments, name: str) -> int:
 @dataclass
 class Scope(OutCallsMixin, StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
             ReportingMixin, ClassFactsMixin, ConditionsMixin, LocalConditionsMixin, TensorKindsMixin,
-            LoopPassesMixin, DispatchMixin, BuiltArmsMixin, StringsMixin, ExitsMixin, LayerElementsMixin):
+            LoopPassesMixin, DispatchMixin, BuiltArmsMixin, StringsMixin, ExitsMixin, LayerElementsMixin,
+            StaleViewsMixin):
     """Walks one function (or module, or class) body; nested functions get a scope of their own."""
 
     settings: Settings

@@ -194,7 +194,7 @@ def _same_statement(facts: FunctionFacts, stmt: ast.stmt, call: ast.Call, name: 
     return None
 
 
-def _following(facts: FunctionFacts, stmt: ast.stmt, name: str) -> Optional[ast.Name]:
+def following(facts: FunctionFacts, stmt: ast.stmt, name: str) -> Optional[ast.Name]:
     """The first read of ``name`` after ``stmt`` on some path (in a loop around it: on its next pass too, unless the
     loop binds the name again on each pass). Nothing runs after a ``return``."""
     if isinstance(stmt, (ast.Return, ast.Raise)):
@@ -306,7 +306,7 @@ def read_again(facts: FunctionFacts, call: ast.Call, name: str, aliases: bool = 
         return None  # `[self.act(x) for x in feats]`: each pass writes its own `x`
     found = _same_statement(facts, stmt, call, name)
     if found is None and not _binds(stmt, name):
-        found = _following(facts, stmt, name)
+        found = following(facts, stmt, name)
     if found is not None or not aliases:
         return (found, False) if found is not None else None
     held = [(alias, True) for alias, _ in containers_holding(facts, stmt, name, within)] \
@@ -314,7 +314,7 @@ def read_again(facts: FunctionFacts, call: ast.Call, name: str, aliases: bool = 
     for alias, may in held:
         found = _same_statement(facts, stmt, call, alias)
         if found is None and not _binds(stmt, alias):
-            found = _following(facts, stmt, alias)
+            found = following(facts, stmt, alias)
         if found is not None:
             return found, may
     return None

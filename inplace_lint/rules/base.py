@@ -40,6 +40,9 @@ class Write:
     #: where a layer built with ``inplace=True`` wrote it (``self.block(x)``, hidden at the call): the first later
     #: load that may read what it wrote, as ``(text, line, col)`` (:func:`inplace_lint.analysis.rereads.read_again`)
     reread: Optional[Tuple[str, int, int]] = None
+    #: the write reaches the base of a name bound to one output of ``split``/``chunk``/``unbind``, which is read
+    #: again afterwards: ``(name, line of that read)`` (:mod:`inplace_lint.analysis.stale_views`)
+    base_of: Optional[Tuple[str, int]] = None
 
 
 @dataclass(frozen=True)

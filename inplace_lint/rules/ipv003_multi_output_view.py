@@ -19,6 +19,11 @@ def message(write: Write, origin: Origin) -> str:
     views = [s for s in origin.steps if s.kind in (StepKind.MULTI_VIEW, StepKind.ELEMENT)]
     how = next((f"`{s.text}`" for s in views if s.kind is StepKind.MULTI_VIEW), None)
     source = f"{how} of {root_phrase(origin)}" if how else f"the loop over {root_phrase(origin)}"
+    if write.base_of is not None:
+        name, line = write.base_of
+        return (f"{write.op} writes in place to `{write.target}`, the base of `{name}`, one output of {source}, "
+                f"which is read again on line {line}: that read raises (a view of several outputs cannot be used "
+                f"once its base was changed in place)")
     return f"{write.op} writes in place to `{write.target}`, one output of {source}"
 
 
