@@ -414,3 +414,47 @@ def test_a_multi_output_views_base_written_then_the_view_read():
             mod[name]()(x)
     for name in ("ShapeOnly", "TakenAfter", "NoGradBase"):
         mod[name]()(x)
+
+
+MATCHING = '''import torch
+from torch import nn
+
+
+class Matcher(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(4, 4)
+
+    def forward(self, x, memo_embeds, memo_ids, keep):
+        ids = torch.full((x.size(0),), -1, dtype=torch.long)
+        scores = torch.mm(self.embed(x), memo_embeds.t()).softmax(dim=1)
+        scores *= keep
+        for i in range(x.size(0)):
+            conf, memo_ind = torch.max(scores[i, :], dim=0)
+            if conf > 0.1:
+                ids[i] = memo_ids[memo_ind]
+                scores[i + 1:, memo_ind] = 0
+        return ids
+
+    def scored(self, x, memo_embeds, keep):
+        scores = torch.mm(self.embed(x), memo_embeds.t()).softmax(dim=1)
+        scores *= keep
+        return scores.sum()
+'''
+
+
+def test_a_saved_output_read_only_as_an_index_takes_no_gradient():
+    """A tracker's association (mmtrack's quasi-dense tracker, set CS: three false IPV006 findings): the softmax's
+    output is written in place, but every later read ends in a comparison (``conf > thr``) or an index
+    (``memo_ids[memo_ind]``, ``scores[i + 1:, memo_ind] = 0``): no gradient reaches an index, so no backward reaches
+    the softmax and the write cannot fail. A sum of the scores does take one."""
+    findings = analyze_source(MATCHING)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 23, 8)]
+    mod = load(MATCHING)
+    model = mod["Matcher"]()
+    x, memo = torch.randn(3, 4), torch.randn(5, 4)
+    keep = torch.ones(3, 5)
+    ids = model(x, memo, torch.arange(5), keep)
+    assert ids.dtype == torch.long and ids.grad_fn is None
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        model.scored(x, memo, keep).backward()

@@ -52,6 +52,15 @@ RETURNED = "<return>"
 Callee = Callable[[ast.Call, ast.AST], Optional[str]]
 
 
+def _an_index(node: ast.AST, parent: Optional[ast.AST], parents: Dict[int, ast.AST]) -> bool:
+    """``node`` is (a part of) the index of a subscript: ``i`` in ``x[i]``, ``x[:, i]``, ``x[a:i]``."""
+    if isinstance(parent, (ast.Tuple, ast.Slice)):
+        node, parent = parent, parents.get(id(parent))
+        if isinstance(parent, ast.Tuple):
+            node, parent = parent, parents.get(id(parent))
+    return isinstance(parent, ast.Subscript) and parent.slice is node
+
+
 def flows_into(load: ast.AST, parents: Dict[int, ast.AST], callee: Optional[Callee] = None,
                returned: bool = False, own_storage: Optional[Callable[[str], bool]] = None) -> Optional[Set[str]]:
     """Where the value ``load`` reads goes: None when something may take a gradient through it; else the plain
@@ -105,6 +114,8 @@ def flows_into(load: ast.AST, parents: Dict[int, ast.AST], callee: Optional[Call
                 return set()  # the base of another write, not a read
             node = parent
             continue
+        if _an_index(node, parent, parents):
+            return set()  # `memo_ids[memo_ind]`, `scores[:i, memo_ind] = 0`: no gradient reaches an index
         if isinstance(parent, (ast.BinOp, ast.UnaryOp)):
             node = parent
             continue
