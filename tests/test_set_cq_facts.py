@@ -458,3 +458,93 @@ def test_a_saved_output_read_only_as_an_index_takes_no_gradient():
     assert ids.dtype == torch.long and ids.grad_fn is None
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         model.scored(x, memo, keep).backward()
+
+
+STALE_MORE = '''import torch
+from torch import nn
+
+
+class Latent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(4, 6)
+
+
+class ReadWithoutGrad(Latent):
+    def forward(self, x):
+        z = self.enc(x)
+        c, u = z.split([3, 3], dim=1)
+        z.mul_(2)
+        with torch.no_grad():
+            s = u * 2
+        return z.sum(), s, u.item() if u.numel() == 1 else (u > 0), f"{u}"
+
+
+class DetachedThenUsed(Latent):
+    def forward(self, x):
+        z = self.enc(x)
+        c, u = z.split([3, 3], dim=1)
+        z.mul_(2)
+        kept = u.detach()
+        return kept, u.sum() > 0
+
+
+class WrittenWithoutGrad(Latent):
+    def forward(self, x):
+        z = self.enc(x)
+        c, u = z.split([3, 3], dim=1)
+        with torch.no_grad():
+            z.mul_(2)
+        return u * 2
+
+
+class ThroughAView(Latent):
+    def forward(self, x):
+        z = self.enc(x)
+        c, u = z.split([3, 3], dim=1)
+        flat = z.view(-1)
+        flat.mul_(2)
+        return u * 2
+
+
+class SplitOfACopy(Latent):
+    def forward(self, x):
+        z = self.enc(x)
+        c, u = z.double().split([3, 3], dim=1)
+        z.mul_(2)
+        return u * 2
+'''
+
+
+def test_which_reads_of_a_stale_view_raise():
+    """A review's probes (/work/notes/s30/review2.md): a read under ``no_grad``, ``u.item()``, ``u > 0`` and
+    ``f"{u}"`` make no autograd node and do not raise; ``u.detach()`` first and ``u.sum() > 0`` after does; a write
+    under ``no_grad`` moves the version counter all the same; a write through a named view of the base reaches it;
+    a split of a copy (``z.double()``) is not a view of ``z``."""
+    findings = analyze_source(STALE_MORE)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV003", 25, 8), ("IPV003", 35, 12), ("IPV003", 44, 8)]
+    assert "which is read again on line 27" in findings[0].message
+    mod = load(STALE_MORE)
+    x = torch.randn(2, 4)
+    for name in ("DetachedThenUsed", "WrittenWithoutGrad", "ThroughAView"):
+        with pytest.raises(RuntimeError, match="is a view and its base or another view of its base has been modified"):
+            mod[name]()(x)
+    for name in ("ReadWithoutGrad", "SplitOfACopy"):
+        mod[name]()(x)
+
+
+@pytest.mark.parametrize("decorator, registered", [
+    ("@register_loss(\n)", True),  # a call split over lines
+    ("@register_loss()  # noqa: E302", True),
+    ("@dataclasses.dataclass(eq=False)", False),  # keeps nothing: the visible call still decides
+    ("@six.add_metaclass(type)", False),
+])
+def test_which_class_decorators_register(decorator, registered):
+    """A review's probes (/work/notes/s30/review2.md): only a registry's decorator call (a callee named for
+    registering) hands the class to callers no call site shows; read from the tree, so a multi-line call or a comment
+    after it counts, and a docstring's example does not."""
+    source = REGISTERED.replace("@register_loss()", decorator).replace(
+        "import torch\n", "import dataclasses\n\nimport six\nimport torch\n", 1)
+    source = source.replace('class WeightedDice(nn.Module):\n', 'class WeightedDice(nn.Module):\n    """'
+                            '@register_loss()\n    class WeightedDice"""\n\n', 1) if not registered else source
+    assert bool(analyze_source(source)) is registered

@@ -320,11 +320,13 @@ class AcrossCalls(SavedHereMixin):
         return True
 
     def _registered(self, qual: str) -> bool:
-        """``qual`` is a method of a class its module defines under a call decorator (``@register_criterion()``,
-        :func:`.refs.registered`): a registry keeps the class, and the code that builds it from a name calls its
-        instances where no call site shows, so the calls that do show (a self-test's on ``torch.rand(...)``:
-        pixseg's ``DiceLoss``, set CQ) are not all its callers."""
-        cls = qual.rpartition(".")[0]
+        """``qual`` is the ``forward`` (or ``__call__``) of a class its module defines under a registry's decorator
+        (``@register_criterion()``, :func:`.refs.registered_classes`): the code that builds the class from a name
+        calls its instances where no call site shows, so the calls that do show (a self-test's on
+        ``torch.rand(...)``: pixseg's ``DiceLoss``, set CQ) are not all its callers. Its other methods keep theirs."""
+        cls, _, method = qual.rpartition(".")
+        if method not in ("forward", "__call__"):
+            return False
         module, _, name = cls.rpartition(".")
         index = self.indexes.get(module)
         if index is None or self._class(cls) is None:

@@ -33,16 +33,32 @@ _METHOD_CALL = re.compile(r"\.\s*([A-Za-z_]\w*)\s*\(")
 _OWN_RECEIVER = re.compile(r"(?:(?<![\w.])(?:self|cls)|\bsuper\(\))\s*$")
 
 
-#: a class definition under a decorator that is a call (``@register_criterion()``, ``@MODELS.register_module()``):
-#: the decorator is handed the class, and a registry decorator keeps it where code built from a config or a name
-#: constructs and calls its instances, where no call site shows
-_REGISTERED_CLASS = re.compile(r"^[ \t]*@[^\n]*\)[ \t]*\r?\n(?:[ \t]*@[^\n]*\n)*[ \t]*class[ \t]+([A-Za-z_]\w*)", re.M)
-
-
 def registered(name: str) -> str:
-    """The entry :func:`value_refs` keeps for a class ``name`` defined under a call decorator (``@name``: no
+    """The entry :func:`value_refs` keeps for a class ``name`` that a registry's decorator is handed (``@name``: no
     identifier, so no use of the name as a value matches it)."""
     return "@" + name
+
+
+def registered_classes(tree: ast.Module) -> Set[str]:
+    """:func:`registered` entries of the module's top-level classes (and those under a top-level ``if``/``try``)
+    defined under a registry's decorator call: ``@register_criterion()``, ``@MODELS.register_module()``,
+    ``@registry.register("name")`` (a callee whose name has ``regist`` in it). A registry keeps the class, and code
+    that builds it from a name calls its instances where no call site shows. Not ``@dataclass(eq=False)``,
+    ``@add_metaclass(...)``, ``@torch.no_grad()``: they keep nothing."""
+    top = list(tree.body)
+    for node in tree.body:
+        if isinstance(node, ast.If):
+            top += node.body + node.orelse
+        elif isinstance(node, ast.Try):
+            top += node.body
+    out = set()
+    for node in top:
+        if isinstance(node, ast.ClassDef) and any(
+                isinstance(d, ast.Call) and "regist" in (d.func.attr if isinstance(d.func, ast.Attribute) else
+                                                         getattr(d.func, "id", "")).lower()
+                for d in node.decorator_list):
+            out.add(registered(node.name))
+    return out
 
 
 def _other_receiver_calls(text: str) -> Set[str]:
@@ -104,8 +120,7 @@ def value_refs_in_text(source: str, tree: ast.Module) -> str:
                 break
         pieces.append(source[end:])
         text = "".join(pieces)
-    return refs_text(set(_NOT_CALLED.findall(text)) | _other_receiver_calls(text)
-                     | {registered(m) for m in _REGISTERED_CLASS.findall(text)})
+    return refs_text(set(_NOT_CALLED.findall(text)) | _other_receiver_calls(text) | registered_classes(tree))
 
 
 def value_refs(tree: ast.Module) -> str:
@@ -127,6 +142,4 @@ def value_refs(tree: ast.Module) -> str:
             out.add(n.attr)
         elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier():
             out.add(n.value)
-        elif isinstance(n, ast.ClassDef) and any(isinstance(d, ast.Call) for d in n.decorator_list):
-            out.add(registered(n.name))
-    return refs_text(out)
+    return refs_text(out | registered_classes(tree))

@@ -1,13 +1,14 @@
-"""A write to the base of a multi-output view that is read again afterwards (IPV003's second form).
+"""A write to the base of a multi-output view that is used again afterwards (IPV003's second form).
 
 ``c, u = z.split([3, 3], dim=1)`` makes two views of ``z`` that autograd cannot track through an in-place change:
-once ``z`` (or another view of it: ``z[:, 3:] = v``) is written in place while ``z`` requires grad, using ``u`` in
-an op with grad on raises "Output 1 of SplitWithSizesBackward0 is a view and its base or another view of its base
-has been modified inplace. This view is the output of a function that returns multiple views." (executed on torch
-2.13 for ``split``, ``chunk`` and ``unbind``; reading ``u.shape`` or ``u.detach()`` does not raise, nor does a use
-under ``no_grad``). scmidas' batch correction (set CR, labelled): ``c, u = z.split(...)``, then
-``z[:, dim_c:] = centroid``, then ``self.s_decoder(u)``. Only what one function does is followed: the split, the
-write and the read in its own body.
+once ``z`` (or a view of it: ``z[:, 3:] = v``, ``flat = z.view(-1); flat.mul_(2)``) is written in place while ``z``
+requires grad, using ``u`` in an op that autograd records raises "Output 1 of SplitWithSizesBackward0 is a view and
+its base or another view of its base has been modified inplace. This view is the output of a function that returns
+multiple views." (executed on torch 2.13 for ``split``, ``chunk`` and ``unbind``, with the write under ``no_grad``
+too; reading ``u.shape``, ``u.detach()``, ``u.item()``, ``u.tolist()``, ``u > 0``, ``f"{u}"`` does not raise, nor does
+a use under ``no_grad``, nor a split of a copy: ``z.double().split(...)``). scmidas' batch correction (set CR,
+labelled): ``c, u = z.split(...)``, then ``z[:, dim_c:] = centroid``, then ``self.s_decoder(u)``. Only what one
+function does is followed: the split, the write and the use in its own body, the view held by a plain name.
 """
 from __future__ import annotations
 
@@ -17,13 +18,32 @@ from typing import Optional, Tuple
 
 from ..findings import Origin, StepKind
 from ..rules import Write
-from .astutil import dotted_name
+from ..torch_facts import ops
+from .astutil import last_name
 from .holders import binds, statement_of
 from .rereads import following
 
-#: what reading a view for does not use its values through autograd
+#: a view's attributes and methods that make no autograd node of it (its metadata, a copy out of autograd, integer
+#: results): reading the view so does not raise
 _NOT_A_USE = frozenset({"shape", "dtype", "device", "size", "ndim", "dim", "numel", "detach", "requires_grad",
-                        "is_cuda", "data", "element_size", "stride", "storage_offset", "is_contiguous"})
+                        "is_cuda", "data", "element_size", "stride", "storage_offset", "is_contiguous", "item",
+                        "tolist", "argmax", "argmin", "argsort", "nonzero", "any", "all", "eq", "ne", "gt", "lt",
+                        "ge", "le", "isnan", "isinf", "isfinite"})
+#: builtins that read a tensor's values (or none) without autograd
+_NOT_A_USE_CALLS = frozenset({"str", "repr", "bool", "float", "int", "len", "print", "format", "isinstance", "type",
+                              "id", "hash"})
+
+
+def _not_a_use(facts, load: ast.Name) -> bool:
+    """``load`` (of a view) feeds nothing autograd records: ``u.shape``, ``u.detach()``, ``u.item()``, ``u > 0``,
+    ``f"{u}"``, ``print(u)``, or a read in a grad-off block. ``u.sum() > 0`` records the sum: a use."""
+    parent = facts.parent(load)
+    if isinstance(parent, ast.Attribute) and parent.attr in _NOT_A_USE or isinstance(
+            parent, (ast.Compare, ast.FormattedValue)):
+        return True
+    if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in _NOT_A_USE_CALLS:
+        return True
+    return _no_grad_block(facts, load)
 
 
 def _base_name(target: ast.expr) -> Optional[str]:
@@ -37,38 +57,91 @@ def _base_name(target: ast.expr) -> Optional[str]:
             return target.id if isinstance(target, ast.Name) else None
 
 
+def _no_grad_block(facts, node: ast.AST) -> bool:
+    """``node`` sits in a ``with torch.no_grad():`` (``inference_mode()``, ``set_grad_enabled(False)``) block."""
+    while node is not None:
+        node = facts.parent(node)
+        if isinstance(node, (ast.With, ast.AsyncWith)) and any(_grad_off(item.context_expr) for item in node.items):
+            return True
+    return False
+
+
+def _grad_off(expr: ast.expr) -> bool:
+    if not isinstance(expr, ast.Call):
+        return False
+    name = last_name(expr.func)
+    if name == "set_grad_enabled":
+        return bool(expr.args) and isinstance(expr.args[0], ast.Constant) and expr.args[0].value is False
+    return name in ops.NO_GRAD_CONTEXTS
+
+
+def _storage_root(origin: Origin) -> Origin:
+    """``origin`` without the view steps it ends with: the tensor whose storage a view of it writes."""
+    steps = origin.steps
+    while steps and steps[-1].kind is StepKind.VIEW:
+        steps = steps[:-1]
+    return replace(origin, steps=steps)
+
+
 class StaleViewsMixin:
     """A part of :class:`~.dataflow.Scope`, asked by :meth:`~.reporting.ReportingMixin.report` when the written
     tensor's own origins match no rule."""
 
     def stale_multi_view(self, node: ast.AST, target: ast.expr, write: Write) -> Optional[Tuple[Origin, Write]]:
-        """The origin of a local name bound to one output of ``split``/``chunk``/``unbind`` of the written tensor
-        (or of a view of it), which the function reads again after ``node`` with its values; and ``write`` with
-        that read (:attr:`.rules.Write.base_of`). None where there is none, where grad is off at the write, or where
-        nothing shows that the written tensor requires grad."""
+        """The origin of a local name bound to one output of ``split``/``chunk``/``unbind`` of the tensor whose
+        storage the write reaches (through views only: not a copy made by ``.double()`` or ``.contiguous()``), which
+        the function uses again after ``node`` in an op that autograd records (not under a grad-off block, not a
+        comparison, ``.item()``, ``.tolist()``, a shape); and ``write`` with that use (:attr:`.rules.Write.base_of`).
+        None where there is none, in a function that runs with grad off, or where nothing shows that the written
+        tensor requires grad. A write under ``no_grad`` counts: the version counter moves all the same."""
         base = _base_name(target)
-        if base is None or self.no_grad or self.func is None or isinstance(self.func, ast.Module):
+        func = self.func
+        if base is None or func is None or isinstance(func, ast.Module) or any(
+                _grad_off(d) for d in getattr(func, "decorator_list", ())):
             return None
-        bases = [b for b in self.env.get(base, ()) if b.is_tensor and b.grad_evidence]
+        bases = [_storage_root(b) for b in self.env.get(base, ()) if b.is_tensor and b.grad_evidence]
         if not bases:
             return None
         facts = self.facts()
+        stmt = statement_of(facts, node)
+        if stmt is None:
+            return None
         for name in sorted(self.env):
             if name == base or "." in name or "[" in name:
                 continue
-            views = [v for v in self.env[name] if v.is_tensor and v.has(StepKind.ELEMENT) and any(
-                v.derived_from(b) and any(s.kind is StepKind.MULTI_VIEW for s in v.steps[len(b.steps):])
-                for b in bases)]
-            if not views:
-                continue
-            stmt = statement_of(facts, node)
-            found = following(facts, stmt, name) if stmt is not None and not binds(stmt, name) else None
-            if found is None:
-                continue
-            parent = facts.parent(found)
-            if isinstance(parent, ast.Attribute) and parent.attr in _NOT_A_USE or isinstance(parent, ast.Call) \
-                    and dotted_name(parent.func) in ("len", "isinstance", "print", "type", "id"):
-                continue
-            return min(views, key=lambda o: (o.root_line, o.root_text, len(o.steps))), replace(
-                write, base_of=(name, found.lineno))
+            views = [v for v in self.env[name] if v.is_tensor and any(_split_of(v, b) for b in bases)]
+            use = self._use_after(facts, stmt, name) if views else None
+            if use is not None:
+                return min(views, key=lambda o: (o.root_line, o.root_text, len(o.steps))), replace(
+                    write, base_of=(name, use.lineno))
         return None
+
+    @staticmethod
+    def _use_after(facts, stmt: ast.stmt, name: str) -> Optional[ast.Name]:
+        """The first load of ``name`` after ``stmt`` on some path (:func:`.rereads.following`: branches, loops,
+        ``return`` and bindings followed) whose value goes into an op autograd records; past loads that do not
+        (``u.detach()``, ``u.item()``, ``u > 0``, ``f"{u}"``, a read in a grad-off block), to the next."""
+        seen = set()
+        while len(seen) < 12:
+            seen.add(id(stmt))
+            load = following(facts, stmt, name)
+            if load is None:
+                return None
+            if not _not_a_use(facts, load):
+                return load
+            stmt = statement_of(facts, load)
+            if stmt is None or id(stmt) in seen or binds(stmt, name):
+                return None
+        return None
+
+
+def _split_of(view: Origin, base: Origin) -> bool:
+    """``view`` is one output of a multi-output view op of ``base`` or of a view of it (view steps only before)."""
+    if not view.has(StepKind.ELEMENT) or not view.derived_from(base):
+        return False
+    for step in view.steps[len(base.steps):]:
+        if step.kind is StepKind.MULTI_VIEW:
+            return True
+        if step.kind is not StepKind.VIEW:
+            return False
+    return False
