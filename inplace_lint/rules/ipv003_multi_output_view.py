@@ -41,7 +41,11 @@ RULE = Rule(
         "(iterating a tensor unbinds it; in a `torch.jit.script` function it is indexed, one `select` view "
         "per step, which may be written). Looping over what an `isinstance` test found to be a list or "
         "another non-tensor class is a loop over its items. The outputs of `tensor_split`, `hsplit`, "
-        "`vsplit` and `dsplit` are ordinary slicing views (torch 2.13), followed as views of their base."
+        "`vsplit` and `dsplit` are ordinary slicing views (torch 2.13), followed as views of their base. "
+        "Also a write to the base of such an output (or through a view of the base) when the function uses that "
+        "output again afterwards in an op autograd records: that use raises (`Output 1 of SplitWithSizes is a view "
+        "and its base or another view of its base has been modified inplace`); a read of its shape, `.detach()`, "
+        "`.item()`, a comparison or a use under `no_grad` does not."
     ),
     why=(
         "Autograd cannot track an in-place change to one of several views made by one op. "
