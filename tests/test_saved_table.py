@@ -141,10 +141,11 @@ def _layer_call(name):
         "LazyBatchNorm1d": (lambda: nn.LazyBatchNorm1d(), (3, 4)),
         "LazyBatchNorm2d": (lambda: nn.LazyBatchNorm2d(), (3, 4, 2, 2)),
         "LazyBatchNorm3d": (lambda: nn.LazyBatchNorm3d(), (3, 4, 2, 2, 2)),
+        "Embedding": (lambda: nn.Embedding(10, 4), (2, 3)),  # (its input: indices)
     }
     make, shape = makers[name]
     layer = make()
-    x = torch.randn(*shape)
+    x = torch.randint(0, 8, shape) if name == "Embedding" else torch.randn(*shape)
     if name == "Bilinear":
         out = layer(x, torch.randn(*shape))
     elif name == "MultiheadAttention":

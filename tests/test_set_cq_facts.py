@@ -548,3 +548,50 @@ def test_which_class_decorators_register(decorator, registered):
     source = source.replace('class WeightedDice(nn.Module):\n', 'class WeightedDice(nn.Module):\n    """'
                             '@register_loss()\n    class WeightedDice"""\n\n', 1) if not registered else source
     assert bool(analyze_source(source)) is registered
+
+
+DECODER = '''import torch
+from torch import nn
+
+
+class Decoder(nn.Module):
+    def __init__(self, n=10, d=4, max_length=5):
+        super().__init__()
+        self.embedding = nn.Embedding(n, d)
+        self.fc = nn.Linear(d, n)
+        self.max_length = max_length
+
+    def step(self, tokens):
+        return self.embedding(tokens)
+
+    def forward(self, batch_size):
+        input_var = torch.zeros(batch_size, self.max_length).long()
+        logits = []
+        for di in range(1, self.max_length):
+            outputs = self.step(tokens=input_var[:, :di])
+            logits.append(self.fc(outputs).log_softmax(dim=-1)[:, -1, :])
+            input_var[:, di] = logits[-1].topk(1)[1].squeeze()
+        return torch.stack(logits, dim=1)
+
+    @torch.no_grad()
+    def generate(self, batch_size):
+        input_var = torch.zeros(batch_size, self.max_length).long()
+        for di in range(1, self.max_length):
+            outputs = self.step(tokens=input_var[:, :di])
+            input_var[:, di] = self.fc(outputs)[:, -1, :].argmax(-1)
+        return input_var
+'''
+
+
+def test_an_embedding_saves_its_indices():
+    """``nn.Embedding`` saves its index tensor for its weight's gradient: a free-running decoder that writes the next
+    token into the buffer a slice of which it just embedded makes the backward raise (openspeech's transformer
+    decoder with ``teacher_forcing_ratio < 1``, set CS, labelled). Under ``no_grad`` nothing is saved."""
+    findings = analyze_source(DECODER)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 21, 12)]
+    assert "`self.step(...)` (`nn.Embedding`, line 19) saved for backward" in findings[0].message
+    mod = load(DECODER)
+    decoder = mod["Decoder"]()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        decoder(2).sum().backward()
+    assert decoder.generate(2).shape == (2, 5)

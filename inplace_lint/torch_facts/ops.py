@@ -111,11 +111,13 @@ def saved_for_other(namespace: str, name: str) -> Tuple[int, ...]:
 #: ``torch.nn`` layers whose forward saves its input for the gradient of its weights, so that writing the
 #: input in place after the layer ran with grad on makes the backward raise even when the input needs no grad
 #: (each executed on torch 2.13 in tests/test_saved_table.py; ``nn.RMSNorm`` and ``nn.Dropout`` do not).
-#: ``nn.Embedding`` saves its index tensor too, but is left out: the index buffer a decoding loop rewrites
-#: token by token (``vy[0] = token; e = self.embed(vy)``) runs under a ``no_grad`` its callers set.
+#: ``nn.Embedding`` saves its index tensor: a decoding loop that rewrites its token buffer after the embedding read a
+#: slice of it (``input_var[:, di] = token`` after ``self.embedding(input_var[:, :di])``) raises at the backward when
+#: it runs in training (openspeech's free-running transformer decoder, set CS); one run under a ``no_grad`` its
+#: callers set saves nothing (the callers' grad mode is followed).
 LAYERS_SAVING_INPUT = frozenset({
     "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
-    "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "PReLU", "LSTM", "GRU", "RNN",
+    "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "PReLU", "LSTM", "GRU", "RNN", "Embedding",
     "MultiheadAttention", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
     "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
 })
