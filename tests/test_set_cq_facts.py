@@ -595,3 +595,62 @@ def test_an_embedding_saves_its_indices():
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         decoder(2).sum().backward()
     assert decoder.generate(2).shape == (2, 5)
+
+
+RESIDUAL = '''import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self, c, dropout_p=0, up=False):
+        super().__init__()
+        if not up:
+            self.block = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU(False),
+                                       nn.Dropout2d(dropout_p))
+        else:
+            self.block = nn.Sequential(nn.ConvTranspose2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU(False),
+                                       nn.Dropout2d(dropout_p))
+
+    def forward(self, x):
+        identity = x
+        out = self.block(x)
+        out += identity
+        return F.relu(out)
+
+
+class Kernel(nn.Module):
+    def __init__(self, d, metric="cosine"):
+        super().__init__()
+        if metric == "cosine":
+            self.weight = nn.Parameter(torch.randn(1, d))
+        elif metric == "attention":
+            self.proj = nn.Linear(d, d)
+        elif metric == "rbf":
+            self.precision = nn.Parameter(torch.ones(1, 1))
+        self.metric = metric
+
+    def similarity(self, emb, mask):
+        attention = torch.cdist(emb, emb)
+        attention = torch.exp(-0.5 * attention * (self.precision ** 2))
+        attention.masked_fill_(mask, 0.0)
+        return attention
+'''
+
+
+def test_a_stack_ending_in_a_zero_rate_dropout_returns_its_activation():
+    """A Sequential whose last layer is a dropout of rate 0 (a literal, or an ``__init__`` parameter defaulting to 0)
+    returns the layer's before it: here the ReLU's output, which the ReLU saved; ``out += identity`` then raises at the
+    backward (ctunet's residual block, set CT, labelled; the attribute is built in both arms of an ``if``, alike). An
+    ``nn.Parameter`` built in a later arm of an ``elif`` chain in ``__init__`` is one too: ``self.precision ** 2`` is
+    evidence that the kernel requires grad whatever its input (graph4nlp's RBF kernel, set CT, labelled)."""
+    findings = analyze_source(RESIDUAL)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 19, 8), ("IPV006", 37, 8)]
+    assert findings[1].message.endswith("whose output autograd saves for backward")
+    mod = load(RESIDUAL)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        mod["ResidualBlock"](2)(torch.randn(1, 2, 4, 4)).sum().backward()
+    mod["ResidualBlock"](2, dropout_p=0.5)(torch.randn(1, 2, 4, 4)).sum().backward()  # a new tensor: no hazard
+    kernel = mod["Kernel"](3, "rbf")
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        kernel.similarity(torch.randn(4, 3), torch.eye(4, dtype=torch.bool)).sum().backward()

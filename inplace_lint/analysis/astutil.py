@@ -144,6 +144,11 @@ def kw(node: ast.Call, name: str) -> Optional[ast.expr]:
     return None
 
 
+def is_zero(node: Optional[ast.AST]) -> bool:
+    """A literal ``0`` or ``0.0`` (not ``False``)."""
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == 0
+
+
 def is_str_constant(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, str)
 

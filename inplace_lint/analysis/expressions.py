@@ -244,10 +244,13 @@ class ExpressionsMixin:
         if grads:
             # a guess keeps the parameter it was made from (callers decide it): `x.real ** 2` of a parameter
             # annotated `Tensor` is still a guess about that parameter
+            # (an input that requires grad by evidence, `self.scale ** 2` of an nn.Parameter, makes the result need
+            # grad whatever the guess: graph4nlp's RBF kernel, set CT)
             guesses = [self.guessed_param(o) for o in grads]
+            guessed = all(o.guessed or o.guess_param >= 0 for o in grads)
             return frozenset({Origin(RootKind.TENSOR, short(top), top.lineno, root_no_grad=self.no_grad,
-                                     guessed=all(o.guessed or o.guess_param >= 0 for o in grads),
-                                     guess_param=min((g for g in guesses if g >= 0), default=-1))})
+                                     guessed=guessed,
+                                     guess_param=min((g for g in guesses if g >= 0), default=-1) if guessed else -1)})
         if any(o.root is RootKind.FRESH and not o.steps and o.certain_tensor and function_of(o) is None
                and param_index(o) is None for ops_ in operands for o in ops_):
             # (an unannotated parameter that nothing proves a tensor, `/ (2 * sigma**2)`, does not make a

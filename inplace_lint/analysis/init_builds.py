@@ -54,9 +54,12 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
                                                 and isinstance(n.ctx, ast.Store)}
         classes = default_classes(item)
         nodes = list(item.body)
-        for stmt in item.body:  # the top level of __init__ and one level of if/else, try, with
-            for field in ("body", "orelse", "finalbody"):
-                nodes.extend(getattr(stmt, field, ()) if not isinstance(stmt, ast.FunctionDef) else ())
+        for stmt in item.body:  # the top level of __init__ and one level of if/else (every arm of an elif), try, with
+            while stmt is not None:
+                for field in ("body", "orelse", "finalbody"):
+                    nodes.extend(getattr(stmt, field, ()) if not isinstance(stmt, ast.FunctionDef) else ())
+                stmt = stmt.orelse[0] if isinstance(stmt, ast.If) and len(stmt.orelse) == 1 and isinstance(
+                    stmt.orelse[0], ast.If) else None
         for node in nodes:
             target = value = None
             called = False  # built by a call: a factory function counts too (`aggr_resolver(aggr)`)

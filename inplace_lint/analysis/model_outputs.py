@@ -21,8 +21,8 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tup
 
 from ..torch_facts import ops
 from ..findings import Origin, RootKind, Step, StepKind, WriteKind
-from .astutil import dotted_name, expr_base, is_false, is_str_constant, is_true, kw, last_name, walk_ast, \
-    walk_statements
+from .astutil import defaults, dotted_name, expr_base, is_false, is_str_constant, is_true, is_zero, kw, last_name, \
+    walk_ast, walk_statements
 from . import layer_lists
 from .init_builds import ELEMENTS, container_items, default_classes, layer_parameters
 
@@ -274,30 +274,31 @@ def assignment_counts(cls: ast.ClassDef, nodes: Optional[Sequence[ast.AST]] = No
 
 def torch_stacks(cls: ast.ClassDef, qualify: Callable[[str], str], counts: Optional[Dict[str, int]] = None,
                  nodes: Optional[Sequence[ast.AST]] = None) -> Dict[str, str]:
-    """``self.<attr>`` built once, as a torch activation (``nn.Sigmoid()``) or an ``nn.Sequential(...)`` of
-    ``torch.nn`` layers written out (``qualify`` resolves a dotted name through the module's imports): the
-    ``torch.nn.functional`` op its output comes from (``"sigmoid"``, ``"softmax"``:
-    :data:`ops.MODULE_FUNCTIONALS`), or ``""`` for a stack whose last layer is another torch layer
-    (``nn.Linear``): torch's own code, no unknown head. A layer built from an ``__init__`` parameter whose default
-    is a torch activation (``act_layer=nn.ReLU``, then ``self.act = act_layer()``: :func:`.init_builds.default_classes`)
-    counts as that activation, one the attribute may hold; a default of another layer says nothing (a caller may
-    pass a layer whose output a custom Function made)."""
+    """``self.<attr>`` built as a torch activation (``nn.Sigmoid()``) or an ``nn.Sequential(...)`` of ``torch.nn``
+    layers written out, once or alike in every assignment (each arm of an ``if``), ``qualify`` resolving names through
+    the module's imports: the ``torch.nn.functional`` op its output comes from (``"sigmoid"``:
+    :data:`ops.MODULE_FUNCTIONALS`), or ``""`` for a stack whose last layer is another torch layer (``nn.Linear``).
+    A layer built from an ``__init__`` parameter whose default is a torch activation (``act_layer=nn.ReLU``, then
+    ``self.act = act_layer()``: :func:`.init_builds.default_classes`) counts as that activation; a default of another
+    layer says nothing (a caller may pass a layer whose output a custom Function made)."""
     counts = assignment_counts(cls) if counts is None else counts
-    out: Dict[str, str] = {}
     init = _init(cls)
     classes = default_classes(init) if init is not None else {}
-    in_init = {id(n) for n in walk_ast(init)} if classes else set()
+    zeros = frozenset(n for n, v in defaults(init.args).items() if is_zero(v)) if init is not None else frozenset()
+    in_init = {id(n) for n in walk_ast(init)} if classes or zeros else set()
+    found: Dict[str, List[Optional[str]]] = {}  # (built in each arm of an `if`: every arm must agree)
     for node in (walk_ast(cls) if nodes is None else nodes):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]) \
-                and counts.get(node.targets[0].attr) == 1:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]):
             used: List[str] = []
-            op = _stack_output(node.value, qualify, 0, classes if id(node) in in_init else {}, used)
-            if op is None:
+            op = _stack_output(node.value, qualify, 0, classes if id(node) in in_init else {}, used,
+                               zeros if id(node) in in_init else frozenset())
+            if op is None and counts.get(node.targets[0].attr) == 1:
                 op = _listed_stack_output(cls, node, qualify)
-            if used and op in ("", "Identity"):
-                continue  # (`self.norm = norm_layer(d)`: another class a caller passes decides)
-            if op is not None and (op or (dotted_name(node.value.func) or "").endswith("Sequential")):
-                out[node.targets[0].attr] = op  # (a single layer other than an activation: torch's own rules)
+            if used and op in ("", "Identity") or not (op or isinstance(node.value, ast.Call) and (
+                    dotted_name(node.value.func) or "").endswith("Sequential")):
+                op = None  # (`self.norm = norm_layer(d)`: another class a caller passes decides)
+            found.setdefault(node.targets[0].attr, []).append(op)  # (a single layer other than an activation: "")
+    out = {a: o[0] for a, o in found.items() if len(o) == counts.get(a) and len(set(o)) == 1 and o[0] is not None}
     for attr, elements in _module_list_elements(cls, qualify, counts, nodes).items():
         found = {_stack_output(e, qualify, 0) for e in elements}
         if len(found) == 1 and next(iter(found)) not in (None, "", "Identity"):
@@ -357,9 +358,11 @@ def _list_root(node: ast.AST) -> Optional[str]:
 
 
 def _stack_output(node: ast.expr, qualify: Callable[[str], str], depth: int,
-                  classes: Optional[Dict[str, ast.expr]] = None, used: Optional[List[str]] = None) -> Optional[str]:
+                  classes: Optional[Dict[str, ast.expr]] = None, used: Optional[List[str]] = None,
+                  zeros: FrozenSet[str] = frozenset()) -> Optional[str]:
     """``classes``: the ``__init__`` parameters whose default class a call of them builds; ``used`` collects those
-    met."""
+    met. ``zeros``: those whose default is 0: a dropout of such a rate (or 0) in a stack returns its input itself
+    (``nn.Dropout3d(dropout_p)``, ``dropout_p=0``; torch 2.13), the layer's before it (ctunet's residual block, set CT)."""
     if depth > 4 or not isinstance(node, ast.Call):
         return None
     func = node.func
@@ -374,14 +377,20 @@ def _stack_output(node: ast.expr, qualify: Callable[[str], str], depth: int,
         items = node.args
         if not items or node.keywords or any(isinstance(a, ast.Starred) for a in items):
             return None
-        inner = [_stack_output(a, qualify, depth + 1, classes, used) for a in items]
+        inner = [_stack_output(a, qualify, depth + 1, classes, used, zeros) for a in items]
         inner = [i for i in inner if i != "Identity"]  # (`nn.Identity()` passes the previous layer's output on)
         return None if not inner or any(i is None for i in inner) else inner[-1]
-    if layer == "Identity":
+    if layer == "Identity" or depth and layer in RETURN_INPUT_LAYERS and _zero_rate(node, zeros):
         return "Identity" if depth else None
     if layer in ("ModuleList", "ModuleDict") or not layer[:1].isupper():
         return None
     return ops.MODULE_FUNCTIONALS.get(layer, "")
+
+
+def _zero_rate(call: ast.Call, zeros: FrozenSet[str]) -> bool:
+    """A dropout call's rate (``p=`` or its first argument) is a literal 0 or a parameter in ``zeros``."""
+    rate = kw(call, "p") or (call.args[0] if call.args else None)
+    return is_zero(rate) or isinstance(rate, ast.Name) and rate.id in zeros
 
 
 def _listed_stack_output(cls: ast.ClassDef, node: ast.Assign, qualify: Callable[[str], str]) -> Optional[str]:
