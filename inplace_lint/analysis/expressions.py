@@ -228,10 +228,9 @@ class ExpressionsMixin:
 
     def arithmetic_result(self, top: ast.expr, nodes: Sequence[Optional[ast.expr]],
                           operands: Sequence[frozenset]) -> frozenset:
-        """What arithmetic (``a * b``, ``x.mul(2)``, ``torch.cat((a, b))``: :data:`ops.ARITHMETIC`) of values with
-        ``operands``' origins makes: a new tensor that requires grad when an input does (by evidence: a model
-        output, a submodule's result, a Parameter), none when every input is a factory's tensor or a number;
-        unknown otherwise."""
+        """What arithmetic (``a * b``, ``x.mul(2)``, ``torch.cat((a, b))``: :data:`ops.ARITHMETIC`) of ``operands``
+        makes: a new tensor that requires grad when an input does (by evidence: a model output, a submodule's result,
+        a Parameter), none when every input is a factory's tensor or a number; unknown otherwise."""
         operands = [frozenset(tuple_item_at(o, None) if is_tuple_item(o) else as_tensor(o) for o in ops_)
                     for ops_ in operands]
         # arithmetic on a tensor that may need grad is a new tensor that needs grad (its rows are views)
@@ -244,13 +243,11 @@ class ExpressionsMixin:
         if grads:
             # a guess keeps the parameter it was made from (callers decide it): `x.real ** 2` of a parameter
             # annotated `Tensor` is still a guess about that parameter
-            # (an input that requires grad by evidence, `self.scale ** 2` of an nn.Parameter, makes the result need
-            # grad whatever the guess: graph4nlp's RBF kernel, set CT)
-            guesses = [self.guessed_param(o) for o in grads]
+            # (an input that requires grad by evidence, `self.scale ** 2` of a Parameter, outweighs a guess: set CT)
             guessed = all(o.guessed or o.guess_param >= 0 for o in grads)
+            guess = min((g for g in map(self.guessed_param, grads) if g >= 0), default=-1) if guessed else -1
             return frozenset({Origin(RootKind.TENSOR, short(top), top.lineno, root_no_grad=self.no_grad,
-                                     guessed=guessed,
-                                     guess_param=min((g for g in guesses if g >= 0), default=-1) if guessed else -1)})
+                                     guessed=guessed, guess_param=guess)})
         if any(o.root is RootKind.FRESH and not o.steps and o.certain_tensor and function_of(o) is None
                and param_index(o) is None for ops_ in operands for o in ops_):
             # (an unannotated parameter that nothing proves a tensor, `/ (2 * sigma**2)`, does not make a
