@@ -401,11 +401,15 @@ class ParamGuessesMixin:
         self._bindings()
         return self.local_cond_cache["bound otherwise"]
 
+    def in_grad_off_block(self, node: ast.expr) -> bool:
+        """``node`` sits inside a ``with torch.no_grad():`` (or the like) block of the function walked."""
+        self._bindings()
+        return id(node) in self.local_cond_cache["made without grad"]
+
     def _gradless_binding(self, value: ast.expr) -> bool:
         """A binding whose value never requires grad: ``x.detach()``, ``x.item()``, ``float(x)``, an index or a count
         (``torch.bucketize``, :func:`_integer_result`), or a value made inside ``torch.no_grad()``."""
-        self._bindings()
-        if id(value) in self.local_cond_cache["made without grad"]:
+        if self.in_grad_off_block(value):
             return True
         if not isinstance(value, ast.Call):
             return False

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterable, Set
+from typing import Iterable, List, Set
 
 from .astutil import walk_ast
 from .. import textpos
@@ -39,20 +39,25 @@ def registered(name: str) -> str:
     return "@" + name
 
 
-def registered_classes(tree: ast.Module) -> Set[str]:
-    """:func:`registered` entries of the module's top-level classes (and those under a top-level ``if``/``try``)
-    defined under a registry's decorator call: ``@register_criterion()``, ``@MODELS.register_module()``,
-    ``@registry.register("name")`` (a callee whose name has ``regist`` in it). A registry keeps the class, and code
-    that builds it from a name calls its instances where no call site shows. Not ``@dataclass(eq=False)``,
-    ``@add_metaclass(...)``, ``@torch.no_grad()``: they keep nothing."""
+def _top_statements(tree: ast.Module) -> List[ast.stmt]:
+    """The module's top-level statements, and those one level under a top-level ``if``/``else`` or ``try``."""
     top = list(tree.body)
     for node in tree.body:
         if isinstance(node, ast.If):
             top += node.body + node.orelse
         elif isinstance(node, ast.Try):
             top += node.body
+    return top
+
+
+def registered_classes(tree: ast.Module) -> Set[str]:
+    """:func:`registered` entries of the module's top-level classes (and those under a top-level ``if``/``try``)
+    defined under a registry's decorator call: ``@register_criterion()``, ``@MODELS.register_module()``,
+    ``@registry.register("name")`` (a callee whose name has ``regist`` in it). A registry keeps the class, and code
+    that builds it from a name calls its instances where no call site shows. Not ``@dataclass(eq=False)``,
+    ``@add_metaclass(...)``, ``@torch.no_grad()``: they keep nothing."""
     out = set()
-    for node in top:
+    for node in _top_statements(tree):
         if isinstance(node, ast.ClassDef) and any(
                 isinstance(d, ast.Call) and "regist" in (d.func.attr if isinstance(d.func, ast.Attribute) else
                                                          getattr(d.func, "id", "")).lower()
@@ -100,14 +105,8 @@ def unreached(qual: str, indexes, refs_of) -> bool:
 def value_refs_in_text(source: str, tree: ast.Module) -> str:
     """:func:`value_refs` from the source text: every identifier not directly followed by ``(``, outside
     the module's top-level imports (an import names a function without using it)."""
-    top = list(tree.body)
-    for node in tree.body:
-        if isinstance(node, ast.If):
-            top += node.body + node.orelse
-        elif isinstance(node, ast.Try):
-            top += node.body
     blank = set()
-    for node in top:
+    for node in _top_statements(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             blank.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
     text = source

@@ -129,7 +129,8 @@ class ReportingMixin(FixPlanningMixin, rereads.RereadsMixin):
                       reread[1:] if reread is not None else None)
         rule, origin = match(real, write, self.no_grad or write_no_grad, self.settings.report_in_no_grad,
                              grad_context=not write_no_grad, params=self.params)
-        stale = self.stale_multi_view(node, target, write) if rule is None and not write_no_grad else None
+        stale = self.stale_multi_view(node, _written_base(target), write) if rule is None and not write_no_grad \
+            else None
         if stale is not None:  # (`z[:, 3:] = v` after `c, u = z.split(...)`, and `u` read again: no fix)
             (origin, write), no_fix = stale, True
             real = unpruned = [origin]

@@ -18,8 +18,7 @@ from typing import Optional, Tuple
 
 from ..findings import Origin, StepKind
 from ..rules import Write
-from ..torch_facts import ops
-from .astutil import last_name
+from .grad import grad_mode_of
 from .holders import binds, statement_of
 from .rereads import following
 
@@ -36,43 +35,11 @@ _NOT_A_USE_CALLS = frozenset({"str", "repr", "bool", "float", "int", "len", "pri
 
 def _not_a_use(facts, load: ast.Name) -> bool:
     """``load`` (of a view) feeds nothing autograd records: ``u.shape``, ``u.detach()``, ``u.item()``, ``u > 0``,
-    ``f"{u}"``, ``print(u)``, or a read in a grad-off block. ``u.sum() > 0`` records the sum: a use."""
+    ``f"{u}"``, ``print(u)``. ``u.sum() > 0`` records the sum: a use."""
     parent = facts.parent(load)
-    if isinstance(parent, ast.Attribute) and parent.attr in _NOT_A_USE or isinstance(
-            parent, (ast.Compare, ast.FormattedValue)):
-        return True
-    if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in _NOT_A_USE_CALLS:
-        return True
-    return _no_grad_block(facts, load)
-
-
-def _base_name(target: ast.expr) -> Optional[str]:
-    """The local name a write reaches: ``z`` for ``z``, ``z[:, 3:]``, ``z.view(-1)``."""
-    while True:
-        if isinstance(target, ast.Subscript):
-            target = target.value
-        elif isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute):
-            target = target.func.value
-        else:
-            return target.id if isinstance(target, ast.Name) else None
-
-
-def _no_grad_block(facts, node: ast.AST) -> bool:
-    """``node`` sits in a ``with torch.no_grad():`` (``inference_mode()``, ``set_grad_enabled(False)``) block."""
-    while node is not None:
-        node = facts.parent(node)
-        if isinstance(node, (ast.With, ast.AsyncWith)) and any(_grad_off(item.context_expr) for item in node.items):
-            return True
-    return False
-
-
-def _grad_off(expr: ast.expr) -> bool:
-    if not isinstance(expr, ast.Call):
-        return False
-    name = last_name(expr.func)
-    if name == "set_grad_enabled":
-        return bool(expr.args) and isinstance(expr.args[0], ast.Constant) and expr.args[0].value is False
-    return name in ops.NO_GRAD_CONTEXTS
+    return isinstance(parent, ast.Attribute) and parent.attr in _NOT_A_USE or isinstance(
+        parent, (ast.Compare, ast.FormattedValue)) or isinstance(parent, ast.Call) and isinstance(
+        parent.func, ast.Name) and parent.func.id in _NOT_A_USE_CALLS
 
 
 def _storage_root(origin: Origin) -> Origin:
@@ -87,17 +54,17 @@ class StaleViewsMixin:
     """A part of :class:`~.dataflow.Scope`, asked by :meth:`~.reporting.ReportingMixin.report` when the written
     tensor's own origins match no rule."""
 
-    def stale_multi_view(self, node: ast.AST, target: ast.expr, write: Write) -> Optional[Tuple[Origin, Write]]:
+    def stale_multi_view(self, node: ast.AST, base: Optional[str], write: Write) -> Optional[Tuple[Origin, Write]]:
         """The origin of a local name bound to one output of ``split``/``chunk``/``unbind`` of the tensor whose
         storage the write reaches (through views only: not a copy made by ``.double()`` or ``.contiguous()``), which
         the function uses again after ``node`` in an op that autograd records (not under a grad-off block, not a
         comparison, ``.item()``, ``.tolist()``, a shape); and ``write`` with that use (:attr:`.rules.Write.base_of`).
         None where there is none, in a function that runs with grad off, or where nothing shows that the written
-        tensor requires grad. A write under ``no_grad`` counts: the version counter moves all the same."""
-        base = _base_name(target)
+        tensor requires grad. A write under ``no_grad`` counts: the version counter moves all the same. ``base``: the
+        local name the write reaches (``z`` of ``z[:, 3:] = v``; a dotted name is none)."""
         func = self.func
-        if base is None or func is None or isinstance(func, ast.Module) or any(
-                _grad_off(d) for d in getattr(func, "decorator_list", ())):
+        if base is None or "." in base or func is None or isinstance(func, ast.Module) or any(
+                grad_mode_of(d) is False for d in getattr(func, "decorator_list", ())):
             return None
         bases = [_storage_root(b) for b in self.env.get(base, ()) if b.is_tensor and b.grad_evidence]
         if not bases:
@@ -116,8 +83,7 @@ class StaleViewsMixin:
                     write, base_of=(name, use.lineno))
         return None
 
-    @staticmethod
-    def _use_after(facts, stmt: ast.stmt, name: str) -> Optional[ast.Name]:
+    def _use_after(self, facts, stmt: ast.stmt, name: str) -> Optional[ast.Name]:
         """The first load of ``name`` after ``stmt`` on some path (:func:`.rereads.following`: branches, loops,
         ``return`` and bindings followed) whose value goes into an op autograd records; past loads that do not
         (``u.detach()``, ``u.item()``, ``u > 0``, ``f"{u}"``, a read in a grad-off block), to the next."""
@@ -127,7 +93,7 @@ class StaleViewsMixin:
             load = following(facts, stmt, name)
             if load is None:
                 return None
-            if not _not_a_use(facts, load):
+            if not _not_a_use(facts, load) and not self.in_grad_off_block(load):
                 return load
             stmt = statement_of(facts, load)
             if stmt is None or id(stmt) in seen or binds(stmt, name):
