@@ -536,6 +536,9 @@ def test_which_reads_of_a_stale_view_raise():
 @pytest.mark.parametrize("decorator, registered", [
     ("@register_loss(\n)", True),  # a call split over lines
     ("@register_loss()  # noqa: E302", True),
+    ("@register_loss", True),  # the registering function itself is handed the class
+    ("@LOSSES.register", True),
+    ("@functools.total_ordering", False),
     ("@dataclasses.dataclass(eq=False)", False),  # keeps nothing: the visible call still decides
     ("@six.add_metaclass(type)", False),
 ])
@@ -544,7 +547,7 @@ def test_which_class_decorators_register(decorator, registered):
     registering) hands the class to callers no call site shows; read from the tree, so a multi-line call or a comment
     after it counts, and a docstring's example does not."""
     source = REGISTERED.replace("@register_loss()", decorator).replace(
-        "import torch\n", "import dataclasses\n\nimport six\nimport torch\n", 1)
+        "import torch\n", "import dataclasses\nimport functools\n\nimport six\nimport torch\n", 1)
     source = source.replace('class WeightedDice(nn.Module):\n', 'class WeightedDice(nn.Module):\n    """'
                             '@register_loss()\n    class WeightedDice"""\n\n', 1) if not registered else source
     assert bool(analyze_source(source)) is registered

@@ -9,7 +9,7 @@ import ast
 import re
 from typing import Iterable, List, Set
 
-from .astutil import walk_ast
+from .astutil import last_name, walk_ast
 from .. import textpos
 
 
@@ -53,14 +53,14 @@ def _top_statements(tree: ast.Module) -> List[ast.stmt]:
 def registered_classes(tree: ast.Module) -> Set[str]:
     """:func:`registered` entries of the module's top-level classes (and those under a top-level ``if``/``try``)
     defined under a registry's decorator call: ``@register_criterion()``, ``@MODELS.register_module()``,
-    ``@registry.register("name")`` (a callee whose name has ``regist`` in it). A registry keeps the class, and code
+    ``@registry.register("name")`` (a callee whose name has ``regist`` in it), or the registering function itself
+    (``@register_loss``, ``@LOSSES.register``: it is handed the class). A registry keeps the class, and code
     that builds it from a name calls its instances where no call site shows. Not ``@dataclass(eq=False)``,
     ``@add_metaclass(...)``, ``@torch.no_grad()``: they keep nothing."""
     out = set()
     for node in _top_statements(tree):
         if isinstance(node, ast.ClassDef) and any(
-                isinstance(d, ast.Call) and "regist" in (d.func.attr if isinstance(d.func, ast.Attribute) else
-                                                         getattr(d.func, "id", "")).lower()
+                "regist" in (last_name(d.func if isinstance(d, ast.Call) else d) or "").lower()
                 for d in node.decorator_list):
             out.add(registered(node.name))
     return out
