@@ -123,6 +123,8 @@ def flows_into(load: ast.AST, parents: Dict[int, ast.AST], callee: Optional[Call
             return set()  # a value dropped where it is made: nothing can take a gradient through it
         if returned and isinstance(parent, ast.Return):
             return {RETURNED}
+        if isinstance(parent, ast.AugAssign) and parent.value is node and isinstance(parent.target, ast.Name):
+            return {parent.target.id}  # `times *= n / times.max()`: it flows into the name written, followed on
         if isinstance(parent, ast.Assign) and parent.value is node:
             names = set()
             if own_storage is not None and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Subscript) \
@@ -232,14 +234,17 @@ def _arm(node: ast.If, child: ast.AST) -> str:
 def only_gradless_readers(names: Iterable[str], loads_of, parents: Dict[int, ast.AST], write: ast.AST,
                           skip: Set[int], captured: Set[int], params: Iterable[str],
                           declared: Iterable[str] = (), unread: bool = False, callee: Optional[Callee] = None,
-                          own_storage: Optional[Callable[[str], bool]] = None) -> bool:
+                          own_storage: Optional[Callable[[str], bool]] = None,
+                          stale: Optional[Callable[[ast.AST], bool]] = None) -> bool:
     """Every read of ``names`` (``loads_of(name)``: its loads), followed through the names it is bound to,
     ends without a gradient; and there is one (``unread``: or there is none). ``skip``: ids of the write's own
     loads; ``captured``: loads inside nested functions and lambdas (run at another time: a reader with a
     gradient); ``declared``: names declared ``global``/``nonlocal`` (bound there, the value outlives the
-    function); ``params``: the caller holds them too; ``own_storage``: :func:`flows_into`'s."""
+    function); ``params``: the caller holds them too; ``own_storage``: :func:`flows_into`'s; ``stale(load)``: the load
+    reads a value the name was bound to afterwards, not the one followed (not judged)."""
     found = _follow(names, loads_of, parents, captured, set(params) | set(declared), callee,
-                    lambda load: id(load) in skip or exclusive(load, write, parents), own_storage=own_storage)
+                    lambda load: id(load) in skip or exclusive(load, write, parents) or (
+                        stale is not None and stale(load)), own_storage=own_storage)
     return found is not None and (found[0] or unread)
 
 

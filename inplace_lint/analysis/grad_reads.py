@@ -67,13 +67,33 @@ class GradReadsMixin:
         # here: read only through `buf`)
         own = self._fresh_buffer
         names = flows_into(node, facts.parents, own_storage=own)
+        skip = set()
+        if names is not None and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr.endswith("_") and isinstance(node.func.value, ast.Name):
+            # `a.mul_(a)`: what the op made lives on in its receiver (its own reads of it are the op's)
+            names = names | {node.func.value.id}
+            skip = {id(n) for n in walk_ast(node) if isinstance(n, ast.Name)}
         if names is None:
             return False
         if not names:
             return True
+        stmt, first = self.stmt_stack[-1], frozenset(names)  # (a name bound later gets the value there: followed)
         return only_gradless_readers(names, lambda name: facts.by_name.get(name, ((), ()))[1], facts.parents, node,
-                                     set(), facts.captured_loads, self.params, facts.declared, unread=True,
-                                     own_storage=own)
+                                     skip, facts.captured_loads, self.params, facts.declared, unread=True,
+                                     own_storage=own, stale=lambda load: load.id in first
+                                     and self.read_after_rebinding(facts, stmt, load))
+
+    def saved_by_its_own_write(self, node: ast.Call, name: str, recv_node: ast.expr, recv: frozenset) -> frozenset:
+        """``a.mul_(a)``: the in-place op reads its argument, the receiver itself, for the receiver's gradient
+        (its out-of-place entry in ``ops.SAVED_FOR_BACKWARD``), then overwrites it: the backward raises when it
+        runs (executed: ``mul_``, ``div_``, ``pow_``, ``atan2_``, ``addcmul_``; not ``add_``). Marks the receiver
+        saved before the write is judged; returns what the receiver then holds."""
+        if not (isinstance(recv_node, ast.Name) and self.recording
+                and any(isinstance(a, ast.Name) and a.id == recv_node.id for a in node.args)):
+            return recv
+        self.note_saved_inputs(node, ops.TENSOR_METHOD, name[:-1], [recv_node] + list(node.args),
+                               [recv] + [None] * len(node.args), lambda: f"{recv_node.id}.{name}")
+        return self.env.get(recv_node.id) or recv
 
     def _fresh_buffer(self, name: str) -> bool:
         """Every binding of the local ``name`` makes a new tensor with storage of its own: a factory
@@ -89,11 +109,16 @@ class GradReadsMixin:
         """``v, i = x.max(1)`` (a values-and-indices op unpacked into names): every read of ``v``, followed
         through the names it is bound to, ends without a gradient (a comparison, an index fill), or nothing
         reads it, so the op's backward never runs and the indices it saved are never read (iopaint's RetinaFace
-        matching, executed)."""
+        matching, executed). Also ``torch.sort(x, 1)[1]``, ``torch.topk(x, k).indices``: the values are dropped where
+        the op runs, so nothing can read them (bindsnet's vote: ``torch.sort(rates, ...)[1][:, 0]``, set CV)."""
         if self.func is None or isinstance(self.func, ast.Module):
             return False
         facts = self.facts()
         parent = facts.parents.get(id(call))
+        if isinstance(parent, ast.Attribute) and parent.value is call and parent.attr == "indices" or isinstance(
+                parent, ast.Subscript) and parent.value is call and isinstance(parent.slice, ast.Constant) \
+                and type(parent.slice.value) is int and parent.slice.value in (1, -1):
+            return True
         if not (isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1
                 and isinstance(parent.targets[0], ast.Tuple) and len(parent.targets[0].elts) == 2
                 and all(isinstance(e, ast.Name) for e in parent.targets[0].elts)):

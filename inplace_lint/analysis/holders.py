@@ -15,9 +15,9 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Tuple
 
-from .astutil import last_name
+from .astutil import last_name, walk_ast
 from .fixplan.bindings import shared_base
-from .consumers import exclusive
+from .consumers import exclusive, flows_into
 from .fixplan.facts import LOOPS, FunctionFacts
 from .layer_elements import loop_targets
 
@@ -206,6 +206,17 @@ def rebound_between(facts: FunctionFacts, held: ast.stmt, stmt: ast.stmt, name: 
            and not exclusive(a, stmt, facts.parents) for a in facts.assigns):
         return False
     return None
+
+
+def rebound_without_grad(facts: FunctionFacts, held: ast.stmt, stmt: ast.stmt, name: str) -> bool:
+    """A plain assignment that runs on every path from ``held`` to ``stmt`` (``held`` before it) binds ``name`` to
+    a value no gradient passes into from the old one (each read of ``name`` in it ends without one:
+    ``times = torch.ceil(times).long()``), so ``stmt``'s reads of ``name`` cannot reach what ``held`` left there."""
+    if (stmt.lineno, stmt.col_offset) <= (held.lineno, held.col_offset):
+        return False
+    return any(isinstance(s, ast.Assign) and _must_bind(s, name) and all(
+        flows_into(n, facts.parents) == set() for n in walk_ast(s.value)
+        if isinstance(n, ast.Name) and n.id == name) for s in _between(facts, held, stmt))
 
 
 def _leaves_loop(facts: FunctionFacts, held: ast.stmt, loop: ast.AST) -> bool:

@@ -18,8 +18,9 @@ from typing import Optional, Tuple
 
 from ..findings import Origin, StepKind
 from ..rules import Write
+from .fixplan.facts import FunctionFacts
 from .grad import grad_mode_of
-from .holders import binds, statement_of
+from .holders import binds, rebound_without_grad, statement_of
 from .rereads import following
 
 #: a view's attributes and methods that make no autograd node of it (its metadata, a copy out of autograd, integer
@@ -53,6 +54,13 @@ def _storage_root(origin: Origin) -> Origin:
 class StaleViewsMixin:
     """A part of :class:`~.dataflow.Scope`, asked by :meth:`~.reporting.ReportingMixin.report` when the written
     tensor's own origins match no rule."""
+
+    def read_after_rebinding(self, facts: FunctionFacts, held: ast.stmt, load: ast.Name) -> bool:
+        """``load`` reads ``load.id`` after a binding, on every path from ``held``, to a value no gradient passes into
+        from the one ``held`` left there (``times = torch.ceil(times).long()``: :func:`.holders.rebound_without_grad`):
+        it reads another tensor (asked by :meth:`~.grad_reads.GradReadsMixin._output_read_without_grad`)."""
+        at = statement_of(facts, load)
+        return at is not None and rebound_without_grad(facts, held, at, load.id)
 
     def stale_multi_view(self, node: ast.AST, base: Optional[str], write: Write) -> Optional[Tuple[Origin, Write]]:
         """The origin of a local name bound to one output of ``split``/``chunk``/``unbind`` of the tensor whose
