@@ -183,7 +183,8 @@ class _Rewriter(cst.CSTTransformer):
                 out.append(value)
                 continue
             temp = self.names.temp(name, len(held) + 1)
-            if "\n" in self.code(value) and not value.lpar:  # continuation lines need brackets of their own
+            if ("\n" in self.code(value) or isinstance(value, cst.NamedExpr)) and not value.lpar:
+                # (continuation lines need brackets of their own, and so does a walrus: `_x_operand = (s := t)`)
                 value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
             held.append(_assign(temp, value))
             out.append(cst.Name(temp))

@@ -149,7 +149,8 @@ def _hold_from_text(line: str, args_start: int, args: str, operands: Sequence[as
             pieces.append(args[lo:hi])
         else:
             temp = names.temp(name, len(temps) + 1)
-            temps.append((temp, args[lo:hi]))
+            text = args[lo:hi]
+            temps.append((temp, f"({text})" if isinstance(o, ast.NamedExpr) else text))  # (`_x_operand = (s := t)`)
             pieces.append(temp)
         pos = hi
     pieces.append(args[pos:])
