@@ -113,7 +113,8 @@ class BindingMixin:
             self.eval(target)
             self.assign(target, None, EMPTY)
         elif isinstance(target, (ast.Name, ast.Attribute)):
-            origins = self.eval(target)
+            origins = self.saved_by_its_own_write(node, ops.AUGMENTED_INPLACE.get(op), target, self.eval(target),
+                                                  [node.value])  # (`a *= a`)
             self.report(node, WriteKind.AUGMENTED, f"`{op}`", target, self.written_with_grad(origins, node.value),
                         ops.AUGMENTED_INPLACE.get(op))
             self.written_with(target, origins, value, node.value)

@@ -347,7 +347,7 @@ class CallsMixin:
                 recv = cap(o.extend(Step(StepKind.VIEW, index_text(recv_node.slice), line, self.no_grad))
                            for o in base if o.is_tensor and not model_outputs.is_guessed_object(o))
             values = node.args + [k.value for k in node.keywords]  # (`a.addcmul_(t, tensor2=self.w)`)
-            recv = self.saved_by_its_own_write(node, name, recv_node, recv)  # (`a.mul_(a)`)
+            recv = self.saved_by_its_own_write(node, name, recv_node, recv, values)  # (`a.mul_(a)`)
             self.report(node, WriteKind.METHOD, f"`{name}`", recv_node, self.written_with_grad(recv, *values), name)
             result = cap(o.extend(Step(StepKind.ALIAS, f".{name}()", line)) for o in recv if o.is_tensor)
             if model_outputs.saves_output_inplace(name) and not self.no_grad:

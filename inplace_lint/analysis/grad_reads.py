@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 from ..findings import Origin, RootKind
 from ..torch_facts import ops
@@ -25,6 +25,13 @@ _FRESH_FACTORIES = ops.FACTORY_FUNCTIONS - ops.SHARING_FACTORIES
 
 #: the fields of a compound statement that hold its blocks (statements), not its own expressions
 _BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+
+
+#: in-place binary ops whose backward reads the other operand for the receiver's gradient: with the receiver
+#: as that operand (``a.mul_(a)``) the backward raises (executed on torch 2.13; ``add_``, ``sub_``, ``lerp_``,
+#: ``copysign_`` do not)
+_READS_OTHER_FOR_SELF = frozenset({"mul_", "multiply_", "div_", "divide_", "true_divide_", "pow_", "atan2_", "arctan2_",
+                                   "hypot_", "fmod_", "remainder_", "xlogy_", "ldexp_"})
 
 
 class GradReadsMixin:
@@ -68,10 +75,11 @@ class GradReadsMixin:
         own = self._fresh_buffer
         names = flows_into(node, facts.parents, own_storage=own)
         skip = set()
-        if names is not None and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr.endswith("_") and isinstance(node.func.value, ast.Name):
-            # `a.mul_(a)`: what the op made lives on in its receiver (its own reads of it are the op's)
-            names = names | {node.func.value.id}
+        receiver = node.target if isinstance(node, ast.AugAssign) else node.func.value if isinstance(
+            node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.endswith("_") else None
+        if isinstance(receiver, ast.Name) and (names is not None or isinstance(node, ast.AugAssign)):
+            # `a.mul_(a)`, `a *= a`: what the op made lives on in its receiver (its own reads of it are the op's)
+            names = (names or set()) | {receiver.id}
             skip = {id(n) for n in walk_ast(node) if isinstance(n, ast.Name)}
         if names is None:
             return False
@@ -83,16 +91,18 @@ class GradReadsMixin:
                                      own_storage=own, stale=lambda load: load.id in first
                                      and self.read_after_rebinding(facts, stmt, load))
 
-    def saved_by_its_own_write(self, node: ast.Call, name: str, recv_node: ast.expr, recv: frozenset) -> frozenset:
-        """``a.mul_(a)``: the in-place op reads its argument, the receiver itself, for the receiver's gradient
-        (its out-of-place entry in ``ops.SAVED_FOR_BACKWARD``), then overwrites it: the backward raises when it
-        runs (executed: ``mul_``, ``div_``, ``pow_``, ``atan2_``, ``addcmul_``; not ``add_``). Marks the receiver
-        saved before the write is judged; returns what the receiver then holds."""
-        if not (isinstance(recv_node, ast.Name) and self.recording
-                and any(isinstance(a, ast.Name) and a.id == recv_node.id for a in node.args)):
+    def saved_by_its_own_write(self, node: ast.AST, name: Optional[str], recv_node: ast.expr, recv: frozenset,
+                               args: List[ast.expr]) -> frozenset:
+        """``a.mul_(a)``, ``a.mul_(other=a)``, ``a *= a`` (``node``; ``args``: the operands after the receiver): the
+        in-place op reads its argument, the receiver itself, for the receiver's gradient, then overwrites it: the
+        backward raises when it runs (:data:`_READS_OTHER_FOR_SELF`; not ``add_``, ``copysign_``, whose backward
+        reads no input for the receiver's gradient). Marks the receiver saved before the write is judged (the
+        out-of-place op's entry in ``ops.SAVED_FOR_BACKWARD``); returns what the receiver then holds."""
+        if not (name in _READS_OTHER_FOR_SELF and isinstance(recv_node, ast.Name) and self.recording
+                and any(isinstance(a, ast.Name) and a.id == recv_node.id for a in args)):
             return recv
-        self.note_saved_inputs(node, ops.TENSOR_METHOD, name[:-1], [recv_node] + list(node.args),
-                               [recv] + [None] * len(node.args), lambda: f"{recv_node.id}.{name}")
+        self.note_saved_inputs(node, ops.TENSOR_METHOD, name[:-1], [recv_node] + list(args),
+                               [recv] + [None] * len(args), lambda: f"{recv_node.id}.{name}")
         return self.env.get(recv_node.id) or recv
 
     def _fresh_buffer(self, name: str) -> bool:
@@ -115,9 +125,11 @@ class GradReadsMixin:
             return False
         facts = self.facts()
         parent = facts.parents.get(id(call))
+        index = parent.slice if isinstance(parent, ast.Subscript) and parent.value is call else None
+        if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):  # (`[-1]` is `-(1)` in the tree)
+            index = index.operand
         if isinstance(parent, ast.Attribute) and parent.value is call and parent.attr == "indices" or isinstance(
-                parent, ast.Subscript) and parent.value is call and isinstance(parent.slice, ast.Constant) \
-                and type(parent.slice.value) is int and parent.slice.value in (1, -1):
+                index, ast.Constant) and type(index.value) is int and index.value == 1:
             return True
         if not (isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1
                 and isinstance(parent.targets[0], ast.Tuple) and len(parent.targets[0].elts) == 2

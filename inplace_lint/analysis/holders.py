@@ -211,10 +211,11 @@ def rebound_between(facts: FunctionFacts, held: ast.stmt, stmt: ast.stmt, name: 
 def rebound_without_grad(facts: FunctionFacts, held: ast.stmt, stmt: ast.stmt, name: str) -> bool:
     """A plain assignment that runs on every path from ``held`` to ``stmt`` (``held`` before it) binds ``name`` to
     a value no gradient passes into from the old one (each read of ``name`` in it ends without one:
-    ``times = torch.ceil(times).long()``), so ``stmt``'s reads of ``name`` cannot reach what ``held`` left there."""
+    ``times = torch.ceil(times).long()``, ``a = a.detach()``: the same storage, out of autograd), so ``stmt``'s reads of
+    ``name`` cannot reach what ``held`` left there."""
     if (stmt.lineno, stmt.col_offset) <= (held.lineno, held.col_offset):
         return False
-    return any(isinstance(s, ast.Assign) and _must_bind(s, name) and all(
+    return any(isinstance(s, ast.Assign) and binds(s, name) and all(
         flows_into(n, facts.parents) == set() for n in walk_ast(s.value)
         if isinstance(n, ast.Name) and n.id == name) for s in _between(facts, held, stmt))
 
