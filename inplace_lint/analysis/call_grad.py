@@ -194,8 +194,8 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
                 # `p`'s gradient when a caller passes one that requires grad (the callers decide: guess_param)
                 other.append(p)
                 guessed[p] = guess
-        if not (own or other) or self.read_without_grad(node) or self._output_read_without_grad(node):
-            return  # (`times *= n / times.max()` with `times` then read only by `.long()`: no backward runs)
+        if not (own or other) or self.read_without_grad(node):
+            return
         text = text()
         for position in own:
             self.mark_saved_input(given[position], text, node.lineno, node)
