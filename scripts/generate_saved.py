@@ -163,67 +163,187 @@ def table():
 
     warnings.filterwarnings("ignore")
     facts = _derivative_facts()
+    out = {}
+    for namespace, name in _probed_names():
+        probed, shapes = [], SHAPES[0]
+        for shapes in SHAPES:
+            probed = [(p, r) for p, r in ((p, _probe(facts, namespace, name, p, shapes=shapes)) for p in PATTERNS)
+                      if r is not None]
+            if not probed and shapes == SHAPES[0]:
+                probed = [(p, r) for p, r in ((p, _probe(facts, namespace, name, p)) for p in FALLBACK_PATTERNS)
+                          if r is not None]
+            if probed:
+                break
+        # the patterns that return one tensor decide the first three facts; those that return a tuple of
+        # tensors (``x.max(-1)``: values and indices) only which outputs are saved
+        runs = [(p, r) for p, r in probed if not r[4]]
+        tuples = [r for _, r in probed if r[4]]
+        if not probed:
+            continue
+        out_saved = bool(runs) and all(r[1] for _, r in runs)
+        # an input is a hazard to write when it alone requiring grad makes the backward read it
+        # (``x @ w`` saves ``x`` only for ``w``'s gradient: writing ``x`` is legal when ``w`` needs none)
+        saved = set(range(2)) if runs else set()
+        for pattern, _ in runs:
+            for position in range(1 + ("y" in pattern)):
+                alone = _probe(facts, namespace, name, pattern, only=position, shapes=shapes)
+                if alone is None or position not in alone[2]:
+                    saved.discard(position)
+            if "y" not in pattern:
+                saved.discard(1)
+        saved = sorted(saved)
+        # an input the backward reads when only the *other* input requires grad (``x`` in ``x * w``,
+        # ``x @ w``, ``F.linear(x, w)``): writing it is a hazard whatever it is, once the other needs grad
+        two = [pattern for pattern, _ in runs if "y" in pattern]
+        other = set(range(2)) if two else set()
+        for pattern in two:
+            for position in range(2):
+                alone = _probe(facts, namespace, name, pattern, only=1 - position, shapes=shapes)
+                if alone is None or position not in alone[2]:
+                    other.discard(position)
+        other = sorted(other)
+        # the outputs of a tuple-returning op its backward reads, in every such pattern that ran
+        outputs = sorted(set.intersection(*(set(r[3]) for r in tuples))) if tuples else []
+        if out_saved or saved or other or outputs:
+            nodes = sorted(set().union(*(r[0] for r in (runs and [r for _, r in runs] or tuples))))
+            key = f"{namespace}.{name}" if namespace != "Tensor" else f"Tensor.{name}"
+            out[key] = (tuple(nodes), out_saved, tuple(saved), tuple(other), tuple(outputs))
+    return out
+
+
+#: argument lists that give an op an index or mask tensor: ``"x"``/``"y"`` the float tensors (4x4, requiring grad),
+#: ``"i"`` a 4x4 long index, ``"i1"`` a long vector of 4 indices, ``"m"`` a 4x4 bool mask; for a ``Tensor``
+#: method the first is the receiver. ``x.gather(1, i)``, ``x.index_select(0, i1)``, ``F.cross_entropy(x, i1)``,
+#: ``x.masked_fill(m, 0.0)``, ``torch.where(m, x, y)``, ``F.embedding(i1, x)``, ``x.scatter_add(1, i, y)``, ...
+INDEX_PATTERNS = (
+    ("x", 1, "i"), ("x", 0, "i1"), ("x", "i1"), ("x", "i"), ("x", "m"), ("x", "m", 0.0), ("m", "x", "y"),
+    ("i1", "x"), ("x", 1, "i", "y"), ("x", 0, "i1", "y"), ("x", "i", 1),
+)
+_INDEX_PLACEHOLDERS = ("i", "i1", "m")
+
+
+def _index_inputs(only=None):
+    """The two float leaves and the three index tensors of :data:`INDEX_PATTERNS` (fresh: each probe writes one);
+    ``only``: ``"x"`` or ``"y"``, the one float leaf that requires grad (None: both)."""
+    import torch
+
+    x, y = inputs(None if only is None else ("x", "y").index(only))
+    g = torch.Generator().manual_seed(2)
+    return {"x": x, "y": y, "i": torch.randint(0, 4, (4, 4), generator=g), "i1": torch.randint(0, 4, (4,), generator=g),
+            "m": torch.rand(4, 4, generator=g) > 0.5}
+
+
+def call_with(namespace: str, name: str, pattern, given):
+    """``namespace.name(*pattern)`` with each placeholder of ``pattern`` replaced by ``given[placeholder]``."""
+    import torch
+    import torch.nn.functional as F  # noqa: F401
+
+    args = [given[a] if isinstance(a, str) else a for a in pattern]
+    if namespace == "Tensor":
+        return getattr(args[0], name)(*args[1:])
+    module = {"torch": torch, "torch.nn.functional": torch.nn.functional, "torch.linalg": torch.linalg,
+              "torch.special": torch.special}[namespace]
+    return getattr(module, name)(*args)
+
+
+def _float_sum(out):
+    """The sum of what an op returned that requires grad (a tensor or a tuple of them), None when nothing does."""
+    import torch
+
+    outs = [out] if isinstance(out, torch.Tensor) else list(out) if isinstance(out, (tuple, list)) else []
+    parts = [t.sum() for t in outs if isinstance(t, torch.Tensor) and t.requires_grad]
+    return sum(parts) if parts else None
+
+
+def index_probe(namespace: str, name: str, pattern, position: int, only=None) -> "bool | None":
+    """Whether writing the index or mask at ``position`` of ``pattern`` after the call (``idx.add_(0)``: its version
+    moves, its values do not) makes the backward raise torch's "modified by an inplace operation"; None when the
+    call, or its backward without the write, does not run. ``only``: the one float input that requires grad."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        for write in (False, True):
+            given = _index_inputs(only)
+            try:
+                total = _float_sum(call_with(namespace, name, pattern, given))
+            except Exception:
+                return None
+            if total is None:
+                return None
+            if write:
+                index = given[pattern[position]]
+                index.logical_and_(index) if index.dtype == _bool() else index.add_(0)
+            try:
+                total.backward()
+            except RuntimeError as exc:
+                return True if write and "modified by an inplace operation" in str(exc) else None
+            except Exception:
+                return None
+    return False
+
+
+def _bool():
+    import torch
+
+    return torch.bool
+
+
+def index_table(names, floats=None):
+    """``"Tensor.gather"`` -> ((position of an index or mask input, positions of the float inputs), ...): the index
+    inputs whose backward reads them, for the gradient of those float inputs (an integer or bool tensor never
+    requires grad itself: writing it after the op ran with grad on raises once a float input requires grad).
+    An entry holds the positions found in every argument pattern of :data:`INDEX_PATTERNS` that runs with an index
+    there (``x.take_along_dim(i, 1)`` reads a broadcast copy: not saved). ``names``: the ops probed; ``floats``:
+    :func:`table`'s entries: an op there is left out (``x * m`` reads ``m`` as it reads any other operand, which the
+    float table says already; ``x.addcmul(1, i, y)``, a deprecated overload, would put ``i`` where ``tensor2`` is)."""
+    out = {}
+    for namespace, name in names:
+        found, refused = {}, set()
+        for pattern in INDEX_PATTERNS:
+            if namespace == "Tensor" and pattern[0] != "x":
+                continue  # (a receiver that is an index: `i1.embedding(x)` is no method)
+            for position, arg in enumerate(pattern):
+                if arg not in _INDEX_PLACEHOLDERS:
+                    continue
+                saved = index_probe(namespace, name, pattern, position)
+                if saved is None:
+                    continue
+                if saved:
+                    # (for which float input's gradient: each alone requiring grad; `x.addcmul(1, i, y)`, a deprecated
+                    # overload, reads `i` for `y`'s only)
+                    found.setdefault(position, set()).update(
+                        p for p, a in enumerate(pattern) if a in ("x", "y") and index_probe(namespace, name, pattern,
+                                                                                           position, only=a))
+                else:
+                    refused.add(position)
+        entry = tuple((p, tuple(sorted(f))) for p, f in sorted(found.items()) if p not in refused and f)
+        if f"{namespace}.{name}" in (floats or {}):
+            continue  # (the float table answers for its operands; `x.addcmul(1, i, y)`, a deprecated overload, misleads)
+        if entry:
+            out[f"{namespace}.{name}"] = entry
+    return out
+
+
+def _probed_names():
+    """Every (namespace, name) :func:`table` considers calling."""
+    import torch
+
     modules = {"torch": torch, "torch.nn.functional": torch.nn.functional, "torch.linalg": torch.linalg,
                "torch.special": torch.special, "Tensor": torch.Tensor}
-    out = {}
     for namespace in NAMESPACES:
         module = modules[namespace]
         for name in sorted(dir(module)):
             if name.startswith(_SKIP_PREFIXES) or name.endswith("_") or name[:1].isupper():
                 continue
             obj = getattr(module, name, None)
-            if not callable(obj) or inspect.isclass(obj):
-                continue
-            probed, shapes = [], SHAPES[0]
-            for shapes in SHAPES:
-                probed = [(p, r) for p, r in ((p, _probe(facts, namespace, name, p, shapes=shapes)) for p in PATTERNS)
-                          if r is not None]
-                if not probed and shapes == SHAPES[0]:
-                    probed = [(p, r) for p, r in ((p, _probe(facts, namespace, name, p)) for p in FALLBACK_PATTERNS)
-                              if r is not None]
-                if probed:
-                    break
-            # the patterns that return one tensor decide the first three facts; those that return a tuple of
-            # tensors (``x.max(-1)``: values and indices) only which outputs are saved
-            runs = [(p, r) for p, r in probed if not r[4]]
-            tuples = [r for _, r in probed if r[4]]
-            if not probed:
-                continue
-            out_saved = bool(runs) and all(r[1] for _, r in runs)
-            # an input is a hazard to write when it alone requiring grad makes the backward read it
-            # (``x @ w`` saves ``x`` only for ``w``'s gradient: writing ``x`` is legal when ``w`` needs none)
-            saved = set(range(2)) if runs else set()
-            for pattern, _ in runs:
-                for position in range(1 + ("y" in pattern)):
-                    alone = _probe(facts, namespace, name, pattern, only=position, shapes=shapes)
-                    if alone is None or position not in alone[2]:
-                        saved.discard(position)
-                if "y" not in pattern:
-                    saved.discard(1)
-            saved = sorted(saved)
-            # an input the backward reads when only the *other* input requires grad (``x`` in ``x * w``,
-            # ``x @ w``, ``F.linear(x, w)``): writing it is a hazard whatever it is, once the other needs grad
-            two = [pattern for pattern, _ in runs if "y" in pattern]
-            other = set(range(2)) if two else set()
-            for pattern in two:
-                for position in range(2):
-                    alone = _probe(facts, namespace, name, pattern, only=1 - position, shapes=shapes)
-                    if alone is None or position not in alone[2]:
-                        other.discard(position)
-            other = sorted(other)
-            # the outputs of a tuple-returning op its backward reads, in every such pattern that ran
-            outputs = sorted(set.intersection(*(set(r[3]) for r in tuples))) if tuples else []
-            if out_saved or saved or other or outputs:
-                nodes = sorted(set().union(*(r[0] for r in (runs and [r for _, r in runs] or tuples))))
-                key = f"{namespace}.{name}" if namespace != "Tensor" else f"Tensor.{name}"
-                out[key] = (tuple(nodes), out_saved, tuple(saved), tuple(other), tuple(outputs))
-    return out
+            if callable(obj) and not inspect.isclass(obj):
+                yield namespace, name
 
 
 def generate() -> str:
     import torch
 
-    rows = "".join(f"    {k!r}: {v!r},\n" for k, v in sorted(table().items()))
+    floats = table()
+    rows = "".join(f"    {k!r}: {v!r},\n" for k, v in sorted(floats.items()))
+    index_rows = "".join(f"    {k!r}: {v!r},\n" for k, v in sorted(index_table(_probed_names(), floats).items()))
     return (
         '"""Generated by ``python scripts/generate_saved.py``; do not edit by hand."""\n\n'
         f"TORCH_VERSION = {torch.__version__.split('+')[0]!r}\n\n"
@@ -234,7 +354,12 @@ def generate() -> str:
         "# (``x`` in ``x * w``), positions of the outputs of a tuple-returning op its backward reads\n"
         "# (``torch.linalg.qr``: Q and R). From derivatives.yaml;\n"
         "# only what holds for every argument pattern tried (see scripts/generate_saved.py).\n"
-        "SAVED_FOR_BACKWARD = {\n" + rows + "}\n"
+        "SAVED_FOR_BACKWARD = {\n" + rows + "}\n\n"
+        "# Op -> ((position of an integer index or bool mask input its backward reads, positions of the float\n"
+        "# inputs whose gradient reads it), ...): ``x.gather(1, i)``, ``F.cross_entropy(x, target)``,\n"
+        "# ``torch.where(m, x, y)``. Found by execution: the index written after the call (its version moved,\n"
+        "# not its values), the backward raises (see INDEX_PATTERNS in scripts/generate_saved.py).\n"
+        "SAVED_INDEX_INPUTS = {\n" + index_rows + "}\n"
     )
 
 

@@ -173,3 +173,47 @@ def test_layers_left_out_do_not_save_an_input_that_needs_no_grad(name):
     x.add_(1)
     (out.sum() if out.requires_grad else (out * w).sum()).backward()
     assert not ops.saves_output("torch.nn.functional", "gelu") and not ops.saves_output("Tensor", "pow")
+
+
+@pytest.mark.parametrize("key", sorted(ops.SAVED_INDEX_INPUTS))
+def test_each_saved_index_raises_at_backward(key):
+    """An index or mask the table says the backward reads: after a call that runs (an argument pattern of the
+    generator's with an index there), its version moved by ``add_(0)`` (values unchanged), the gradient of each float
+    input it names, that input alone requiring grad, raises; without the write it does not."""
+    namespace, _, name = key.rpartition(".")
+    for position, floats in ops.SAVED_INDEX_INPUTS[key]:
+        runs = 0
+        for pattern in generate_saved.INDEX_PATTERNS:
+            if len(pattern) <= position or pattern[position] not in ("i", "i1", "m") \
+                    or any(f >= len(pattern) or pattern[f] not in ("x", "y") for f in floats):
+                continue
+            for f in floats:
+                results = []
+                for write in (False, True):
+                    given = generate_saved._index_inputs(only=pattern[f])
+                    try:
+                        out = generate_saved.call_with(namespace, name, pattern, given)
+                    except Exception:
+                        break
+                    if write:
+                        index = given[pattern[position]]
+                        index.logical_and_(index) if index.dtype == torch.bool else index.add_(0)
+                    try:
+                        _backward(out, [given["x"], given["y"]])
+                        results.append("ran")
+                    except RuntimeError as exc:
+                        results.append("raised" if MODIFIED in str(exc) else "other")
+                if results == ["ran", "raised"]:
+                    runs += 1
+        assert runs, (key, position)
+
+
+def test_index_table_names_the_ops_that_read_an_index():
+    assert ops.saved_index_inputs("Tensor", "gather") == ((2, (0,)),)
+    assert ops.saved_index_inputs("torch", "where") == ((0, (1, 2)),)
+    assert ops.saved_index_inputs("torch.nn.functional", "nll_loss") == ((1, (0,)),)
+    assert ops.saved_index_inputs("torch.nn.functional", "embedding") == ((0, (1,)),)
+    # `take_along_dim(x, i, 1)` reads a broadcast copy of the index (flattened, without a dim, it reads the index
+    # itself: the entry is what every pattern agrees on); `one_hot` has no backward
+    assert ops.saved_index_inputs("torch", "take_along_dim") == ()
+    assert ops.saved_index_inputs("torch.nn.functional", "one_hot") == ()

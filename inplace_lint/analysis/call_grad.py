@@ -167,15 +167,15 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
 
     def note_saved_inputs(self, node: ast.expr, namespace: str, name: str, given: List[ast.expr],
                           origins: List[Optional[frozenset]], text: Callable[[], str]) -> None:
-        """``namespace.name`` ran on ``given`` (their ``origins``; position 0 is the receiver or first argument)
-        with grad on: mark what its backward reads (:data:`ops.SAVED_FOR_BACKWARD`), each input read for its
-        own gradient (:meth:`mark_saved_input`) and each read for another input's gradient when that other input
-        requires grad by evidence (:meth:`mark_saved_for_other`); an input's origins may be None (looked up by
-        name when needed). ``text()`` names the op in messages (made only when something is marked: most ops are
-        not on a value that needs grad); ``namespace``
-        ``"operator"`` is ``a * b`` (either side may be a number)."""
-        entry = None if self.no_grad else \
-            ops.saved_for_backward(ops.TENSOR_METHOD if namespace == "operator" else namespace, name)
+        """``namespace.name`` ran on ``given`` (their ``origins``, None: looked up by name; position 0 is the receiver
+        or first argument) with grad on: mark what its backward reads (:data:`ops.SAVED_FOR_BACKWARD`), each input
+        read for its own gradient (:meth:`mark_saved_input`), each read for another input's gradient when that
+        one requires grad by evidence (:meth:`mark_saved_for_other`), and an index or mask (:meth:`note_saved_indices`).
+        ``text()`` names the op (made only when something is marked); ``namespace`` ``"operator"`` is ``a * b``."""
+        if self.no_grad:
+            return
+        self.note_saved_indices(node, namespace, name, given, origins, text)
+        entry = ops.saved_for_backward(ops.TENSOR_METHOD if namespace == "operator" else namespace, name)
         if not entry:
             return
         if name in _SELECTING_BY_INDEX and _reduces_along_dim(node, given, self.int_parameters()):

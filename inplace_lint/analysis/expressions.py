@@ -363,6 +363,7 @@ class ExpressionsMixin:
             return self.env[key]
         recv = self.eval(node.value)
         self.eval(node.slice)
+        self.note_tensor_index(node)
         index = node.slice
         if not any(param_index(o) is None for o in recv):
             if self.no_grad and is_basic_index(index):
@@ -425,9 +426,8 @@ class ExpressionsMixin:
         training = grad.training_test(node.test)
         body_off, else_off = grad.grad_off_arms(node.test, self.grad_off_flags)
         gate = not self.settings.report_in_no_grad
-        # `y.mul_(2) if inplace_safe else y * 2`: each arm runs under the test's condition on a parameter, as an
-        # `if` arm does (its writes carry it), and an arm that runs with grad off or in eval mode only is
-        # walked as such
+        # `y.mul_(2) if inplace_safe else y * 2`: each arm runs under the test's condition on a parameter, as an `if`
+        # arm does (its writes carry it); an arm that runs with grad off or in eval mode only is walked as such
         cond = self.param_condition(node.test)
         body = self._arm(node.body, training is False or (body_off and gate), cond, body_off)
         orelse = self._arm(node.orelse, training is True or (else_off and gate), negate(cond) if cond else None,

@@ -91,6 +91,34 @@ class GradReadsMixin:
                                      own_storage=own, stale=lambda load: load.id in first
                                      and self.read_after_rebinding(facts, stmt, load))
 
+    def note_saved_indices(self, node: ast.expr, namespace: str, name: str, given: List[ast.expr],
+                           origins: List[Optional[frozenset]], text) -> None:
+        """``namespace.name`` ran on ``given`` with grad on: an integer index or bool mask it took (``x.gather(1,
+        idx)``, ``x.masked_fill(mask, 0)``, ``torch.where(mask, a, b)``, ``F.nll_loss(x, target)``) is read by its
+        backward when a float input at the positions :func:`ops.saved_index_inputs` names requires grad by evidence:
+        writing it in place afterwards makes that backward raise (docs/pytorch-facts.md#saved-index), though it
+        never requires grad itself. Marked as read for another input's gradient (:meth:`mark_saved_for_other`)."""
+        from .expressions import holder_of  # (expressions imports this module's users)
+
+        for position, floats in ops.saved_index_inputs(namespace, name):
+            if position < len(given) and holder_of(given[position]) is not None and any(
+                    f < len(given) and self.needs_grad(given[f], origins[f]) for f in floats):
+                self.mark_saved_for_other(given[position], text(), node.lineno, node, surely_tensor=True)
+
+    def note_tensor_index(self, node: ast.Subscript) -> None:
+        """``h[idx]`` (read, grad on) with ``idx`` a name holding only tensors made here (``torch.arange``, a
+        comparison's mask) and ``h`` requiring grad by evidence: advanced indexing's backward reads the index
+        (``IndexBackward0``; docs/pytorch-facts.md#saved-index), so writing ``idx`` in place afterwards raises.
+        A name that may hold a number or a list (a parameter, an untracked value) is basic indexing: nothing saved."""
+        index = node.slice
+        if self.no_grad or not isinstance(node.ctx, ast.Load) or not isinstance(index, ast.Name):
+            return
+        held = self.env.get(index.id)
+        if not held or not all(o.is_tensor and o.certain_tensor and not o.guessed and param_index(o) is None
+                               for o in held) or not self.needs_grad(node.value, None):
+            return
+        self.mark_saved_for_other(index, f"{ast.unparse(node.value)}[{index.id}]", node.lineno, node, surely_tensor=True)
+
     def saved_by_its_own_write(self, node: ast.AST, name: Optional[str], recv_node: ast.expr, recv: frozenset,
                                args: List[ast.expr]) -> frozenset:
         """``a.mul_(a)``, ``a.mul_(other=a)``, ``a *= a`` (``node``; ``args``: the operands after the receiver): the

@@ -22,6 +22,7 @@ from ._ops_generated import (  # noqa: F401  (re-exported)
     TORCH_INPLACE_FUNCTIONS,
 )
 from ._saved_generated import SAVED_FOR_BACKWARD as _SAVED_FOR_BACKWARD
+from ._saved_generated import SAVED_INDEX_INPUTS
 
 #: Tensor methods (and ``torch.<name>(x, ...)`` functions) whose result is always a view of the input.
 VIEW_METHODS = frozenset(
@@ -99,6 +100,14 @@ def saved_for_backward(namespace: str, name: str):
     """(autograd nodes, output read, input positions read) for ``namespace.name`` (``"Tensor"`` for a method,
     ``"torch.linalg"``, ``"torch.nn.functional"``, ...), or None when its backward reads none of them."""
     return SAVED_FOR_BACKWARD.get(f"{namespace}.{name}")
+
+
+def saved_index_inputs(namespace: str, name: str) -> Tuple[Tuple[int, Tuple[int, ...]], ...]:
+    """``((position, float positions), ...)``: the integer index or bool mask inputs of ``namespace.name`` its backward
+    reads for the gradient of the float inputs at those positions (``x.gather(1, idx)``: ``idx``, for ``x``;
+    ``torch.where(mask, a, b)``: ``mask``, for ``a`` and ``b``; ``F.nll_loss(x, target)``); position 0 is the
+    receiver or first argument. Found by execution (scripts/generate_saved.py, ``INDEX_PATTERNS``); empty when none."""
+    return SAVED_INDEX_INPUTS.get(f"{namespace}.{name}", ())
 
 
 def saved_for_other(namespace: str, name: str) -> Tuple[int, ...]:
