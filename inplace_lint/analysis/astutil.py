@@ -252,3 +252,14 @@ def rebound_between(func: Optional[ast.AST], expr: ast.expr, after: int, before:
                 or any(isinstance(a, ast.Name) and a.id in names for a in node.args)):
             return True
     return False
+
+
+def method_key(node: ast.AST) -> str:
+    """The name a ``def`` is known by in its class: its own, or ``name.setter`` / ``name.deleter`` for a property's
+    ``@name.setter`` (a second ``def`` of the name that must not stand for the getter: callers read ``self.name``
+    through the ``@property`` ``def``)."""
+    for dec in getattr(node, "decorator_list", ()):
+        if isinstance(dec, ast.Attribute) and dec.attr in ("setter", "deleter") and isinstance(dec.value, ast.Name) \
+                and dec.value.id == node.name:
+            return f"{node.name}.{dec.attr}"
+    return node.name

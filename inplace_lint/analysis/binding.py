@@ -265,14 +265,14 @@ class BindingMixin:
         if key is not None:
             own = value_node.value if isinstance(value_node, ast.Attribute) and value_node.attr in ops.VIEW_ATTRIBUTES \
                 else value_node
-            if not value and isinstance(target, ast.Name) and isinstance(own, ast.Attribute) \
-                    and isinstance(own.value, ast.Name) and own.value.id == self.self_name \
-                    and self._parameter_attribute(own) or not value and isinstance(target, ast.Name) \
-                    and isinstance(own, ast.Subscript) and self.parameter_item(own):
-                # `params = self.transform_params` (an `nn.Parameter` the class built), or its transpose
-                # (`AT = self._A.T`): the name holds that parameter, or a view of it, a tensor that requires grad
-                # (neuroreg's registration, set AT; flowtorch's linear control model, set BS); `mu =
-                # self.params["mu"]`, an item of a dict of such leaves (torchquantlib's models, set BW)
+            if not value and isinstance(target, ast.Name) and (isinstance(own, ast.Attribute) and isinstance(
+                    own.value, ast.Name) and own.value.id == self.self_name and self._parameter_attribute(own)
+                    or isinstance(own, ast.Subscript) and self.parameter_item(own)
+                    or not self.no_grad and self.of_own_parameter(own)):
+                # `params = self.transform_params` (an `nn.Parameter` the class built), or its transpose (`AT =
+                # self._A.T`): that parameter or a view of it, which requires grad (neuroreg, set AT; flowtorch, BS);
+                # `mu = self.params["mu"]`, an item of a dict of such leaves (torchquantlib, BW); `s =
+                # self.constraint.transform(self.raw)`, a call given such a parameter (alfi's kernels, set CX)
                 value = frozenset({Origin(RootKind.TENSOR, short(value_node), value_node.lineno)})
             self.bind_name(key, value)
             if isinstance(target, ast.Name):

@@ -91,6 +91,17 @@ class GradReadsMixin:
                                      own_storage=own, stale=lambda load: load.id in first
                                      and self.read_after_rebinding(facts, stmt, load))
 
+    def of_own_parameter(self, node: ast.expr) -> bool:
+        """``self.constraint.transform(self.raw)``, ``F.softplus(self.raw_w)``: an untracked call (not a submodule's,
+        nor a factory) given a parameter the class built: what it returns requires grad (gpytorch's constrained
+        hyperparameters, alfi's kernels, set CX)."""
+        from .astutil import last_name
+
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and not (isinstance(node.func.value, ast.Name) and node.func.value.id == self.self_name) \
+            and last_name(node.func) not in ops.FACTORY_FUNCTIONS and node.func.attr not in _READ_WITHOUT_GRAD_METHODS \
+            and any(self._parameter_attribute(a) for a in node.args)
+
     def note_saved_indices(self, node: ast.expr, namespace: str, name: str, given: List[ast.expr],
                            origins: List[Optional[frozenset]], text) -> None:
         """``namespace.name`` ran on ``given`` with grad on: an integer index or bool mask it took (``x.gather(1,

@@ -40,6 +40,24 @@ def default_builder(builder: str) -> Optional[str]:
     return builder if builder.startswith("torch.nn.") else None
 
 
+def _registered_parameter(node: ast.stmt, me: str) -> Optional[ast.Assign]:
+    """``self.register_parameter("raw", nn.Parameter(w))`` (or ``name=``, ``param=``/``parameter=``), read as ``self.raw =
+    nn.Parameter(w)``: ``nn.Module.register_parameter`` makes the attribute that parameter (gpytorch's idiom for its
+    raw hyperparameters); None for any other statement."""
+    call = node.value if isinstance(node, ast.Expr) else None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "register_parameter"
+            and isinstance(call.func.value, ast.Name) and call.func.value.id == me):
+        return None
+    given = dict(zip(("name", "param"), call.args))  # (`param=` for torch's, `parameter=` for gpytorch's Module)
+    given.update({"param" if k.arg == "parameter" else k.arg: k.value for k in call.keywords})
+    name, value = given.get("name"), given.get("param")
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.isidentifier()
+            and value is not None):
+        return None
+    return ast.Assign(targets=[ast.Attribute(value=ast.Name(id=me, ctx=ast.Load()), attr=name.value, ctx=ast.Store())],
+                      value=value, lineno=node.lineno, col_offset=node.col_offset)
+
+
 def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
     """``self.x = SomeClass(...)`` (or ``self.x: SomeClass = ...``, or ``self.x = x`` with the parameter
     ``x: SomeClass``) in ``__init__``: x -> "SomeClass"."""
@@ -61,6 +79,7 @@ def init_attributes(cls: ast.ClassDef) -> Dict[str, str]:
                 stmt = stmt.orelse[0] if isinstance(stmt, ast.If) and len(stmt.orelse) == 1 and isinstance(
                     stmt.orelse[0], ast.If) else None
         for node in nodes:
+            node = _registered_parameter(node, me) or node
             target = value = None
             called = False  # built by a call: a factory function counts too (`aggr_resolver(aggr)`)
             if isinstance(node, ast.Assign) and len(node.targets) == 1:

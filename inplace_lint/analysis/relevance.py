@@ -14,7 +14,7 @@ import ast
 from typing import Dict, FrozenSet, Iterator, Optional, Set, Tuple
 
 from ..torch_facts import ops
-from .astutil import child_nodes, last_name, walk_ast
+from .astutil import child_nodes, last_name, method_key, walk_ast
 
 #: methods whose callers name them by no function name: ``self.block(x)`` runs ``forward``
 _CALLED_UNNAMED = frozenset({"forward", "__call__"})
@@ -176,7 +176,7 @@ def scan(tree: ast.Module) -> Tuple[Optional[FrozenSet[str]], bool]:
         elif isinstance(node, ast.ClassDef):
             for m in node.body:
                 if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    owners[f"{node.name}.{m.name}"] = m
+                    owners[f"{node.name}.{method_key(m)}"] = m
     short = {name.rpartition(".")[2] for name in owners}
     writes: Set[str] = set()
     #: per body: its writes to a plain name (``n += 1``, ``d[k] = v``), kept apart until the name's bindings are known

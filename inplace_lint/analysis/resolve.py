@@ -15,7 +15,7 @@ import hashlib
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ..torch_facts import ops
-from .astutil import dotted_name
+from .astutil import dotted_name, method_key
 from . import class_facts, param_containers
 from .decorators import module_wrappers
 from .refs import refers, refs_text, value_refs, value_refs_in_text  # noqa: F401  (re-exported)
@@ -62,7 +62,7 @@ def index_module(tree: ast.Module, module: str, path: str, is_package: bool = Fa
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     static = any(dotted_name(d) == "staticmethod" for d in item.decorator_list)
-                    methods[item.name] = (_params(item), static)
+                    methods[method_key(item)] = (_params(item), static)
                     if any((dotted_name(d) or "").rpartition(".")[2] in ("property", "cached_property")
                            for d in item.decorator_list):
                         getters.add(item.name)

@@ -11,9 +11,9 @@ import ast
 from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Set
 
-from ..findings import Origin
+from ..findings import Origin, RootKind
 from . import conditions, fixplan, grad, model_outputs, narrowing
-from .astutil import dotted_name, is_false, last_name, walk_statements
+from .astutil import dotted_name, is_false, last_name, method_key, short, walk_statements
 from .local_conds import copy_reach, merge_reach
 from .loop_passes import last_pass_body
 from .env import EMPTY, cap, merge, merge_touched, negate, origin_key
@@ -99,6 +99,9 @@ class StatementsMixin:
 
     def stmt_Return(self, node: ast.Return) -> None:
         value = self.eval(node.value)
+        if not value and node.value is not None and not self.no_grad and self.of_own_parameter(node.value):
+            # (`return self.constraint.transform(self.raw)`, a `@property` of a constrained hyperparameter)
+            value = frozenset({Origin(RootKind.TENSOR, short(node.value), node.value.lineno)})
         self.note_return(node.value, value)  # (computed from parameters alone, or needing no grad)
         value = self.returned_functions(node.value, value)  # (`return ns_loop if fast else slow`: callers call it)
         value = self.empty_return(node, value)  # (`if x.numel() == 0: return x`: no two elements share memory)
@@ -363,7 +366,7 @@ class StatementsMixin:
                 no_grad = declared = not mode
             elif not self.settings.report_in_no_grad and self.project_wrapper(dec) == "grad-off":
                 no_grad = declared = True  # `@no_grad_call` of the project: `with torch.no_grad(): return f(...)`
-        qual = f"{self.qual}.{node.name}"
+        qual = f"{self.qual}.{method_key(node) if self.in_class else node.name}"  # (a setter is not the getter)
         self.hand_out_decorated(node, qual)  # `@register("fp8")`: called by whoever the registry serves
         static = any(dotted_name(d) in ("staticmethod",) for d in node.decorator_list)
         child = self.child_scope(node.args, no_grad, node, qual, bound_first=self.in_class and not static)

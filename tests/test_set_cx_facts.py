@@ -1,0 +1,88 @@
+"""Facts of the thirty-second session (set CX, labelled blind), each executed under torch.
+
+- ``self.register_parameter("raw", nn.Parameter(w))`` (positional, or ``name=`` and torch's ``param=`` or
+  gpytorch's ``parameter=``) makes ``self.raw`` a
+  parameter, as ``self.raw = nn.Parameter(w)`` does: it requires grad.
+- A call that is given such a parameter (``self.constraint.transform(self.raw)``, gpytorch's constrained
+  hyperparameters; not a submodule's call, not a factory) returns a tensor that requires grad, bound to a name or
+  returned by a ``@property``.
+- A property's ``@name.setter`` is a second ``def`` of the name: it no longer stands for the getter, whose summary
+  (what ``self.name`` returns) the callers read. alfi's ``SIMKernel.K_ff`` (``K = torch.exp(-sq_dist); K += jitter``
+  with ``sq_dist`` divided by ``self.lengthscale``): labelled, missed before, raises at the backward.
+"""
+from __future__ import annotations
+
+import pytest
+
+from inplace_lint.analysis import analyze_source
+from tests.executed import load
+
+torch = pytest.importorskip("torch")
+
+SOURCE = '''import torch
+from torch import nn
+
+
+class Interval:
+    def __init__(self, lower, upper):
+        self.lower, self.upper = lower, upper
+
+    def transform(self, x):
+        return self.lower + (self.upper - self.lower) * torch.sigmoid(x)
+
+
+class Kernel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.constraint = Interval(0.5, 3.5)
+        self.register_parameter(name="raw_lengthscale", param=nn.Parameter(torch.zeros(1, 1)))
+        self.register_parameter("raw_scale", nn.Parameter(torch.ones(1)))
+        self.register_parameter("raw_frozen", nn.Parameter(torch.ones(1), requires_grad=False))
+
+    @property
+    def lengthscale(self):
+        return self.constraint.transform(self.raw_lengthscale)
+
+    @lengthscale.setter
+    def lengthscale(self, value):
+        self.raw_lengthscale.data.fill_(float(value))
+
+    def covariance(self, x1, x2):
+        sq_dist = torch.square(x1.view(-1, 1) - x2.view(-1)) / (2 * self.lengthscale)
+        K = torch.exp(-sq_dist)
+        K += 1e-3 * torch.eye(x1.shape[0])
+        return K
+
+    def scaled(self, x):
+        s = self.constraint.transform(self.raw_scale)
+        out = torch.exp(x / s)
+        out += 1
+        return out
+
+    def frozen(self, x):
+        out = torch.exp(x / self.raw_frozen)
+        out += 1
+        return out
+
+
+def predict():
+    k = Kernel()
+    t = torch.linspace(0, 1, 4)
+    return k.covariance(t, t), k.scaled(t), k.frozen(t)
+'''
+
+
+def test_a_registered_parameter_through_a_constrained_property():
+    findings = analyze_source(SOURCE)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 32, 8), ("IPV006", 38, 8)]
+    assert findings[0].message.startswith("`+=` writes in place to `K`, `torch.exp(-sq_dist)`, whose output autograd")
+    kernel = load(SOURCE)["Kernel"]()
+    t = torch.linspace(0, 1, 4)
+    for name in ("covariance", "scaled"):
+        out = getattr(kernel, name)(t, t) if name == "covariance" else kernel.scaled(t)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()
+    assert not kernel.frozen(t).requires_grad  # (a frozen parameter: nothing requires grad, nothing is saved)
+    kernel.lengthscale = 0.0
+    assert torch.equal(kernel.raw_lengthscale.detach(), torch.zeros(1, 1))
+
