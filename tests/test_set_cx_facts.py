@@ -86,3 +86,50 @@ def test_a_registered_parameter_through_a_constrained_property():
     kernel.lengthscale = 0.0
     assert torch.equal(kernel.raw_lengthscale.detach(), torch.zeros(1, 1))
 
+
+HELPERS = '''import torch
+from torch import nn
+
+
+class MaskUnk(nn.Module):
+    def forward(self, dists, unk: int):
+        dists[:, unk] = float("inf")
+        return dists
+
+
+class Scale(nn.Module):
+    def forward(self, x):
+        x.mul_(2.0)
+        return x
+
+
+class Search(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mask = MaskUnk()
+        self.scale = Scale()
+
+    def step(self, dists):
+        scores = self.mask(dists, 0)
+        best = dists.argmin(dim=1)
+        return scores, best
+
+    def residual(self, x):
+        h = self.scale(x)
+        return h + x
+'''
+
+
+def test_a_submodule_that_masks_items_of_its_argument_is_asked_to():
+    """A submodule's forward that stores into items of its argument (sockeye's ``target_dists[:, unk] = inf``,
+    toddleocr's relation extractor normalising ``entities[b]``, both read by the caller afterwards) fills or masks it
+    for the caller: no IPV007 (two false findings in sets CO and CX). One that rewrites the argument whole
+    (``x.mul_(2.0)``) hides a transform the caller reads as its input: still IPV007."""
+    findings = analyze_source(HELPERS)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV007", 29, 12)]
+    mod = load(HELPERS)
+    search = mod["Search"]()
+    dists = torch.tensor([[0.5, 2.0], [0.1, 3.0]])
+    scores, best = search.step(dists)
+    assert torch.equal(best, torch.tensor([1, 1]))  # (the caller's argmin sees the mask it asked for)
+    assert torch.equal(search.residual(torch.ones(2)), torch.full((2,), 4.0))  # (2 + 2, not 2 + 1)
