@@ -14,7 +14,7 @@ import ast
 import os
 from typing import Dict, List, Optional, Tuple
 
-from ..findings import Origin, RootKind, Step, WriteKind, saver_parts, saver_text
+from ..findings import Origin, RootKind, Step, saver_parts, saver_text
 from ..torch_facts import ops
 from . import conditions, grad_flags, model_outputs, tables
 from .astutil import dotted_name, short
@@ -352,30 +352,30 @@ class ProjectCallsMixin:
                     continue  # only paths this call's constant arguments rule out reach the write
                 # `add(m1, m2, inplace_safe)`: a path that needs a flag this call passes true only with grad off
                 flagged = not starred and grad_flags.flag_guards(w.when, flag_args)
-                # a mutating helper's write (not used by it afterwards), or one it keeps using in another file: reported
-                # here too, so that this file shows it; one it keeps using in this file is its own business, reported at
-                # the write naming this call (what this function passes on of its own parameters still reaches it)
+                # a mutating helper's write (it does not use the tensor afterwards), or a write the helper keeps using
+                # in another file: reported here too, so that this file shows it; a write the helper keeps using in
+                # this file is its own business, reported at the write naming this call, but what this function
+                # passes on of its own parameters still reaches it (a caller in another file reports it at its call)
                 at_write = w.kept and w.path == ctx.path
                 origins, arg_node = self.arm_filtered(w, binding[w.index], submodule, builds, values)
                 helper = w.via or (short_name, w.path, w.line, w.col)
                 # named from here: `(line 5)` in this file, `(pkg/helpers.py:5)` in another
                 op = f"{w.op} in `{helper[0]}()` ({self.where(helper[1], helper[2])})"
-                # a guessed output object (a parameter named `output`) is only read for its tensor fields; a call made
-                # with grad off runs the callee with grad off: no op in it saved anything
+                # a guessed output object (a parameter named `output`) is only read for its tensor fields
+                # a call made with grad off runs the callee with grad off: no op in it saved anything
                 steps = ran_without_grad(w.steps) if self.no_grad else w.steps
                 real = [with_steps(as_tensor(o) if w.on_tensor else o, steps) for o in origins
                         if param_index(o) is None and not model_outputs.is_guessed_object(o)]
-                # the helper's conditions to its write, seen from here (on a parameter this function passes its own for)
+                # the helper's conditions to its write, seen from here: those on a parameter this function
+                # passes its own parameter for become conditions on that one
                 when = conditions.translate(w.when, values, handed_on, own_defaults) if w.when and not starred else ()
-                # an in-place layer in the callee, or a submodule's forward writing its argument whole (IPV007: the call
-                # shows no write); an item store there (`dists[:, unk] = inf`) fills or masks the argument on purpose
-                hidden = w.layer or (f"`self.{submodule}`" if submodule and qual.endswith(".forward")
-                                     and w.kind is not WriteKind.SUBSCRIPT else None)
+                # an in-place layer in the callee, or a submodule's forward: the call shows no write (IPV007)
+                hidden = w.layer or (f"`self.{submodule}`" if submodule and qual.endswith(".forward") else None)
                 if real and not at_write:
                     twin = self.out_of_place_twin(qual, params, w.index) if not w.via else None
                     saved_conds = self.path_conds
-                    # (the finding here runs under them too: `_add(y, x, inplace_safe)` passing this function's flag,
-                    # which its callers may make true only with grad off: LocalFinding.guards)
+                    # (the finding here runs under them too: `_add(y, x, inplace_safe)` passing this function's
+                    # flag, which its callers may make true only with grad off: LocalFinding.guards)
                     self.path_conds = saved_conds + tuple(c for c in when if not isinstance(c[0], str))
                     try:
                         self.report(node, w.kind, op, arg_node, cap(real), w.op_name, no_fix=True,
