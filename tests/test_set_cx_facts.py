@@ -86,3 +86,74 @@ def test_a_registered_parameter_through_a_constrained_property():
     kernel.lengthscale = 0.0
     assert torch.equal(kernel.raw_lengthscale.detach(), torch.zeros(1, 1))
 
+
+EVAL_ONLY = '''import torch
+from torch import nn
+
+
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(10, 4)
+        self.out = nn.Linear(4, 10)
+
+    def forward(self, targets, train_mode=True):
+        if train_mode:
+            return self.forward_train(targets)
+        return self.forward_test(targets.shape[0])
+
+    def forward_train(self, targets):
+        return self.out(self.embedding(targets))
+
+    def forward_test(self, n):
+        seq = torch.zeros(n, 5, dtype=torch.long)
+        outs = []
+        for i in range(4):
+            step = self.out(self.embedding(seq[:, : i + 1]))[:, -1]
+            outs.append(step)
+            seq[:, i + 1] = step.argmax(-1)
+        return torch.stack(outs, 1)
+
+    def greedy(self, n):
+        seq = torch.zeros(n, 5, dtype=torch.long)
+        for i in range(4):
+            step = self.out(self.embedding(seq[:, : i + 1]))[:, -1]
+            seq[:, i + 1] = step.argmax(-1)
+        return step
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.decoder = Decoder()
+
+    def forward(self, targets):
+        if self.training:
+            return self.decoder(targets)
+        else:
+            return self.decoder(targets, train_mode=False)
+
+    def sample(self, targets):
+        if not self.training:
+            return self.decoder.greedy(targets.shape[0])
+        return self.decoder.greedy(targets.shape[0]) * 2
+'''
+
+
+def test_code_reached_only_from_the_eval_branch_runs_for_inference():
+    """A call made in the ``else`` of ``if self.training:`` runs the callee in eval mode: a greedy decoding loop
+    reached only so (directly, or through a ``train_mode`` flag the eval branch alone passes false) writes its token
+    buffer for inference, as the same loop written in that branch would (toddleocr's RobustScanner heads, set CX:
+    two findings labelled not hazards). ``greedy`` is also called from the training branch: still reported."""
+    findings = analyze_source(EVAL_ONLY)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 32, 12)]
+    head = load(EVAL_ONLY)["Head"]()
+    targets = torch.randint(0, 10, (2, 5))
+    head(targets).sum().backward()  # training: teacher forcing, no buffer written
+    head.eval()
+    with torch.no_grad():
+        assert head(targets).shape == (2, 4, 10)
+    head.train()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        head.sample(targets).sum().backward()  # (the greedy loop under grad: its write raises)
+

@@ -45,14 +45,18 @@ def flag_grad_off(calls_to, grad_off: Dict[str, bool], exported, qual: str, inde
     grad off: every in-project call passes a flag true only with grad off (``not torch.is_grad_enabled()``
     or a name bound to one), a false literal, or its own such parameter; leaves it at a false default; or
     runs with grad off itself. ``if inplace_safe:`` then runs its body with grad off. With no in-project
-    call, or for a function of the package's API (``exported``), its callers are unknown: False."""
+    call, or for a function of the package's API (``exported``), its callers are unknown: False. ``~index``:
+    the parameter is *false* only with grad off or in eval mode (``train_mode=False`` passed only from the
+    ``else`` of ``if self.training:``, a call recorded as grad-off: :attr:`.summaries.CallSite.no_grad`)."""
+    negated = index < 0
+    index = ~index if negated else index
     sites = calls_to.get(qual, [])
     if not sites or depth > 8 or qual in exported or qual.rpartition(".")[0] in exported:
         return False  # (a method of an exported class: the package's users call it too)
     for site in sites:
         if site.bound is not None and not site.bound and not site.args:
             return False  # handed to other code (`map(f, xs)`, a registry): its calls are unknown
-        if site.no_grad or enclosing_off(grad_off, site.caller) or index in site.grad_off_args:
+        if site.no_grad or enclosing_off(grad_off, site.caller) or index in site.grad_off_args and not negated:
             continue
         if site.guards and any(flag_grad_off(calls_to, grad_off, exported, site.caller, g, d, depth + 1)
                                for g, d in site.guards):
@@ -60,13 +64,14 @@ def flag_grad_off(calls_to, grad_off: Dict[str, bool], exported, qual: str, inde
         constants = dict(site.constants)
         passed = {i: (j, d) for i, j, d in site.passed}
         if index in constants:
-            if constants[index]:
+            if bool(constants[index]) != negated:
                 return False
         elif index in passed:
-            if not flag_grad_off(calls_to, grad_off, exported, site.caller, *passed[index], depth + 1):
+            j, d = passed[index]
+            if not flag_grad_off(calls_to, grad_off, exported, site.caller, ~j if negated else j, d, depth + 1):
                 return False
-        elif site.bound is None or index in site.bound or not default or default[0]:
-            return False  # unknown, or left at a default that is not false
+        elif site.bound is None or index in site.bound or not default or bool(default[0]) != negated:
+            return False  # unknown, or left at a default that is not false (not true, ``~index``)
     return True
 
 

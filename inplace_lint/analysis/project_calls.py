@@ -410,7 +410,7 @@ class ProjectCallsMixin:
             passed = ((i, o or self._display_value(n)) for i, (o, n) in sorted(binding.items()))
             ctx.calls.append(CallSite(self.qual, qual, ctx.path, node.lineno, node.col_offset,
                                       tuple((i, o) for i, o in passed if o),
-                                      self.no_grad or self.grad_off_arm, unread=frozenset(unread),
+                                      self.no_grad or self.grad_off_arm or self.eval_branch, unread=frozenset(unread),
                                       bound=None if starred else frozenset(binding),
                                       built=self.built_record(builds, submodule, binding),
                                       **self.site_facts(binding, values, handed_on, own_defaults, flag_args)))

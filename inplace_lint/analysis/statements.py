@@ -92,7 +92,9 @@ class StatementsMixin:
         self.eval(node.value)
         if isinstance(node.value, ast.Call) and last_name(node.value.func) in grad.GRAD_MODE_SETTERS:
             self.grad_off_flags.clear()  # `torch.set_grad_enabled(True)`: what the flags said of grad is stale
-            self.grad_off_arm = False  # (and what `if not torch.is_grad_enabled():` said: calls may run with grad)
+            # (and what `if not torch.is_grad_enabled():` or an eval-mode arm said: calls may run with grad, as in
+            # `with torch.enable_grad():`)
+            self.grad_off_arm = self.eval_branch = False
         elif isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute) \
                 and node.value.func.attr == "requires_grad_" and not (node.value.args and is_false(node.value.args[0])):
             self.nograd_keys.discard(dotted_name(node.value.func.value) or "")  # `x.requires_grad_()` ends a gate
