@@ -157,3 +157,58 @@ def test_code_reached_only_from_the_eval_branch_runs_for_inference():
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         head.sample(targets).sum().backward()  # (the greedy loop under grad: its write raises)
 
+
+FEATURE_DICT = '''import torch
+from torch import nn
+
+
+class Generator(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(1, dim))
+
+    def forward(self, left_h, right_h):
+        zero_lines = torch.nonzero(torch.sum(left_h, 1) == 0)
+        if len(zero_lines) > 0:
+            left_h[zero_lines, :] += 1e-8
+        return (left_h * self.weight) @ right_h.t()
+
+
+class Model(nn.Module):
+    def __init__(self, dim, node_types, relations):
+        super().__init__()
+        self.node_types = node_types
+        self.non_linear = nn.ReLU()
+        nnmd = nn.ModuleDict
+        self.generators, self.aggregators = nnmd({}), nnmd({})
+        self.encoder = nnmd({t: nn.Linear(dim, dim) for t in node_types})
+        for src, rel, dst in relations:
+            self.generators[rel] = Generator(dim)
+
+    def forward(self, feats, relations):
+        mapped = dict()
+        for t in self.node_types:
+            mapped[t] = self.non_linear(self.encoder[t](feats[t]))
+        out = []
+        for src, rel, dst in relations:
+            out.append(self.generators[rel](mapped[src], mapped[dst]))
+        return torch.stack(out).sum()
+'''
+
+
+def test_a_relu_output_through_a_dict_of_features_and_a_module_dict():
+    """openhgnn's HGSL (set CX, labelled at default use, executed by the labeller: a ReLU output row that is all zero
+    is nudged in place, and the backward raises): the features are items of a local dict stored under the node type
+    (a computed key: any later read of an item may be one), the generators items of a ``ModuleDict`` built empty in a
+    tuple assignment through a local alias (``nnmd = nn.ModuleDict``) and filled in a loop, and the encoder an item of
+    another ``ModuleDict`` (its call an activation, as a submodule's is)."""
+    findings = analyze_source(FEATURE_DICT)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 13, 12)]
+    assert "passed by the call at line 34" in findings[0].message
+    model = load(FEATURE_DICT)["Model"](4, ["a", "b"], [("a", "r", "b")])
+    feats = {"a": torch.randn(3, 4), "b": torch.randn(3, 4)}
+    with torch.no_grad():
+        model.encoder["a"].weight.zero_()
+        model.encoder["a"].bias.fill_(-1.0)  # (every row of the ReLU's output is zero)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        model(feats, [("a", "r", "b")]).backward()

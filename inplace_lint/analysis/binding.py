@@ -208,8 +208,7 @@ class BindingMixin:
             return origins
         entries = self.reach_conds.get(key) if key is not None else None
         excluded = [held for held, cond in entries if any(conflict(cond, c) for c in now)] if entries else ()
-        # and what was made under conditions that those walked now rule out (`if mode == "a": x = y.exp()`, then
-        # `if mode == "b": x.mul_(2)`)
+        # and what was made under conditions those walked now rule out (`if m == "a": x = y.exp()`, `if m == "b": ...`)
         return [o for o in origins if not any(o.derived_from(h) for h in excluded) and not self.made_contradicted(o, now)]
 
     def _made_under(self, origins: frozenset) -> None:
@@ -260,6 +259,7 @@ class BindingMixin:
                 self.bind_name(key, value)  # output["logits"] = ... on a dict-like model output
             else:
                 self.written_with(target.value, base, value, value_node)
+                self.store_any_key(target, value)  # (`mapped[ntype] = h` into a local dict)
             return
         key = dotted_name(target)
         if key is not None:

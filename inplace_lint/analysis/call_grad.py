@@ -378,11 +378,12 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         of such values. Anything else untracked is unknown, and an op on it saves nothing the analysis can speak for."""
         if node is None:
             return False
-        if isinstance(node, ast.Name):
-            # a parameter (known only as itself when the walk has no project: a snippet) is a guess that the
-            # callers decide (``Origin.guess_param``)
+        if isinstance(node, ast.Name):  # (a parameter, known only as itself without a project: the callers decide)
             return node.id in self.submodule_results or node.id in self.layer_results or (
                 self.ctx is None and node.id in self.params and node.id != self.self_name)
+        func = node.func if isinstance(node, ast.Call) else None
+        if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Attribute) and self._is_self(func.value.value):
+            return self.submodule_call(func.value.attr)  # `self.encoders[k](x)`: a ModuleDict's element
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             value = node.func.value
             if node.func.attr in _NO_GRAD_METHODS:
@@ -442,9 +443,7 @@ class CallGradMixin(LayerInputsMixin, GradReadsMixin, ParamGuessesMixin, Storage
         plain = self.class_plain if self.class_plain is not None else (
             self.ctx is not None and self.ctx.plain_class(self.cls_qual))
         if self.own_method(attr):
-            # `self.helper(x)`, a method: an activation when it returns a submodule's (`return self.lin(x)`), else
-            # what its summary says, or nothing
-            return attr in self.activation_methods
+            return attr in self.activation_methods  # `self.helper(x)` returning `self.lin(x)`, or its summary's say
         if self.ctx is not None and not plain:
             # in a module, `self.stat()` with `self.stat = RunningStat(...)` built from a project class that is
             # surely no module calls that class's `__call__`, whose summary says what it returns (gromo's tensor

@@ -56,6 +56,7 @@ from .strings import StringsMixin
 from .exits import ExitsMixin
 from .layer_elements import LayerElementsMixin
 from .stale_views import StaleViewsMixin
+from .dict_items import DictItemsMixin
 from .own_class import OwnClassFacts, read_through
 from .summaries import LocalFinding, ParamWrite, param_index, param_origin, parameters
 
@@ -80,7 +81,7 @@ def _arg_line(args: ast.arguments, name: str) -> int:
 class Scope(OutCallsMixin, StatementsMixin, BlocksMixin, BindingMixin, ExpressionsMixin, CallsMixin, ProjectCallsMixin, HandedOutMixin, CallGradMixin,
             ReportingMixin, ClassFactsMixin, ConditionsMixin, LocalConditionsMixin, TensorKindsMixin,
             LoopPassesMixin, DispatchMixin, BuiltArmsMixin, StringsMixin, ExitsMixin, LayerElementsMixin,
-            StaleViewsMixin):
+            StaleViewsMixin, DictItemsMixin):
     """Walks one function (or module, or class) body; nested functions get a scope of their own."""
 
     settings: Settings

@@ -364,16 +364,14 @@ class ExpressionsMixin:
         recv = self.eval(node.value)
         self.eval(node.slice)
         self.note_tensor_index(node)
+        if (held := self.any_key_item(node)) is not None:  # (an item of a local dict stored under a computed key)
+            return held
         index = node.slice
         if not any(param_index(o) is None for o in recv):
             if self.no_grad and is_basic_index(index):
                 return self.view_of(node.value, recv, StepKind.VIEW, index_text(index), node.lineno)
             if not recv:
                 return EMPTY
-        if not recv:
-            if self.no_grad and is_basic_index(index):
-                return self.view_of(node.value, recv, StepKind.VIEW, index_text(index), node.lineno)
-            return EMPTY
         out = []
         text = index_text(index)
         for o in recv:

@@ -216,14 +216,19 @@ def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
     built: Dict[str, Set[str]] = {}  # local name -> what built it
     appended: Dict[str, Set[str]] = {}
     made: Dict[str, Set[str]] = {}
-    nodes = [n for n in walk_ast(init) if isinstance(n, (ast.Assign, ast.Expr))]
+    # (`self.a, self.b = nnmd({}), nnmd({})`: each pair an assignment of its own)
+    nodes = [p for n in walk_ast(init) if isinstance(n, (ast.Assign, ast.Expr)) for p in _pairs(n)]
+    aliases = {}  # `nnmd = nn.ModuleDict`: a local name for a container class
     for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             built.setdefault(node.targets[0].id, set()).add(_builder(node.value) or "")
+            if (dotted_name(node.value) or "").rpartition(".")[2] in _MODULE_CONTAINERS:
+                aliases[node.targets[0].id] = dotted_name(node.value).rpartition(".")[2]
     assigned: Dict[str, int] = {}
     for node in walk_ast(init):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AugAssign, ast.AnnAssign)) else []
+        targets = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
         for t in targets:
             if isinstance(t, ast.Subscript):
                 index = t.slice
@@ -239,11 +244,12 @@ def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
     for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and self_attr(node.targets[0], me):
             value = node.value
-            if isinstance(value, ast.Call) and (dotted_name(value.func) or "").rpartition(".")[2] in _MODULE_CONTAINERS:
+            callee = (dotted_name(value.func) or "") if isinstance(value, ast.Call) else ""
+            if isinstance(value, ast.Call) and aliases.get(callee, callee.rpartition(".")[2]) in _MODULE_CONTAINERS:
                 elements = container_items(value)
                 if elements:
                     made.setdefault(node.targets[0].attr, set()).update(_builder(e) or "" for e in elements)
-                elif not value.args:
+                elif elements is not None:  # (empty: `nn.ModuleDict()`, `nn.ModuleDict({})`)
                     made.setdefault(node.targets[0].attr, set())
             else:
                 made.setdefault(node.targets[0].attr, set()).add("")  # anything else: unknown
@@ -264,6 +270,17 @@ def container_elements(init: ast.FunctionDef, me: str) -> Dict[str, str]:
         if len(names) == 1 and "" not in names and assigned.get(attr, 0) == 1:
             out[attr] = next(iter(names))  # (built once, never replaced, item-assigned or extended)
     return out
+
+
+def _pairs(node: ast.stmt) -> List[ast.stmt]:
+    """``a, b = x, y`` as ``a = x`` and ``b = y`` (a tuple of as many values, no starred one); any other statement
+    as it is."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
+            and isinstance(node.value, ast.Tuple) and len(node.targets[0].elts) == len(node.value.elts) \
+            and not any(isinstance(e, ast.Starred) for e in node.targets[0].elts + node.value.elts):
+        return [ast.Assign(targets=[t], value=v, lineno=node.lineno, col_offset=node.col_offset)
+                for t, v in zip(node.targets[0].elts, node.value.elts)]
+    return [node]
 
 
 def self_attr(node: ast.expr, me: str) -> bool:
