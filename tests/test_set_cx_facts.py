@@ -212,3 +212,21 @@ def test_a_relu_output_through_a_dict_of_features_and_a_module_dict():
         model.encoder["a"].bias.fill_(-1.0)  # (every row of the ReLU's output is zero)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         model(feats, [("a", "r", "b")]).backward()
+
+
+def test_the_kernel_fix_keeps_the_values_and_the_backward_runs():
+    """``K += jitter`` fixed out of place (``K = K.clone().add_(jitter)``): the covariance is the same, the exp output
+    the backward reads is left alone, and the lengthscale gets its gradient."""
+    from inplace_lint.fixing import fix_code
+
+    fixed = fix_code(SOURCE, select=["IPV006"]).new_source
+    assert "        _K_operand = 1e-3 * torch.eye(x1.shape[0])\n" in fixed
+    assert "        K = K.clone().add_(_K_operand)\n" in fixed
+    old, new = load(SOURCE)["Kernel"](), load(fixed)["Kernel"]()
+    t = torch.linspace(0, 1, 4)
+    with torch.no_grad():
+        expected = old.covariance(t, t)
+    got = new.covariance(t, t)
+    assert torch.equal(got, expected) and got.dtype == expected.dtype
+    got.sum().backward()
+    assert new.raw_lengthscale.grad is not None and torch.isfinite(new.raw_lengthscale.grad).all()
