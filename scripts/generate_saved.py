@@ -316,10 +316,29 @@ def index_table(names, floats=None):
                     refused.add(position)
         entry = tuple((p, tuple(sorted(f))) for p, f in sorted(found.items()) if p not in refused and f)
         if f"{namespace}.{name}" in (floats or {}):
-            continue  # (the float table answers for its operands; `x.addcmul(1, i, y)`, a deprecated overload, misleads)
+            # the float table answers for an operand that may be a number (`x * m` reads `m` as it reads `x * 2`'s
+            # 2: a name there may hold one); a position that takes only a tensor (`F.cross_entropy(x, target)`) is
+            # an index's to mark
+            entry = tuple((p, f) for p, f in entry if _takes_only_tensors(namespace, name, p))
         if entry:
             out[f"{namespace}.{name}"] = entry
     return out
+
+
+def _takes_only_tensors(namespace: str, name: str, position: int) -> bool:
+    """No argument pattern of :data:`INDEX_PATTERNS` with an index at ``position`` runs with the number 1 there."""
+    for pattern in INDEX_PATTERNS:
+        if position < len(pattern) and pattern[position] in _INDEX_PLACEHOLDERS and (
+                namespace != "Tensor" or pattern[0] == "x"):
+            given = _index_inputs()
+            numbered = tuple(1 if i == position else a for i, a in enumerate(pattern))
+            try:
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    call_with(namespace, name, numbered, given)
+                return False
+            except Exception:
+                continue
+    return True
 
 
 def _probed_names():

@@ -150,3 +150,37 @@ def test_a_tensor_index_of_a_parameter_written_after_the_read():
         decoder(3).sum().backward()
     decoder.by_number(torch.randn(4, 4), 1).sum().backward()
     assert not decoder.without_grad().requires_grad
+
+
+CROSS_ENTROPY = '''import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, labels):
+        loss = F.cross_entropy(self.fc(x), labels)
+        labels[labels == 3] = 0
+        return loss
+
+    def scaled(self, x, k):
+        y = self.fc(x) * k
+        k += 1
+        return y
+'''
+
+
+def test_a_target_written_after_cross_entropy():
+    """``F.cross_entropy(logits, labels)`` reads the target again in its backward (``nll_loss``): relabelling in place
+    afterwards raises (a review's probe, /tmp/rev32). ``y = h * k`` with ``k`` a parameter that may be a number: the
+    float table's answer (nothing known to mark), not reported."""
+    findings = analyze_source(CROSS_ENTROPY)
+    assert [(f.code, f.line, f.col) for f in findings] == [("IPV006", 13, 8)]
+    clf = load(CROSS_ENTROPY)["Classifier"]()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        clf(torch.randn(4, 4), torch.tensor([0, 3, 2, 3])).backward()
+    clf.scaled(torch.randn(4, 4), 2).sum().backward()

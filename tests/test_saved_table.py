@@ -217,3 +217,7 @@ def test_index_table_names_the_ops_that_read_an_index():
     # itself: the entry is what every pattern agrees on); `one_hot` has no backward
     assert ops.saved_index_inputs("torch", "take_along_dim") == ()
     assert ops.saved_index_inputs("torch.nn.functional", "one_hot") == ()
+    # an op of the float table keeps only the positions that take nothing but a tensor: `F.cross_entropy`'s target;
+    # `x * m` may be `x * 2` (the float table's answer, which marks a tensor only where one is known)
+    assert ops.saved_index_inputs("torch.nn.functional", "cross_entropy") == ((1, (0,)),)
+    assert ops.saved_index_inputs("Tensor", "mul") == () and ops.saved_index_inputs("torch", "where") == ((0, (1, 2)),)

@@ -259,7 +259,7 @@ class BindingMixin:
                 self.bind_name(key, value)  # output["logits"] = ... on a dict-like model output
             else:
                 self.written_with(target.value, base, value, value_node)
-                self.store_any_key(target, value)  # (`mapped[ntype] = h` into a local dict)
+                self.store_any_key(target, value, value_node)  # (`mapped[ntype] = h` into a local dict)
             return
         key = dotted_name(target)
         if key is not None:

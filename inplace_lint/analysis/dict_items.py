@@ -28,12 +28,20 @@ class DictItemsMixin:
         values = self._bindings().get(name)
         return bool(values) and name not in self.params and all(_dict_display(v) for v in values)
 
-    def store_any_key(self, target: ast.Subscript, value: frozenset) -> None:
+    def store_any_key(self, target: ast.Subscript, value: frozenset, value_node: Optional[ast.expr] = None) -> None:
         """``mapped[t] = v`` with a key that is not a constant, into a local dict: ``v`` joins what its items may
-        hold (``mapped[*]``; each pass of a loop adds its own)."""
+        hold (``mapped[*]``; each pass of a loop adds its own). A value computed from an item of the same dict
+        (``mapped[t] = mapped[t].clone()``, ``= self.norm(mapped[t])``) replaces them: the items are transformed."""
         base = target.value
-        if value and isinstance(base, ast.Name) and self.key_of(target) is None and self.local_dict(base.id):
-            key = base.id + ANY_KEY
+        if not (isinstance(base, ast.Name) and self.key_of(target) is None and self.local_dict(base.id)):
+            return
+        key = base.id + ANY_KEY
+        transformed = value_node is not None and any(
+            isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == base.id
+            for n in ast.walk(value_node))
+        if transformed:
+            self.bind_name(key, value)
+        elif value:
             self.bind_name(key, cap(set(self.env.get(key) or ()) | set(value)))
 
     def any_key_item(self, node: ast.Subscript) -> Optional[frozenset]:
