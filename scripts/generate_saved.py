@@ -93,17 +93,7 @@ def inputs(only=None, shapes=SHAPES[0]):
 
 def call(namespace: str, name: str, pattern, x, y):
     """Call ``namespace.name`` on ``x`` with ``pattern`` (``"y"`` stands for the second tensor)."""
-    import torch
-    import torch.nn.functional as F  # noqa: F401
-    import torch.linalg  # noqa: F401
-    import torch.special  # noqa: F401
-
-    args = [y if a == "y" else a for a in pattern]
-    if namespace == "Tensor":
-        return getattr(x, name)(*args)
-    module = {"torch": torch, "torch.nn.functional": torch.nn.functional, "torch.linalg": torch.linalg,
-              "torch.special": torch.special}[namespace]
-    return getattr(module, name)(x, *args)
+    return call_with(namespace, name, ("x", *pattern), {"x": x, "y": y})
 
 
 def _probe(facts, namespace, name, pattern, only=None, shapes=SHAPES[0]):
@@ -237,6 +227,8 @@ def call_with(namespace: str, name: str, pattern, given):
     """``namespace.name(*pattern)`` with each placeholder of ``pattern`` replaced by ``given[placeholder]``."""
     import torch
     import torch.nn.functional as F  # noqa: F401
+    import torch.linalg  # noqa: F401
+    import torch.special  # noqa: F401
 
     args = [given[a] if isinstance(a, str) else a for a in pattern]
     if namespace == "Tensor":
@@ -259,6 +251,8 @@ def index_probe(namespace: str, name: str, pattern, position: int, only=None) ->
     """Whether writing the index or mask at ``position`` of ``pattern`` after the call (``idx.add_(0)``: its version
     moves, its values do not) makes the backward raise torch's "modified by an inplace operation"; None when the
     call, or its backward without the write, does not run. ``only``: the one float input that requires grad."""
+    import torch
+
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         for write in (False, True):
             given = _index_inputs(only)
@@ -270,7 +264,7 @@ def index_probe(namespace: str, name: str, pattern, position: int, only=None) ->
                 return None
             if write:
                 index = given[pattern[position]]
-                index.logical_and_(index) if index.dtype == _bool() else index.add_(0)
+                index.logical_and_(index) if index.dtype is torch.bool else index.add_(0)
             try:
                 total.backward()
             except RuntimeError as exc:
@@ -278,12 +272,6 @@ def index_probe(namespace: str, name: str, pattern, position: int, only=None) ->
             except Exception:
                 return None
     return False
-
-
-def _bool():
-    import torch
-
-    return torch.bool
 
 
 def index_table(names, floats=None):

@@ -117,8 +117,7 @@ def needs_true(conds: Iterable[Cond]) -> Tuple[Tuple[int, tuple], ...]:
     in eval mode) when one is true only then (:func:`.grad_flags.flag_grad_off`). A parameter they need false
     (``if train_mode: return self.forward_train(x)`` before ``return self.forward_test(x)``) is ``~index``."""
     return tuple(sorted({(c[0] if c[1] else ~c[0], c[2]) for c in conds if isinstance(c[0], int) and c[0] >= 0
-                         and c[3] == "" or isinstance(c[0], int) and c[0] >= 0 and c[1]
-                         and c[3] in ("==", "is") and c[4] is True}, key=repr))
+                         and (c[3] == "" or c[1] and c[3] in ("==", "is") and c[4] is True)}, key=repr))
 
 
 def value_at(cond: Cond, values: Dict[int, tuple]) -> tuple:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from .astutil import walk_ast
 from .env import cap
 
 #: the environment key suffix of a dict's items stored under keys that are not constants
@@ -38,7 +39,7 @@ class DictItemsMixin:
         key = base.id + ANY_KEY
         transformed = value_node is not None and any(
             isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == base.id
-            for n in ast.walk(value_node))
+            for n in walk_ast(value_node))
         if transformed:
             self.bind_name(key, value)
         elif value:

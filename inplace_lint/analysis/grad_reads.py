@@ -10,7 +10,7 @@ from typing import List, Optional, Tuple
 from ..findings import Origin, RootKind
 from ..torch_facts import ops
 
-from .astutil import dotted_name, walk_ast
+from .astutil import dotted_name, last_name, walk_ast
 from .consumers import flows_into, only_gradless_readers, param_reads
 from .summaries import param_index
 
@@ -95,10 +95,7 @@ class GradReadsMixin:
         """``self.constraint.transform(self.raw)``, ``F.softplus(self.raw_w)``: an untracked call (not a submodule's,
         nor a factory) given a parameter the class built: what it returns requires grad (gpytorch's constrained
         hyperparameters, alfi's kernels, set CX)."""
-        from .astutil import last_name
-
-        return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-            and not (isinstance(node.func.value, ast.Name) and node.func.value.id == self.self_name) \
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not self._is_self(node.func.value) \
             and last_name(node.func) not in ops.FACTORY_FUNCTIONS and node.func.attr not in _READ_WITHOUT_GRAD_METHODS \
             and any(self._parameter_attribute(a) for a in node.args)
 
